@@ -1,0 +1,366 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/status_macros.h"
+
+namespace gopt::graph {
+
+absl::string_view DeviceConstraintName(DeviceConstraint constraint) {
+  switch (constraint) {
+    case DeviceConstraint::kAny:
+      return "any";
+    case DeviceConstraint::kCpuOnly:
+      return "cpu-only";
+    case DeviceConstraint::kAcceleratorOnly:
+      return "accelerator-only";
+  }
+  return "any";
+}
+
+int64_t Node::output_bytes() const {
+  int64_t total = 0;
+  for (const TensorType& output : outputs) total += output.size_bytes();
+  return total;
+}
+
+absl::Span<const Edge> Graph::in_edges(NodeId id) const {
+  return absl::MakeConstSpan(in_edges_.data() + in_offsets_[id],
+                             in_offsets_[id + 1] - in_offsets_[id]);
+}
+
+absl::Span<const Edge> Graph::out_edges(NodeId id) const {
+  return absl::MakeConstSpan(out_edges_.data() + out_offsets_[id],
+                             out_offsets_[id + 1] - out_offsets_[id]);
+}
+
+int64_t Graph::EdgeBytes(const Edge& edge) const {
+  if (edge.control) return 0;
+  const Node& src = nodes_[edge.src];
+  if (edge.src_output == Edge::kAllOutputs) return src.output_bytes();
+  return src.outputs[edge.src_output].size_bytes();
+}
+
+std::optional<NodeId> Graph::FindNode(absl::string_view name) const {
+  auto it = index_by_name_.find(name);
+  if (it == index_by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+GraphBuilder::GraphBuilder(std::string name, std::string format)
+    : name_(std::move(name)), format_(std::move(format)) {}
+
+int GraphBuilder::AddNode(Node node) {
+  nodes_.push_back(std::move(node));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+void GraphBuilder::AddEdge(int src, int32_t src_output, int dst,
+                           int32_t dst_input) {
+  edges_.push_back(Edge{src, src_output, dst, dst_input, /*control=*/false});
+}
+
+void GraphBuilder::AddControlEdge(int src, int dst) {
+  edges_.push_back(Edge{src, -1, dst, -1, /*control=*/true});
+}
+
+int32_t GraphBuilder::AddSubgraph(std::shared_ptr<const Graph> subgraph) {
+  subgraphs_.push_back(std::move(subgraph));
+  return static_cast<int32_t>(subgraphs_.size()) - 1;
+}
+
+void GraphBuilder::AddLoop(LoopInfo loop) { loops_.push_back(std::move(loop)); }
+
+int32_t GraphBuilder::ColocationGroup(absl::string_view name) {
+  for (size_t i = 0; i < colocation_groups_.size(); ++i) {
+    if (colocation_groups_[i] == name) return static_cast<int32_t>(i);
+  }
+  colocation_groups_.emplace_back(name);
+  return static_cast<int32_t>(colocation_groups_.size()) - 1;
+}
+
+void GraphBuilder::AddWarning(std::string warning) {
+  warnings_.push_back(std::move(warning));
+}
+
+namespace {
+
+// Describes one cycle among the nodes Kahn's algorithm could not order.
+std::string DescribeCycle(const std::vector<Node>& nodes,
+                          const std::vector<std::vector<int>>& preds,
+                          const std::vector<int>& remaining_in_degree) {
+  int start = -1;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (remaining_in_degree[i] > 0) {
+      start = static_cast<int>(i);
+      break;
+    }
+  }
+  // Walk backwards along unordered predecessors until a node repeats.
+  std::vector<int> position(nodes.size(), -1);
+  std::vector<int> path;
+  int current = start;
+  while (position[current] < 0) {
+    position[current] = static_cast<int>(path.size());
+    path.push_back(current);
+    int next = -1;
+    for (int pred : preds[current]) {
+      if (remaining_in_degree[pred] > 0) {
+        next = pred;
+        break;
+      }
+    }
+    if (next < 0) break;
+    current = next;
+  }
+  std::vector<std::string> names;
+  for (size_t i = position[current]; i < path.size(); ++i) {
+    names.push_back(absl::StrCat("'", nodes[path[i]].name, "'"));
+  }
+  std::reverse(names.begin(), names.end());
+  names.push_back(names.front());
+  return absl::StrJoin(names, " -> ");
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
+  const int n = static_cast<int>(nodes_.size());
+  if (n > limits.max_nodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("graph '", name_, "' has ", n,
+                     " nodes, more than the limit of ", limits.max_nodes));
+  }
+  absl::flat_hash_map<std::string, NodeId> index_by_name;
+  index_by_name.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = nodes_[i];
+    if (node.name.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node #", i, " (op '", node.op, "') has no name"));
+    }
+    auto [it, inserted] = index_by_name.emplace(node.name, i);
+    if (!inserted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("duplicate node name '", node.name, "' (nodes #",
+                       it->second, " and #", i, ")"));
+    }
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      absl::Status status = ValidateTensorType(node.outputs[o]);
+      if (!status.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "node '", node.name, "' output ", o, ": ", status.message()));
+      }
+    }
+    for (int32_t subgraph : node.subgraphs) {
+      if (subgraph < 0 || subgraph >= static_cast<int32_t>(subgraphs_.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", node.name, "' names subgraph ", subgraph,
+                         " of ", subgraphs_.size()));
+      }
+    }
+    if (node.colocation_group >= static_cast<int32_t>(colocation_groups_.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", node.name, "' names colocation group ",
+                       node.colocation_group, " of ",
+                       colocation_groups_.size()));
+    }
+  }
+
+  std::vector<int> in_degree(n, 0);
+  std::vector<std::vector<int>> succs(n), preds(n);
+  for (const Edge& edge : edges_) {
+    if (edge.src < 0 || edge.src >= n || edge.dst < 0 || edge.dst >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "edge ", edge.src, " -> ", edge.dst, " names a node outside 0..",
+          n - 1));
+    }
+    const Node& src = nodes_[edge.src];
+    if (!edge.control && edge.src_output != Edge::kAllOutputs &&
+        (edge.src_output < 0 ||
+         edge.src_output >= static_cast<int32_t>(src.outputs.size()))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", nodes_[edge.dst].name, "' input ", edge.dst_input,
+          " reads output ", edge.src_output, " of '", src.name, "', which has ",
+          src.outputs.size(), " output(s)"));
+    }
+    succs[edge.src].push_back(edge.dst);
+    preds[edge.dst].push_back(edge.src);
+    ++in_degree[edge.dst];
+  }
+
+  // Kahn's algorithm with a min-heap on insertion index: the order is
+  // deterministic and equals insertion order when that is already
+  // topological (importers add nodes in file order).
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (in_degree[i] == 0) ready.push(i);
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  std::vector<int> remaining = in_degree;
+  while (!ready.empty()) {
+    const int current = ready.top();
+    ready.pop();
+    order.push_back(current);
+    for (int succ : succs[current]) {
+      if (--remaining[succ] == 0) ready.push(succ);
+    }
+  }
+  if (static_cast<int>(order.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph '", name_, "' has a cycle: ",
+        DescribeCycle(nodes_, preds, remaining)));
+  }
+
+  std::vector<NodeId> new_id(n);
+  for (int i = 0; i < n; ++i) new_id[order[i]] = i;
+
+  Graph graph;
+  graph.name_ = std::move(name_);
+  graph.format_ = std::move(format_);
+  graph.nodes_.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    graph.nodes_.push_back(std::move(nodes_[order[i]]));
+  }
+  for (Edge& edge : edges_) {
+    edge.src = new_id[edge.src];
+    edge.dst = new_id[edge.dst];
+  }
+  graph.in_edges_ = edges_;
+  std::stable_sort(graph.in_edges_.begin(), graph.in_edges_.end(),
+                   [](const Edge& a, const Edge& b) {
+                     return std::make_tuple(a.dst, a.control, a.dst_input) <
+                            std::make_tuple(b.dst, b.control, b.dst_input);
+                   });
+  graph.out_edges_ = std::move(edges_);
+  std::stable_sort(graph.out_edges_.begin(), graph.out_edges_.end(),
+                   [](const Edge& a, const Edge& b) {
+                     return std::make_tuple(a.src, a.dst, a.dst_input) <
+                            std::make_tuple(b.src, b.dst, b.dst_input);
+                   });
+  graph.in_offsets_.assign(n + 1, 0);
+  graph.out_offsets_.assign(n + 1, 0);
+  for (const Edge& edge : graph.in_edges_) ++graph.in_offsets_[edge.dst + 1];
+  for (const Edge& edge : graph.out_edges_) ++graph.out_offsets_[edge.src + 1];
+  for (int i = 0; i < n; ++i) {
+    graph.in_offsets_[i + 1] += graph.in_offsets_[i];
+    graph.out_offsets_[i + 1] += graph.out_offsets_[i];
+  }
+  graph.index_by_name_.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = graph.nodes_[i];
+    graph.index_by_name_.emplace(node.name, i);
+    graph.total_flops_ += node.flops;
+    graph.total_bytes_ += node.bytes_read + node.bytes_written;
+  }
+  for (LoopInfo& loop : loops_) {
+    loop.merge = new_id[loop.merge];
+    loop.next_iteration = new_id[loop.next_iteration];
+  }
+  graph.subgraphs_ = std::move(subgraphs_);
+  graph.loops_ = std::move(loops_);
+  graph.colocation_groups_ = std::move(colocation_groups_);
+  graph.warnings_ = std::move(warnings_);
+  return graph;
+}
+
+namespace {
+
+absl::Status CompareNodes(const Node& a, const Node& b) {
+  auto differ = [&](absl::string_view field, const auto& x, const auto& y) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", a.name, "': ", field, " ", x, " vs ", y));
+  };
+  if (a.name != b.name) return differ("name", a.name, b.name);
+  if (a.op != b.op) return differ("op", a.op, b.op);
+  if (a.kind != b.kind) {
+    return differ("kind", OpKindName(a.kind), OpKindName(b.kind));
+  }
+  if (a.outputs.size() != b.outputs.size()) {
+    return differ("output count", a.outputs.size(), b.outputs.size());
+  }
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    if (a.outputs[i] != b.outputs[i]) {
+      return differ(absl::StrCat("output ", i), a.outputs[i].ToString(),
+                    b.outputs[i].ToString());
+    }
+  }
+  if (!(a.attributes == b.attributes)) return differ("attributes", "", "");
+  if (a.flops != b.flops) return differ("flops", a.flops, b.flops);
+  if (a.bytes_read != b.bytes_read) {
+    return differ("bytes_read", a.bytes_read, b.bytes_read);
+  }
+  if (a.bytes_written != b.bytes_written) {
+    return differ("bytes_written", a.bytes_written, b.bytes_written);
+  }
+  if (a.bytes_communicated != b.bytes_communicated) {
+    return differ("bytes_communicated", a.bytes_communicated,
+                  b.bytes_communicated);
+  }
+  if (a.cost_unknown != b.cost_unknown) {
+    return differ("cost_unknown", a.cost_unknown, b.cost_unknown);
+  }
+  if (a.device_constraint != b.device_constraint) {
+    return differ("device_constraint",
+                  DeviceConstraintName(a.device_constraint),
+                  DeviceConstraintName(b.device_constraint));
+  }
+  if (a.colocation_group != b.colocation_group) {
+    return differ("colocation_group", a.colocation_group, b.colocation_group);
+  }
+  if (a.layout_configurable != b.layout_configurable) {
+    return differ("layout_configurable", a.layout_configurable,
+                  b.layout_configurable);
+  }
+  if (a.subgraphs != b.subgraphs) {
+    return differ("subgraphs", absl::StrJoin(a.subgraphs, ","),
+                  absl::StrJoin(b.subgraphs, ","));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CompareGraphs(const Graph& a, const Graph& b) {
+  if (a.num_nodes() != b.num_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node count ", a.num_nodes(), " vs ", b.num_nodes()));
+  }
+  if (a.num_edges() != b.num_edges()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "edge count ", a.num_edges(), " vs ", b.num_edges()));
+  }
+  for (NodeId i = 0; i < a.num_nodes(); ++i) {
+    RETURN_IF_ERROR(CompareNodes(a.node(i), b.node(i)));
+  }
+  for (int i = 0; i < a.num_edges(); ++i) {
+    const Edge& x = a.edges()[i];
+    const Edge& y = b.edges()[i];
+    if (!(x == y)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "edge into '", a.node(x.dst).name, "' input ", x.dst_input,
+          " differs: from '", a.node(x.src).name, "' vs '", b.node(y.src).name,
+          "'"));
+    }
+  }
+  if (a.subgraphs().size() != b.subgraphs().size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subgraph count ", a.subgraphs().size(), " vs ", b.subgraphs().size()));
+  }
+  for (size_t i = 0; i < a.subgraphs().size(); ++i) {
+    absl::Status status = CompareGraphs(*a.subgraphs()[i], *b.subgraphs()[i]);
+    if (!status.ok()) {
+      return Annotate(status, absl::StrCat("subgraph ", i, " '",
+                                           a.subgraphs()[i]->name(), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gopt::graph

@@ -1,0 +1,93 @@
+#include "graph/importer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/status_macros.h"
+
+namespace gopt::graph {
+
+void ImporterRegistry::Register(std::unique_ptr<Importer> importer) {
+  importers_.push_back(std::move(importer));
+}
+
+absl::StatusOr<const Importer*> ImporterRegistry::Find(
+    absl::string_view format) const {
+  for (const auto& importer : importers_) {
+    if (importer->format() == format) return importer.get();
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "unknown format '", format, "'; known formats: auto, ",
+      absl::StrJoin(formats(), ", ")));
+}
+
+absl::StatusOr<const Importer*> ImporterRegistry::Detect(
+    absl::string_view contents) const {
+  if (contents.empty()) {
+    return absl::InvalidArgumentError("file is empty");
+  }
+  for (const auto& importer : importers_) {
+    if (importer->Sniff(contents)) return importer.get();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("not a recognised graph format (tried ",
+                   absl::StrJoin(formats(), ", "),
+                   "); pass --format to choose one"));
+}
+
+absl::StatusOr<Graph> ImporterRegistry::Import(
+    absl::string_view contents, absl::string_view format,
+    const ImportOptions& options) const {
+  absl::StatusOr<const Importer*> importer =
+      format == "auto" ? Detect(contents) : Find(format);
+  if (!importer.ok()) return Annotate(importer.status(), options.source_name);
+  absl::StatusOr<Graph> graph = (*importer)->Import(contents, options);
+  if (!graph.ok()) {
+    return Annotate(graph.status(),
+                    absl::StrCat(options.source_name, " (",
+                                 (*importer)->format(), ")"));
+  }
+  return graph;
+}
+
+absl::StatusOr<Graph> ImporterRegistry::ImportFile(
+    const std::string& path, absl::string_view format,
+    ImportOptions options) const {
+  ASSIGN_OR_RETURN(std::string contents, ReadFileToString(path));
+  if (options.source_name == ImportOptions().source_name) {
+    options.source_name = path;
+  }
+  return Import(contents, format, options);
+}
+
+std::vector<std::string> ImporterRegistry::formats() const {
+  std::vector<std::string> names;
+  for (const auto& importer : importers_) {
+    names.emplace_back(importer->format());
+  }
+  return names;
+}
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    const int error = errno;
+    const std::string reason = std::strerror(error);
+    if (error == EACCES) {
+      return absl::PermissionDeniedError(absl::StrCat(path, ": ", reason));
+    }
+    return absl::NotFoundError(absl::StrCat(path, ": ", reason));
+  }
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) {
+    return absl::InternalError(absl::StrCat(path, ": read error"));
+  }
+  return contents.str();
+}
+
+}  // namespace gopt::graph

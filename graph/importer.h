@@ -1,0 +1,97 @@
+#ifndef GOPT_GRAPH_IMPORTER_H_
+#define GOPT_GRAPH_IMPORTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/graph.h"
+
+namespace gopt::graph {
+
+// Options every importer honours.
+struct ImportOptions {
+  // Name used in error messages and as the graph name when the file has none
+  // (usually the file path). Default: "<input>".
+  std::string source_name = "<input>";
+  // Values for symbolic dimensions by name (ONNX dim_param, e.g. "batch").
+  absl::flat_hash_map<std::string, int64_t> symbolic_dims;
+  // Value for symbolic or unknown dimensions not in `symbolic_dims`.
+  // Default 1 (one example per step); each use is reported as a warning.
+  int64_t default_symbolic_dim = 1;
+  GraphLimits limits;
+};
+
+// Turns the bytes of one file format into a Graph. Implementations are
+// stateless and safe to call from many threads at once.
+class Importer {
+ public:
+  virtual ~Importer() = default;
+  Importer(const Importer&) = delete;
+  Importer& operator=(const Importer&) = delete;
+
+  // The --format name ("hlo", "onnx", ...).
+  virtual absl::string_view format() const = 0;
+
+  // True when `contents` look like this format. Cheap (looks at a prefix
+  // and/or a light parse); used for --format=auto.
+  virtual bool Sniff(absl::string_view contents) const = 0;
+
+  // Imports `contents`. Errors are InvalidArgument (ResourceExhausted for
+  // limits) and name the node and field at fault; never crashes on any input.
+  virtual absl::StatusOr<Graph> Import(absl::string_view contents,
+                                       const ImportOptions& options) const = 0;
+
+ protected:
+  Importer() = default;
+};
+
+// The set of importers available to a program, looked up by format name or
+// by sniffing. Register everything before use; lookups are then thread-safe.
+class ImporterRegistry {
+ public:
+  ImporterRegistry() = default;
+  ImporterRegistry(const ImporterRegistry&) = delete;
+  ImporterRegistry& operator=(const ImporterRegistry&) = delete;
+
+  // Takes ownership. Sniffing tries importers in registration order, so
+  // register specific formats before permissive ones.
+  void Register(std::unique_ptr<Importer> importer);
+
+  // The importer for `format`, or NotFound listing the known formats.
+  absl::StatusOr<const Importer*> Find(absl::string_view format) const;
+
+  // The first importer whose Sniff accepts `contents`, or InvalidArgument
+  // ("not a recognised graph format") listing the formats tried.
+  absl::StatusOr<const Importer*> Detect(absl::string_view contents) const;
+
+  // Imports `contents` with the importer for `format` ("auto" sniffs).
+  // Errors are prefixed with options.source_name.
+  absl::StatusOr<Graph> Import(absl::string_view contents,
+                               absl::string_view format,
+                               const ImportOptions& options) const;
+
+  // Reads `path` and imports it; the graph is named after the file when the
+  // format carries no name. NotFound / PermissionDenied for unreadable files.
+  absl::StatusOr<Graph> ImportFile(const std::string& path,
+                                   absl::string_view format,
+                                   ImportOptions options) const;
+
+  // Registered format names, in registration order.
+  std::vector<std::string> formats() const;
+
+ private:
+  std::vector<std::unique_ptr<Importer>> importers_;
+};
+
+// Reads a whole file. NotFound, PermissionDenied or Internal (I/O error),
+// each naming the path.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace gopt::graph
+
+#endif  // GOPT_GRAPH_IMPORTER_H_
