@@ -164,11 +164,11 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
                          " of ", subgraphs_.size()));
       }
     }
-    if (node.colocation_group >= static_cast<int32_t>(colocation_groups_.size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("node '", node.name, "' names colocation group ",
-                       node.colocation_group, " of ",
-                       colocation_groups_.size()));
+    if (node.colocation_group >=
+        static_cast<int32_t>(colocation_groups_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name, "' names colocation group ",
+          node.colocation_group, " of ", colocation_groups_.size()));
     }
   }
 
@@ -176,9 +176,9 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   std::vector<std::vector<int>> succs(n), preds(n);
   for (const Edge& edge : edges_) {
     if (edge.src < 0 || edge.src >= n || edge.dst < 0 || edge.dst >= n) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "edge ", edge.src, " -> ", edge.dst, " names a node outside 0..",
-          n - 1));
+      return absl::InvalidArgumentError(
+          absl::StrCat("edge ", edge.src, " -> ", edge.dst,
+                       " names a node outside 0..", n - 1));
     }
     const Node& src = nodes_[edge.src];
     if (!edge.control && edge.src_output != Edge::kAllOutputs &&
@@ -214,8 +214,8 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   }
   if (static_cast<int>(order.size()) != n) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "graph '", name_, "' has a cycle: ",
-        DescribeCycle(nodes_, preds, remaining)));
+        "graph '", name_,
+        "' has a cycle: ", DescribeCycle(nodes_, preds, remaining)));
   }
 
   std::vector<NodeId> new_id(n);
@@ -329,12 +329,12 @@ absl::Status CompareNodes(const Node& a, const Node& b) {
 
 absl::Status CompareGraphs(const Graph& a, const Graph& b) {
   if (a.num_nodes() != b.num_nodes()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node count ", a.num_nodes(), " vs ", b.num_nodes()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node count ", a.num_nodes(), " vs ", b.num_nodes()));
   }
   if (a.num_edges() != b.num_edges()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "edge count ", a.num_edges(), " vs ", b.num_edges()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("edge count ", a.num_edges(), " vs ", b.num_edges()));
   }
   for (NodeId i = 0; i < a.num_nodes(); ++i) {
     RETURN_IF_ERROR(CompareNodes(a.node(i), b.node(i)));
@@ -343,10 +343,10 @@ absl::Status CompareGraphs(const Graph& a, const Graph& b) {
     const Edge& x = a.edges()[i];
     const Edge& y = b.edges()[i];
     if (!(x == y)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "edge into '", a.node(x.dst).name, "' input ", x.dst_input,
-          " differs: from '", a.node(x.src).name, "' vs '", b.node(y.src).name,
-          "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("edge into '", a.node(x.dst).name, "' input ",
+                       x.dst_input, " differs: from '", a.node(x.src).name,
+                       "' vs '", b.node(y.src).name, "'"));
     }
   }
   if (a.subgraphs().size() != b.subgraphs().size()) {

@@ -40,11 +40,11 @@ struct Node {
   std::vector<TensorType> outputs;
   OpAttributes attributes;
 
-  double flops = 0;               // floating point (or integer) operations
-  int64_t bytes_read = 0;         // from memory, operands included
-  int64_t bytes_written = 0;      // to memory
-  int64_t bytes_communicated = 0; // collectives: bytes each device sends
-  bool cost_unknown = false;      // costed by bytes only (e.g. custom-call)
+  double flops = 0;                // floating point (or integer) operations
+  int64_t bytes_read = 0;          // from memory, operands included
+  int64_t bytes_written = 0;       // to memory
+  int64_t bytes_communicated = 0;  // collectives: bytes each device sends
+  bool cost_unknown = false;       // costed by bytes only (e.g. custom-call)
 
   DeviceConstraint device_constraint = DeviceConstraint::kAny;
   int32_t colocation_group = -1;  // index into Graph::colocation_groups()

@@ -8,7 +8,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Node MakeNode(const std::string& name, OpKind kind = OpKind::kElementwiseUnary) {
+Node MakeNode(const std::string& name,
+              OpKind kind = OpKind::kElementwiseUnary) {
   Node node;
   node.name = name;
   node.op = "op";

@@ -20,9 +20,9 @@ absl::StatusOr<const Importer*> ImporterRegistry::Find(
   for (const auto& importer : importers_) {
     if (importer->format() == format) return importer.get();
   }
-  return absl::NotFoundError(absl::StrCat(
-      "unknown format '", format, "'; known formats: auto, ",
-      absl::StrJoin(formats(), ", ")));
+  return absl::NotFoundError(absl::StrCat("unknown format '", format,
+                                          "'; known formats: auto, ",
+                                          absl::StrJoin(formats(), ", ")));
 }
 
 absl::StatusOr<const Importer*> ImporterRegistry::Detect(
@@ -33,10 +33,9 @@ absl::StatusOr<const Importer*> ImporterRegistry::Detect(
   for (const auto& importer : importers_) {
     if (importer->Sniff(contents)) return importer.get();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("not a recognised graph format (tried ",
-                   absl::StrJoin(formats(), ", "),
-                   "); pass --format to choose one"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "not a recognised graph format (tried ", absl::StrJoin(formats(), ", "),
+      "); pass --format to choose one"));
 }
 
 absl::StatusOr<Graph> ImporterRegistry::Import(
@@ -47,9 +46,8 @@ absl::StatusOr<Graph> ImporterRegistry::Import(
   if (!importer.ok()) return Annotate(importer.status(), options.source_name);
   absl::StatusOr<Graph> graph = (*importer)->Import(contents, options);
   if (!graph.ok()) {
-    return Annotate(graph.status(),
-                    absl::StrCat(options.source_name, " (",
-                                 (*importer)->format(), ")"));
+    return Annotate(graph.status(), absl::StrCat(options.source_name, " (",
+                                                 (*importer)->format(), ")"));
   }
   return graph;
 }

@@ -64,7 +64,8 @@ absl::StatusOr<OpCost> DotCost(const OpCostQuery& query,
     // Matmul convention: contract the lhs's last dimension.
     contracted = static_cast<double>(lhs.dims.back());
   }
-  cost.flops = 2.0 * static_cast<double>(SumElements(query.outputs)) * contracted;
+  cost.flops =
+      2.0 * static_cast<double>(SumElements(query.outputs)) * contracted;
   return cost;
 }
 
@@ -99,7 +100,8 @@ absl::StatusOr<OpCost> ConvolutionCost(const OpCostQuery& query,
       per_output *= static_cast<double>(kernel.dims[i]);
     }
   }
-  cost.flops = 2.0 * static_cast<double>(SumElements(query.outputs)) * per_output;
+  cost.flops =
+      2.0 * static_cast<double>(SumElements(query.outputs)) * per_output;
   return cost;
 }
 
@@ -117,9 +119,9 @@ absl::StatusOr<OpCost> RnnCost(const OpCostQuery& query, OpCost cost) {
   const TensorType& w = *query.operands[1];
   const TensorType& r = *query.operands[2];
   if (x.rank() != 3 || w.rank() != 3 || r.rank() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rnn expects rank-3 X, W, R; got ", x.ToString(), ", ", w.ToString(),
-        ", ", r.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rnn expects rank-3 X, W, R; got ", x.ToString(), ", ",
+                     w.ToString(), ", ", r.ToString()));
   }
   const double seq = static_cast<double>(x.dims[0]);
   const double batch = static_cast<double>(x.dims[1]);
@@ -141,7 +143,8 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
   OpCost cost;
   const int64_t operand_bytes = SumBytes(query.operands);
   const int64_t output_bytes = SumBytes(query.outputs);
-  const double output_elements = static_cast<double>(SumElements(query.outputs));
+  const double output_elements =
+      static_cast<double>(SumElements(query.outputs));
   cost.bytes_read = operand_bytes;
   cost.bytes_written = output_bytes;
 
@@ -182,9 +185,11 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
       cost.flops = 5.0 * output_elements;
       return cost;
     case OpKind::kFft: {
-      const TensorType* out = query.outputs.empty() ? nullptr : query.outputs[0];
-      const double n =
-          out != nullptr && out->rank() > 0 ? static_cast<double>(out->dims.back()) : 1;
+      const TensorType* out =
+          query.outputs.empty() ? nullptr : query.outputs[0];
+      const double n = out != nullptr && out->rank() > 0
+                           ? static_cast<double>(out->dims.back())
+                           : 1;
       cost.flops = n > 1 ? 5.0 * output_elements * std::log2(n) : 0;
       return cost;
     }
@@ -218,7 +223,8 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
       return cost;
     case OpKind::kSelectAndScatter: {
       if (absl::Status s = RequireOperands(query, 2); !s.ok()) return s;
-      cost.flops = 2.0 * static_cast<double>(query.operands[1]->num_elements()) *
+      cost.flops = 2.0 *
+                   static_cast<double>(query.operands[1]->num_elements()) *
                    WindowElements(attrs);
       return cost;
     }
@@ -255,7 +261,8 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
       cost.bytes_written = updates;
       double update_elements = 0;
       for (size_t i = operands + 1; i < query.operands.size(); ++i) {
-        update_elements += static_cast<double>(query.operands[i]->num_elements());
+        update_elements +=
+            static_cast<double>(query.operands[i]->num_elements());
       }
       cost.flops = update_elements;
       return cost;
@@ -273,7 +280,8 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
       } else if (keys.rank() > 0) {
         n = keys.dims.back();
       }
-      const double log_n = n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0;
+      const double log_n =
+          n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0;
       cost.flops = static_cast<double>(SumElements(query.operands)) * log_n;
       return cost;
     }
@@ -336,7 +344,8 @@ OpCost MaxBranchCost(absl::Span<const Graph* const> branches) {
     const Graph* one[] = {branch};
     OpCost cost = SubgraphCost(one, 1);
     if (cost.flops + static_cast<double>(cost.bytes_read + cost.bytes_written) >
-        best.flops + static_cast<double>(best.bytes_read + best.bytes_written)) {
+        best.flops +
+            static_cast<double>(best.bytes_read + best.bytes_written)) {
       best = cost;
     }
   }

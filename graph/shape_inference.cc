@@ -22,10 +22,9 @@ absl::StatusOr<std::vector<int64_t>> BroadcastDims(
     const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (x != y && x != 1 && y != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shapes ", DimsString(a), " and ", DimsString(b),
-                       " do not broadcast (dimension ", i, ": ", x, " vs ", y,
-                       ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shapes ", DimsString(a), " and ", DimsString(b),
+          " do not broadcast (dimension ", i, ": ", x, " vs ", y, ")"));
     }
     out[i] = x == 1 ? y : x;
   }
@@ -46,8 +45,8 @@ absl::StatusOr<std::vector<int64_t>> DotOutputDims(
       !in_range(dims.rhs_batch, rhs_rank) ||
       !in_range(dims.rhs_contracting, rhs_rank)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("dot dimension numbers out of range for ",
-                     DimsString(lhs), " x ", DimsString(rhs)));
+        absl::StrCat("dot dimension numbers out of range for ", DimsString(lhs),
+                     " x ", DimsString(rhs)));
   }
   if (dims.lhs_batch.size() != dims.rhs_batch.size() ||
       dims.lhs_contracting.size() != dims.rhs_contracting.size()) {
@@ -56,11 +55,11 @@ absl::StatusOr<std::vector<int64_t>> DotOutputDims(
   }
   for (size_t i = 0; i < dims.lhs_contracting.size(); ++i) {
     if (lhs[dims.lhs_contracting[i]] != rhs[dims.rhs_contracting[i]]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dot contracts lhs dimension ", dims.lhs_contracting[i], " (size ",
-          lhs[dims.lhs_contracting[i]], ") with rhs dimension ",
-          dims.rhs_contracting[i], " (size ", rhs[dims.rhs_contracting[i]],
-          ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dot contracts lhs dimension ", dims.lhs_contracting[i],
+                       " (size ", lhs[dims.lhs_contracting[i]],
+                       ") with rhs dimension ", dims.rhs_contracting[i],
+                       " (size ", rhs[dims.rhs_contracting[i]], ")"));
     }
   }
   std::vector<int64_t> out;
@@ -71,10 +70,12 @@ absl::StatusOr<std::vector<int64_t>> DotOutputDims(
            std::find(b.begin(), b.end(), d) != b.end();
   };
   for (int64_t d = 0; d < lhs_rank; ++d) {
-    if (!is_listed(dims.lhs_batch, dims.lhs_contracting, d)) out.push_back(lhs[d]);
+    if (!is_listed(dims.lhs_batch, dims.lhs_contracting, d))
+      out.push_back(lhs[d]);
   }
   for (int64_t d = 0; d < rhs_rank; ++d) {
-    if (!is_listed(dims.rhs_batch, dims.rhs_contracting, d)) out.push_back(rhs[d]);
+    if (!is_listed(dims.rhs_batch, dims.rhs_contracting, d))
+      out.push_back(rhs[d]);
   }
   return out;
 }
@@ -92,8 +93,8 @@ absl::StatusOr<std::vector<int64_t>> MatMulOutputDims(
   if (b_vector) b.push_back(1);
   if (a.back() != b[b.size() - 2]) {
     return absl::InvalidArgumentError(
-        absl::StrCat("matmul inner dimensions differ: ", DimsString(lhs),
-                     " x ", DimsString(rhs)));
+        absl::StrCat("matmul inner dimensions differ: ", DimsString(lhs), " x ",
+                     DimsString(rhs)));
   }
   std::vector<int64_t> a_batch(a.begin(), a.end() - 2);
   std::vector<int64_t> b_batch(b.begin(), b.end() - 2);
@@ -119,21 +120,21 @@ absl::StatusOr<int64_t> WindowedOutputSize(int64_t input,
   const int64_t dilated_input =
       input == 0 ? 0 : (input - 1) * window.base_dilation + 1;
   const int64_t dilated_window = (window.size - 1) * window.window_dilation + 1;
-  const int64_t padded = dilated_input + window.padding_low + window.padding_high;
+  const int64_t padded =
+      dilated_input + window.padding_low + window.padding_high;
   if (padded < dilated_window) {
     if (padded >= 0 && input == 0) return 0;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "window of size ", dilated_window, " does not fit padded input of size ",
-        padded));
+    return absl::InvalidArgumentError(
+        absl::StrCat("window of size ", dilated_window,
+                     " does not fit padded input of size ", padded));
   }
   return (padded - dilated_window) / window.stride + 1;
 }
 
 absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(
     absl::Span<const int64_t> input, absl::Span<const int64_t> kernel,
-    const ConvolutionDimensions& dims,
-    absl::Span<const WindowDimension> window, int64_t feature_group_count,
-    int64_t batch_group_count) {
+    const ConvolutionDimensions& dims, absl::Span<const WindowDimension> window,
+    int64_t feature_group_count, int64_t batch_group_count) {
   const size_t spatial = dims.input_spatial.size();
   if (dims.kernel_spatial.size() != spatial ||
       dims.output_spatial.size() != spatial || window.size() != spatial) {
@@ -144,26 +145,26 @@ absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(
   }
   const size_t rank = spatial + 2;
   if (input.size() != rank || kernel.size() != rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "convolution input ", DimsString(input), " and kernel ",
-        DimsString(kernel), " must both have rank ", rank));
+    return absl::InvalidArgumentError(
+        absl::StrCat("convolution input ", DimsString(input), " and kernel ",
+                     DimsString(kernel), " must both have rank ", rank));
   }
-  auto check = [rank](int64_t d) { return d >= 0 && d < static_cast<int64_t>(rank); };
-  for (int64_t d : {dims.input_batch, dims.input_feature,
-                    dims.kernel_input_feature, dims.kernel_output_feature,
-                    dims.output_batch, dims.output_feature}) {
+  auto check = [rank](int64_t d) {
+    return d >= 0 && d < static_cast<int64_t>(rank);
+  };
+  for (int64_t d :
+       {dims.input_batch, dims.input_feature, dims.kernel_input_feature,
+        dims.kernel_output_feature, dims.output_batch, dims.output_feature}) {
     if (!check(d)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("convolution dimension number ", d, " is outside rank ",
-                       rank));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "convolution dimension number ", d, " is outside rank ", rank));
     }
   }
   for (size_t i = 0; i < spatial; ++i) {
     if (!check(dims.input_spatial[i]) || !check(dims.kernel_spatial[i]) ||
         !check(dims.output_spatial[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("convolution spatial dimension number is outside rank ",
-                       rank));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "convolution spatial dimension number is outside rank ", rank));
     }
   }
   if (feature_group_count <= 0 || batch_group_count <= 0) {
@@ -229,9 +230,9 @@ absl::StatusOr<std::vector<int64_t>> ReduceOutputDims(
 absl::StatusOr<std::vector<int64_t>> TransposeOutputDims(
     absl::Span<const int64_t> input, absl::Span<const int64_t> permutation) {
   if (permutation.size() != input.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "permutation of length ", permutation.size(), " for rank ",
-        input.size()));
+    return absl::InvalidArgumentError(absl::StrCat("permutation of length ",
+                                                   permutation.size(),
+                                                   " for rank ", input.size()));
   }
   std::vector<bool> seen(input.size(), false);
   std::vector<int64_t> out(input.size());

@@ -16,8 +16,8 @@ namespace gopt::graph {
 
 // NumPy/ONNX multidirectional broadcasting: dims align at the right; each
 // pair must be equal or contain a 1. Example: [8,1,6] x [7,1] -> [8,7,6].
-absl::StatusOr<std::vector<int64_t>> BroadcastDims(
-    absl::Span<const int64_t> a, absl::Span<const int64_t> b);
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(absl::Span<const int64_t> a,
+                                                   absl::Span<const int64_t> b);
 
 // XLA dot: batch dims, then lhs free dims, then rhs free dims.
 absl::StatusOr<std::vector<int64_t>> DotOutputDims(
@@ -40,9 +40,8 @@ absl::StatusOr<int64_t> WindowedOutputSize(int64_t input,
 // numbers, the window (one entry per spatial dim) and the group counts.
 absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(
     absl::Span<const int64_t> input, absl::Span<const int64_t> kernel,
-    const ConvolutionDimensions& dims,
-    absl::Span<const WindowDimension> window, int64_t feature_group_count,
-    int64_t batch_group_count);
+    const ConvolutionDimensions& dims, absl::Span<const WindowDimension> window,
+    int64_t feature_group_count, int64_t batch_group_count);
 
 // Removes (or, with keep_dims, sets to 1) the reduced dimensions. Negative
 // axes count from the end (ONNX/TF).

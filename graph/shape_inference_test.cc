@@ -48,10 +48,10 @@ TEST(ShapeInferenceTest, ConvolutionNchw) {
   window[0].padding_low = window[0].padding_high = 3;
   window[1].padding_low = window[1].padding_high = 3;
   // ResNet-50 stem: [1,3,224,224] * [64,3,7,7] stride 2 pad 3 -> 112x112.
-  EXPECT_THAT(ConvolutionOutputDims({1, 3, 224, 224}, {64, 3, 7, 7}, dims,
-                                    window, 1, 1)
-                  .value(),
-              ElementsAre(1, 64, 112, 112));
+  EXPECT_THAT(
+      ConvolutionOutputDims({1, 3, 224, 224}, {64, 3, 7, 7}, dims, window, 1, 1)
+          .value(),
+      ElementsAre(1, 64, 112, 112));
 }
 
 TEST(ShapeInferenceTest, ReduceAndTranspose) {

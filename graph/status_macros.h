@@ -13,10 +13,10 @@
 #define GOPT_STATUS_CONCAT_INNER_(a, b) a##b
 #define GOPT_STATUS_CONCAT_(a, b) GOPT_STATUS_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    const ::absl::Status gopt_status_ = (expr);        \
-    if (!gopt_status_.ok()) return gopt_status_;       \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    const ::absl::Status gopt_status_ = (expr);  \
+    if (!gopt_status_.ok()) return gopt_status_; \
   } while (false)
 
 #define GOPT_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
@@ -24,9 +24,9 @@
   if (!statusor.ok()) return statusor.status();           \
   lhs = std::move(statusor).value()
 
-#define ASSIGN_OR_RETURN(lhs, rexpr) \
-  GOPT_ASSIGN_OR_RETURN_IMPL_(       \
-      GOPT_STATUS_CONCAT_(gopt_statusor_, __LINE__), lhs, rexpr)
+#define ASSIGN_OR_RETURN(lhs, rexpr)                                         \
+  GOPT_ASSIGN_OR_RETURN_IMPL_(GOPT_STATUS_CONCAT_(gopt_statusor_, __LINE__), \
+                              lhs, rexpr)
 
 namespace gopt {
 
@@ -35,8 +35,8 @@ namespace gopt {
 inline absl::Status Annotate(const absl::Status& status,
                              absl::string_view prefix) {
   if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      std::string(prefix) + ": " + std::string(status.message()));
+  return absl::Status(status.code(), std::string(prefix) + ": " +
+                                         std::string(status.message()));
 }
 
 }  // namespace gopt

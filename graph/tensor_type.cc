@@ -16,17 +16,28 @@ struct DTypeInfo {
 };
 
 constexpr std::array<DTypeInfo, kNumDTypes> kDTypes = {{
-    {DType::kInvalid, "invalid", 0},   {DType::kPred, "pred", 8},
-    {DType::kS4, "s4", 4},             {DType::kS8, "s8", 8},
-    {DType::kS16, "s16", 16},          {DType::kS32, "s32", 32},
-    {DType::kS64, "s64", 64},          {DType::kU4, "u4", 4},
-    {DType::kU8, "u8", 8},             {DType::kU16, "u16", 16},
-    {DType::kU32, "u32", 32},          {DType::kU64, "u64", 64},
-    {DType::kF8E4M3FN, "f8e4m3fn", 8}, {DType::kF8E5M2, "f8e5m2", 8},
-    {DType::kF16, "f16", 16},          {DType::kBF16, "bf16", 16},
-    {DType::kF32, "f32", 32},          {DType::kF64, "f64", 64},
-    {DType::kC64, "c64", 64},          {DType::kC128, "c128", 128},
-    {DType::kString, "string", 64},    {DType::kToken, "token", 0},
+    {DType::kInvalid, "invalid", 0},
+    {DType::kPred, "pred", 8},
+    {DType::kS4, "s4", 4},
+    {DType::kS8, "s8", 8},
+    {DType::kS16, "s16", 16},
+    {DType::kS32, "s32", 32},
+    {DType::kS64, "s64", 64},
+    {DType::kU4, "u4", 4},
+    {DType::kU8, "u8", 8},
+    {DType::kU16, "u16", 16},
+    {DType::kU32, "u32", 32},
+    {DType::kU64, "u64", 64},
+    {DType::kF8E4M3FN, "f8e4m3fn", 8},
+    {DType::kF8E5M2, "f8e5m2", 8},
+    {DType::kF16, "f16", 16},
+    {DType::kBF16, "bf16", 16},
+    {DType::kF32, "f32", 32},
+    {DType::kF64, "f64", 64},
+    {DType::kC64, "c64", 64},
+    {DType::kC128, "c128", 128},
+    {DType::kString, "string", 64},
+    {DType::kToken, "token", 0},
     {DType::kOpaque, "opaque", 0},
 }};
 
@@ -114,8 +125,8 @@ std::string TensorType::ToString() const {
                       }),
         ")");
   }
-  std::string text = absl::StrCat(DTypeName(dtype), "[",
-                                  absl::StrJoin(dims, ","), "]");
+  std::string text =
+      absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(dims, ","), "]");
   if (!minor_to_major.empty()) {
     absl::StrAppend(&text, "{", absl::StrJoin(minor_to_major, ","), "}");
   }
@@ -150,8 +161,9 @@ absl::Status ValidateTensorType(const TensorType& type) {
   for (size_t i = 0; i < type.dims.size(); ++i) {
     const int64_t dim = type.dims[i];
     if (dim < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dimension ", i, " of ", type.ToString(), " is negative (", dim, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dimension ", i, " of ", type.ToString(),
+                       " is negative (", dim, ")"));
     }
     elements = SaturatingMul(elements, dim);
     if (elements > kMaxTensorBytes) {
@@ -165,17 +177,16 @@ absl::Status ValidateTensorType(const TensorType& type) {
   }
   if (!type.minor_to_major.empty()) {
     if (type.minor_to_major.size() != type.dims.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("layout of ", type.ToString(), " has ",
-                       type.minor_to_major.size(), " entries for rank ",
-                       type.dims.size()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layout of ", type.ToString(), " has ", type.minor_to_major.size(),
+          " entries for rank ", type.dims.size()));
     }
     std::vector<bool> seen(type.dims.size(), false);
     for (int32_t d : type.minor_to_major) {
       if (d < 0 || d >= type.rank() || seen[d]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "layout of ", type.ToString(), " is not a permutation of 0..",
-            type.rank() - 1));
+        return absl::InvalidArgumentError(
+            absl::StrCat("layout of ", type.ToString(),
+                         " is not a permutation of 0..", type.rank() - 1));
       }
       seen[d] = true;
     }

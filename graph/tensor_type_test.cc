@@ -42,8 +42,8 @@ TEST(TensorTypeTest, ValidationRejectsBadShapes) {
   EXPECT_THAT(ValidateTensorType(MakeTensorType(DType::kF32, {-1})).message(),
               HasSubstr("negative"));
   EXPECT_THAT(
-      ValidateTensorType(MakeTensorType(
-                             DType::kF32, {int64_t{1} << 62, int64_t{1} << 62}))
+      ValidateTensorType(
+          MakeTensorType(DType::kF32, {int64_t{1} << 62, int64_t{1} << 62}))
           .message(),
       HasSubstr("2^50"));
   TensorType bad_layout = MakeTensorType(DType::kF32, {2, 3});

@@ -25,10 +25,11 @@ std::string SharedDataPath(const std::string& relative_path) {
   const std::string path = SharedDataRoot() + "/" + relative_path;
   std::ifstream file(path);
   if (!file) {
-    ADD_FAILURE() << "shared test data missing: " << path
-                  << " (set GOPT_SHARED_DATA to the folder holding hlo/, onnx/, "
-                     "tf_graphdef/, tfjs/ and tpugraphs/; CI puts it at "
-                     "../shared/data beside the checkout)";
+    ADD_FAILURE()
+        << "shared test data missing: " << path
+        << " (set GOPT_SHARED_DATA to the folder holding hlo/, onnx/, "
+           "tf_graphdef/, tfjs/ and tpugraphs/; CI puts it at "
+           "../shared/data beside the checkout)";
   }
   return path;
 }

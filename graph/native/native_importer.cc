@@ -1,0 +1,92 @@
+#include "graph/native/native_importer.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "graph/native/graph_proto.h"
+#include "graph/status_macros.h"
+
+namespace gopt::graph {
+namespace {
+
+bool LooksLikeJson(absl::string_view contents) {
+  absl::string_view stripped = absl::StripLeadingAsciiWhitespace(contents);
+  return !stripped.empty() && stripped.front() == '{';
+}
+
+class GoptImporter final : public Importer {
+ public:
+  absl::string_view format() const override { return "gopt"; }
+
+  bool Sniff(absl::string_view contents) const override {
+    if (LooksLikeJson(contents)) {
+      // Other JSON formats (TF.js) have their own top-level keys.
+      const absl::string_view head = contents.substr(0, 4096);
+      return head.find("\"nodes\"") != absl::string_view::npos &&
+             head.find("\"modelTopology\"") == absl::string_view::npos;
+    }
+    // Binary: other protobuf formats can parse as a gopt.v1.Graph too, so
+    // also require the first node to carry a canonical kind name.
+    gopt::v1::Graph proto;
+    if (!proto.ParseFromArray(contents.data(),
+                              static_cast<int>(contents.size()))) {
+      return false;
+    }
+    return proto.nodes_size() > 0 &&
+           OpKindFromName(proto.nodes(0).kind()).has_value();
+  }
+
+  absl::StatusOr<Graph> Import(absl::string_view contents,
+                               const ImportOptions& options) const override {
+    gopt::v1::Graph proto;
+    if (LooksLikeJson(contents)) {
+      google::protobuf::util::JsonParseOptions parse_options;
+      parse_options.ignore_unknown_fields = false;
+      const auto result = google::protobuf::util::JsonStringToMessage(
+          std::string(contents), &proto, parse_options);
+      if (!result.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "not a gopt.v1.Graph in JSON: ", result.message().as_string()));
+      }
+    } else if (contents.size() > static_cast<size_t>(INT32_MAX) ||
+               !proto.ParseFromArray(contents.data(),
+                                     static_cast<int>(contents.size()))) {
+      return absl::InvalidArgumentError(
+          "not a gopt.v1.Graph binary protobuf (parse failed: truncated or "
+          "corrupt)");
+    }
+    if (proto.name().empty()) proto.set_name(options.source_name);
+    return GraphFromProto(proto, options.limits);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Importer> NewGoptImporter() {
+  return std::make_unique<GoptImporter>();
+}
+
+absl::StatusOr<std::string> SerializeGraph(const Graph& graph, bool json) {
+  const gopt::v1::Graph proto = GraphToProto(graph);
+  std::string out;
+  if (json) {
+    google::protobuf::util::JsonPrintOptions print_options;
+    print_options.add_whitespace = true;
+    print_options.preserve_proto_field_names = true;
+    const auto status =
+        google::protobuf::util::MessageToJsonString(proto, &out, print_options);
+    if (!status.ok()) {
+      return absl::InternalError(absl::StrCat("JSON serialization failed: ",
+                                              status.message().as_string()));
+    }
+    return out;
+  }
+  if (!proto.SerializeToString(&out)) {
+    return absl::InternalError("protobuf serialization failed");
+  }
+  return out;
+}
+
+}  // namespace gopt::graph
