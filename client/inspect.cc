@@ -1,0 +1,143 @@
+#include "client/inspect.h"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gopt::client {
+namespace {
+
+int64_t CountSubgraphs(const graph::Graph& graph) {
+  int64_t count = 0;
+  for (const auto& subgraph : graph.subgraphs()) {
+    count += 1 + CountSubgraphs(*subgraph);
+  }
+  return count;
+}
+
+std::string HumanCount(double value, absl::string_view unit) {
+  static constexpr std::pair<double, absl::string_view> kScales[] = {
+      {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  for (const auto& [scale, prefix] : kScales) {
+    if (value >= scale) {
+      return absl::StrFormat("%.3f %s%s", value / scale, prefix, unit);
+    }
+  }
+  return absl::StrFormat("%.0f %s", value, unit);
+}
+
+std::string HumanBytes(int64_t bytes) {
+  static constexpr std::pair<double, absl::string_view> kScales[] = {
+      {1024.0 * 1024 * 1024 * 1024, "TiB"},
+      {1024.0 * 1024 * 1024, "GiB"},
+      {1024.0 * 1024, "MiB"},
+      {1024.0, "KiB"}};
+  for (const auto& [scale, unit] : kScales) {
+    if (static_cast<double>(bytes) >= scale) {
+      return absl::StrFormat("%.2f %s", static_cast<double>(bytes) / scale,
+                             unit);
+    }
+  }
+  return absl::StrCat(bytes, " B");
+}
+
+}  // namespace
+
+InspectReport Inspect(const graph::Graph& graph) {
+  InspectReport report;
+  report.name = graph.name();
+  report.format = graph.format();
+  report.nodes = graph.num_nodes();
+  for (const graph::Edge& edge : graph.edges()) {
+    if (edge.control) {
+      ++report.control_edges;
+    } else {
+      ++report.edges;
+    }
+  }
+  report.total_flops = graph.total_flops();
+  report.total_bytes = graph.total_bytes();
+  report.subgraphs = CountSubgraphs(graph);
+  report.loops = static_cast<int64_t>(graph.loops().size());
+  for (const graph::Node& node : graph.nodes()) {
+    ++report.ops[std::string(graph::OpKindName(node.kind))];
+    ++report.source_ops[node.op];
+    if (node.kind == graph::OpKind::kParameter ||
+        node.kind == graph::OpKind::kConstant) {
+      report.parameter_bytes += node.output_bytes();
+    }
+    if (node.layout_configurable) ++report.layout_configurable_nodes;
+    if (node.device_constraint == graph::DeviceConstraint::kCpuOnly) {
+      ++report.cpu_only_nodes;
+    }
+    if (node.cost_unknown) ++report.cost_unknown_nodes;
+  }
+  report.warnings = graph.warnings();
+  return report;
+}
+
+nlohmann::json InspectReportToJson(const InspectReport& report) {
+  nlohmann::json json;
+  json["name"] = report.name;
+  json["format"] = report.format;
+  json["nodes"] = report.nodes;
+  json["edges"] = report.edges;
+  json["control_edges"] = report.control_edges;
+  json["total_flops"] = report.total_flops;
+  json["total_bytes"] = report.total_bytes;
+  json["parameter_bytes"] = report.parameter_bytes;
+  json["subgraphs"] = report.subgraphs;
+  json["loops"] = report.loops;
+  json["layout_configurable_nodes"] = report.layout_configurable_nodes;
+  json["cpu_only_nodes"] = report.cpu_only_nodes;
+  json["cost_unknown_nodes"] = report.cost_unknown_nodes;
+  json["ops"] = report.ops;
+  json["source_ops"] = report.source_ops;
+  json["warnings"] = report.warnings;
+  return json;
+}
+
+std::string InspectReportToText(const InspectReport& report) {
+  std::string out;
+  auto row = [&out](absl::string_view key, const std::string& value) {
+    absl::StrAppend(&out, absl::StrFormat("%-26s %s\n", key, value));
+  };
+  row("name", report.name);
+  row("format", report.format);
+  row("nodes", absl::StrCat(report.nodes));
+  row("edges",
+      absl::StrCat(report.edges, " data, ", report.control_edges, " control"));
+  row("total FLOPs",
+      absl::StrFormat("%s (%.6g)", HumanCount(report.total_flops, "FLOP"),
+                      report.total_flops));
+  row("total bytes (read+write)", HumanBytes(report.total_bytes));
+  row("parameters + constants", HumanBytes(report.parameter_bytes));
+  row("subgraphs", absl::StrCat(report.subgraphs));
+  row("loops (cut back edges)", absl::StrCat(report.loops));
+  row("layout-configurable nodes",
+      absl::StrCat(report.layout_configurable_nodes));
+  row("cpu-only nodes", absl::StrCat(report.cpu_only_nodes));
+  row("bytes-only (unknown) nodes", absl::StrCat(report.cost_unknown_nodes));
+
+  std::vector<std::pair<std::string, int64_t>> ops(report.ops.begin(),
+                                                   report.ops.end());
+  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
+    return a.second > b.second;
+  });
+  absl::StrAppend(&out, "\nop kinds:\n");
+  for (const auto& [kind, count] : ops) {
+    absl::StrAppend(&out, absl::StrFormat("  %-24s %8d\n", kind, count));
+  }
+  if (!report.warnings.empty()) {
+    absl::StrAppend(&out, "\nwarnings:\n");
+    for (const std::string& warning : report.warnings) {
+      absl::StrAppend(&out, "  - ", warning, "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace gopt::client

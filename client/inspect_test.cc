@@ -1,0 +1,60 @@
+#include "client/inspect.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gopt::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+graph::Graph MakeGraph() {
+  graph::GraphBuilder builder("tiny", "generated");
+  graph::Node param;
+  param.name = "p";
+  param.op = "parameter";
+  param.kind = graph::OpKind::kParameter;
+  param.outputs = {graph::MakeTensorType(graph::DType::kF32, {256})};
+  graph::Node call = param;
+  call.name = "cc";
+  call.op = "custom-call";
+  call.kind = graph::OpKind::kCustomCall;
+  call.cost_unknown = true;
+  call.bytes_read = 1024;
+  call.bytes_written = 1024;
+  call.device_constraint = graph::DeviceConstraint::kCpuOnly;
+  const int p = builder.AddNode(std::move(param));
+  const int c = builder.AddNode(std::move(call));
+  builder.AddEdge(p, 0, c, 0);
+  builder.AddWarning("custom-call 'foo' costed by bytes only");
+  return std::move(builder).Build(graph::GraphLimits()).value();
+}
+
+TEST(InspectTest, CountsAndHistogram) {
+  const InspectReport report = Inspect(MakeGraph());
+  EXPECT_EQ(report.nodes, 2);
+  EXPECT_EQ(report.edges, 1);
+  EXPECT_EQ(report.total_bytes, 2048);
+  EXPECT_EQ(report.parameter_bytes, 1024);
+  EXPECT_EQ(report.ops.at("custom-call"), 1);
+  EXPECT_EQ(report.cpu_only_nodes, 1);
+  EXPECT_EQ(report.cost_unknown_nodes, 1);
+}
+
+TEST(InspectTest, JsonHasTheDocumentedKeys) {
+  const nlohmann::json json = InspectReportToJson(Inspect(MakeGraph()));
+  for (const char* key : {"name", "format", "nodes", "edges", "total_flops",
+                          "total_bytes", "ops", "warnings"}) {
+    EXPECT_TRUE(json.contains(key)) << key;
+  }
+  EXPECT_EQ(json["warnings"].size(), 1u);
+}
+
+TEST(InspectTest, TextNamesWarnings) {
+  const std::string text = InspectReportToText(Inspect(MakeGraph()));
+  EXPECT_THAT(text, HasSubstr("custom-call 'foo' costed by bytes only"));
+  EXPECT_THAT(text, HasSubstr("1.00 KiB"));
+}
+
+}  // namespace
+}  // namespace gopt::client
