@@ -78,11 +78,11 @@ absl::StatusOr<gopt::graph::ImportOptions> ImportOptionsFromFlags() {
 }
 
 absl::StatusOr<gopt::graph::Graph> ImportFromFlags(const std::string& path) {
-  absl::StatusOr<gopt::graph::ImportOptions> options = ImportOptionsFromFlags();
-  if (!options.ok()) return options.status();
+  // Validated in main() before any command runs.
+  const gopt::graph::ImportOptions options = *ImportOptionsFromFlags();
   gopt::graph::ImporterRegistry registry;
   gopt::graph::RegisterBuiltinImporters(&registry);
-  return registry.ImportFile(path, absl::GetFlag(FLAGS_format), *options);
+  return registry.ImportFile(path, absl::GetFlag(FLAGS_format), options);
 }
 
 int RunInspect(const std::string& path) {
@@ -149,6 +149,10 @@ int main(int argc, char** argv) {
   }
   if (args.size() != 3) {
     std::cerr << "gopt " << command << ": expected exactly one FILE\n";
+    return kExitUsage;
+  }
+  if (absl::Status options = ImportOptionsFromFlags().status(); !options.ok()) {
+    std::cerr << "gopt " << command << ": " << options.message() << "\n";
     return kExitUsage;
   }
   return command == "inspect" ? RunInspect(args[2]) : RunConvert(args[2]);

@@ -1,0 +1,171 @@
+// Import speed of every importer on the real graphs in ../shared/data and on
+// a generated 1,000,000-instruction HLO module. Reports bytes/s (MB/s) and
+// nodes/s.
+//
+//   build/bin/gopt_import_benchmark [--benchmark_filter=Nux]
+//   GOPT_SHARED_DATA=/path/to/shared/data build/bin/gopt_import_benchmark
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "graph/import/builtin_importers.h"
+
+namespace gopt::graph {
+namespace {
+
+std::string SharedDataRoot() {
+  const char* env = std::getenv("GOPT_SHARED_DATA");
+  return env != nullptr && *env != '\0' ? env : GOPT_SHARED_DATA_DEFAULT_PATH;
+}
+
+const ImporterRegistry& Registry() {
+  static const ImporterRegistry* const registry = [] {
+    auto* r = new ImporterRegistry();
+    RegisterBuiltinImporters(r);
+    return r;
+  }();
+  return *registry;
+}
+
+// A deterministic HLO module in the current text syntax with `instructions`
+// entry instructions: a mix of dots, elementwise ops, broadcasts and
+// reductions over f32[128,128] values, each with op metadata, each reading
+// recent values so the graph is wide as well as deep.
+std::string GenerateHloText(int instructions) {
+  std::mt19937 rng(/*seed=*/7);
+  std::string text =
+      "HloModule synthetic, entry_computation_layout={(f32[128,128]{1,0}, "
+      "f32[128,128]{1,0})->f32[128,128]{1,0}}\n\n"
+      "%add_f32 (a: f32[], b: f32[]) -> f32[] {\n"
+      "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+      "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+      "ENTRY %main (p0: f32[128,128], p1: f32[128,128]) -> f32[128,128] {\n"
+      "  %v0 = f32[128,128]{1,0} parameter(0)\n"
+      "  %v1 = f32[128,128]{1,0} parameter(1)\n"
+      "  %zero = f32[] constant(0)\n";
+  text.reserve(static_cast<size_t>(instructions) * 140);
+  int last = 1;
+  for (int i = 2; i < instructions - 1; ++i) {
+    const int a = last - static_cast<int>(rng() % std::min(last + 1, 16));
+    const int b = last - static_cast<int>(rng() % std::min(last + 1, 16));
+    const std::string metadata =
+        absl::StrCat(", metadata={op_name=\"jit(step)/layer", i % 97,
+                     "\" source_file=\"model.py\" source_line=", i % 1000, "}");
+    const std::string name = absl::StrCat("%v", i);
+    switch (rng() % 8) {
+      case 0:
+        absl::StrAppend(&text, "  ", name, " = f32[128,128]{1,0} dot(%v", a,
+                        ", %v", b,
+                        "), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                        metadata, "\n");
+        break;
+      case 1: {
+        const std::string reduced = absl::StrCat("%r", i);
+        absl::StrAppend(&text, "  ", reduced, " = f32[128]{0} reduce(%v", a,
+                        ", %zero), dimensions={1}, to_apply=%add_f32", metadata,
+                        "\n");
+        ++i;
+        absl::StrAppend(&text, "  %v", i, " = f32[128,128]{1,0} broadcast(",
+                        reduced, "), dimensions={0}", metadata, "\n");
+        break;
+      }
+      case 2:
+        absl::StrAppend(&text, "  ", name, " = f32[128,128]{1,0} tanh(%v", a,
+                        ")", metadata, "\n");
+        break;
+      case 3:
+        absl::StrAppend(&text, "  ", name, " = f32[128,128]{1,0} multiply(%v",
+                        a, ", %v", b, ")", metadata, "\n");
+        break;
+      default:
+        absl::StrAppend(&text, "  ", name, " = f32[128,128]{1,0} add(%v", a,
+                        ", %v", b, ")", metadata, "\n");
+        break;
+    }
+    last = i;
+  }
+  absl::StrAppend(&text, "  ROOT %out = f32[128,128]{1,0} copy(%v", last,
+                  ")\n}\n");
+  return text;
+}
+
+void RunImport(benchmark::State& state, const std::string& contents,
+               const std::string& format, const std::string& source) {
+  ImportOptions options;
+  options.source_name = source;
+  int64_t nodes = 0;
+  for (auto _ : state) {
+    absl::StatusOr<Graph> graph = Registry().Import(contents, format, options);
+    if (!graph.ok()) {
+      state.SkipWithError(std::string(graph.status().message()).c_str());
+      return;
+    }
+    nodes = graph->num_nodes();
+    benchmark::DoNotOptimize(graph->total_flops());
+  }
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(contents.size()));
+  state.counters["nodes"] = static_cast<double>(nodes);
+  state.counters["nodes_per_s"] =
+      benchmark::Counter(static_cast<double>(nodes),
+                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["file_MB"] = static_cast<double>(contents.size()) / 1e6;
+}
+
+void RegisterBenchmarks() {
+  static const struct {
+    const char* label;
+    const char* path;
+    const char* format;
+  } kFiles[] = {
+      {"Nux_hlo", "hlo/nux_flow_jit_loss9581.hlo", "hlo"},
+      {"Llama2_hlo_old_syntax", "hlo/llama2_ptxla_neuron_train_tp1.hlo", "hlo"},
+      {"Mixer_hlo", "hlo/mixer_b16_jax_unopt.hlo", "hlo"},
+      {"UNet_tpugraphs", "tpugraphs/module_tuning_data_layout.pb", "tpugraphs"},
+      {"ResNet50_onnx", "onnx/light_resnet50.onnx", "onnx"},
+      {"SileroVad_onnx", "onnx/silero_vad_legacy.onnx", "onnx"},
+      {"KwsLstm_graphdef", "tf_graphdef/kws_LSTM_S.pb", "graphdef"},
+      {"Handtrack_tfjs", "tfjs/handtrack.json", "tfjs"},
+  };
+  for (const auto& file : kFiles) {
+    const std::string path = absl::StrCat(SharedDataRoot(), "/", file.path);
+    absl::StatusOr<std::string> contents = ReadFileToString(path);
+    if (!contents.ok()) {
+      std::cerr << "skipping " << file.label << ": " << contents.status()
+                << " (set GOPT_SHARED_DATA)\n";
+      continue;
+    }
+    benchmark::RegisterBenchmark(
+        absl::StrCat("Import/", file.label).c_str(),
+        [contents = *contents, format = std::string(file.format),
+         path](benchmark::State& state) {
+          RunImport(state, contents, format, path);
+        })
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RegisterBenchmark(
+      "Import/Synthetic_hlo_1M_instructions",
+      [](benchmark::State& state) {
+        static const std::string* const text =
+            new std::string(GenerateHloText(1'000'000));
+        RunImport(state, *text, "hlo", "synthetic-1M.hlo");
+      })
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(3);
+}
+
+}  // namespace
+}  // namespace gopt::graph
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  gopt::graph::RegisterBenchmarks();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
