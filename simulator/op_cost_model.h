@@ -1,0 +1,51 @@
+#ifndef GOPT_SIMULATOR_OP_COST_MODEL_H_
+#define GOPT_SIMULATOR_OP_COST_MODEL_H_
+
+#include <cstdint>
+
+#include "graph/tensor_type.h"
+#include "simulator/topology.h"
+
+namespace gopt::simulator {
+
+// The work of one kernel: a single op, or a fused group of ops.
+struct KernelWork {
+  double flops = 0;
+  int64_t bytes = 0;                        // bytes moved to/from device memory
+  graph::DType dtype = graph::DType::kF32;  // decides which peak applies
+  // Multiplies the achievable efficiency (layout quality; 1 = ideal).
+  double efficiency_factor = 1.0;
+};
+
+// Predicts how long a kernel takes on a device. Implementations are
+// stateless and thread-safe (the simulator calls them from parallel
+// rollouts).
+class OpCostModel {
+ public:
+  virtual ~OpCostModel() = default;
+  OpCostModel(const OpCostModel&) = delete;
+  OpCostModel& operator=(const OpCostModel&) = delete;
+
+  // Seconds for `work` on `device`, launch overhead included.
+  virtual double KernelSeconds(const KernelWork& work,
+                               const DeviceProfile& device) const = 0;
+
+ protected:
+  OpCostModel() = default;
+};
+
+// The analytical roofline:
+//   max(flops / (peak(dtype) * efficiency), bytes / bandwidth) + launch,
+// where efficiency = max_efficiency * factor * flops / (flops + peak * 1 us):
+// a kernel whose ideal run is 1 us reaches half the achievable efficiency,
+// as small kernels cannot fill the device.
+class RooflineCostModel final : public OpCostModel {
+ public:
+  RooflineCostModel() = default;
+  double KernelSeconds(const KernelWork& work,
+                       const DeviceProfile& device) const override;
+};
+
+}  // namespace gopt::simulator
+
+#endif  // GOPT_SIMULATOR_OP_COST_MODEL_H_

@@ -1,0 +1,142 @@
+#include "simulator/plan.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace gopt::simulator {
+
+Plan DefaultPlan(const graph::Graph& graph) {
+  Plan plan;
+  plan.device.assign(graph.num_nodes(), 0);
+  plan.method = "single";
+  return plan;
+}
+
+absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
+                          const Topology& topology) {
+  const size_t n = static_cast<size_t>(graph.num_nodes());
+  auto check_length = [&](size_t size, absl::string_view field,
+                          bool optional) -> absl::Status {
+    if (size == n || (optional && size == 0)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan field '", field, "' has ", size, " entries; the graph '",
+        graph.name(), "' has ", n, " nodes"));
+  };
+  if (absl::Status s = check_length(plan.device.size(), "device", false);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = check_length(plan.priority.size(), "priority", true);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          check_length(plan.fusion_group.size(), "fusion_group", true);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = check_length(plan.layout.size(), "layout", true);
+      !s.ok()) {
+    return s;
+  }
+  bool has_cpu = false;
+  bool has_accelerator = false;
+  for (const DeviceProfile& device : topology.devices) {
+    (device.kind == DeviceKind::kCpu ? has_cpu : has_accelerator) = true;
+  }
+  const int num_devices = topology.num_devices();
+  absl::flat_hash_map<int32_t, int32_t> group_device;
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const graph::Node& node = graph.node(id);
+    const int32_t device = plan.device[id];
+    if (device < 0 || device >= num_devices) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan places node '", node.name, "' on device ", device,
+          "; topology '", topology.name, "' has devices 0..", num_devices - 1));
+    }
+    const DeviceKind kind = topology.devices[device].kind;
+    if (node.device_constraint == graph::DeviceConstraint::kCpuOnly &&
+        has_cpu && kind != DeviceKind::kCpu) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan places CPU-only node '", node.name, "' (", node.op,
+          ") on device ", device, " (", topology.devices[device].name, ")"));
+    }
+    if (node.device_constraint == graph::DeviceConstraint::kAcceleratorOnly &&
+        has_accelerator && kind == DeviceKind::kCpu) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan places accelerator-only node '", node.name,
+                       "' on CPU device ", device));
+    }
+    if (!plan.fusion_group.empty() && plan.fusion_group[id] >= 0) {
+      auto [it, inserted] = group_device.emplace(plan.fusion_group[id], device);
+      if (!inserted && it->second != device) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fusion group ", plan.fusion_group[id], " spans devices ",
+            it->second, " and ", device, " (node '", node.name, "')"));
+      }
+    }
+    if (!plan.layout.empty() && !plan.layout[id].empty()) {
+      graph::TensorType type =
+          node.outputs.empty() ? graph::TensorType() : node.outputs[0];
+      type.minor_to_major = plan.layout[id];
+      if (node.outputs.empty() || type.is_tuple() ||
+          !graph::ValidateTensorType(type).ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("plan layout of node '", node.name,
+                         "' is not a permutation of its output's dimensions"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+gopt::v1::Plan PlanToProto(const Plan& plan) {
+  gopt::v1::Plan proto;
+  proto.mutable_device()->Add(plan.device.begin(), plan.device.end());
+  proto.mutable_priority()->Add(plan.priority.begin(), plan.priority.end());
+  proto.mutable_fusion_group()->Add(plan.fusion_group.begin(),
+                                    plan.fusion_group.end());
+  for (const std::vector<int32_t>& layout : plan.layout) {
+    proto.add_layout()->mutable_minor_to_major()->Add(layout.begin(),
+                                                      layout.end());
+  }
+  proto.set_method(plan.method);
+  return proto;
+}
+
+Plan PlanFromProto(const gopt::v1::Plan& proto) {
+  Plan plan;
+  plan.device.assign(proto.device().begin(), proto.device().end());
+  plan.priority.assign(proto.priority().begin(), proto.priority().end());
+  plan.fusion_group.assign(proto.fusion_group().begin(),
+                           proto.fusion_group().end());
+  for (const gopt::v1::TensorLayout& layout : proto.layout()) {
+    plan.layout.emplace_back(layout.minor_to_major().begin(),
+                             layout.minor_to_major().end());
+  }
+  plan.method = proto.method();
+  return plan;
+}
+
+absl::StatusOr<Plan> LoadPlan(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  gopt::v1::Plan proto;
+  const auto parsed =
+      google::protobuf::util::JsonStringToMessage(contents.str(), &proto);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ": not a gopt.v1.Plan JSON file: ", parsed.message().as_string()));
+  }
+  return PlanFromProto(proto);
+}
+
+}  // namespace gopt::simulator

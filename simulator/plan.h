@@ -1,0 +1,53 @@
+#ifndef GOPT_SIMULATOR_PLAN_H_
+#define GOPT_SIMULATOR_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gopt/v1/plan.pb.h"
+#include "graph/graph.h"
+#include "simulator/topology.h"
+
+namespace gopt::simulator {
+
+// The decisions for one graph on one topology; every vector is indexed by
+// NodeId. Empty `priority`, `fusion_group` and `layout` mean the framework
+// defaults (FIFO/topological order, no fusion, default layouts).
+struct Plan {
+  std::vector<int32_t> device;
+  // Among ready ops on a device, the highest priority runs first; ties go
+  // to the lower NodeId (topological order).
+  std::vector<int32_t> priority;
+  // Nodes with the same id >= 0 run as one kernel on one device; -1 = alone.
+  std::vector<int32_t> fusion_group;
+  // minor_to_major of each node's output 0; an empty entry = default.
+  std::vector<std::vector<int32_t>> layout;
+  std::string method;
+};
+
+// The framework default: everything on device 0, FIFO, no fusion, default
+// layouts.
+Plan DefaultPlan(const graph::Graph& graph);
+
+// Checks `plan` against `graph` and `topology`. InvalidArgument naming the
+// node and field when: a vector has the wrong length; a device is outside
+// 0..num_devices-1; a CPU-only node sits on a non-CPU device (only when the
+// topology has a CPU device; otherwise the host is implicit); an
+// accelerator-only node sits on a CPU while an accelerator exists; a fusion
+// group spans devices; a layout is not a permutation of the output's rank.
+// (Fusion groups that would form a cycle are reported by the simulator.)
+absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
+                          const Topology& topology);
+
+gopt::v1::Plan PlanToProto(const Plan& plan);
+Plan PlanFromProto(const gopt::v1::Plan& proto);
+
+// Reads a plan JSON file (gopt.v1.Plan in the protobuf JSON mapping).
+absl::StatusOr<Plan> LoadPlan(const std::string& path);
+
+}  // namespace gopt::simulator
+
+#endif  // GOPT_SIMULATOR_PLAN_H_

@@ -1,0 +1,532 @@
+#include "simulator/simulator.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "graph/status_macros.h"
+
+namespace gopt::simulator {
+namespace {
+
+using graph::Edge;
+using graph::NodeId;
+using graph::OpKind;
+
+bool IsFreeKind(OpKind kind) {
+  switch (kind) {
+    case OpKind::kParameter:
+    case OpKind::kConstant:
+    case OpKind::kReshape:
+    case OpKind::kBitcast:
+    case OpKind::kTuple:
+    case OpKind::kGetTupleElement:
+    case OpKind::kIdentity:
+    case OpKind::kShapeOf:
+    case OpKind::kLoopControl:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What caused a unit or transfer to start when it did (for the critical
+// path): another unit or a transfer, or nothing (a source).
+struct Cause {
+  enum Type : uint8_t { kNone, kUnit, kTransfer } type = kNone;
+  int32_t id = -1;
+};
+
+struct Event {
+  double time;
+  int64_t seq;
+  bool is_transfer;
+  int32_t id;
+  bool operator>(const Event& o) const {
+    return time != o.time ? time > o.time : seq > o.seq;
+  }
+};
+
+struct Transfer {
+  NodeId node;
+  int32_t output;
+  int32_t src_device;
+  int32_t dst_device;
+  int64_t bytes;
+  double start_s;
+  double end_s;
+  int32_t remote_uses;  // consumer edges on dst still to finish
+  Cause cause;
+};
+
+std::vector<int32_t> NormalizedLayout(const std::vector<int32_t>& layout,
+                                      int rank) {
+  if (!layout.empty()) return layout;
+  std::vector<int32_t> row_major(rank);
+  for (int i = 0; i < rank; ++i) row_major[i] = rank - 1 - i;
+  return row_major;
+}
+
+}  // namespace
+
+Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
+                     const OpCostModel& cost_model)
+    : graph_(graph), topology_(topology), cost_model_(cost_model) {
+  const int n = graph.num_nodes();
+  free_.resize(n);
+  resident_.resize(n);
+  compute_kind_.resize(n);
+  dtype_.resize(n);
+  output_bytes_.resize(n);
+  std::vector<double> best_time(n, 0);
+  double total_work_s = 0;
+  std::vector<double> longest(n, 0);
+  double longest_path_s = 0;
+  for (NodeId id = 0; id < n; ++id) {
+    const graph::Node& node = graph.node(id);
+    free_[id] = IsFreeKind(node.kind) ||
+                (node.flops == 0 && node.bytes_read == 0 &&
+                 node.bytes_written == 0 && node.bytes_communicated == 0);
+    resident_[id] =
+        node.kind == OpKind::kParameter || node.kind == OpKind::kConstant;
+    compute_kind_[id] =
+        node.kind == OpKind::kDot || node.kind == OpKind::kConvolution;
+    dtype_[id] = node.outputs.empty() || node.outputs[0].is_tuple()
+                     ? graph::DType::kF32
+                     : node.outputs[0].dtype;
+    output_bytes_[id] = node.output_bytes();
+    double best = std::numeric_limits<double>::infinity();
+    for (const DeviceProfile& device : topology.devices) {
+      best = std::min(best, node.flops / (device.PeakFlops(dtype_[id]) *
+                                          device.max_efficiency));
+    }
+    if (node.flops <= 0 || topology.devices.empty()) best = 0;
+    total_work_s += best;
+    double start = 0;
+    for (const Edge& edge : graph.in_edges(id)) {
+      start = std::max(start, longest[edge.src]);
+    }
+    longest[id] = start + best;
+    longest_path_s = std::max(longest_path_s, longest[id]);
+  }
+  const int devices = std::max(1, topology.num_devices());
+  lower_bound_s_ = std::max(longest_path_s, total_work_s / devices);
+}
+
+absl::StatusOr<SimulationResult> Simulator::Simulate(
+    const Plan& plan, const SimulationOptions& options) const {
+  RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
+  const int n = graph_.num_nodes();
+  const int num_devices = topology_.num_devices();
+
+  // Units: one per fusion group, one per unfused node, numbered in order of
+  // their first member.
+  std::vector<int32_t> unit_of(n);
+  std::vector<NodeId> unit_first;
+  {
+    absl::flat_hash_map<int32_t, int32_t> unit_of_group;
+    for (NodeId id = 0; id < n; ++id) {
+      const int32_t group =
+          plan.fusion_group.empty() ? -1 : plan.fusion_group[id];
+      if (group < 0) {
+        unit_of[id] = static_cast<int32_t>(unit_first.size());
+        unit_first.push_back(id);
+        continue;
+      }
+      auto [it, inserted] =
+          unit_of_group.emplace(group, static_cast<int32_t>(unit_first.size()));
+      if (inserted) unit_first.push_back(id);
+      unit_of[id] = it->second;
+    }
+  }
+  const int num_units = static_cast<int>(unit_first.size());
+  // Members of each unit (CSR).
+  std::vector<int32_t> member_offsets(num_units + 1, 0);
+  for (NodeId id = 0; id < n; ++id) ++member_offsets[unit_of[id] + 1];
+  for (int u = 0; u < num_units; ++u)
+    member_offsets[u + 1] += member_offsets[u];
+  std::vector<NodeId> members(n);
+  {
+    std::vector<int32_t> fill(member_offsets.begin(), member_offsets.end() - 1);
+    for (NodeId id = 0; id < n; ++id) members[fill[unit_of[id]]++] = id;
+  }
+
+  // Work, duration, priority and pending inputs per unit.
+  std::vector<double> flops(num_units, 0);
+  std::vector<int64_t> bytes(num_units, 0);
+  std::vector<double> best_flops(num_units, -1);
+  std::vector<graph::DType> dtype(num_units, graph::DType::kF32);
+  std::vector<double> efficiency(num_units, 1.0);
+  std::vector<double> copy_s(num_units, 0);
+  std::vector<uint8_t> unit_free(num_units, 1);
+  std::vector<int32_t> priority(num_units, std::numeric_limits<int32_t>::min());
+  std::vector<int32_t> pending(num_units, 0);
+  std::vector<int32_t> local_uses(n, 0);  // per node: local consumers + sends
+  std::vector<uint8_t> materialized(n, 0);
+
+  for (NodeId id = 0; id < n; ++id) {
+    const graph::Node& node = graph_.node(id);
+    const int32_t u = unit_of[id];
+    const int32_t device = plan.device[id];
+    priority[u] =
+        std::max(priority[u], plan.priority.empty() ? 0 : plan.priority[id]);
+    if (!free_[id]) unit_free[u] = 0;
+    flops[u] += node.flops;
+    bytes[u] += node.bytes_read + node.bytes_written;
+    if (node.flops > best_flops[u]) {
+      best_flops[u] = node.flops;
+      dtype[u] = dtype_[id];
+    }
+    const bool explicit_layout =
+        !plan.layout.empty() && !plan.layout[id].empty();
+    if (explicit_layout && compute_kind_[id]) efficiency[u] = 0.9;
+    bool consumed_outside = graph_.out_edges(id).empty();
+    for (const Edge& edge : graph_.out_edges(id)) {
+      if (unit_of[edge.dst] != u) consumed_outside = true;
+    }
+    for (const Edge& edge : graph_.in_edges(id)) {
+      const int32_t src_unit = unit_of[edge.src];
+      if (src_unit == u) {
+        if (!edge.control) bytes[u] -= graph_.EdgeBytes(edge);
+        continue;
+      }
+      ++pending[u];
+      if (!edge.control && plan.device[edge.src] == device) {
+        ++local_uses[edge.src];
+      }
+      // Layout copy when both ends chose layouts and they disagree.
+      if (edge.control || free_[id] || plan.layout.empty() ||
+          plan.layout[edge.src].empty() || plan.layout[id].empty()) {
+        continue;
+      }
+      const graph::Node& src = graph_.node(edge.src);
+      if (src.outputs.empty() || node.outputs.empty()) continue;
+      const int rank = src.outputs[0].rank();
+      if (rank != node.outputs[0].rank()) continue;
+      if (NormalizedLayout(plan.layout[edge.src], rank) !=
+          NormalizedLayout(plan.layout[id], rank)) {
+        const DeviceProfile& profile = topology_.devices[device];
+        copy_s[u] += 2.0 * static_cast<double>(graph_.EdgeBytes(edge)) /
+                         profile.memory_bandwidth_bytes_per_s +
+                     profile.launch_overhead_s;
+      }
+    }
+    if (!consumed_outside) {
+      bytes[u] -= node.bytes_written;  // stays inside the fused kernel
+    } else {
+      materialized[id] = 1;
+    }
+  }
+
+  std::vector<double> duration(num_units, 0);
+  SimulationResult result;
+  result.device_busy_s.assign(num_devices, 0);
+  result.peak_memory_bytes.assign(num_devices, 0);
+  for (int u = 0; u < num_units; ++u) {
+    if (unit_free[u] && copy_s[u] == 0) continue;
+    const int32_t device = plan.device[unit_first[u]];
+    KernelWork work;
+    work.flops = flops[u];
+    work.bytes = std::max<int64_t>(0, bytes[u]);
+    work.dtype = dtype[u];
+    work.efficiency_factor = efficiency[u];
+    duration[u] = (unit_free[u] ? 0
+                                : cost_model_.KernelSeconds(
+                                      work, topology_.devices[device])) +
+                  copy_s[u];
+    result.layout_copy_s += copy_s[u];
+    if (!unit_free[u]) ++result.num_kernels;
+  }
+
+  // Memory: resident inputs from the start.
+  std::vector<int64_t> memory(num_devices, 0);
+  auto allocate = [&](int32_t device, int64_t amount) {
+    memory[device] += amount;
+    if (memory[device] > result.peak_memory_bytes[device]) {
+      result.peak_memory_bytes[device] = memory[device];
+    }
+  };
+  for (NodeId id = 0; id < n; ++id) {
+    if (resident_[id]) allocate(plan.device[id], output_bytes_[id]);
+  }
+
+  // Event loop.
+  std::vector<Event> event_storage;
+  event_storage.reserve(static_cast<size_t>(num_units) + 16);
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events(
+      std::greater<Event>(), std::move(event_storage));
+  int64_t seq = 0;
+  // Highest priority first, then lowest first NodeId.
+  using ReadyKey = std::tuple<int64_t, NodeId, int32_t>;
+  std::vector<std::priority_queue<ReadyKey, std::vector<ReadyKey>,
+                                  std::greater<ReadyKey>>>
+      ready(num_devices);
+  std::vector<uint8_t> device_busy(num_devices, 0);
+  std::vector<int32_t> device_last_unit(num_devices, -1);
+  std::vector<double> link_free(static_cast<size_t>(num_devices) * num_devices,
+                                0);
+  std::vector<int32_t> link_last_transfer(
+      static_cast<size_t>(num_devices) * num_devices, -1);
+  std::vector<double> start(num_units, 0), end(num_units, 0),
+      ready_at(num_units, 0);
+  std::vector<Cause> ready_cause(num_units), start_cause(num_units);
+  std::vector<Transfer> transfers;
+  absl::flat_hash_map<int64_t, int32_t> transfer_of;
+  std::vector<int32_t> free_stack;
+  // Devices whose queue or state changed at the current instant. They pick
+  // their next kernel only once every event of that instant is processed,
+  // so priorities decide among everything that became ready together.
+  std::vector<int32_t> dirty_devices;
+  int completed_units = 0;
+
+  auto ready_key = [&](int32_t u) {
+    return ReadyKey{-static_cast<int64_t>(priority[u]), unit_first[u], u};
+  };
+  auto start_unit = [&](int32_t u, double now) {
+    const int32_t device = plan.device[unit_first[u]];
+    start[u] = now;
+    end[u] = now + duration[u];
+    start_cause[u] = now > ready_at[u] && device_last_unit[device] >= 0
+                         ? Cause{Cause::kUnit, device_last_unit[device]}
+                         : ready_cause[u];
+    device_busy[device] = 1;
+    device_last_unit[device] = u;
+    result.device_busy_s[device] += duration[u];
+    for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
+      const NodeId id = members[m];
+      if (materialized[id] && !resident_[id] && !free_[id]) {
+        allocate(device, output_bytes_[id]);
+      }
+    }
+    events.push(Event{end[u], seq++, false, u});
+  };
+  auto try_start = [&](int32_t device, double now) {
+    if (device_busy[device] || ready[device].empty()) return;
+    const int32_t u = std::get<2>(ready[device].top());
+    ready[device].pop();
+    start_unit(u, now);
+  };
+  auto make_ready = [&](int32_t u, double now, Cause cause) {
+    ready_at[u] = now;
+    ready_cause[u] = cause;
+    if (duration[u] == 0) {
+      free_stack.push_back(u);
+      return;
+    }
+    const int32_t device = plan.device[unit_first[u]];
+    ready[device].push(ready_key(u));
+    dirty_devices.push_back(device);
+  };
+  auto transfer_key = [](NodeId id, int32_t output, int32_t device) {
+    return (static_cast<int64_t>(id) << 32) |
+           (static_cast<int64_t>(static_cast<uint32_t>(output + 1) & 0xFFFFFF)
+            << 8) |
+           device;
+  };
+  // Drops one use of node `id`'s output. A free op (reshape, tuple, ...)
+  // aliases its inputs, so when its last use goes, its inputs lose one.
+  std::vector<NodeId> release_stack;
+  std::function<void(NodeId, int32_t)> release_inputs;
+  auto drain_releases = [&]() {
+    while (!release_stack.empty()) {
+      const NodeId id = release_stack.back();
+      release_stack.pop_back();
+      if (--local_uses[id] != 0 || resident_[id]) continue;
+      if (!free_[id]) {
+        if (materialized[id]) memory[plan.device[id]] -= output_bytes_[id];
+        continue;
+      }
+      release_inputs(id, unit_of[id]);
+    }
+  };
+  auto release = [&](NodeId id) {
+    release_stack.push_back(id);
+    drain_releases();
+  };
+  // The inputs of node `id` (in unit `u`) from other units: same-device
+  // producers lose a use, received copies lose a consumer.
+  release_inputs = [&](NodeId id, int32_t u) {
+    const int32_t device = plan.device[id];
+    for (const Edge& edge : graph_.in_edges(id)) {
+      if (edge.control || unit_of[edge.src] == u) continue;
+      if (plan.device[edge.src] == device) {
+        release_stack.push_back(edge.src);
+        continue;
+      }
+      auto it =
+          transfer_of.find(transfer_key(edge.src, edge.src_output, device));
+      if (it != transfer_of.end() && --transfers[it->second].remote_uses == 0) {
+        memory[device] -= transfers[it->second].bytes;
+      }
+    }
+  };
+
+  // Finishing unit u at `now`: consumers, transfers, memory.
+  std::function<void(int32_t, double)> finish_unit;
+  auto drain_free = [&](double now) {
+    while (!free_stack.empty()) {
+      const int32_t u = free_stack.back();
+      free_stack.pop_back();
+      start[u] = end[u] = now;
+      start_cause[u] = ready_cause[u];
+      finish_unit(u, now);
+    }
+  };
+  finish_unit = [&](int32_t u, double now) {
+    ++completed_units;
+    const int32_t device = plan.device[unit_first[u]];
+    for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
+      const NodeId id = members[m];
+      // A kernel's inputs are released when it finishes; a free op's only
+      // when its own output is no longer used (it aliases them).
+      if (!free_[id]) {
+        release_inputs(id, u);
+        drain_releases();
+      }
+      for (const Edge& edge : graph_.out_edges(id)) {
+        const int32_t v = unit_of[edge.dst];
+        if (v == u) continue;
+        const int32_t dst_device = plan.device[edge.dst];
+        if (dst_device == device || edge.control) {
+          if (--pending[v] == 0) make_ready(v, now, Cause{Cause::kUnit, u});
+          continue;
+        }
+        auto [it, inserted] =
+            transfer_of.emplace(transfer_key(id, edge.src_output, dst_device),
+                                static_cast<int32_t>(transfers.size()));
+        if (inserted) {
+          const size_t link_index =
+              static_cast<size_t>(device) * num_devices + dst_device;
+          const Link& link = topology_.link(device, dst_device);
+          Transfer t;
+          t.node = id;
+          t.output = edge.src_output;
+          t.src_device = device;
+          t.dst_device = dst_device;
+          t.bytes = graph_.EdgeBytes(edge);
+          t.start_s = std::max(now, link_free[link_index]);
+          t.end_s = t.start_s + link.latency_s +
+                    static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
+          t.remote_uses = 0;
+          t.cause =
+              t.start_s > now && link_last_transfer[link_index] >= 0
+                  ? Cause{Cause::kTransfer, link_last_transfer[link_index]}
+                  : Cause{Cause::kUnit, u};
+          link_free[link_index] = t.end_s;
+          link_last_transfer[link_index] = it->second;
+          ++local_uses[id];  // the send holds the source buffer
+          allocate(dst_device, t.bytes);
+          result.bytes_moved += t.bytes;
+          events.push(Event{t.end_s, seq++, true, it->second});
+          transfers.push_back(t);
+        }
+        ++transfers[it->second].remote_uses;
+      }
+      // An output nobody consumes (a graph output) stays allocated.
+    }
+    if (duration[u] > 0) {
+      device_busy[device] = 0;
+      dirty_devices.push_back(device);
+    }
+  };
+
+  auto dispatch = [&](double now) {
+    for (int32_t device : dirty_devices) try_start(device, now);
+    dirty_devices.clear();
+  };
+  for (int u = 0; u < num_units; ++u) {
+    if (pending[u] == 0) make_ready(u, 0, Cause{});
+  }
+  drain_free(0);
+  dispatch(0);
+  double now = 0;
+  while (!events.empty()) {
+    const Event event = events.top();
+    events.pop();
+    now = event.time;
+    if (event.is_transfer) {
+      const Transfer& t = transfers[event.id];
+      const NodeId id = t.node;
+      release(id);
+      for (const Edge& edge : graph_.out_edges(id)) {
+        const int32_t v = unit_of[edge.dst];
+        if (edge.control || v == unit_of[id] ||
+            plan.device[edge.dst] != t.dst_device ||
+            edge.src_output != t.output) {
+          continue;
+        }
+        if (--pending[v] == 0) {
+          make_ready(v, now, Cause{Cause::kTransfer, event.id});
+        }
+      }
+    } else {
+      finish_unit(event.id, now);
+    }
+    drain_free(now);
+    if (events.empty() || events.top().time > now) dispatch(now);
+  }
+  if (completed_units != num_units) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan fusion groups form a cycle: ", num_units - completed_units,
+        " kernel(s) never became ready (a group must not both feed and "
+        "consume another group)"));
+  }
+
+  // Step time and the critical path (backwards from the last finisher).
+  int32_t last = -1;
+  for (int u = 0; u < num_units; ++u) {
+    if (last < 0 || end[u] > end[last]) last = u;
+  }
+  result.step_time_s = last >= 0 ? end[last] : 0;
+  for (const Transfer& t : transfers) {
+    result.step_time_s = std::max(result.step_time_s, t.end_s);
+  }
+  std::vector<NodeId> path;
+  Cause cursor{Cause::kUnit, last};
+  while (cursor.type != Cause::kNone && cursor.id >= 0 &&
+         path.size() <= static_cast<size_t>(n) + transfers.size()) {
+    if (cursor.type == Cause::kUnit) {
+      const int32_t u = cursor.id;
+      result.critical_path_busy_s += duration[u];
+      for (int32_t m = member_offsets[u + 1] - 1; m >= member_offsets[u]; --m) {
+        path.push_back(members[m]);
+      }
+      cursor = start_cause[u];
+    } else {
+      const Transfer& t = transfers[cursor.id];
+      result.critical_path_busy_s += t.end_s - t.start_s;
+      cursor = t.cause;
+    }
+  }
+  std::reverse(path.begin(), path.end());
+  result.critical_path = std::move(path);
+
+  for (int d = 0; d < num_devices; ++d) {
+    if (result.peak_memory_bytes[d] > topology_.devices[d].memory_bytes) {
+      result.oom = true;
+    }
+  }
+  result.num_transfers = static_cast<int64_t>(transfers.size());
+  if (options.record_timeline) {
+    result.node_start_s.resize(n);
+    result.node_end_s.resize(n);
+    for (NodeId id = 0; id < n; ++id) {
+      result.node_start_s[id] = start[unit_of[id]];
+      result.node_end_s[id] = end[unit_of[id]];
+    }
+    result.transfers.reserve(transfers.size());
+    for (const Transfer& t : transfers) {
+      result.transfers.push_back(TransferRecord{t.node, t.output, t.src_device,
+                                                t.dst_device, t.bytes,
+                                                t.start_s, t.end_s});
+    }
+  }
+  return result;
+}
+
+}  // namespace gopt::simulator

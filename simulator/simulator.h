@@ -1,0 +1,108 @@
+#ifndef GOPT_SIMULATOR_SIMULATOR_H_
+#define GOPT_SIMULATOR_SIMULATOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "simulator/op_cost_model.h"
+#include "simulator/plan.h"
+#include "simulator/topology.h"
+
+namespace gopt::simulator {
+
+struct SimulationOptions {
+  // Record per-node start/end times and every transfer (for traces and
+  // reports). Off in training inner loops, where only the totals matter.
+  bool record_timeline = true;
+};
+
+// One tensor sent over a link.
+struct TransferRecord {
+  graph::NodeId node = 0;  // producer
+  int32_t output = 0;      // producer output, -1 = all outputs
+  int32_t src_device = 0;
+  int32_t dst_device = 0;
+  int64_t bytes = 0;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct SimulationResult {
+  double step_time_s = 0;
+  std::vector<double> device_busy_s;       // per device: kernel time
+  std::vector<int64_t> peak_memory_bytes;  // per device
+  bool oom = false;                        // some device exceeded memory
+  int64_t bytes_moved = 0;                 // over links
+  int64_t num_transfers = 0;
+  int64_t num_kernels = 0;   // launched kernels
+  double layout_copy_s = 0;  // time spent in layout copies
+  // The chain of nodes that determined the step time (data dependencies,
+  // transfers and device queueing), first to last.
+  std::vector<graph::NodeId> critical_path;
+  // Busy time (kernels + transfers) along the critical path; the rest of
+  // the step time on that chain is spent waiting.
+  double critical_path_busy_s = 0;
+  // Per node (NodeId order), when record_timeline: start and end of the
+  // kernel the node ran in (0/0 for free ops such as reshape).
+  std::vector<double> node_start_s;
+  std::vector<double> node_end_s;
+  std::vector<TransferRecord> transfers;  // when record_timeline
+};
+
+// Event-driven execution of a graph under a plan:
+//  - per device one kernel at a time, chosen from the ready ops by plan
+//    priority (highest first; ties: lower NodeId); free ops (parameters,
+//    constants, reshapes, tuples, ...) complete as soon as their inputs do;
+//  - a fused group is one kernel: summed FLOPs, only the bytes that cross
+//    the group boundary, one launch;
+//  - a tensor needed on another device is sent once per (tensor, device),
+//    over a directed link that carries one transfer at a time; transfers
+//    overlap compute;
+//  - a layout mismatch between a producer and a consumer that both have
+//    explicit layouts inserts a copy (read + write of the tensor, plus a
+//    launch) before the consumer; a non-default layout on a dot or
+//    convolution runs at 90% efficiency;
+//  - memory per device: parameters and constants resident throughout;
+//    other outputs allocated when their kernel starts and freed after their
+//    last local consumer and outgoing transfer; received copies freed after
+//    their last consumer. Exceeding a device's memory sets `oom`.
+// Construction precomputes per-graph data; Simulate is const and
+// thread-safe, so one Simulator serves parallel rollouts. The graph,
+// topology and cost model are borrowed and must outlive the Simulator.
+class Simulator {
+ public:
+  Simulator(const graph::Graph& graph, const Topology& topology,
+            const OpCostModel& cost_model);
+
+  // Simulates `plan`. InvalidArgument (naming node and field) for a plan
+  // that fails ValidatePlan or whose fusion groups form a cycle.
+  absl::StatusOr<SimulationResult> Simulate(
+      const Plan& plan, const SimulationOptions& options = {}) const;
+
+  // A lower bound on the step time of any plan:
+  //   max(longest path with each node at its best device's peak compute
+  //       speed and free communication, total compute work / num devices),
+  // compute-only (memory traffic can be removed by fusion, so it is not
+  // counted).
+  double LowerBound() const { return lower_bound_s_; }
+
+  const graph::Graph& graph() const { return graph_; }
+  const Topology& topology() const { return topology_; }
+
+ private:
+  const graph::Graph& graph_;
+  const Topology& topology_;
+  const OpCostModel& cost_model_;
+  std::vector<uint8_t> free_;          // per node: no kernel (aliases / inputs)
+  std::vector<uint8_t> resident_;      // per node: parameter or constant
+  std::vector<uint8_t> compute_kind_;  // dot / convolution (layout-sensitive)
+  std::vector<graph::DType> dtype_;
+  std::vector<int64_t> output_bytes_;
+  double lower_bound_s_ = 0;
+};
+
+}  // namespace gopt::simulator
+
+#endif  // GOPT_SIMULATOR_SIMULATOR_H_

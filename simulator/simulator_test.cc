@@ -1,0 +1,357 @@
+#include "simulator/simulator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "simulator/chrome_trace.h"
+
+namespace gopt::simulator {
+namespace {
+
+using graph::DType;
+using graph::Graph;
+using graph::GraphBuilder;
+using graph::MakeTensorType;
+using graph::Node;
+using graph::OpKind;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr double kTolerance = 1e-12;
+
+// Two identical devices with round numbers: 1 TFLOP/s at full efficiency,
+// 100 GB/s memory, 1 us launch, 1 GB memory; links 10 GB/s with 10 us
+// latency. A kernel with F FLOPs and B bytes takes
+//   max((F + 1e6) / 1e12, B / 1e11) + 1e-6 seconds
+// (the roofline's small-kernel term adds peak * 1 us = 1e6 FLOPs).
+Topology TestTopology(int devices = 2) {
+  DeviceProfile device;
+  device.name = "test";
+  device.kind = DeviceKind::kGpu;
+  device.peak_f32_flops = 1e12;
+  device.memory_bandwidth_bytes_per_s = 1e11;
+  device.memory_bytes = 1'000'000'000;
+  device.launch_overhead_s = 1e-6;
+  device.max_efficiency = 1.0;
+  Topology topology;
+  topology.name = "test";
+  topology.devices.assign(devices, device);
+  topology.links.assign(devices * devices, Link{1e10, 1e-5});
+  return topology;
+}
+
+class GraphMaker {
+ public:
+  int Param(const std::string& name, int64_t elements) {
+    Node node;
+    node.name = name;
+    node.op = "parameter";
+    node.kind = OpKind::kParameter;
+    node.outputs = {MakeTensorType(DType::kF32, {elements})};
+    return builder_.AddNode(std::move(node));
+  }
+  // An op with `flops`, 8000 bytes of traffic and an f32[elements] output.
+  int Op(const std::string& name, double flops, std::vector<int> inputs,
+         int64_t elements = 1000) {
+    Node node;
+    node.name = name;
+    node.op = "op";
+    node.kind = OpKind::kElementwiseBinary;
+    node.outputs = {MakeTensorType(DType::kF32, {elements})};
+    node.flops = flops;
+    node.bytes_read = 4000;
+    node.bytes_written = 4000;
+    const int id = builder_.AddNode(std::move(node));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      builder_.AddEdge(inputs[i], 0, id, static_cast<int32_t>(i));
+    }
+    return id;
+  }
+  Graph Build() {
+    return std::move(builder_).Build(graph::GraphLimits()).value();
+  }
+
+ private:
+  GraphBuilder builder_{"test", "generated"};
+};
+
+SimulationResult RunSimulation(const Graph& graph, const Topology& topology,
+                               const Plan& plan) {
+  RooflineCostModel cost_model;
+  Simulator simulator(graph, topology, cost_model);
+  auto result = simulator.Simulate(plan);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : SimulationResult();
+}
+
+TEST(SimulatorTest, ChainOnOneDevice) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e9, {p});
+  g.Op("b", 2e9, {a});
+  const Graph graph = g.Build();
+  // a: (1e9 + 1e6) / 1e12 + 1e-6 = 1.002e-3; b: 2.001e-3 + 1e-6 = 2.002e-3.
+  const SimulationResult result =
+      RunSimulation(graph, TestTopology(), DefaultPlan(graph));
+  EXPECT_NEAR(result.step_time_s, 3.004e-3, kTolerance);
+  EXPECT_NEAR(result.node_start_s[2], 1.002e-3, kTolerance);
+  EXPECT_NEAR(result.device_busy_s[0], 3.004e-3, kTolerance);
+  EXPECT_EQ(result.num_kernels, 2);
+  EXPECT_EQ(result.num_transfers, 0);
+  EXPECT_THAT(result.critical_path, ElementsAre(0, 1, 2));
+}
+
+TEST(SimulatorTest, DiamondAcrossTwoDevicesPaysTransfers) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e9, {p}, /*elements=*/1'000'000);
+  const int b = g.Op("b", 1e9, {a});
+  const int c = g.Op("c", 1e9, {a}, /*elements=*/1'000'000);
+  g.Op("d", 1e9, {b, c});
+  const Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.device[c] = 1;
+  // Every kernel takes 1.002e-3. a: [0, 1.002e-3]; b on device 0:
+  // [1.002e-3, 2.004e-3]. a's 4e6-byte output goes to device 1 in
+  // 1e-5 + 4e6 / 1e10 = 4.1e-4: arrives 1.412e-3; c: [1.412e-3, 2.414e-3];
+  // c's output returns by 2.824e-3; d: [2.824e-3, 3.826e-3].
+  const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
+  EXPECT_NEAR(result.node_start_s[c], 1.412e-3, kTolerance);
+  EXPECT_NEAR(result.node_start_s[4], 2.824e-3, kTolerance);
+  EXPECT_NEAR(result.step_time_s, 3.826e-3, kTolerance);
+  EXPECT_EQ(result.num_transfers, 2);
+  EXPECT_EQ(result.bytes_moved, 8'000'000);
+  // The step time is decided by p -> a -> (send) -> c -> (send) -> d.
+  EXPECT_THAT(result.critical_path, ElementsAre(p, a, c, 4));
+  EXPECT_NEAR(result.critical_path_busy_s, 3 * 1.002e-3 + 2 * 4.1e-4,
+              kTolerance);
+}
+
+TEST(SimulatorTest, TensorIsSentOncePerRemoteDevice) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e6, {p}, /*elements=*/1'000'000);
+  const int b = g.Op("b", 1e6, {a});
+  const int c = g.Op("c", 1e6, {a});
+  const Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.device[b] = 1;
+  plan.device[c] = 1;
+  const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
+  EXPECT_EQ(result.num_transfers, 1);
+  EXPECT_EQ(result.bytes_moved, 4'000'000);
+}
+
+TEST(SimulatorTest, FusedChainPaysOneLaunch) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e6, {p});
+  const int b = g.Op("b", 1e6, {a});
+  const int c = g.Op("c", 1e6, {b});
+  const Graph graph = g.Build();
+  // Unfused: 3 x ((1e6 + 1e6) / 1e12 + 1e-6) = 9e-6.
+  EXPECT_NEAR(
+      RunSimulation(graph, TestTopology(), DefaultPlan(graph)).step_time_s,
+      9e-6, kTolerance);
+  // Fused: (3e6 + 1e6) / 1e12 + 1e-6 = 5e-6, one kernel. Its traffic is
+  // 3 x 8000 minus the internal reads and writes of a and b (4 x 4000):
+  // 8000 bytes, 8e-8 s, well under the compute time.
+  Plan plan = DefaultPlan(graph);
+  plan.fusion_group = {-1, 0, 0, 0};
+  const SimulationResult fused = RunSimulation(graph, TestTopology(), plan);
+  EXPECT_NEAR(fused.step_time_s, 5e-6, kTolerance);
+  EXPECT_EQ(fused.num_kernels, 1);
+  EXPECT_NEAR(fused.node_start_s[a], 0, kTolerance);
+  EXPECT_NEAR(fused.node_end_s[c], 5e-6, kTolerance);
+}
+
+TEST(SimulatorTest, WeightsOverCapacityAreOom) {
+  GraphMaker g;
+  const int p = g.Param("weights", 300'000'000);  // 1.2e9 bytes > 1e9
+  g.Op("a", 1e6, {p});
+  const Graph graph = g.Build();
+  const SimulationResult result =
+      RunSimulation(graph, TestTopology(), DefaultPlan(graph));
+  EXPECT_TRUE(result.oom);
+  EXPECT_GE(result.peak_memory_bytes[0], 1'200'000'000);
+  // Split over two devices nothing exceeds 1e9... except the weights
+  // themselves, which cannot be split: still OOM on device 0.
+  Plan plan = DefaultPlan(graph);
+  plan.device[1] = 1;
+  EXPECT_TRUE(RunSimulation(graph, TestTopology(), plan).oom);
+}
+
+TEST(SimulatorTest, ActivationsAreFreedAfterLastUse) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e6, {p}, /*elements=*/1'000'000);
+  const int b = g.Op("b", 1e6, {a}, /*elements=*/1'000'000);
+  g.Op("c", 1e6, {b}, /*elements=*/1'000'000);
+  const Graph graph = g.Build();
+  // Peak: p (4000) + a + b (4e6 each) while b runs; a is freed before c.
+  const SimulationResult result =
+      RunSimulation(graph, TestTopology(), DefaultPlan(graph));
+  EXPECT_EQ(result.peak_memory_bytes[0], 4000 + 8'000'000);
+  EXPECT_FALSE(result.oom);
+}
+
+TEST(SimulatorTest, PriorityInversionChangesStepTime) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int x = g.Op("x", 1e9, {p});
+  const int y = g.Op("y", 1e6, {p}, /*elements=*/1);
+  const int z = g.Op("z", 1e9, {y});
+  const Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.device[z] = 1;
+  // FIFO runs x first: x [0, 1.002e-3], y [1.002e-3, 1.005e-3], y's 4 bytes
+  // arrive after 1e-5 + 4e-10, z ends 1.002e-3 later.
+  const double send = 1e-5 + 4.0 / 1e10;
+  EXPECT_NEAR(RunSimulation(graph, TestTopology(), plan).step_time_s,
+              1.005e-3 + send + 1.002e-3, kTolerance);
+  // Prioritising y lets z overlap x: y [0, 3e-6], x [3e-6, 1.005e-3],
+  // z [3e-6 + send, 3e-6 + send + 1.002e-3].
+  plan.priority = {0, 0, 1, 0};
+  const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
+  EXPECT_NEAR(result.step_time_s, 3e-6 + send + 1.002e-3, kTolerance);
+  EXPECT_NEAR(result.node_start_s[x], 3e-6, kTolerance);
+}
+
+TEST(SimulatorTest, LayoutMismatchInsertsACopy) {
+  graph::GraphBuilder builder("layout", "generated");
+  Node p;
+  p.name = "p";
+  p.kind = OpKind::kParameter;
+  p.outputs = {MakeTensorType(DType::kF32, {1000, 1000})};
+  Node t = p;
+  t.name = "t";
+  t.kind = OpKind::kElementwiseUnary;
+  t.flops = 1e6;
+  t.bytes_read = t.bytes_written = 4'000'000;
+  Node u = t;
+  u.name = "u";
+  const int pi = builder.AddNode(p);
+  const int ti = builder.AddNode(t);
+  const int ui = builder.AddNode(u);
+  builder.AddEdge(pi, 0, ti, 0);
+  builder.AddEdge(ti, 0, ui, 0);
+  const Graph graph = std::move(builder).Build(graph::GraphLimits()).value();
+  Plan plan = DefaultPlan(graph);
+  plan.layout = {{}, {0, 1}, {1, 0}};
+  // Each op: max(2e-6, 8e6 / 1e11 = 8e-5) + 1e-6 = 8.1e-5. The copy before
+  // u reads and writes 4e6 bytes: 8e-5 + a 1e-6 launch.
+  const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
+  EXPECT_NEAR(result.layout_copy_s, 8.1e-5, kTolerance);
+  EXPECT_NEAR(result.step_time_s, 3 * 8.1e-5, kTolerance);
+}
+
+TEST(SimulatorTest, LowerBoundIsBelowEveryPlan) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e9, {p});
+  const int b = g.Op("b", 1e9, {a});
+  const int c = g.Op("c", 1e9, {a});
+  g.Op("d", 1e9, {b, c});
+  const Graph graph = g.Build();
+  RooflineCostModel cost_model;
+  const Topology topology = TestTopology();
+  Simulator simulator(graph, topology, cost_model);
+  // Longest path a -> b -> d at 1e-3 each; total work 4e-3 over 2 devices.
+  EXPECT_NEAR(simulator.LowerBound(), 3e-3, kTolerance);
+  Plan plan = DefaultPlan(graph);
+  EXPECT_GE(simulator.Simulate(plan)->step_time_s, simulator.LowerBound());
+  plan.device[c] = 1;
+  EXPECT_GE(simulator.Simulate(plan)->step_time_s, simulator.LowerBound());
+}
+
+TEST(SimulatorTest, RejectsBadPlans) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e6, {p});
+  const int b = g.Op("b", 1e6, {a});
+  g.Op("c", 1e6, {b});
+  const Graph graph = g.Build();
+  RooflineCostModel cost_model;
+  const Topology topology = TestTopology();
+  Simulator simulator(graph, topology, cost_model);
+
+  Plan short_plan = DefaultPlan(graph);
+  short_plan.device.pop_back();
+  EXPECT_THAT(std::string(simulator.Simulate(short_plan).status().message()),
+              HasSubstr("'device' has 3 entries; the graph 'test' has 4"));
+
+  Plan far = DefaultPlan(graph);
+  far.device[2] = 7;
+  EXPECT_THAT(std::string(simulator.Simulate(far).status().message()),
+              HasSubstr("node 'b' on device 7"));
+
+  Plan split_group = DefaultPlan(graph);
+  split_group.fusion_group = {-1, 0, 0, -1};
+  split_group.device[b] = 1;
+  EXPECT_THAT(std::string(simulator.Simulate(split_group).status().message()),
+              HasSubstr("spans devices"));
+
+  Plan cycle = DefaultPlan(graph);
+  cycle.fusion_group = {-1, 0, -1, 0};  // a and c fused around b
+  EXPECT_THAT(std::string(simulator.Simulate(cycle).status().message()),
+              HasSubstr("cycle"));
+}
+
+TEST(SimulatorTest, CpuOnlyNodeMustRunOnTheCpu) {
+  graph::GraphBuilder builder("host", "generated");
+  Node audio;
+  audio.name = "mfcc";
+  audio.op = "Mfcc";
+  audio.kind = OpKind::kOther;
+  audio.outputs = {MakeTensorType(DType::kF32, {10})};
+  audio.bytes_written = 40;
+  audio.device_constraint = graph::DeviceConstraint::kCpuOnly;
+  builder.AddNode(audio);
+  const Graph graph = std::move(builder).Build(graph::GraphLimits()).value();
+  Topology topology = TestTopology();
+  topology.devices[1].kind = DeviceKind::kCpu;
+  RooflineCostModel cost_model;
+  Simulator simulator(graph, topology, cost_model);
+  EXPECT_THAT(
+      std::string(simulator.Simulate(DefaultPlan(graph)).status().message()),
+      HasSubstr("CPU-only node 'mfcc' (Mfcc) on device 0"));
+  Plan plan = DefaultPlan(graph);
+  plan.device[0] = 1;
+  EXPECT_TRUE(simulator.Simulate(plan).ok());
+}
+
+TEST(ChromeTraceTest, EventsMatchTheSimulation) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e9, {p}, /*elements=*/1'000'000);
+  const int b = g.Op("b", 1e9, {a});
+  g.Op("c", 1e9, {a});
+  const Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.device[3] = 1;
+  const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
+  const nlohmann::json trace = ChromeTrace(graph, TestTopology(), plan, result);
+  int kernels = 0;
+  int transfers = 0;
+  for (const nlohmann::json& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    if (event["cat"] == "transfer") {
+      ++transfers;
+      continue;
+    }
+    ++kernels;
+    if (event["name"] == "b") {
+      EXPECT_NEAR(event["ts"].get<double>(), result.node_start_s[b] * 1e6,
+                  1e-6);
+      EXPECT_NEAR(event["dur"].get<double>(),
+                  (result.node_end_s[b] - result.node_start_s[b]) * 1e6, 1e-6);
+      EXPECT_EQ(event["pid"], 0);
+    }
+  }
+  EXPECT_EQ(kernels, result.num_kernels);
+  EXPECT_EQ(transfers, result.num_transfers);
+  (void)a;
+}
+
+}  // namespace
+}  // namespace gopt::simulator

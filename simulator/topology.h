@@ -1,0 +1,77 @@
+#ifndef GOPT_SIMULATOR_TOPOLOGY_H_
+#define GOPT_SIMULATOR_TOPOLOGY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "gopt/v1/topology.pb.h"
+#include "graph/tensor_type.h"
+
+namespace gopt::simulator {
+
+enum class DeviceKind : uint8_t { kCpu, kGpu, kTpu };
+
+// What the simulator needs to know about one device.
+struct DeviceProfile {
+  std::string name;
+  DeviceKind kind = DeviceKind::kGpu;
+  double peak_f32_flops = 0;
+  double peak_f16_flops = 0;  // f16/bf16 (tensor cores, MXU)
+  double peak_f64_flops = 0;
+  double peak_int8_ops = 0;
+  double memory_bandwidth_bytes_per_s = 0;
+  int64_t memory_bytes = 0;
+  double launch_overhead_s = 0;
+  double max_efficiency = 0.7;  // fraction of peak large kernels reach
+
+  // Peak for ops on `dtype` (f16/bf16 and f8 use the f16 peak, f64 the f64
+  // peak, 8-bit integers the int8 peak; others f32). Falls back to the f32
+  // peak where a class is 0.
+  double PeakFlops(graph::DType dtype) const;
+};
+
+// A directed link between two devices.
+struct Link {
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+// Devices and the link matrix. A value; thread-safe to read.
+struct Topology {
+  std::string name;
+  std::string source;  // citation of the numbers
+  std::vector<DeviceProfile> devices;
+  // links[src * num_devices + dst]; the diagonal is unused.
+  std::vector<Link> links;
+
+  int num_devices() const { return static_cast<int>(devices.size()); }
+  const Link& link(int src, int dst) const {
+    return links[static_cast<size_t>(src) * devices.size() + dst];
+  }
+};
+
+// Names of the built-in topologies: cpu-host, v100x2-pcie, v100x4-nvlink,
+// a100x8-nvlink, h100x8-nvlink, tpuv3x8.
+std::vector<std::string> PresetTopologyNames();
+
+// A built-in topology by name; NotFound listing the names otherwise.
+absl::StatusOr<Topology> PresetTopology(absl::string_view name);
+
+// Converts and validates a topology message: 1..64 devices, positive peaks,
+// bandwidths and memory, links naming existing devices, every device pair
+// connected (directly or through default_link). InvalidArgument names the
+// device/link and field.
+absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto);
+
+gopt::v1::Topology TopologyToProto(const Topology& topology);
+
+// A preset name, or a path to a topology JSON file (gopt.v1.Topology in the
+// protobuf JSON mapping). Errors name the file or list the presets.
+absl::StatusOr<Topology> LoadTopology(const std::string& name_or_path);
+
+}  // namespace gopt::simulator
+
+#endif  // GOPT_SIMULATOR_TOPOLOGY_H_
