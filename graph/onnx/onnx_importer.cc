@@ -312,11 +312,14 @@ int GraphImporter::AddValueNode(Node node, const std::string& tensor,
 
 absl::Status GraphImporter::AddInputsAndInitializers(
     const std::vector<TensorType>* formal_inputs) {
-  for (const ValueInfoProto& info : proto_.value_info()) {
-    declared_[info.name()] = &info;
-  }
-  for (const ValueInfoProto& info : proto_.output()) {
-    declared_[info.name()] = &info;
+  // Graph outputs first, so value_info wins when both describe a tensor;
+  // entries without a tensor type declare nothing.
+  for (const auto* infos : {&proto_.output(), &proto_.value_info()}) {
+    for (const ValueInfoProto& info : *infos) {
+      if (info.has_type() && info.type().has_tensor_type()) {
+        declared_[info.name()] = &info;
+      }
+    }
   }
   absl::flat_hash_set<std::string> initializer_names;
   for (const auto& init : proto_.initializer()) {
