@@ -639,6 +639,33 @@ TEST(OnnxImporterTest, AbsurdDimsAreRejected) {
   EXPECT_THAT(graph.status().message(), HasSubstr("node 'fill'"));
 }
 
+TEST(OnnxImporterTest, ExtremeAttributeValuesAreHandled) {
+  ModelBuilder m;
+  m.Input("x", {1, 4, 10, 10});
+  m.Ints("starts", {INT64_MIN, INT64_MAX});
+  m.Ints("ends", {INT64_MAX, INT64_MIN});
+  m.Ints("axes", {2, 3});
+  m.Ints("steps", {INT64_MAX, -INT64_MAX});
+  m.Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"s"}, "slice");
+  m.Output("s");
+  absl::StatusOr<Graph> graph = Import(m.Serialize());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // One element from each end.
+  EXPECT_EQ(NodeNamed(*graph, "slice").outputs[0].dims,
+            (std::vector<int64_t>{1, 4, 1, 1}));
+
+  ModelBuilder conv;
+  conv.Input("x", {1, 4, 10, 10});
+  conv.Weight("w", {4, 1, 3, 3});
+  NodeProto* node = conv.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  ModelBuilder::IntAttr(node, "group", INT64_MAX);
+  conv.Output("y");
+  graph = Import(conv.Serialize());
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'conv' (Conv): attribute 'group'"));
+}
+
 TEST(OnnxImporterTest, MissingOpsetIsAnError) {
   ModelProto model;
   model.set_ir_version(8);

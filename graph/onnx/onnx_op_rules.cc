@@ -737,7 +737,8 @@ absl::Status ConvRule(const NodeContext& context, OpInference* result) {
   ASSIGN_OR_RETURN(SpatialWindow window,
                    ReadWindow(context, spatial, rank, kernel));
   ASSIGN_OR_RETURN(int64_t group, context.Int("group", 1));
-  RETURN_IF_ERROR(CheckRange(group, 1, kMaxTensorBytes, "attribute 'group'"));
+  RETURN_IF_ERROR(CheckRange(group, 1, std::max<int64_t>(1, x->type.dims[1]),
+                             "attribute 'group'"));
   const Dims input_spatial(x->type.dims.begin() + 2, x->type.dims.end());
   ApplyAutoPad(input_spatial, &window);
   OpAttributes& attrs = result->attributes;
@@ -789,7 +790,8 @@ absl::Status ConvTransposeRule(const NodeContext& context,
   ASSIGN_OR_RETURN(SpatialWindow window,
                    ReadWindow(context, spatial, rank, kernel));
   ASSIGN_OR_RETURN(int64_t group, context.Int("group", 1));
-  RETURN_IF_ERROR(CheckRange(group, 1, kMaxTensorBytes, "attribute 'group'"));
+  RETURN_IF_ERROR(CheckRange(group, 1, std::max<int64_t>(1, x->type.dims[1]),
+                             "attribute 'group'"));
   const int64_t in_channels = x->type.dims[1];
   if (w->type.dims[0] != in_channels || in_channels % group != 0) {
     return absl::InvalidArgumentError(
@@ -819,7 +821,15 @@ absl::Status ConvTransposeRule(const NodeContext& context,
                        " values for a rank-", rank, " input"));
     }
   }
-  Dims out_dims = {x->type.dims[0], w->type.dims[1] * group};
+  if (output_shape.has_value()) {
+    for (int64_t size : *output_shape) {
+      RETURN_IF_ERROR(
+          CheckRange(size, 0, kMaxTensorBytes, "output_shape value"));
+    }
+  }
+  ASSIGN_OR_RETURN(int64_t out_channels,
+                   CheckedMul(w->type.dims[1], group, "output channels"));
+  Dims out_dims = {x->type.dims[0], out_channels};
   OpAttributes& attrs = result->attributes;
   for (int64_t i = 0; i < spatial; ++i) {
     const int64_t in = x->type.dims[2 + i];
@@ -1382,7 +1392,7 @@ absl::Status SplitRule(const NodeContext& context, OpInference* result) {
   if (split.has_value()) {
     int64_t total = 0;
     for (int64_t s : *split) {
-      RETURN_IF_ERROR(CheckRange(s, 0, dim, "split value"));
+      RETURN_IF_ERROR(CheckRange(s, 0, dim - total, "split value"));
       total += s;
     }
     if (total != dim) {
@@ -1456,30 +1466,33 @@ absl::Status SliceRule(const NodeContext& context, OpInference* result) {
     int64_t end = (*ends)[i];
     if (start < 0) start = start < -dim ? -1 : start + dim;
     if (end < 0) end = end < -dim ? -1 : end + dim;
+    // A step longer than the dimension takes one element, like dim + 1;
+    // bounding it keeps the arithmetic below from overflowing.
+    const int64_t stride = std::min<int64_t>(step > 0 ? step : -step, dim + 1);
     int64_t count;
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      count = end > start ? (end - start + step - 1) / step : 0;
+      count = end > start ? (end - start + stride - 1) / stride : 0;
     } else {
       start = std::clamp<int64_t>(start, -1, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      count = start > end ? (start - end - step - 1) / -step : 0;
+      count = start > end ? (start - end + stride - 1) / stride : 0;
     }
     out[axis] = count;
     if (step > 0) {
       attrs.slice_starts[axis] = start;
       attrs.slice_limits[axis] =
-          count == 0 ? start : start + (count - 1) * step + 1;
-      attrs.slice_strides[axis] = step;
+          count == 0 ? start : start + (count - 1) * stride + 1;
+      attrs.slice_strides[axis] = stride;
     } else {
-      const int64_t low = count == 0 ? 0 : start + (count - 1) * step;
+      const int64_t low = count == 0 ? 0 : start - (count - 1) * stride;
       attrs.slice_starts[axis] = low;
       attrs.slice_limits[axis] = count == 0 ? 0 : start + 1;
-      attrs.slice_strides[axis] = -step;
+      attrs.slice_strides[axis] = stride;
     }
     first_start = start;
-    first_step = step;
+    first_step = step > 0 ? stride : -stride;
   }
   result->kind = OpKind::kSlice;
   Value value = MakeValue(x->type.dtype, std::move(out));
@@ -1790,8 +1803,10 @@ absl::Status RangeRule(const NodeContext& context, OpInference* result) {
       const double v = start[0] + static_cast<double>(i) * delta[0];
       if (data.is_real) {
         data.reals.push_back(v);
-      } else {
+      } else if (std::fabs(v) < 9.0e18) {
         data.ints.push_back(static_cast<int64_t>(v));
+      } else {
+        return absl::InvalidArgumentError("produces values beyond int64");
       }
     }
     value.constant = std::move(data);
