@@ -1,0 +1,108 @@
+#include "graph/hlo/hlo_importers.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "graph/hlo/hlo_lowering.h"
+#include "graph/hlo/hlo_proto_reader.h"
+#include "graph/hlo/hlo_text_parser.h"
+#include "graph/hlo/tuning_data.h"
+#include "graph/op_catalog.h"
+#include "graph/status_macros.h"
+
+namespace gopt::graph {
+namespace {
+
+hlo::HloLoweringOptions LoweringOptions(const ImportOptions& options,
+                                        absl::string_view format) {
+  hlo::HloLoweringOptions lowering;
+  lowering.format = std::string(format);
+  lowering.limits = options.limits;
+  return lowering;
+}
+
+class HloTextImporter final : public Importer {
+ public:
+  absl::string_view format() const override { return "hlo"; }
+
+  bool Sniff(absl::string_view contents) const override {
+    return hlo::LooksLikeHloText(contents);
+  }
+
+  absl::StatusOr<Graph> Import(absl::string_view contents,
+                               const ImportOptions& options) const override {
+    ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloText(contents));
+    return hlo::LowerHloModule(module, LoweringOptions(options, format()));
+  }
+};
+
+class HloProtoImporter final : public Importer {
+ public:
+  absl::string_view format() const override { return "hlo-proto"; }
+
+  bool Sniff(absl::string_view contents) const override {
+    return hlo::LooksLikeHloModuleProto(contents);
+  }
+
+  absl::StatusOr<Graph> Import(absl::string_view contents,
+                               const ImportOptions& options) const override {
+    ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloModuleProto(contents));
+    return hlo::LowerHloModule(module, LoweringOptions(options, format()));
+  }
+};
+
+class TpuGraphsImporter final : public Importer {
+ public:
+  absl::string_view format() const override { return "tpugraphs"; }
+
+  bool Sniff(absl::string_view contents) const override {
+    return hlo::LooksLikeTuningData(contents);
+  }
+
+  absl::StatusOr<Graph> Import(absl::string_view contents,
+                               const ImportOptions& options) const override {
+    ASSIGN_OR_RETURN(hlo::TuningDataset dataset,
+                     hlo::ReadTuningData(contents, options));
+    if (dataset.modules.size() == 1) {
+      return std::move(dataset.modules[0].graph);
+    }
+    GraphBuilder builder(options.source_name, std::string(format()));
+    absl::flat_hash_set<std::string> names;
+    for (size_t m = 0; m < dataset.modules.size(); ++m) {
+      hlo::TuningModule& module = dataset.modules[m];
+      auto graph = std::make_shared<const Graph>(std::move(module.graph));
+      Node node;
+      node.name = module.name;
+      if (!names.insert(node.name).second) {
+        node.name = absl::StrCat(module.name, "#", m);
+        names.insert(node.name);
+      }
+      node.op = "module";
+      node.kind = OpKind::kCall;
+      const Graph* bodies[] = {graph.get()};
+      SetNodeCost(SubgraphCost(bodies, 1), &node);
+      node.subgraphs = {builder.AddSubgraph(std::move(graph))};
+      builder.AddNode(std::move(node));
+    }
+    return std::move(builder).Build(options.limits);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Importer> NewHloTextImporter() {
+  return std::make_unique<HloTextImporter>();
+}
+
+std::unique_ptr<Importer> NewHloProtoImporter() {
+  return std::make_unique<HloProtoImporter>();
+}
+
+std::unique_ptr<Importer> NewTpuGraphsImporter() {
+  return std::make_unique<TpuGraphsImporter>();
+}
+
+}  // namespace gopt::graph

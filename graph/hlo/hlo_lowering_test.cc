@@ -1,0 +1,282 @@
+#include "graph/hlo/hlo_lowering.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "graph/hlo/hlo_text_parser.h"
+
+namespace gopt::graph::hlo {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<Graph> Lower(absl::string_view text) {
+  absl::StatusOr<HloModule> module = ParseHloText(text);
+  if (!module.ok()) return module.status();
+  return LowerHloModule(*module, HloLoweringOptions());
+}
+
+const Node& NodeNamed(const Graph& graph, absl::string_view name) {
+  std::optional<NodeId> id = graph.FindNode(name);
+  EXPECT_TRUE(id.has_value()) << "no node " << name;
+  return graph.node(id.value_or(0));
+}
+
+TEST(HloLoweringTest, InlinesCalls) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule m
+inner {
+  a = f32[4] parameter(0)
+  ROOT n = f32[4] negate(a)
+}
+outer {
+  x = f32[4] parameter(0)
+  y = f32[4] parameter(1)
+  s = f32[4] add(x, y)
+  ROOT c = f32[4] call(s), to_apply=inner
+}
+ENTRY main {
+  p = f32[4] parameter(0)
+  q = f32[4] parameter(1)
+  ROOT r = f32[4] call(p, q), to_apply=outer
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // p, q, r/s, r/c/n: calls and callee parameters vanish.
+  ASSERT_EQ(graph->num_nodes(), 4);
+  const Node& negate = NodeNamed(*graph, "r/c/n");
+  EXPECT_TRUE(negate.attributes.is_root);
+  EXPECT_EQ(negate.flops, 4);
+  const NodeId add = *graph->FindNode("r/s");
+  ASSERT_EQ(graph->in_edges(add).size(), 2u);
+  EXPECT_EQ(graph->in_edges(add)[0].src, *graph->FindNode("p"));
+  EXPECT_EQ(graph->in_edges(add)[1].src, *graph->FindNode("q"));
+  EXPECT_EQ(graph->total_flops(), 8);
+}
+
+constexpr absl::string_view kLoop = R"(HloModule loop
+body {
+  t = (s32[], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  v = f32[8] get-tuple-element(t), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  w = f32[8] multiply(v, v)
+  ROOT out = (s32[], f32[8]) tuple(j, w)
+}
+cond {
+  t = (s32[], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  n = s32[] constant(5)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ENTRY main {
+  zero = s32[] constant(0)
+  v = f32[8] parameter(0)
+  init = (s32[], f32[8]) tuple(zero, v)
+  loop = (s32[], f32[8]) while(init), condition=cond, body=body, backend_config={"known_trip_count":{"n":"5"}}
+  ROOT result = f32[8] get-tuple-element(loop), index=1
+}
+)";
+
+TEST(HloLoweringTest, WhileIsOneNodeCostedByItsBodyTimesTripCount) {
+  absl::StatusOr<Graph> graph = Lower(kLoop);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->num_nodes(), 5);
+  const Node& loop = NodeNamed(*graph, "loop");
+  EXPECT_EQ(loop.kind, OpKind::kWhile);
+  EXPECT_EQ(loop.attributes.trip_count, 5);
+  ASSERT_EQ(loop.subgraphs.size(), 2u);
+  const Graph& body = *graph->subgraphs()[loop.subgraphs[0]];
+  const Graph& cond = *graph->subgraphs()[loop.subgraphs[1]];
+  EXPECT_EQ(body.name(), "body");
+  EXPECT_EQ(cond.name(), "cond");
+  // Body: add 1 + multiply 8 FLOPs; condition: compare 1 FLOP; 5 trips.
+  EXPECT_EQ(body.total_flops(), 9);
+  EXPECT_EQ(cond.total_flops(), 1);
+  EXPECT_EQ(loop.flops, 50);
+  EXPECT_TRUE(graph->warnings().empty());
+  // The while's outputs are the tuple's elements; the result reads output 1.
+  ASSERT_EQ(loop.outputs.size(), 2u);
+  const NodeId result = *graph->FindNode("result");
+  ASSERT_EQ(graph->in_edges(result).size(), 1u);
+  EXPECT_EQ(graph->in_edges(result)[0].src_output, 1);
+  // The while reads its whole tuple operand.
+  const NodeId loop_id = *graph->FindNode("loop");
+  ASSERT_EQ(graph->in_edges(loop_id).size(), 1u);
+  EXPECT_EQ(graph->in_edges(loop_id)[0].src_output, Edge::kAllOutputs);
+}
+
+TEST(HloLoweringTest, WhileWithoutTripCountIsCostedOnceWithAWarning) {
+  std::string text(kLoop);
+  const std::string config =
+      R"(, backend_config={"known_trip_count":{"n":"5"}})";
+  text.erase(text.find(config), config.size());
+  absl::StatusOr<Graph> graph = Lower(text);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Node& loop = NodeNamed(*graph, "loop");
+  EXPECT_EQ(loop.attributes.trip_count, -1);
+  EXPECT_EQ(loop.flops, 10);
+  EXPECT_THAT(graph->warnings(),
+              ElementsAre(HasSubstr("while 'loop' has no known trip count")));
+}
+
+TEST(HloLoweringTest, FusionIsPreFusedWithItsBodyAsSubgraph) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule fused
+fused_computation {
+  a = f32[16,32] parameter(0)
+  b = f32[32,8] parameter(1)
+  d = f32[16,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT e = f32[16,8] exponential(d)
+}
+ENTRY main {
+  x = f32[16,32] parameter(0)
+  y = f32[32,8] parameter(1)
+  ROOT f = f32[16,8] fusion(x, y), kind=kOutput, calls=fused_computation
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->num_nodes(), 3);
+  const Node& fusion = NodeNamed(*graph, "f");
+  EXPECT_EQ(fusion.kind, OpKind::kFusion);
+  // dot 2*16*8*32 = 8192, exponential 128.
+  EXPECT_EQ(fusion.flops, 8192 + 128);
+  // Own operands and output only: (512 + 256 + 128) * 4 bytes.
+  EXPECT_EQ(fusion.bytes_read, (512 + 256) * 4);
+  EXPECT_EQ(fusion.bytes_written, 128 * 4);
+  ASSERT_EQ(fusion.subgraphs.size(), 1u);
+  EXPECT_EQ(graph->subgraphs()[fusion.subgraphs[0]]->num_nodes(), 4);
+  EXPECT_TRUE(fusion.layout_configurable == false);
+}
+
+TEST(HloLoweringTest, ScalarComputationsAreAttributesAndTuplesSplit) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY main {
+  p = f32[4,6] parameter(0)
+  z = f32[] constant(0)
+  r = f32[4] reduce(p, z), dimensions={1}, to_apply=add
+  t = (f32[4], (f32[4,6], f32[])) tuple(r, (f32[4,6], f32[]) tuple.1)
+  tuple.1 = (f32[4,6], f32[]) tuple(p, z)
+  inner = (f32[4,6], f32[]) get-tuple-element(t), index=1
+  ROOT g = f32[] get-tuple-element(inner), index=1
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->num_nodes(), 7);
+  EXPECT_TRUE(graph->subgraphs().empty());
+  EXPECT_EQ(NodeNamed(*graph, "r").flops, 24);
+  const Node& t = NodeNamed(*graph, "t");
+  ASSERT_EQ(t.outputs.size(), 2u);
+  EXPECT_TRUE(t.outputs[1].is_tuple());
+  const NodeId t_id = *graph->FindNode("t");
+  // t reads the whole nested tuple; inner reads t's output 1.
+  EXPECT_EQ(graph->in_edges(t_id)[1].src_output, Edge::kAllOutputs);
+  const NodeId inner = *graph->FindNode("inner");
+  EXPECT_EQ(graph->in_edges(inner)[0].src_output, 1);
+  EXPECT_EQ(NodeNamed(*graph, "inner").outputs.size(), 2u);
+  EXPECT_TRUE(NodeNamed(*graph, "g").attributes.is_root);
+}
+
+TEST(HloLoweringTest, CustomCallIsBytesOnlyWithOneWarningPerTarget) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule m
+ENTRY main {
+  p = f32[4] parameter(0)
+  a = f32[4] custom-call(p), custom_call_target="Foo"
+  b = f32[4] custom-call(a), custom_call_target="Foo"
+  ROOT c = f32[4] custom-call(b), custom_call_target="Bar", backend_config="{}"
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Node& a = NodeNamed(*graph, "a");
+  EXPECT_TRUE(a.cost_unknown);
+  EXPECT_EQ(a.bytes_read, 16);
+  EXPECT_EQ(a.attributes.custom_call_target, "Foo");
+  EXPECT_THAT(graph->warnings(),
+              ElementsAre(HasSubstr("'Foo'"), HasSubstr("'Bar'")));
+}
+
+TEST(HloLoweringTest, DeclaredDotShapeMustMatchOperands) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule m
+ENTRY main {
+  a = f32[2,3] parameter(0)
+  b = f32[3,4] parameter(1)
+  ROOT dot.3 = f32[2,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().message(),
+            "instruction 'dot.3': declared shape f32[2,5] but the operands "
+            "give f32[2,4]");
+}
+
+TEST(HloLoweringTest, RejectsInstructionCycles) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule m
+ENTRY main {
+  a = f32[2] add(b, b)
+  ROOT b = f32[2] negate(a)
+}
+)");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("computation 'main' has a cycle through instruction"));
+}
+
+TEST(HloLoweringTest, RejectsComputationCallCycles) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule m
+f {
+  x = f32[] parameter(0)
+  ROOT y = f32[] call(x), to_apply=g
+}
+g {
+  x = f32[] parameter(0)
+  ROOT y = f32[] call(x), to_apply=f
+}
+ENTRY main {
+  p = f32[] parameter(0)
+  ROOT c = f32[] call(p), to_apply=f
+}
+)");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("a cycle"));
+}
+
+TEST(HloLoweringTest, LayoutConfigurableByOpcodeUnlessGiven) {
+  absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
+ENTRY main {
+  p = f32[4,6] parameter(0)
+  r = f32[24] reshape(p)
+  ROOT n = f32[24] negate(r)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<Graph> graph = LowerHloModule(*module, HloLoweringOptions());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_TRUE(NodeNamed(*graph, "r").layout_configurable);
+  EXPECT_FALSE(NodeNamed(*graph, "n").layout_configurable);
+
+  HloLoweringOptions options;
+  options.layout_configurable.emplace();
+  options.layout_configurable->insert({0, 2});
+  graph = LowerHloModule(*module, options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_FALSE(NodeNamed(*graph, "r").layout_configurable);
+  EXPECT_TRUE(NodeNamed(*graph, "n").layout_configurable);
+}
+
+TEST(HloLoweringTest, ReadsKnownTripCount) {
+  EXPECT_EQ(KnownTripCount(R"({"known_trip_count":{"n":"12"}})"), 12);
+  EXPECT_EQ(KnownTripCount(R"({"known_trip_count": {"n": 7}})"), 7);
+  EXPECT_EQ(KnownTripCount("{}"), std::nullopt);
+  EXPECT_EQ(KnownTripCount(R"({"known_trip_count":{"n":"x"}})"), std::nullopt);
+  EXPECT_EQ(
+      KnownTripCount(R"({"known_trip_count":{"n":"99999999999999999999999"}})"),
+      std::nullopt);
+}
+
+}  // namespace
+}  // namespace gopt::graph::hlo

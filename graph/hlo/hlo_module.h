@@ -1,0 +1,112 @@
+#ifndef GOPT_GRAPH_HLO_HLO_MODULE_H_
+#define GOPT_GRAPH_HLO_HLO_MODULE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "graph/op_attributes.h"
+#include "graph/op_kind.h"
+#include "graph/tensor_type.h"
+
+namespace gopt::graph::hlo {
+
+// Deepest nesting accepted anywhere in an HLO module: tuple shapes inside
+// tuple shapes, and computations calling computations. Real programs stay far
+// below; the bound keeps every reader and the lowering free of unbounded
+// recursion on hostile input.
+inline constexpr int kMaxHloNestingDepth = 64;
+
+// The type of an HLO value: an array (element type, dims, optional layout) or
+// a tuple of values. Tiled layouts keep only their minor_to_major order.
+struct HloShape {
+  bool is_tuple = false;
+  DType dtype = DType::kInvalid;
+  std::vector<int64_t> dims;
+  // Empty when the text or proto gave no layout (or a rank-0 array).
+  std::vector<int32_t> minor_to_major;
+  std::vector<HloShape> tuple_shapes;
+
+  // The graph IR type: arrays map one to one; a tuple becomes a TensorType
+  // whose tuple_elements are its elements.
+  TensorType ToTensorType() const;
+
+  // The graph IR outputs of an instruction of this shape: one entry per
+  // top-level tuple element, or one entry for an array.
+  std::vector<TensorType> ToNodeOutputs() const;
+
+  // HLO text spelling: "f32[2,3]{1,0}", "(f32[], s32[4]{0})".
+  std::string ToString() const;
+  void AppendTo(std::string* out) const;
+
+  bool operator==(const HloShape& other) const;
+};
+
+// One HLO instruction. Attributes that the graph IR knows (dimensions,
+// window, convolution/dot dimension numbers, slices, padding, parameter
+// number, tuple index, is_stable, is_root, custom-call target, comparison
+// direction) live in `attributes` with XLA's conventions; `iota_dimension`
+// is stored in attributes.dimensions, as XLA's proto does.
+struct HloInstruction {
+  std::string name;    // without the text format's '%'
+  std::string opcode;  // "add", "get-tuple-element", ...
+  HloShape shape;
+  // Indices into the owning computation's instructions.
+  std::vector<int32_t> operands;
+  // Indices into HloModule::computations. Roles by opcode: while = {body,
+  // condition}; conditional = branches (true, false for a predicate);
+  // select-and-scatter = {select, scatter}; everything else = {to_apply or
+  // calls}.
+  std::vector<int32_t> called_computations;
+  OpAttributes attributes;
+  std::string backend_config;  // raw (JSON for most XLA backends)
+  std::string fusion_kind;     // "kLoop", "kOutput", ... for fusion
+  // A constant's literal as written in HLO text ("0", "{1, 2}"); empty when
+  // read from a proto (literals are not kept).
+  std::string literal;
+  int64_t id = -1;  // the proto's unique id; -1 for text
+};
+
+// A function: instructions in definition order and the index of its root.
+struct HloComputation {
+  std::string name;
+  std::vector<HloInstruction> instructions;
+  int32_t root = -1;
+  int64_t id = -1;  // the proto's id; -1 for text
+};
+
+// A whole HLO program. A module is a plain value: not thread-safe to mutate,
+// safe to read from many threads.
+struct HloModule {
+  std::string name;
+  std::vector<HloComputation> computations;
+  int32_t entry = -1;  // index into computations
+
+  const HloComputation& entry_computation() const {
+    return computations[entry];
+  }
+};
+
+// Checks one array shape without allocating: every dim >= 0, the element
+// count and byte size under kMaxTensorBytes, and a layout (when given) that
+// is a permutation of 0..rank-1. InvalidArgument describing the problem.
+absl::Status ValidateArrayShape(DType dtype, const std::vector<int64_t>& dims,
+                                const std::vector<int32_t>& minor_to_major);
+
+// Checks the structural invariants every consumer relies on: an entry
+// computation, a root in each computation, operand and called-computation
+// indices in range, nesting of tuple shapes within kMaxHloNestingDepth, and
+// valid array shapes (non-negative dims, layout a permutation, size under
+// kMaxTensorBytes). Returns InvalidArgument naming the computation,
+// instruction and field at fault.
+absl::Status ValidateHloModule(const HloModule& module);
+
+// The graph IR op kind of an HLO opcode; kOther for an opcode gopt does not
+// know.
+OpKind HloOpcodeToOpKind(absl::string_view opcode);
+
+}  // namespace gopt::graph::hlo
+
+#endif  // GOPT_GRAPH_HLO_HLO_MODULE_H_

@@ -1,0 +1,35 @@
+#ifndef GOPT_GRAPH_HLO_HLO_PROTO_READER_H_
+#define GOPT_GRAPH_HLO_HLO_PROTO_READER_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/hlo/hlo_module.h"
+#include "xla/hlo.pb.h"
+
+namespace gopt::graph::hlo {
+
+// Converts a parsed xla.HloModuleProto into an HloModule: operand and
+// called-computation ids become indices, the entry is found by
+// entry_computation_id (else by name, else the last computation), and the
+// attributes gopt models are copied with XLA's defaults for unset fields
+// (stride, dilation and group counts of 0 read as 1). Constants keep no
+// literal.
+//
+// The returned module has passed ValidateHloModule. Errors are
+// InvalidArgument naming the computation, instruction and field ("computation
+// 'main' instruction 'add.3' operand_ids[1]: id 77 is not an instruction of
+// this computation"). Thread-safe.
+absl::StatusOr<HloModule> HloModuleFromProto(const xla::HloModuleProto& proto);
+
+// Parses serialized HloModuleProto bytes and converts them. InvalidArgument
+// when the bytes are not a valid protobuf message.
+absl::StatusOr<HloModule> ParseHloModuleProto(absl::string_view bytes);
+
+// A cheap structural check of serialized bytes: a HloModuleProto starts with
+// its name (field 1, printable) and holds computations (field 3) whose first
+// field is a name too. Looks at a bounded prefix only.
+bool LooksLikeHloModuleProto(absl::string_view bytes);
+
+}  // namespace gopt::graph::hlo
+
+#endif  // GOPT_GRAPH_HLO_HLO_PROTO_READER_H_

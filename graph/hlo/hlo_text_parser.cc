@@ -1,0 +1,946 @@
+#include "graph/hlo/hlo_text_parser.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "graph/status_macros.h"
+
+namespace gopt::graph::hlo {
+namespace {
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' || c == '$';
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// A name used before the computation or module is complete, resolved once
+// everything is parsed (so definition order does not matter).
+struct PendingRef {
+  absl::string_view name;
+  size_t pos = 0;
+};
+
+// Called computations of one instruction by role; their order in
+// HloInstruction::called_computations depends on the opcode.
+struct PendingCalls {
+  std::vector<PendingRef> generic;  // to_apply, calls, called_computations
+  std::vector<PendingRef> branches;
+  PendingRef body, condition, true_branch, false_branch, select, scatter;
+};
+
+struct PendingInstruction {
+  size_t pos = 0;  // where the instruction's name starts
+  std::vector<PendingRef> operands;
+  PendingCalls calls;
+};
+
+struct PendingComputation {
+  std::vector<PendingInstruction> instructions;
+};
+
+// Recursive-descent scanner over the text. Every loop consumes input, and
+// recursion (tuple shapes) is depth-bounded, so it terminates on any bytes.
+class Parser {
+ public:
+  explicit Parser(absl::string_view text) : text_(text) {}
+
+  absl::StatusOr<HloModule> Parse() {
+    SkipSpace();
+    if (!ConsumeWord("HloModule")) {
+      return Error(pos_, "expected 'HloModule' at the start of the text");
+    }
+    SkipSpace();
+    module_.name = std::string(ParseName());
+    if (module_.name.empty()) return Error(pos_, "expected the module name");
+    // Module attributes (input_output_alias, entry_computation_layout, ...)
+    // do not affect the graph.
+    while (true) {
+      SkipSpace();
+      if (!Consume(',')) break;
+      SkipSpace();
+      if (ParseName().empty()) return Error(pos_, "expected an attribute name");
+      SkipSpace();
+      if (!Consume('=')) return Error(pos_, "expected '=' after attribute");
+      RETURN_IF_ERROR(SkipValue());
+    }
+    int32_t entry = -1;
+    size_t entry_pos = 0;
+    while (true) {
+      SkipSpace();
+      if (AtEnd()) break;
+      const size_t start = pos_;
+      const bool is_entry = ConsumeWord("ENTRY");
+      if (is_entry) {
+        if (entry >= 0) {
+          return Error(start, "second ENTRY computation (the first is at " +
+                                  Position(entry_pos) + ")");
+        }
+        entry = static_cast<int32_t>(module_.computations.size());
+        entry_pos = start;
+      }
+      RETURN_IF_ERROR(ParseComputation());
+    }
+    if (module_.computations.empty()) {
+      return Error(pos_, "module has no computations");
+    }
+    module_.entry = entry >= 0
+                        ? entry
+                        : static_cast<int32_t>(module_.computations.size()) - 1;
+    RETURN_IF_ERROR(ResolveCalls());
+    RETURN_IF_ERROR(ValidateHloModule(module_));
+    return std::move(module_);
+  }
+
+ private:
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  char Peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  char PeekAt(size_t offset) const {
+    return pos_ + offset < text_.size() ? text_[pos_ + offset] : '\0';
+  }
+
+  std::string Position(size_t pos) const {
+    int64_t line = 1;
+    size_t line_start = 0;
+    const size_t end = std::min(pos, text_.size());
+    for (size_t i = 0; i < end; ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    return absl::StrCat("line ", line, " col ", end - line_start + 1);
+  }
+
+  absl::Status Error(size_t pos, absl::string_view message) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hlo text ", Position(pos), ": ", message));
+  }
+
+  // Skips whitespace, /* block */ comments and // line comments.
+  void SkipSpace() {
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos_;
+      } else if (c == '/' && PeekAt(1) == '*') {
+        const size_t end = text_.find("*/", pos_ + 2);
+        pos_ = end == absl::string_view::npos ? text_.size() : end + 2;
+      } else if (c == '/' && PeekAt(1) == '/') {
+        const size_t end = text_.find('\n', pos_);
+        pos_ = end == absl::string_view::npos ? text_.size() : end + 1;
+      } else {
+        break;
+      }
+    }
+  }
+
+  bool Consume(char c) {
+    if (Peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+
+  // Consumes `word` when it is followed by a non-name character.
+  bool ConsumeWord(absl::string_view word) {
+    if (text_.substr(pos_, word.size()) != word) return false;
+    if (pos_ + word.size() < text_.size() &&
+        IsNameChar(text_[pos_ + word.size()])) {
+      return false;
+    }
+    pos_ += word.size();
+    return true;
+  }
+
+  // A name, with the optional leading '%' dropped; empty when none.
+  absl::string_view ParseName() {
+    Consume('%');
+    const size_t start = pos_;
+    while (pos_ < text_.size() && IsNameChar(text_[pos_])) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+
+  absl::StatusOr<int64_t> ParseInt() {
+    const size_t start = pos_;
+    const bool negative = Consume('-');
+    if (!IsDigit(Peek())) return Error(start, "expected an integer");
+    int64_t value = 0;
+    while (IsDigit(Peek())) {
+      const int digit = text_[pos_] - '0';
+      if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) {
+        return Error(start, "integer overflows 64 bits");
+      }
+      value = value * 10 + digit;
+      ++pos_;
+    }
+    return negative ? -value : value;
+  }
+
+  // Skips a string literal starting at the current '"'.
+  absl::Status SkipString() {
+    const size_t start = pos_;
+    ++pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_++];
+      if (c == '\\') {
+        ++pos_;
+      } else if (c == '"') {
+        return absl::OkStatus();
+      }
+    }
+    return Error(start, "unterminated string");
+  }
+
+  // Reads a string literal and unescapes it.
+  absl::StatusOr<std::string> ParseString() {
+    const size_t start = pos_;
+    if (!Consume('"')) return Error(start, "expected a string");
+    std::string out;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_++];
+      if (c == '"') return out;
+      if (c == '\\' && pos_ < text_.size()) {
+        const char e = text_[pos_++];
+        out.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+      } else {
+        out.push_back(c);
+      }
+    }
+    return Error(start, "unterminated string");
+  }
+
+  // Skips a bracketed group starting at the current opener, honouring
+  // strings and comments. Depth is a counter, not recursion.
+  absl::Status SkipBalanced() {
+    const size_t start = pos_;
+    int64_t depth = 0;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '"') {
+        RETURN_IF_ERROR(SkipString());
+        continue;
+      }
+      if (c == '/' && PeekAt(1) == '*') {
+        SkipSpace();
+        continue;
+      }
+      ++pos_;
+      if (c == '{' || c == '(' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ')' || c == ']') {
+        if (--depth == 0) return absl::OkStatus();
+      }
+    }
+    return Error(start, "unbalanced brackets (text ends inside them)");
+  }
+
+  // Skips one attribute value: atoms (bracketed groups, strings, bare
+  // characters) up to a ',' or whitespace or an unmatched closer.
+  absl::Status SkipValue() {
+    SkipSpace();
+    const size_t start = pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '{' || c == '(' || c == '[') {
+        RETURN_IF_ERROR(SkipBalanced());
+      } else if (c == '"') {
+        RETURN_IF_ERROR(SkipString());
+      } else if (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t' ||
+                 c == '}' || c == ')' || c == ']') {
+        break;
+      } else {
+        ++pos_;
+      }
+    }
+    if (pos_ == start) return Error(start, "expected an attribute value");
+    return absl::OkStatus();
+  }
+
+  // The text of one value (as SkipValue), for raw attributes.
+  absl::StatusOr<absl::string_view> RawValue() {
+    SkipSpace();
+    const size_t start = pos_;
+    RETURN_IF_ERROR(SkipValue());
+    return text_.substr(start, pos_ - start);
+  }
+
+  absl::Status ParseShape(HloShape* shape, int depth) {
+    SkipSpace();
+    const size_t start = pos_;
+    if (depth > kMaxHloNestingDepth) {
+      return Error(start, absl::StrCat("tuple shape nested deeper than ",
+                                       kMaxHloNestingDepth, " levels"));
+    }
+    if (Consume('(')) {
+      shape->is_tuple = true;
+      while (true) {
+        SkipSpace();
+        if (Consume(')')) return absl::OkStatus();
+        if (AtEnd()) return Error(start, "unterminated tuple shape");
+        shape->tuple_shapes.emplace_back();
+        RETURN_IF_ERROR(ParseShape(&shape->tuple_shapes.back(), depth + 1));
+        SkipSpace();
+        if (!Consume(',') && Peek() != ')') {
+          return Error(pos_, "expected ',' or ')' in tuple shape");
+        }
+      }
+    }
+    const size_t type_start = pos_;
+    while (pos_ < text_.size() && (IsNameChar(text_[pos_]))) ++pos_;
+    return ParseArrayShape(text_.substr(type_start, pos_ - type_start),
+                           type_start, shape);
+  }
+
+  // Parses "[dims]{layout}" after an element type name already consumed.
+  absl::Status ParseArrayShape(absl::string_view type_name, size_t start,
+                               HloShape* shape) {
+    absl::StatusOr<DType> dtype = DTypeFromName(type_name);
+    if (!dtype.ok()) {
+      return Error(start, absl::StrCat("expected a shape, found '",
+                                       type_name.substr(0, 40), "'"));
+    }
+    shape->dtype = *dtype;
+    if (!Consume('[')) return Error(pos_, "expected '[' after element type");
+    while (true) {
+      SkipSpace();
+      if (Consume(']')) break;
+      if (Peek() == '<' && PeekAt(1) == '=') pos_ += 2;  // dynamic bound
+      if (Peek() == '?') {
+        return Error(pos_, "unbounded dynamic dimension '?' is not supported");
+      }
+      const size_t dim_pos = pos_;
+      ASSIGN_OR_RETURN(int64_t dim, ParseInt());
+      if (dim < 0) return Error(dim_pos, "negative dimension");
+      shape->dims.push_back(dim);
+      SkipSpace();
+      if (!Consume(',') && Peek() != ']') {
+        return Error(pos_, "expected ',' or ']' in dimensions");
+      }
+    }
+    if (Peek() == '{') {
+      const size_t layout_pos = pos_;
+      ++pos_;
+      while (IsDigit(Peek())) {
+        ASSIGN_OR_RETURN(int64_t dim, ParseInt());
+        if (dim >= static_cast<int64_t>(shape->dims.size())) {
+          return Error(layout_pos, absl::StrCat("layout names dimension ", dim,
+                                                " of a rank-",
+                                                shape->dims.size(), " shape"));
+        }
+        shape->minor_to_major.push_back(static_cast<int32_t>(dim));
+        if (!Consume(',')) break;
+      }
+      if (Peek() == ':') {
+        // Tiling, element size, memory space: skip up to the closing brace.
+        pos_ = layout_pos;
+        RETURN_IF_ERROR(SkipBalanced());
+      } else if (!Consume('}')) {
+        return Error(pos_, "expected '}' after layout");
+      }
+    }
+    absl::Status status =
+        ValidateArrayShape(shape->dtype, shape->dims, shape->minor_to_major);
+    if (!status.ok()) return Error(start, status.message());
+    return absl::OkStatus();
+  }
+
+  // "{1,2,3}" (whitespace allowed).
+  absl::Status ParseIntList(std::vector<int64_t>* out) {
+    SkipSpace();
+    if (!Consume('{')) return Error(pos_, "expected '{' to start a list");
+    out->clear();
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) return absl::OkStatus();
+      ASSIGN_OR_RETURN(int64_t value, ParseInt());
+      out->push_back(value);
+      SkipSpace();
+      if (!Consume(',') && Peek() != '}') {
+        return Error(pos_, "expected ',' or '}' in list");
+      }
+    }
+  }
+
+  // "AxBxC" for window sizes; "a_b[_c]xd_e[_f]" groups for padding.
+  absl::Status ParseXList(int group, std::vector<std::vector<int64_t>>* out) {
+    out->clear();
+    while (true) {
+      std::vector<int64_t> values;
+      for (int i = 0; i < group; ++i) {
+        if (i > 0 && !Consume('_')) {
+          if (group == 3 && i == 2) break;  // interior padding is optional
+          return Error(pos_, "expected '_' in padding");
+        }
+        ASSIGN_OR_RETURN(int64_t value, ParseInt());
+        values.push_back(value);
+      }
+      out->push_back(std::move(values));
+      if (!Consume('x')) return absl::OkStatus();
+    }
+  }
+
+  absl::Status ParseWindow(OpAttributes* attributes) {
+    SkipSpace();
+    const size_t start = pos_;
+    if (!Consume('{')) return Error(start, "expected '{' to start a window");
+    std::vector<WindowDimension>& window = attributes->window;
+    window.clear();
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) break;
+      if (AtEnd()) return Error(start, "unterminated window");
+      const size_t key_pos = pos_;
+      absl::string_view key = ParseName();
+      if (key.empty() || !Consume('=')) {
+        return Error(key_pos, "expected 'key=' in window");
+      }
+      const int group = key == "pad" ? 2 : 1;
+      std::vector<std::vector<int64_t>> values;
+      RETURN_IF_ERROR(ParseXList(group, &values));
+      if (window.empty()) window.resize(values.size());
+      if (values.size() != window.size()) {
+        return Error(key_pos,
+                     absl::StrCat("window '", key, "' has ", values.size(),
+                                  " dimensions, not ", window.size()));
+      }
+      for (size_t i = 0; i < values.size(); ++i) {
+        const int64_t v = values[i][0];
+        WindowDimension& dim = window[i];
+        if (key == "size") {
+          dim.size = v;
+        } else if (key == "stride") {
+          dim.stride = v;
+        } else if (key == "pad") {
+          dim.padding_low = v;
+          dim.padding_high = values[i][1];
+        } else if (key == "lhs_dilate") {
+          dim.base_dilation = v;
+        } else if (key == "rhs_dilate") {
+          dim.window_dilation = v;
+        } else if (key == "rhs_reversal") {
+          dim.reversal = v != 0;
+        } else {
+          return Error(key_pos,
+                       absl::StrCat("unknown window field '", key, "'"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // One part of dim_labels: 'b'/'f' (or 'i'/'o' for the kernel) and the
+  // spatial digits, e.g. "b01f".
+  absl::Status ParseLabels(absl::string_view labels, size_t pos, char first,
+                           char second, int64_t* first_dim, int64_t* second_dim,
+                           std::vector<int64_t>* spatial) {
+    *first_dim = -1;
+    *second_dim = -1;
+    spatial->assign(labels.size(), -1);
+    size_t num_spatial = 0;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const char c = labels[i];
+      const int64_t dim = static_cast<int64_t>(i);
+      if (c == first && *first_dim < 0) {
+        *first_dim = dim;
+      } else if (c == second && *second_dim < 0) {
+        *second_dim = dim;
+      } else if (IsDigit(c) && static_cast<size_t>(c - '0') < labels.size() &&
+                 (*spatial)[c - '0'] < 0) {
+        (*spatial)[c - '0'] = dim;
+        ++num_spatial;
+      } else {
+        return Error(pos, absl::StrCat("bad dim_labels part '", labels, "'"));
+      }
+    }
+    if (*first_dim < 0 || *second_dim < 0) {
+      return Error(pos, absl::StrCat("dim_labels part '", labels, "' lacks '",
+                                     std::string(1, first), "' or '",
+                                     std::string(1, second), "'"));
+    }
+    spatial->resize(num_spatial);
+    for (int64_t dim : *spatial) {
+      if (dim < 0) {
+        return Error(pos, absl::StrCat("dim_labels part '", labels,
+                                       "' skips a spatial dimension"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseDimLabels(OpAttributes* attributes) {
+    SkipSpace();
+    const size_t start = pos_;
+    ASSIGN_OR_RETURN(absl::string_view value, RawValue());
+    const size_t underscore = value.find('_');
+    const size_t arrow = value.find("->");
+    if (underscore == absl::string_view::npos ||
+        arrow == absl::string_view::npos || arrow < underscore) {
+      return Error(start, "dim_labels must look like 'b01f_01io->b01f'");
+    }
+    ConvolutionDimensions& dims = attributes->convolution;
+    std::vector<int64_t> kernel_spatial, output_spatial;
+    RETURN_IF_ERROR(ParseLabels(value.substr(0, underscore), start, 'b', 'f',
+                                &dims.input_batch, &dims.input_feature,
+                                &dims.input_spatial));
+    RETURN_IF_ERROR(
+        ParseLabels(value.substr(underscore + 1, arrow - underscore - 1), start,
+                    'i', 'o', &dims.kernel_input_feature,
+                    &dims.kernel_output_feature, &dims.kernel_spatial));
+    RETURN_IF_ERROR(ParseLabels(value.substr(arrow + 2), start, 'b', 'f',
+                                &dims.output_batch, &dims.output_feature,
+                                &dims.output_spatial));
+    if (dims.kernel_spatial.size() != dims.input_spatial.size() ||
+        dims.output_spatial.size() != dims.input_spatial.size()) {
+      return Error(start, "dim_labels parts have different spatial ranks");
+    }
+    attributes->has_convolution_dimensions = true;
+    return absl::OkStatus();
+  }
+
+  // "{[0:2:1], [1:3]}".
+  absl::Status ParseSlice(OpAttributes* attributes) {
+    SkipSpace();
+    if (!Consume('{')) return Error(pos_, "expected '{' to start a slice");
+    attributes->slice_starts.clear();
+    attributes->slice_limits.clear();
+    attributes->slice_strides.clear();
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) return absl::OkStatus();
+      if (!Consume('[')) return Error(pos_, "expected '[' in slice");
+      ASSIGN_OR_RETURN(int64_t start, ParseInt());
+      if (!Consume(':')) return Error(pos_, "expected ':' in slice");
+      ASSIGN_OR_RETURN(int64_t limit, ParseInt());
+      int64_t stride = 1;
+      if (Consume(':')) {
+        ASSIGN_OR_RETURN(stride, ParseInt());
+      }
+      if (!Consume(']')) return Error(pos_, "expected ']' in slice");
+      attributes->slice_starts.push_back(start);
+      attributes->slice_limits.push_back(limit);
+      attributes->slice_strides.push_back(stride);
+      SkipSpace();
+      Consume(',');
+    }
+  }
+
+  absl::Status ParseComputationRef(PendingRef* ref) {
+    SkipSpace();
+    ref->pos = pos_;
+    ref->name = ParseName();
+    if (ref->name.empty()) return Error(ref->pos, "expected a computation");
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseComputationList(std::vector<PendingRef>* refs) {
+    SkipSpace();
+    if (!Consume('{')) return Error(pos_, "expected '{' to start a list");
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) return absl::OkStatus();
+      PendingRef ref;
+      RETURN_IF_ERROR(ParseComputationRef(&ref));
+      refs->push_back(ref);
+      SkipSpace();
+      if (!Consume(',') && Peek() != '}') {
+        return Error(pos_, "expected ',' or '}' in computation list");
+      }
+    }
+  }
+
+  absl::Status ParseAttribute(HloInstruction* instruction,
+                              PendingInstruction* pending) {
+    SkipSpace();
+    const size_t key_pos = pos_;
+    const absl::string_view key = ParseName();
+    if (key.empty()) return Error(key_pos, "expected an attribute name");
+    SkipSpace();
+    if (!Consume('=')) {
+      return Error(pos_, absl::StrCat("expected '=' after '", key, "'"));
+    }
+    SkipSpace();
+    OpAttributes& attributes = instruction->attributes;
+    PendingCalls& calls = pending->calls;
+    if (key == "dimensions") return ParseIntList(&attributes.dimensions);
+    if (key == "iota_dimension") {
+      ASSIGN_OR_RETURN(int64_t dim, ParseInt());
+      attributes.dimensions = {dim};
+      return absl::OkStatus();
+    }
+    if (key == "index") {
+      ASSIGN_OR_RETURN(attributes.tuple_index, ParseInt());
+      return absl::OkStatus();
+    }
+    if (key == "direction") {
+      attributes.comparison = std::string(ParseName());
+      return absl::OkStatus();
+    }
+    if (key == "window") return ParseWindow(&attributes);
+    if (key == "dim_labels") return ParseDimLabels(&attributes);
+    if (key == "feature_group_count") {
+      ASSIGN_OR_RETURN(attributes.feature_group_count, ParseInt());
+      return absl::OkStatus();
+    }
+    if (key == "batch_group_count") {
+      ASSIGN_OR_RETURN(attributes.batch_group_count, ParseInt());
+      return absl::OkStatus();
+    }
+    if (key == "lhs_contracting_dims") {
+      return ParseIntList(&attributes.dot.lhs_contracting);
+    }
+    if (key == "rhs_contracting_dims") {
+      return ParseIntList(&attributes.dot.rhs_contracting);
+    }
+    if (key == "lhs_batch_dims") return ParseIntList(&attributes.dot.lhs_batch);
+    if (key == "rhs_batch_dims") return ParseIntList(&attributes.dot.rhs_batch);
+    if (key == "slice") return ParseSlice(&attributes);
+    if (key == "dynamic_slice_sizes") {
+      return ParseIntList(&attributes.dynamic_slice_sizes);
+    }
+    if (key == "padding" && instruction->opcode == "pad") {
+      std::vector<std::vector<int64_t>> groups;
+      RETURN_IF_ERROR(ParseXList(3, &groups));
+      attributes.padding.clear();
+      for (const std::vector<int64_t>& group : groups) {
+        PaddingDimension dim;
+        dim.low = group[0];
+        dim.high = group[1];
+        dim.interior = group.size() > 2 ? group[2] : 0;
+        attributes.padding.push_back(dim);
+      }
+      return absl::OkStatus();
+    }
+    if (key == "is_stable") {
+      ASSIGN_OR_RETURN(absl::string_view value, RawValue());
+      attributes.is_stable = value == "true";
+      return absl::OkStatus();
+    }
+    if (key == "custom_call_target") {
+      ASSIGN_OR_RETURN(attributes.custom_call_target, ParseString());
+      return absl::OkStatus();
+    }
+    if (key == "backend_config") {
+      if (Peek() == '"') {
+        ASSIGN_OR_RETURN(instruction->backend_config, ParseString());
+      } else {
+        ASSIGN_OR_RETURN(absl::string_view value, RawValue());
+        instruction->backend_config = std::string(value);
+      }
+      return absl::OkStatus();
+    }
+    if (key == "kind" && instruction->opcode == "fusion") {
+      instruction->fusion_kind = std::string(ParseName());
+      return absl::OkStatus();
+    }
+    if (key == "to_apply" || key == "calls") {
+      if (Peek() == '{') return ParseComputationList(&calls.generic);
+      calls.generic.emplace_back();
+      return ParseComputationRef(&calls.generic.back());
+    }
+    if (key == "called_computations") {
+      return ParseComputationList(&calls.generic);
+    }
+    if (key == "branch_computations") {
+      return ParseComputationList(&calls.branches);
+    }
+    if (key == "body") return ParseComputationRef(&calls.body);
+    if (key == "condition") return ParseComputationRef(&calls.condition);
+    if (key == "true_computation") {
+      return ParseComputationRef(&calls.true_branch);
+    }
+    if (key == "false_computation") {
+      return ParseComputationRef(&calls.false_branch);
+    }
+    if (key == "select") return ParseComputationRef(&calls.select);
+    if (key == "scatter") return ParseComputationRef(&calls.scatter);
+    return SkipValue();
+  }
+
+  absl::Status ParseOperands(HloInstruction* instruction,
+                             PendingInstruction* pending) {
+    const size_t open = pos_;
+    if (!Consume('(')) return Error(pos_, "expected '(' after the opcode");
+    if (instruction->opcode == "constant") {
+      pos_ = open;
+      RETURN_IF_ERROR(SkipBalanced());
+      instruction->literal =
+          std::string(text_.substr(open + 1, pos_ - open - 2));
+      return absl::OkStatus();
+    }
+    if (instruction->opcode == "parameter") {
+      SkipSpace();
+      ASSIGN_OR_RETURN(instruction->attributes.parameter_number, ParseInt());
+      SkipSpace();
+      if (!Consume(')')) return Error(pos_, "expected ')' after parameter");
+      return absl::OkStatus();
+    }
+    while (true) {
+      SkipSpace();
+      if (Consume(')')) return absl::OkStatus();
+      if (AtEnd()) return Error(open, "unterminated operand list");
+      // Older syntax writes each operand's type before its name. The type
+      // repeats the operand's declaration, so it is skipped, not parsed.
+      if (Peek() == '(') {
+        RETURN_IF_ERROR(SkipBalanced());
+        SkipSpace();
+      }
+      PendingRef ref;
+      ref.pos = pos_;
+      ref.name = ParseName();
+      if (Peek() == '[') {
+        RETURN_IF_ERROR(SkipBalanced());
+        if (Peek() == '{') RETURN_IF_ERROR(SkipBalanced());
+        SkipSpace();
+        ref.pos = pos_;
+        ref.name = ParseName();
+      }
+      if (ref.name.empty()) return Error(ref.pos, "expected an operand name");
+      pending->operands.push_back(ref);
+      SkipSpace();
+      if (!Consume(',') && Peek() != ')') {
+        return Error(pos_, "expected ',' or ')' after an operand");
+      }
+    }
+  }
+
+  absl::Status ParseInstruction(
+      HloComputation* computation, PendingComputation* pending_computation,
+      absl::flat_hash_map<absl::string_view, int32_t>* names) {
+    const size_t start = pos_;
+    const bool is_root = ConsumeWord("ROOT");
+    SkipSpace();
+    const size_t name_pos = pos_;
+    const absl::string_view name = ParseName();
+    if (name.empty()) return Error(name_pos, "expected an instruction name");
+    const int32_t index =
+        static_cast<int32_t>(computation->instructions.size());
+    if (!names->emplace(name, index).second) {
+      return Error(name_pos,
+                   absl::StrCat("duplicate instruction name '%", name,
+                                "' in computation '", computation->name, "'"));
+    }
+    HloInstruction& instruction = computation->instructions.emplace_back();
+    PendingInstruction& pending =
+        pending_computation->instructions.emplace_back();
+    pending.pos = name_pos;
+    instruction.name = std::string(name);
+    SkipSpace();
+    if (!Consume('=')) {
+      return Error(pos_, absl::StrCat("expected '=' after '%", name, "'"));
+    }
+    RETURN_IF_ERROR(ParseShape(&instruction.shape, 0));
+    SkipSpace();
+    const size_t opcode_pos = pos_;
+    instruction.opcode = std::string(ParseName());
+    if (instruction.opcode.empty()) {
+      return Error(opcode_pos, "expected an opcode");
+    }
+    RETURN_IF_ERROR(ParseOperands(&instruction, &pending));
+    while (true) {
+      SkipSpace();
+      if (!Consume(',')) break;
+      RETURN_IF_ERROR(ParseAttribute(&instruction, &pending));
+    }
+    if (instruction.opcode == "dot") {
+      instruction.attributes.has_dot_dimensions = true;
+    }
+    if (is_root) {
+      if (computation->root >= 0) {
+        return Error(start, absl::StrCat("second ROOT in computation '",
+                                         computation->name, "'"));
+      }
+      computation->root = index;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseComputation() {
+    SkipSpace();
+    const size_t name_pos = pos_;
+    const absl::string_view name = ParseName();
+    if (name.empty()) return Error(name_pos, "expected a computation name");
+    if (!computation_index_
+             .emplace(name, static_cast<int32_t>(module_.computations.size()))
+             .second) {
+      return Error(name_pos,
+                   absl::StrCat("duplicate computation name '", name, "'"));
+    }
+    HloComputation& computation = module_.computations.emplace_back();
+    PendingComputation& pending = pending_computations_.emplace_back();
+    computation.name = std::string(name);
+    SkipSpace();
+    if (Peek() == '(') RETURN_IF_ERROR(SkipBalanced());  // parameter list
+    SkipSpace();
+    if (Peek() == '-' && PeekAt(1) == '>') {
+      pos_ += 2;
+      HloShape ignored;
+      RETURN_IF_ERROR(ParseShape(&ignored, 0));
+    }
+    while (true) {
+      SkipSpace();
+      if (!Consume(',')) break;
+      SkipSpace();
+      ParseName();
+      SkipSpace();
+      if (!Consume('=')) return Error(pos_, "expected '=' after attribute");
+      RETURN_IF_ERROR(SkipValue());
+    }
+    SkipSpace();
+    const size_t body_pos = pos_;
+    if (!Consume('{')) {
+      return Error(
+          pos_, absl::StrCat("expected '{' to start computation '", name, "'"));
+    }
+    // Reserve by the line count up to the closing brace: instructions are
+    // large, and growing the vector would move each of them several times.
+    const size_t end = text_.find("\n}", pos_);
+    const size_t lines = static_cast<size_t>(std::count(
+        text_.begin() + pos_,
+        end == absl::string_view::npos ? text_.end() : text_.begin() + end,
+        '\n'));
+    computation.instructions.reserve(lines);
+    pending.instructions.reserve(lines);
+    absl::flat_hash_map<absl::string_view, int32_t> names;
+    names.reserve(lines);
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) break;
+      if (AtEnd()) {
+        return Error(body_pos, absl::StrCat("computation '", name,
+                                            "' is not closed with '}'"));
+      }
+      RETURN_IF_ERROR(ParseInstruction(&computation, &pending, &names));
+    }
+    if (computation.instructions.empty()) {
+      return Error(name_pos, absl::StrCat("computation '", name, "' is empty"));
+    }
+    if (computation.root < 0) {
+      computation.root =
+          static_cast<int32_t>(computation.instructions.size()) - 1;
+    }
+    for (size_t i = 0; i < computation.instructions.size(); ++i) {
+      HloInstruction& instruction = computation.instructions[i];
+      const PendingInstruction& p = pending.instructions[i];
+      instruction.operands.reserve(p.operands.size());
+      for (size_t k = 0; k < p.operands.size(); ++k) {
+        auto it = names.find(p.operands[k].name);
+        if (it == names.end()) {
+          return Error(
+              p.operands[k].pos,
+              absl::StrCat("instruction '%", instruction.name, "' operand ", k,
+                           " '%", p.operands[k].name,
+                           "' is not defined in computation '", name, "'"));
+        }
+        instruction.operands.push_back(it->second);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Resolve(const HloInstruction& instruction, const PendingRef& ref,
+                       std::vector<int32_t>* out) {
+    auto it = computation_index_.find(ref.name);
+    if (it == computation_index_.end()) {
+      return Error(ref.pos, absl::StrCat("instruction '%", instruction.name,
+                                         "' calls undefined computation '%",
+                                         ref.name, "'"));
+    }
+    out->push_back(it->second);
+    return absl::OkStatus();
+  }
+
+  // Orders each instruction's called computations by role and resolves them.
+  absl::Status ResolveCalls() {
+    for (size_t c = 0; c < module_.computations.size(); ++c) {
+      HloComputation& computation = module_.computations[c];
+      for (size_t i = 0; i < computation.instructions.size(); ++i) {
+        HloInstruction& instruction = computation.instructions[i];
+        const PendingInstruction& p = pending_computations_[c].instructions[i];
+        const PendingCalls& calls = p.calls;
+        std::vector<PendingRef> ordered;
+        if (instruction.opcode == "while") {
+          if (calls.body.name.empty() || calls.condition.name.empty()) {
+            return Error(p.pos, absl::StrCat("while '%", instruction.name,
+                                             "' needs body= and condition="));
+          }
+          ordered = {calls.body, calls.condition};
+        } else if (!calls.branches.empty()) {
+          ordered = calls.branches;
+        } else if (!calls.true_branch.name.empty() ||
+                   !calls.false_branch.name.empty()) {
+          if (calls.true_branch.name.empty() ||
+              calls.false_branch.name.empty()) {
+            return Error(p.pos,
+                         absl::StrCat("conditional '%", instruction.name,
+                                      "' needs both true_computation= and "
+                                      "false_computation="));
+          }
+          ordered = {calls.true_branch, calls.false_branch};
+        } else if (!calls.select.name.empty() || !calls.scatter.name.empty()) {
+          if (calls.select.name.empty() || calls.scatter.name.empty()) {
+            return Error(p.pos,
+                         absl::StrCat("select-and-scatter '%", instruction.name,
+                                      "' needs select= and scatter="));
+          }
+          ordered = {calls.select, calls.scatter};
+        } else {
+          ordered = calls.generic;
+        }
+        instruction.called_computations.reserve(ordered.size());
+        for (const PendingRef& ref : ordered) {
+          RETURN_IF_ERROR(
+              Resolve(instruction, ref, &instruction.called_computations));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::string_view text_;
+  size_t pos_ = 0;
+  HloModule module_;
+  std::vector<PendingComputation> pending_computations_;
+  absl::flat_hash_map<absl::string_view, int32_t> computation_index_;
+};
+
+}  // namespace
+
+absl::StatusOr<HloModule> ParseHloText(absl::string_view text) {
+  return Parser(text).Parse();
+}
+
+bool LooksLikeHloText(absl::string_view text) {
+  size_t pos = 0;
+  // Bounded: a sniff looks at a prefix only.
+  const size_t limit = std::min<size_t>(text.size(), 64 * 1024);
+  while (pos < limit) {
+    const char c = text[pos];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      ++pos;
+    } else if (c == '/' && pos + 1 < limit && text[pos + 1] == '/') {
+      const size_t end = text.find('\n', pos);
+      if (end == absl::string_view::npos) return false;
+      pos = end + 1;
+    } else if (c == '/' && pos + 1 < limit && text[pos + 1] == '*') {
+      const size_t end = text.find("*/", pos + 2);
+      if (end == absl::string_view::npos) return false;
+      pos = end + 2;
+    } else {
+      break;
+    }
+  }
+  constexpr absl::string_view kWord = "HloModule";
+  if (text.substr(pos, kWord.size()) != kWord) return false;
+  const size_t after = pos + kWord.size();
+  return after < text.size() && (text[after] == ' ' || text[after] == '\t' ||
+                                 text[after] == '\n' || text[after] == '\r');
+}
+
+}  // namespace gopt::graph::hlo
