@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -719,14 +720,13 @@ class Parser {
     const size_t name_pos = pos_;
     const absl::string_view name = ParseName();
     if (name.empty()) return Error(name_pos, "expected an instruction name");
-    const int32_t index =
-        static_cast<int32_t>(computation->instructions.size());
+    const int32_t index = static_cast<int32_t>(scratch_.size());
     if (!names->emplace(name, index).second) {
       return Error(name_pos,
                    absl::StrCat("duplicate instruction name '%", name,
                                 "' in computation '", computation->name, "'"));
     }
-    HloInstruction& instruction = computation->instructions.emplace_back();
+    HloInstruction& instruction = scratch_.emplace_back();
     PendingInstruction& pending =
         pending_computation->instructions.emplace_back();
     pending.pos = name_pos;
@@ -798,17 +798,7 @@ class Parser {
       return Error(
           pos_, absl::StrCat("expected '{' to start computation '", name, "'"));
     }
-    // Reserve by the line count up to the closing brace: instructions are
-    // large, and growing the vector would move each of them several times.
-    const size_t end = text_.find("\n}", pos_);
-    const size_t lines = static_cast<size_t>(std::count(
-        text_.begin() + pos_,
-        end == absl::string_view::npos ? text_.end() : text_.begin() + end,
-        '\n'));
-    computation.instructions.reserve(lines);
-    pending.instructions.reserve(lines);
     absl::flat_hash_map<absl::string_view, int32_t> names;
-    names.reserve(lines);
     while (true) {
       SkipSpace();
       if (Consume('}')) break;
@@ -818,6 +808,12 @@ class Parser {
       }
       RETURN_IF_ERROR(ParseInstruction(&computation, &pending, &names));
     }
+    // Instructions are large: they are parsed into a scratch vector whose
+    // capacity survives across computations, then moved once into place.
+    computation.instructions.reserve(scratch_.size());
+    std::move(scratch_.begin(), scratch_.end(),
+              std::back_inserter(computation.instructions));
+    scratch_.clear();
     if (computation.instructions.empty()) {
       return Error(name_pos, absl::StrCat("computation '", name, "' is empty"));
     }
@@ -906,6 +902,8 @@ class Parser {
   absl::string_view text_;
   size_t pos_ = 0;
   HloModule module_;
+  // Instructions of the computation being parsed.
+  std::vector<HloInstruction> scratch_;
   std::vector<PendingComputation> pending_computations_;
   absl::flat_hash_map<absl::string_view, int32_t> computation_index_;
 };

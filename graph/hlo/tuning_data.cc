@@ -105,6 +105,15 @@ absl::StatusOr<TuningModule> ReadModule(
     result.configurable_nodes.push_back(it->second);
   }
   const size_t num_configurable = configurable.size();
+  // Both counts come from the file: bound their product before allocating.
+  constexpr uint64_t kMaxFeatureValues = uint64_t{1} << 28;
+  if (static_cast<uint64_t>(num_configurable) * kLayoutNodeFeatures *
+          static_cast<uint64_t>(data.runs_size()) >
+      kMaxFeatureValues) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        where, ": ", data.runs_size(), " runs x ", num_configurable,
+        " configurable nodes exceed 2^28 layout feature values"));
+  }
   result.configs.reserve(data.runs_size());
   for (int r = 0; r < data.runs_size(); ++r) {
     const tpu_graphs::ConfigProfile& run = data.runs(r);

@@ -61,7 +61,8 @@ struct TuningDataset {
 // wire structure) and lowers every module. Errors are InvalidArgument naming
 // the module and field ("module 'fusion.232' run 5 layout_config: 63 nodes
 // for 62 configurable nodes"); config_index_to_node entries outside the
-// module, or naming an instruction that does not become a node, are errors.
+// module, or naming an instruction that does not become a node, are errors;
+// more than 2^28 layout feature values in one module is ResourceExhausted.
 // Thread-safe.
 absl::StatusOr<TuningDataset> ReadTuningData(absl::string_view bytes,
                                              const ImportOptions& options);
