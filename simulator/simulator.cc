@@ -64,6 +64,26 @@ struct Transfer {
   Cause cause;
 };
 
+// Per-thread working memory of Simulate, reused across calls: training
+// simulates thousands of plans of one graph, and fresh multi-megabyte
+// vectors per call would cost page faults on every call.
+struct Scratch {
+  std::vector<int32_t> unit_of, unit_first, member_offsets, members, fill;
+  std::vector<double> flops, best_flops, efficiency, copy_s, duration;
+  std::vector<int64_t> bytes, memory;
+  std::vector<graph::DType> dtype;
+  std::vector<uint8_t> unit_free, materialized, device_busy;
+  std::vector<int32_t> priority, pending, local_uses;
+  std::vector<Event> events;
+  std::vector<std::vector<int64_t>> ready;
+  std::vector<int32_t> device_last_unit, link_last_transfer;
+  std::vector<double> link_free, start, end, ready_at;
+  std::vector<Cause> ready_cause, start_cause;
+  std::vector<Transfer> transfers;
+  std::vector<int32_t> transfer_begin, transfer_end, free_stack, dirty_devices;
+  std::vector<NodeId> release_stack;
+};
+
 std::vector<int32_t> NormalizedLayout(const std::vector<int32_t>& layout,
                                       int rank) {
   if (!layout.empty()) return layout;
@@ -87,6 +107,7 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
   double total_work_s = 0;
   std::vector<double> longest(n, 0);
   double longest_path_s = 0;
+  output_offsets_.reserve(n + 1);
   for (NodeId id = 0; id < n; ++id) {
     const graph::Node& node = graph.node(id);
     free_[id] = IsFreeKind(node.kind) ||
@@ -100,6 +121,10 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
                      ? graph::DType::kF32
                      : node.outputs[0].dtype;
     output_bytes_[id] = node.output_bytes();
+    output_offsets_.push_back(static_cast<int32_t>(output_sizes_.size()));
+    for (const graph::TensorType& output : node.outputs) {
+      output_sizes_.push_back(output.size_bytes());
+    }
     double best = std::numeric_limits<double>::infinity();
     for (const DeviceProfile& device : topology.devices) {
       best = std::min(best, node.flops / (device.PeakFlops(dtype_[id]) *
@@ -114,6 +139,7 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
     longest[id] = start + best;
     longest_path_s = std::max(longest_path_s, longest[id]);
   }
+  output_offsets_.push_back(static_cast<int32_t>(output_sizes_.size()));
   const int devices = std::max(1, topology.num_devices());
   lower_bound_s_ = std::max(longest_path_s, total_work_s / devices);
 }
@@ -126,8 +152,11 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
 
   // Units: one per fusion group, one per unfused node, numbered in order of
   // their first member.
-  std::vector<int32_t> unit_of(n);
-  std::vector<NodeId> unit_first;
+  thread_local Scratch scratch;
+  auto& unit_of = scratch.unit_of;
+  unit_of.assign(n, 0);
+  auto& unit_first = scratch.unit_first;
+  unit_first.clear();
   {
     absl::flat_hash_map<int32_t, int32_t> unit_of_group;
     for (NodeId id = 0; id < n; ++id) {
@@ -146,28 +175,42 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   }
   const int num_units = static_cast<int>(unit_first.size());
   // Members of each unit (CSR).
-  std::vector<int32_t> member_offsets(num_units + 1, 0);
+  auto& member_offsets = scratch.member_offsets;
+  member_offsets.assign(num_units + 1, 0);
   for (NodeId id = 0; id < n; ++id) ++member_offsets[unit_of[id] + 1];
   for (int u = 0; u < num_units; ++u)
     member_offsets[u + 1] += member_offsets[u];
-  std::vector<NodeId> members(n);
+  auto& members = scratch.members;
+  members.assign(n, 0);
   {
-    std::vector<int32_t> fill(member_offsets.begin(), member_offsets.end() - 1);
+    auto& fill = scratch.fill;
+    fill.assign(member_offsets.begin(), member_offsets.end() - 1);
     for (NodeId id = 0; id < n; ++id) members[fill[unit_of[id]]++] = id;
   }
 
   // Work, duration, priority and pending inputs per unit.
-  std::vector<double> flops(num_units, 0);
-  std::vector<int64_t> bytes(num_units, 0);
-  std::vector<double> best_flops(num_units, -1);
-  std::vector<graph::DType> dtype(num_units, graph::DType::kF32);
-  std::vector<double> efficiency(num_units, 1.0);
-  std::vector<double> copy_s(num_units, 0);
-  std::vector<uint8_t> unit_free(num_units, 1);
-  std::vector<int32_t> priority(num_units, std::numeric_limits<int32_t>::min());
-  std::vector<int32_t> pending(num_units, 0);
-  std::vector<int32_t> local_uses(n, 0);  // per node: local consumers + sends
-  std::vector<uint8_t> materialized(n, 0);
+  auto& flops = scratch.flops;
+  flops.assign(num_units, 0);
+  auto& bytes = scratch.bytes;
+  bytes.assign(num_units, 0);
+  auto& best_flops = scratch.best_flops;
+  best_flops.assign(num_units, -1);
+  auto& dtype = scratch.dtype;
+  dtype.assign(num_units, graph::DType::kF32);
+  auto& efficiency = scratch.efficiency;
+  efficiency.assign(num_units, 1.0);
+  auto& copy_s = scratch.copy_s;
+  copy_s.assign(num_units, 0);
+  auto& unit_free = scratch.unit_free;
+  unit_free.assign(num_units, 1);
+  auto& priority = scratch.priority;
+  priority.assign(num_units, std::numeric_limits<int32_t>::min());
+  auto& pending = scratch.pending;
+  pending.assign(num_units, 0);
+  auto& local_uses = scratch.local_uses;  // per node: local consumers + sends
+  local_uses.assign(n, 0);
+  auto& materialized = scratch.materialized;
+  materialized.assign(n, 0);
 
   for (NodeId id = 0; id < n; ++id) {
     const graph::Node& node = graph_.node(id);
@@ -185,14 +228,17 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     const bool explicit_layout =
         !plan.layout.empty() && !plan.layout[id].empty();
     if (explicit_layout && compute_kind_[id]) efficiency[u] = 0.9;
-    bool consumed_outside = graph_.out_edges(id).empty();
-    for (const Edge& edge : graph_.out_edges(id)) {
-      if (unit_of[edge.dst] != u) consumed_outside = true;
+    bool consumed_outside = true;
+    if (!plan.fusion_group.empty() && plan.fusion_group[id] >= 0) {
+      consumed_outside = graph_.out_edges(id).empty();
+      for (const Edge& edge : graph_.out_edges(id)) {
+        if (unit_of[edge.dst] != u) consumed_outside = true;
+      }
     }
     for (const Edge& edge : graph_.in_edges(id)) {
       const int32_t src_unit = unit_of[edge.src];
       if (src_unit == u) {
-        if (!edge.control) bytes[u] -= graph_.EdgeBytes(edge);
+        if (!edge.control) bytes[u] -= EdgeBytes(edge);
         continue;
       }
       ++pending[u];
@@ -211,7 +257,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       if (NormalizedLayout(plan.layout[edge.src], rank) !=
           NormalizedLayout(plan.layout[id], rank)) {
         const DeviceProfile& profile = topology_.devices[device];
-        copy_s[u] += 2.0 * static_cast<double>(graph_.EdgeBytes(edge)) /
+        copy_s[u] += 2.0 * static_cast<double>(EdgeBytes(edge)) /
                          profile.memory_bandwidth_bytes_per_s +
                      profile.launch_overhead_s;
       }
@@ -223,7 +269,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     }
   }
 
-  std::vector<double> duration(num_units, 0);
+  auto& duration = scratch.duration;
+  duration.assign(num_units, 0);
   SimulationResult result;
   result.device_busy_s.assign(num_devices, 0);
   result.peak_memory_bytes.assign(num_devices, 0);
@@ -244,7 +291,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   }
 
   // Memory: resident inputs from the start.
-  std::vector<int64_t> memory(num_devices, 0);
+  auto& memory = scratch.memory;
+  memory.assign(num_devices, 0);
   auto allocate = [&](int32_t device, int64_t amount) {
     memory[device] += amount;
     if (memory[device] > result.peak_memory_bytes[device]) {
@@ -256,36 +304,60 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   }
 
   // Event loop.
-  std::vector<Event> event_storage;
-  event_storage.reserve(static_cast<size_t>(num_units) + 16);
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events(
-      std::greater<Event>(), std::move(event_storage));
+  // Min-heap of events (std::push_heap / pop_heap with greater).
+  auto& events = scratch.events;
+  events.clear();
   int64_t seq = 0;
-  // Highest priority first, then lowest first NodeId.
-  using ReadyKey = std::tuple<int64_t, NodeId, int32_t>;
-  std::vector<std::priority_queue<ReadyKey, std::vector<ReadyKey>,
-                                  std::greater<ReadyKey>>>
-      ready(num_devices);
-  std::vector<uint8_t> device_busy(num_devices, 0);
-  std::vector<int32_t> device_last_unit(num_devices, -1);
-  std::vector<double> link_free(static_cast<size_t>(num_devices) * num_devices,
-                                0);
-  std::vector<int32_t> link_last_transfer(
-      static_cast<size_t>(num_devices) * num_devices, -1);
-  std::vector<double> start(num_units, 0), end(num_units, 0),
-      ready_at(num_units, 0);
-  std::vector<Cause> ready_cause(num_units), start_cause(num_units);
-  std::vector<Transfer> transfers;
-  absl::flat_hash_map<int64_t, int32_t> transfer_of;
-  std::vector<int32_t> free_stack;
+  // Per device a min-heap of ready kernels: highest priority first, then
+  // lowest first NodeId.
+  // Key: (2^30 - priority) in the high bits, the unit's first NodeId in
+  // the low 32 (priorities are clamped to +-2^30).
+  using ReadyKey = int64_t;
+  auto& ready = scratch.ready;
+  ready.resize(num_devices);
+  for (auto& queue : ready) queue.clear();
+  auto& device_busy = scratch.device_busy;
+  device_busy.assign(num_devices, 0);
+  auto& device_last_unit = scratch.device_last_unit;
+  device_last_unit.assign(num_devices, -1);
+  const size_t num_links = static_cast<size_t>(num_devices) * num_devices;
+  auto& link_free = scratch.link_free;
+  link_free.assign(num_links, 0);
+  auto& link_last_transfer = scratch.link_last_transfer;
+  link_last_transfer.assign(num_links, -1);
+  auto& start = scratch.start;
+  start.assign(num_units, 0);
+  auto& end = scratch.end;
+  end.assign(num_units, 0);
+  auto& ready_at = scratch.ready_at;
+  ready_at.assign(num_units, 0);
+  auto& ready_cause = scratch.ready_cause;
+  ready_cause.assign(num_units, Cause{});
+  auto& start_cause = scratch.start_cause;
+  start_cause.assign(num_units, Cause{});
+  auto& transfers = scratch.transfers;
+  transfers.clear();
+  auto& transfer_begin = scratch.transfer_begin;
+  transfer_begin.assign(n, 0);
+  auto& transfer_end = scratch.transfer_end;
+  transfer_end.assign(n, 0);
+  auto& free_stack = scratch.free_stack;
+  free_stack.clear();
   // Devices whose queue or state changed at the current instant. They pick
   // their next kernel only once every event of that instant is processed,
   // so priorities decide among everything that became ready together.
-  std::vector<int32_t> dirty_devices;
+  auto& dirty_devices = scratch.dirty_devices;
+  dirty_devices.clear();
   int completed_units = 0;
 
+  auto push_event = [&](Event event) {
+    events.push_back(event);
+    std::push_heap(events.begin(), events.end(), std::greater<Event>());
+  };
   auto ready_key = [&](int32_t u) {
-    return ReadyKey{-static_cast<int64_t>(priority[u]), unit_first[u], u};
+    const int64_t clamped =
+        std::clamp<int64_t>(priority[u], -(1 << 30), 1 << 30);
+    return ((int64_t{1} << 30) - clamped) << 32 | unit_first[u];
   };
   auto start_unit = [&](int32_t u, double now) {
     const int32_t device = plan.device[unit_first[u]];
@@ -303,12 +375,15 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         allocate(device, output_bytes_[id]);
       }
     }
-    events.push(Event{end[u], seq++, false, u});
+    push_event(Event{end[u], seq++, false, u});
   };
   auto try_start = [&](int32_t device, double now) {
     if (device_busy[device] || ready[device].empty()) return;
-    const int32_t u = std::get<2>(ready[device].top());
-    ready[device].pop();
+    std::pop_heap(ready[device].begin(), ready[device].end(),
+                  std::greater<ReadyKey>());
+    const int32_t u =
+        unit_of[static_cast<NodeId>(ready[device].back() & 0xFFFFFFFF)];
+    ready[device].pop_back();
     start_unit(u, now);
   };
   auto make_ready = [&](int32_t u, double now, Cause cause) {
@@ -319,19 +394,42 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       return;
     }
     const int32_t device = plan.device[unit_first[u]];
-    ready[device].push(ready_key(u));
+    ready[device].push_back(ready_key(u));
+    std::push_heap(ready[device].begin(), ready[device].end(),
+                   std::greater<ReadyKey>());
     dirty_devices.push_back(device);
   };
-  auto transfer_key = [](NodeId id, int32_t output, int32_t device) {
-    return (static_cast<int64_t>(id) << 32) |
-           (static_cast<int64_t>(static_cast<uint32_t>(output + 1) & 0xFFFFFF)
-            << 8) |
-           device;
+  // All transfers of one producer are created together when it finishes,
+  // so they form a contiguous range of `transfers`; a short scan finds one.
+  auto find_transfer = [&](NodeId id, int32_t output, int32_t device) {
+    for (int32_t t = transfer_begin[id]; t < transfer_end[id]; ++t) {
+      if (transfers[t].output == output && transfers[t].dst_device == device) {
+        return t;
+      }
+    }
+    return int32_t{-1};
   };
-  // Drops one use of node `id`'s output. A free op (reshape, tuple, ...)
+  // The inputs of node `id` (in unit `u`) from other units: same-device
+  // producers lose a use (pushed on release_stack), received copies lose a
+  // consumer.
+  auto& release_stack = scratch.release_stack;
+  release_stack.clear();
+  auto release_inputs = [&](NodeId id, int32_t u) {
+    const int32_t device = plan.device[id];
+    for (const Edge& edge : graph_.in_edges(id)) {
+      if (edge.control || unit_of[edge.src] == u) continue;
+      if (plan.device[edge.src] == device) {
+        release_stack.push_back(edge.src);
+        continue;
+      }
+      const int32_t t = find_transfer(edge.src, edge.src_output, device);
+      if (t >= 0 && --transfers[t].remote_uses == 0) {
+        memory[device] -= transfers[t].bytes;
+      }
+    }
+  };
+  // Drops the uses on release_stack. A free op (reshape, tuple, ...)
   // aliases its inputs, so when its last use goes, its inputs lose one.
-  std::vector<NodeId> release_stack;
-  std::function<void(NodeId, int32_t)> release_inputs;
   auto drain_releases = [&]() {
     while (!release_stack.empty()) {
       const NodeId id = release_stack.back();
@@ -344,40 +442,9 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       release_inputs(id, unit_of[id]);
     }
   };
-  auto release = [&](NodeId id) {
-    release_stack.push_back(id);
-    drain_releases();
-  };
-  // The inputs of node `id` (in unit `u`) from other units: same-device
-  // producers lose a use, received copies lose a consumer.
-  release_inputs = [&](NodeId id, int32_t u) {
-    const int32_t device = plan.device[id];
-    for (const Edge& edge : graph_.in_edges(id)) {
-      if (edge.control || unit_of[edge.src] == u) continue;
-      if (plan.device[edge.src] == device) {
-        release_stack.push_back(edge.src);
-        continue;
-      }
-      auto it =
-          transfer_of.find(transfer_key(edge.src, edge.src_output, device));
-      if (it != transfer_of.end() && --transfers[it->second].remote_uses == 0) {
-        memory[device] -= transfers[it->second].bytes;
-      }
-    }
-  };
 
   // Finishing unit u at `now`: consumers, transfers, memory.
-  std::function<void(int32_t, double)> finish_unit;
-  auto drain_free = [&](double now) {
-    while (!free_stack.empty()) {
-      const int32_t u = free_stack.back();
-      free_stack.pop_back();
-      start[u] = end[u] = now;
-      start_cause[u] = ready_cause[u];
-      finish_unit(u, now);
-    }
-  };
-  finish_unit = [&](int32_t u, double now) {
+  auto finish_unit = [&](int32_t u, double now) {
     ++completed_units;
     const int32_t device = plan.device[unit_first[u]];
     for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
@@ -388,6 +455,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         release_inputs(id, u);
         drain_releases();
       }
+      transfer_begin[id] = transfer_end[id] =
+          static_cast<int32_t>(transfers.size());
       for (const Edge& edge : graph_.out_edges(id)) {
         const int32_t v = unit_of[edge.dst];
         if (v == u) continue;
@@ -396,10 +465,9 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           if (--pending[v] == 0) make_ready(v, now, Cause{Cause::kUnit, u});
           continue;
         }
-        auto [it, inserted] =
-            transfer_of.emplace(transfer_key(id, edge.src_output, dst_device),
-                                static_cast<int32_t>(transfers.size()));
-        if (inserted) {
+        int32_t index = find_transfer(id, edge.src_output, dst_device);
+        if (index < 0) {
+          index = static_cast<int32_t>(transfers.size());
           const size_t link_index =
               static_cast<size_t>(device) * num_devices + dst_device;
           const Link& link = topology_.link(device, dst_device);
@@ -408,7 +476,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           t.output = edge.src_output;
           t.src_device = device;
           t.dst_device = dst_device;
-          t.bytes = graph_.EdgeBytes(edge);
+          t.bytes = EdgeBytes(edge);
           t.start_s = std::max(now, link_free[link_index]);
           t.end_s = t.start_s + link.latency_s +
                     static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
@@ -418,20 +486,30 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
                   ? Cause{Cause::kTransfer, link_last_transfer[link_index]}
                   : Cause{Cause::kUnit, u};
           link_free[link_index] = t.end_s;
-          link_last_transfer[link_index] = it->second;
+          link_last_transfer[link_index] = index;
           ++local_uses[id];  // the send holds the source buffer
           allocate(dst_device, t.bytes);
           result.bytes_moved += t.bytes;
-          events.push(Event{t.end_s, seq++, true, it->second});
+          push_event(Event{t.end_s, seq++, true, index});
           transfers.push_back(t);
+          transfer_end[id] = index + 1;
         }
-        ++transfers[it->second].remote_uses;
+        ++transfers[index].remote_uses;
       }
       // An output nobody consumes (a graph output) stays allocated.
     }
     if (duration[u] > 0) {
       device_busy[device] = 0;
       dirty_devices.push_back(device);
+    }
+  };
+  auto drain_free = [&](double now) {
+    while (!free_stack.empty()) {
+      const int32_t u = free_stack.back();
+      free_stack.pop_back();
+      start[u] = end[u] = now;
+      start_cause[u] = ready_cause[u];
+      finish_unit(u, now);
     }
   };
 
@@ -446,13 +524,15 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   dispatch(0);
   double now = 0;
   while (!events.empty()) {
-    const Event event = events.top();
-    events.pop();
+    std::pop_heap(events.begin(), events.end(), std::greater<Event>());
+    const Event event = events.back();
+    events.pop_back();
     now = event.time;
     if (event.is_transfer) {
       const Transfer& t = transfers[event.id];
       const NodeId id = t.node;
-      release(id);
+      release_stack.push_back(id);  // the send no longer holds the buffer
+      drain_releases();
       for (const Edge& edge : graph_.out_edges(id)) {
         const int32_t v = unit_of[edge.dst];
         if (edge.control || v == unit_of[id] ||
@@ -468,7 +548,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       finish_unit(event.id, now);
     }
     drain_free(now);
-    if (events.empty() || events.top().time > now) dispatch(now);
+    if (events.empty() || events.front().time > now) dispatch(now);
   }
   if (completed_units != num_units) {
     return absl::InvalidArgumentError(absl::StrCat(

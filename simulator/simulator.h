@@ -99,8 +99,19 @@ class Simulator {
   std::vector<uint8_t> resident_;      // per node: parameter or constant
   std::vector<uint8_t> compute_kind_;  // dot / convolution (layout-sensitive)
   std::vector<graph::DType> dtype_;
-  std::vector<int64_t> output_bytes_;
+  std::vector<int64_t> output_bytes_;    // all outputs of a node
+  std::vector<int32_t> output_offsets_;  // CSR into output_sizes_
+  std::vector<int64_t> output_sizes_;    // bytes of each output
   double lower_bound_s_ = 0;
+
+  // Bytes `edge` carries (Graph::EdgeBytes, precomputed).
+  int64_t EdgeBytes(const graph::Edge& edge) const {
+    if (edge.control) return 0;
+    if (edge.src_output == graph::Edge::kAllOutputs) {
+      return output_bytes_[edge.src];
+    }
+    return output_sizes_[output_offsets_[edge.src] + edge.src_output];
+  }
 };
 
 }  // namespace gopt::simulator

@@ -1,0 +1,143 @@
+#include "simulator/baselines/metis_placer.h"
+
+#include <metis.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "graph/status_macros.h"
+#include "simulator/baselines/cost_table.h"
+
+namespace gopt::simulator::baselines {
+namespace {
+
+using graph::Edge;
+using graph::NodeId;
+
+// Totals stay far below 2^31 so METIS's 32-bit sums cannot overflow.
+constexpr double kTotalVertexWeight = 1 << 26;
+constexpr double kMaxTotalEdgeWeight = 1 << 29;
+
+std::string MetisErrorName(int code) {
+  switch (code) {
+    case METIS_ERROR_INPUT:
+      return "METIS_ERROR_INPUT";
+    case METIS_ERROR_MEMORY:
+      return "METIS_ERROR_MEMORY";
+    case METIS_ERROR:
+      return "METIS_ERROR";
+    default:
+      return absl::StrCat("code ", code);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
+    const BaselineContext& context) const {
+  RETURN_IF_ERROR(CheckTopology(context.topology));
+  const graph::Graph& graph = context.graph;
+  const CostTable costs(graph, context.topology, context.cost_model);
+  const int n = graph.num_nodes();
+  const int num_devices = context.topology.num_devices();
+  std::vector<int32_t> device(n, 0);
+  if (num_devices == 1 || n <= num_devices) {
+    for (NodeId id = 0; id < n; ++id) {
+      device[id] = costs.NearestAllowedDevice(id, id % num_devices);
+    }
+    return device;
+  }
+
+  // Undirected adjacency with merged parallel edges, in CSR form.
+  std::vector<std::pair<NodeId, int64_t>> neighbors;
+  std::vector<idx_t> xadj(n + 1, 0);
+  std::vector<NodeId> adjncy_nodes;
+  std::vector<int64_t> adj_bytes;
+  adjncy_nodes.reserve(2 * static_cast<size_t>(graph.num_edges()));
+  adj_bytes.reserve(2 * static_cast<size_t>(graph.num_edges()));
+  double total_edge_bytes = 0;
+  for (NodeId id = 0; id < n; ++id) {
+    neighbors.clear();
+    for (const Edge& edge : graph.in_edges(id)) {
+      if (edge.src != id) neighbors.emplace_back(edge.src, graph.EdgeBytes(edge));
+    }
+    for (const Edge& edge : graph.out_edges(id)) {
+      if (edge.dst != id) neighbors.emplace_back(edge.dst, graph.EdgeBytes(edge));
+    }
+    std::sort(neighbors.begin(), neighbors.end());
+    for (size_t i = 0; i < neighbors.size(); ++i) {
+      if (i > 0 && neighbors[i].first == neighbors[i - 1].first) {
+        adj_bytes.back() += neighbors[i].second;
+      } else {
+        adjncy_nodes.push_back(neighbors[i].first);
+        adj_bytes.push_back(neighbors[i].second);
+      }
+      total_edge_bytes += static_cast<double>(neighbors[i].second);
+    }
+    xadj[id + 1] = static_cast<idx_t>(adjncy_nodes.size());
+  }
+  std::vector<idx_t> adjncy(adjncy_nodes.begin(), adjncy_nodes.end());
+  const double edge_scale =
+      total_edge_bytes + static_cast<double>(adj_bytes.size()) >
+              kMaxTotalEdgeWeight
+          ? kMaxTotalEdgeWeight / (total_edge_bytes + adj_bytes.size())
+          : 1.0;
+  std::vector<idx_t> adjwgt(adj_bytes.size());
+  for (size_t i = 0; i < adj_bytes.size(); ++i) {
+    adjwgt[i] = std::max<idx_t>(
+        1, static_cast<idx_t>(std::llround(adj_bytes[i] * edge_scale)));
+  }
+
+  double total_work = 0;
+  for (NodeId id = 0; id < n; ++id) total_work += costs.MeanComputeSeconds(id);
+  const double vertex_scale =
+      total_work > 0 ? kTotalVertexWeight / total_work : 0;
+  std::vector<idx_t> vwgt(n);
+  for (NodeId id = 0; id < n; ++id) {
+    vwgt[id] = std::max<idx_t>(
+        1, static_cast<idx_t>(
+               std::llround(costs.MeanComputeSeconds(id) * vertex_scale)));
+  }
+
+  // Part sizes proportional to device speed.
+  std::vector<real_t> target(num_devices);
+  double total_speed = 0;
+  for (const DeviceProfile& profile : context.topology.devices) {
+    total_speed += std::max(profile.peak_f32_flops, 1.0);
+  }
+  for (int d = 0; d < num_devices; ++d) {
+    target[d] = static_cast<real_t>(
+        std::max(context.topology.devices[d].peak_f32_flops, 1.0) /
+        total_speed);
+  }
+
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
+  options[METIS_OPTION_SEED] =
+      static_cast<idx_t>(context.seed % std::numeric_limits<idx_t>::max());
+  idx_t nvtxs = n;
+  idx_t ncon = 1;
+  idx_t nparts = num_devices;
+  idx_t objval = 0;
+  std::vector<idx_t> part(n, 0);
+  const int code = METIS_PartGraphKway(
+      &nvtxs, &ncon, xadj.data(), adjncy.empty() ? nullptr : adjncy.data(),
+      vwgt.data(), /*vsize=*/nullptr, adjwgt.empty() ? nullptr : adjwgt.data(),
+      &nparts, target.data(), /*ubvec=*/nullptr, options, &objval, part.data());
+  if (code != METIS_OK) {
+    return absl::InternalError(absl::StrCat(
+        "metis: METIS_PartGraphKway failed with ", MetisErrorName(code),
+        " on graph '", graph.name(), "' (", n, " nodes, ", num_devices,
+        " parts)"));
+  }
+  for (NodeId id = 0; id < n; ++id) {
+    device[id] = costs.NearestAllowedDevice(id, static_cast<int32_t>(part[id]));
+  }
+  return device;
+}
+
+}  // namespace gopt::simulator::baselines
