@@ -114,12 +114,14 @@ const absl::flat_hash_map<std::string, OpKind>& KindTable() {
 // SAME padding split the way TensorFlow does (the extra cell goes high).
 void SamePadding(int64_t input, int64_t window, int64_t stride,
                  int64_t dilation, WindowDimension* dim) {
-  const int64_t out = (input + stride - 1) / stride;
-  const int64_t effective = (window - 1) * dilation + 1;
-  const int64_t total =
-      std::max<int64_t>((out - 1) * stride + effective - input, 0);
-  dim->padding_low = total / 2;
-  dim->padding_high = total - total / 2;
+  // Attributes come from the file: compute wide and clamp, so absurd strides
+  // or dilations cannot overflow.
+  const __int128 out = (static_cast<__int128>(input) + stride - 1) / stride;
+  const __int128 effective = (static_cast<__int128>(window) - 1) * dilation + 1;
+  const __int128 total = std::clamp<__int128>(
+      (out - 1) * stride + effective - input, 0, kMaxTensorBytes);
+  dim->padding_low = static_cast<int64_t>(total / 2);
+  dim->padding_high = static_cast<int64_t>(total - total / 2);
 }
 
 absl::StatusOr<std::array<int, 3>> Layout(const NodeDef& node) {
@@ -402,7 +404,10 @@ absl::StatusOr<LoweredOp> LowerOp(
             !output_types.empty() && output_types[0].rank() == rank0) {
           attrs.slice_starts = *begin;
           for (int64_t d = 0; d < rank0; ++d) {
-            attrs.slice_limits.push_back((*begin)[d] + output_types[0].dims[d]);
+            attrs.slice_limits.push_back(static_cast<int64_t>(
+                std::min<__int128>(static_cast<__int128>((*begin)[d]) +
+                                       output_types[0].dims[d],
+                                   INT64_MAX)));
             attrs.slice_strides.push_back(1);
           }
         }

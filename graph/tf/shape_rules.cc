@@ -167,7 +167,7 @@ std::optional<std::vector<int64_t>> FoldBinary(absl::string_view op,
     if (op == "Add" || op == "AddV2") {
       out[i] = SatAdd(p, q);
     } else if (op == "Sub") {
-      out[i] = SatAdd(p, q == kUnknownValue ? 0 : -q);
+      out[i] = SatAdd(p, -q);
     } else if (op == "Mul") {
       out[i] = SatMul(p, q);
     } else if (op == "FloorDiv" || op == "Div" || op == "TruncateDiv") {
@@ -310,13 +310,16 @@ absl::StatusOr<int64_t> WindowOutput(const Ctx& ctx, const std::string& padding,
                                      int64_t input, int64_t window,
                                      int64_t stride, int64_t dilation,
                                      int64_t pad_low, int64_t pad_high) {
-  if (input < 0) return kUnknownDim;
   if (stride <= 0 || dilation <= 0 || window < 0) {
     return ctx.Error(absl::StrCat("window ", window, ", stride ", stride,
                                   " and dilation ", dilation,
                                   " must be positive"));
   }
-  if (padding == "SAME") return (input + stride - 1) / stride;
+  if (input < 0) return kUnknownDim;
+  if (padding == "SAME") {
+    return static_cast<int64_t>((static_cast<__int128>(input) + stride - 1) /
+                                stride);
+  }
   const __int128 effective = static_cast<__int128>(window - 1) * dilation + 1;
   const __int128 padded = static_cast<__int128>(input) + pad_low + pad_high;
   if (padded < effective) {
@@ -395,7 +398,7 @@ absl::Status ConvRule(Ctx& ctx) {
 }
 
 absl::Status PoolRule(Ctx& ctx) {
-  ASSIGN_OR_RETURN(Layout4 layout, LayoutFromFormat(ctx));
+  RETURN_IF_ERROR(LayoutFromFormat(ctx).status());
   ASSIGN_OR_RETURN(std::string padding, PaddingAttr(ctx));
   ASSIGN_OR_RETURN(std::vector<int64_t> ksize,
                    IntListAttr(ctx.node, "ksize", 4));
@@ -423,7 +426,6 @@ absl::Status PoolRule(Ctx& ctx) {
                        explicit_paddings[2 * d], explicit_paddings[2 * d + 1]));
     }
   }
-  (void)layout;
   SetAll(ctx, DefaultDType(ctx), out);
   return absl::OkStatus();
 }
@@ -922,15 +924,16 @@ int64_t SliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride,
     b = std::clamp<int64_t>(b, 0, dim);
     e = std::clamp<int64_t>(e, 0, dim);
     if (e <= b) return 0;
-    return (e - b + stride - 1) / stride;
+    return static_cast<int64_t>((static_cast<__int128>(e) - b + stride - 1) /
+                                stride);
   }
   int64_t b = begin_masked ? dim - 1 : (begin < 0 ? begin + dim : begin);
   int64_t e = end_masked ? -1 : (end < 0 ? end + dim : end);
   b = std::clamp<int64_t>(b, -1, dim - 1);
   e = std::clamp<int64_t>(e, -1, dim - 1);
   if (b <= e) return 0;
-  const int64_t s = -stride;
-  return (b - e + s - 1) / s;
+  const __int128 s = -static_cast<__int128>(stride);
+  return static_cast<int64_t>((static_cast<__int128>(b) - e + s - 1) / s);
 }
 
 absl::Status StridedSliceRule(Ctx& ctx) {
