@@ -249,7 +249,9 @@ TEST(TfImportersTest, SniffingTellsFormatsApart) {
   std::unique_ptr<Importer> tfjs = NewTfjsImporter();
   for (const char* path :
        {"onnx/light_resnet50.onnx", "onnx/silero_vad_legacy.onnx",
-        "hlo/maml_flax_train_step.hlo", "tfjs/handtrack.json"}) {
+        "hlo/maml_flax_train_step.hlo", "tfjs/handtrack.json",
+        "tpugraphs/module_tuning_data_layout.pb",
+        "tpugraphs/op_tuning_data.pb"}) {
     EXPECT_FALSE(graphdef->Sniff(gopt::testing::ReadSharedData(path))) << path;
   }
   for (const char* path :
