@@ -67,8 +67,8 @@ struct BestBaselineOptions {
 };
 
 struct BestBaselineResult {
-  Plan plan;                        // the winner (method set)
-  SimulationResult result;          // its simulation, timeline recorded
+  Plan plan;                          // the winner (method set)
+  SimulationResult result;            // its simulation, timeline recorded
   std::vector<BaselineTrial> trials;  // every method tried, in order tried
 };
 

@@ -54,9 +54,9 @@ absl::StatusOr<const T*> Find(absl::string_view task, absl::string_view name,
   for (const std::unique_ptr<T>& item : items) {
     if (item->name() == name) return item.get();
   }
-  return absl::NotFoundError(absl::StrCat("unknown ", task, " '", name,
-                                          "'; known: ",
-                                          absl::StrJoin(Names(items), ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown ", task, " '", name,
+                   "'; known: ", absl::StrJoin(Names(items), ", ")));
 }
 
 }  // namespace
@@ -117,8 +117,8 @@ void RegisterBuiltinBaselines(BaselineRegistry* registry) {
   registry->AddPlacer(std::make_unique<MetisPlacer>()).IgnoreError();
   registry->AddPlacer(std::make_unique<HeftPlacer>()).IgnoreError();
   registry
-      ->AddPlacer(
-          std::make_unique<MemoryConstrainedPlacer>(Variant::kEarliestTaskFirst))
+      ->AddPlacer(std::make_unique<MemoryConstrainedPlacer>(
+          Variant::kEarliestTaskFirst))
       .IgnoreError();
   registry
       ->AddPlacer(std::make_unique<MemoryConstrainedPlacer>(

@@ -87,7 +87,8 @@ CostTable::CostTable(const graph::Graph& graph, const Topology& topology,
     double sum = 0;
     const std::vector<int32_t>& allowed = allowed_list_[constraint_class_[id]];
     for (int d = 0; d < d_count; ++d) {
-      const double seconds = cost_model.KernelSeconds(work, topology.devices[d]);
+      const double seconds =
+          cost_model.KernelSeconds(work, topology.devices[d]);
       compute_s_[static_cast<size_t>(id) * d_count + d] = seconds;
       if (allowed_[constraint_class_[id]][d]) sum += seconds;
     }

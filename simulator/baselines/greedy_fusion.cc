@@ -53,17 +53,15 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
     const std::vector<int32_t>* fusion_priority) {
   const int n = graph.num_nodes();
   if (device.size() != static_cast<size_t>(n)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fusion: placement has ", device.size(),
-                     " entries; the graph '", graph.name(), "' has ", n,
-                     " nodes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fusion: placement has ", device.size(), " entries; the graph '",
+        graph.name(), "' has ", n, " nodes"));
   }
   if (fusion_priority != nullptr &&
       fusion_priority->size() != static_cast<size_t>(n)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fusion: fusion priority has ", fusion_priority->size(),
-                     " entries; the graph '", graph.name(), "' has ", n,
-                     " nodes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fusion: fusion priority has ", fusion_priority->size(),
+        " entries; the graph '", graph.name(), "' has ", n, " nodes"));
   }
   auto priority = [&](NodeId id) {
     return fusion_priority == nullptr ? 1 : (*fusion_priority)[id];
@@ -87,8 +85,8 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
       const OpKind kind = graph.node(p).kind;
       if (EndsFusion(kind)) continue;
       // A node alone can start a group only if it does real work.
-      if (root[p] == p && (is_free[p] || !(IsCheapConsumer(kind) ||
-                                           IsHeavy(kind)))) {
+      if (root[p] == p &&
+          (is_free[p] || !(IsCheapConsumer(kind) || IsHeavy(kind)))) {
         continue;
       }
       producers.emplace_back(-priority(p), -graph.EdgeBytes(edge), p);
@@ -128,15 +126,15 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
 
 absl::StatusOr<std::vector<int32_t>> NoFuser::Fuse(
     const BaselineContext& context, const std::vector<int32_t>& device) const {
-  RETURN_IF_ERROR(CheckPlacement(context.graph,
-                                 context.topology.num_devices(), device));
+  RETURN_IF_ERROR(
+      CheckPlacement(context.graph, context.topology.num_devices(), device));
   return std::vector<int32_t>();
 }
 
 absl::StatusOr<std::vector<int32_t>> GreedyFuser::Fuse(
     const BaselineContext& context, const std::vector<int32_t>& device) const {
-  RETURN_IF_ERROR(CheckPlacement(context.graph,
-                                 context.topology.num_devices(), device));
+  RETURN_IF_ERROR(
+      CheckPlacement(context.graph, context.topology.num_devices(), device));
   return GreedyFusionGroups(context.graph, device, /*fusion_priority=*/nullptr);
 }
 

@@ -148,8 +148,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> GreedyLayouts(
 absl::StatusOr<std::vector<std::vector<int32_t>>>
 DefaultLayoutAssigner::AssignLayouts(const BaselineContext& context,
                                      const std::vector<int32_t>& device) const {
-  RETURN_IF_ERROR(CheckPlacement(context.graph,
-                                 context.topology.num_devices(), device));
+  RETURN_IF_ERROR(
+      CheckPlacement(context.graph, context.topology.num_devices(), device));
   return std::vector<std::vector<int32_t>>();
 }
 

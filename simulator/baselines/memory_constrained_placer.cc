@@ -79,9 +79,9 @@ class Run {
     for (NodeId id = 0; id < n_; ++id) {
       // Only parameters that may go anywhere wait for their consumer; a
       // constrained one is placed like any free node.
-      deferred_[id] = costs.IsFreeSource(id) &&
-                      costs.AllowedDevices(id).size() ==
-                          static_cast<size_t>(num_devices_);
+      deferred_[id] =
+          costs.IsFreeSource(id) &&
+          costs.AllowedDevices(id).size() == static_cast<size_t>(num_devices_);
       if (!small_communication_times) continue;
       int64_t best_bytes = 0;
       for (const Edge& edge : graph_.out_edges(id)) {
@@ -203,9 +203,9 @@ class Run {
     double time = 0;
     for (const Edge& edge : graph_.in_edges(id)) {
       if (device_[edge.src] < 0) continue;  // comes along, local
-      time = std::max(time, finish_s_[edge.src] +
-                                costs_.EdgeTransferSeconds(
-                                    edge, device_[edge.src], d));
+      time =
+          std::max(time, finish_s_[edge.src] + costs_.EdgeTransferSeconds(
+                                                   edge, device_[edge.src], d));
     }
     return time;
   }
@@ -293,8 +293,7 @@ class Run {
     for (int32_t d = 0; d < num_devices_; ++d) {
       absl::StrAppend(&devices, d == 0 ? "" : ", ", "device ", d, ": ",
                       memory_used_[d], " of ",
-                      costs_.topology().devices[d].memory_bytes,
-                      " bytes used");
+                      costs_.topology().devices[d].memory_bytes, " bytes used");
     }
     return absl::ResourceExhaustedError(absl::StrCat(
         name_, ": node '", graph_.node(id).name, "' (output ",
@@ -325,11 +324,11 @@ class Run {
   std::vector<double> device_free_s_;
   std::vector<int64_t> memory_used_;
   std::vector<NodeId> free_ready_;
-  std::vector<std::priority_queue<Candidate, std::vector<Candidate>,
-                                  WaitingOrder>>
+  std::vector<
+      std::priority_queue<Candidate, std::vector<Candidate>, WaitingOrder>>
       waiting_;
-  std::vector<std::priority_queue<Candidate, std::vector<Candidate>,
-                                  StartableOrder>>
+  std::vector<
+      std::priority_queue<Candidate, std::vector<Candidate>, StartableOrder>>
       startable_;
 };
 

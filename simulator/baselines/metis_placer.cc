@@ -62,10 +62,12 @@ absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
   for (NodeId id = 0; id < n; ++id) {
     neighbors.clear();
     for (const Edge& edge : graph.in_edges(id)) {
-      if (edge.src != id) neighbors.emplace_back(edge.src, graph.EdgeBytes(edge));
+      if (edge.src != id)
+        neighbors.emplace_back(edge.src, graph.EdgeBytes(edge));
     }
     for (const Edge& edge : graph.out_edges(id)) {
-      if (edge.dst != id) neighbors.emplace_back(edge.dst, graph.EdgeBytes(edge));
+      if (edge.dst != id)
+        neighbors.emplace_back(edge.dst, graph.EdgeBytes(edge));
     }
     std::sort(neighbors.begin(), neighbors.end());
     for (size_t i = 0; i < neighbors.size(); ++i) {
@@ -129,10 +131,10 @@ absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
       vwgt.data(), /*vsize=*/nullptr, adjwgt.empty() ? nullptr : adjwgt.data(),
       &nparts, target.data(), /*ubvec=*/nullptr, options, &objval, part.data());
   if (code != METIS_OK) {
-    return absl::InternalError(absl::StrCat(
-        "metis: METIS_PartGraphKway failed with ", MetisErrorName(code),
-        " on graph '", graph.name(), "' (", n, " nodes, ", num_devices,
-        " parts)"));
+    return absl::InternalError(
+        absl::StrCat("metis: METIS_PartGraphKway failed with ",
+                     MetisErrorName(code), " on graph '", graph.name(), "' (",
+                     n, " nodes, ", num_devices, " parts)"));
   }
   for (NodeId id = 0; id < n; ++id) {
     device[id] = costs.NearestAllowedDevice(id, static_cast<int32_t>(part[id]));

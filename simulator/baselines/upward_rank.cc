@@ -30,9 +30,9 @@ std::vector<double> PlacedUpwardRank(const CostTable& costs,
   for (NodeId id = graph.num_nodes() - 1; id >= 0; --id) {
     double tail = 0;
     for (const Edge& edge : graph.out_edges(id)) {
-      tail = std::max(tail, costs.EdgeTransferSeconds(edge, device[id],
-                                                      device[edge.dst]) +
-                                rank[edge.dst]);
+      tail = std::max(
+          tail, costs.EdgeTransferSeconds(edge, device[id], device[edge.dst]) +
+                    rank[edge.dst]);
     }
     rank[id] = costs.ComputeSeconds(id, device[id]) + tail;
   }

@@ -1,0 +1,183 @@
+#include "simulator/baselines/greedy_fusion.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "simulator/baselines/test_graphs.h"
+#include "simulator/plan.h"
+#include "simulator/simulator.h"
+
+namespace gopt::simulator::baselines {
+namespace {
+
+using graph::NodeId;
+using graph::OpKind;
+using ::testing::ElementsAre;
+using testing::GraphMaker;
+using ::testing::HasSubstr;
+using testing::UniformTopology;
+
+std::vector<int32_t> Groups(const graph::Graph& graph,
+                            const std::vector<int32_t>& device,
+                            const std::vector<int32_t>* priority = nullptr) {
+  absl::StatusOr<std::vector<int32_t>> groups =
+      GreedyFusionGroups(graph, device, priority);
+  EXPECT_TRUE(groups.ok()) << groups.status();
+  return groups.ok() ? *groups : std::vector<int32_t>();
+}
+
+TEST(GreedyFusionTest, FusesAnElementwiseChainIntoOneGroup) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", OpKind::kElementwiseUnary, 1e3, {p});
+  const int b = g.Op("b", OpKind::kConvert, 1e3, {a});
+  const int r = g.Op("r", OpKind::kReshape, 0, {b});
+  g.Op("c", OpKind::kTranscendental, 1e3, {r});
+  const graph::Graph graph = g.Build();
+  EXPECT_THAT(Groups(graph, std::vector<int32_t>(graph.num_nodes(), 0)),
+              ElementsAre(-1, 0, 0, 0, 0));
+  // One kernel in the simulator.
+  Plan plan = DefaultPlan(graph);
+  plan.fusion_group = Groups(graph, plan.device);
+  const RooflineCostModel cost_model;
+  const Topology topology = UniformTopology(1);
+  EXPECT_EQ(Simulator(graph, topology, cost_model).Simulate(plan)->num_kernels,
+            1);
+}
+
+TEST(GreedyFusionTest, NeverCrossesDevices) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  int previous = p;
+  for (int i = 0; i < 6; ++i)
+    previous = g.Op(absl::StrCat("a", i), 1e3, {previous});
+  const graph::Graph graph = g.Build();
+  EXPECT_THAT(Groups(graph, {0, 0, 0, 0, 1, 1, 1}),
+              ElementsAre(-1, 0, 0, 0, 1, 1, 1));
+}
+
+TEST(GreedyFusionTest, NeverFusesTwoHeavyOps) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int d1 = g.Op("d1", OpKind::kDot, 1e9, {p});
+  const int d2 = g.Op("d2", OpKind::kDot, 1e9, {d1});
+  g.Op("c", OpKind::kConvolution, 1e9, {d2});
+  const graph::Graph graph = g.Build();
+  EXPECT_THAT(Groups(graph, std::vector<int32_t>(4, 0)),
+              ElementsAre(-1, -1, -1, -1));
+}
+
+TEST(GreedyFusionTest, AvoidsTheCycleThroughAnUnfusedConsumer) {
+  // a -> dot -> c and a -> c: fusing c into a's group would make that
+  // group both feed and consume dot. c joins dot's group instead.
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", OpKind::kElementwiseUnary, 1e3, {p});
+  const int dot = g.Op("dot", OpKind::kDot, 1e9, {a});
+  g.Op("c", OpKind::kElementwiseBinary, 1e3, {a, dot});
+  const graph::Graph graph = g.Build();
+  const std::vector<int32_t> groups = Groups(graph, std::vector<int32_t>(4, 0));
+  EXPECT_THAT(groups, ElementsAre(-1, -1, 0, 0));
+  Plan plan = DefaultPlan(graph);
+  plan.fusion_group = groups;
+  const RooflineCostModel cost_model;
+  const Topology topology = UniformTopology(1);
+  EXPECT_TRUE(Simulator(graph, topology, cost_model).Simulate(plan).ok());
+}
+
+TEST(GreedyFusionTest, ReduceEndsTheFusion) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", OpKind::kElementwiseUnary, 1e3, {p});
+  const int r = g.Op("r", OpKind::kReduce, 1e3, {a});
+  g.Op("m", OpKind::kElementwiseBinary, 1e3, {r});
+  const graph::Graph graph = g.Build();
+  EXPECT_THAT(Groups(graph, std::vector<int32_t>(4, 0)),
+              ElementsAre(-1, 0, 0, -1));
+}
+
+TEST(GreedyFusionTest, PriorityZeroKeepsANodeAlone) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e3, {p});
+  const int b = g.Op("b", 1e3, {a});
+  g.Op("c", 1e3, {b});
+  const graph::Graph graph = g.Build();
+  const std::vector<int32_t> device(4, 0);
+  const std::vector<int32_t> priority = {0, 5, 0, 5};
+  EXPECT_THAT(Groups(graph, device, &priority), ElementsAre(-1, -1, -1, -1));
+  const std::vector<int32_t> eager = {0, 5, 5, 1};
+  EXPECT_THAT(Groups(graph, device, &eager), ElementsAre(-1, 0, 0, 0));
+}
+
+TEST(GreedyFusionTest, TwoInputConsumerJoinsTheLaterGroup) {
+  // c reads a and b, both alone: only joining b (the later first member)
+  // keeps every edge into the group from before the group.
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e3, {p});
+  const int b = g.Op("b", 1e3, {p});
+  g.Op("c", 1e3, {a, b});
+  const graph::Graph graph = g.Build();
+  const std::vector<int32_t> device(4, 0);
+  EXPECT_THAT(Groups(graph, device), ElementsAre(-1, -1, 0, 0));
+  const std::vector<int32_t> prefer_a = {1, 9, 1, 1};
+  EXPECT_THAT(Groups(graph, device, &prefer_a), ElementsAre(-1, -1, 0, 0));
+}
+
+TEST(GreedyFusionTest, RejectsVectorsOfTheWrongLength) {
+  const graph::Graph graph = testing::ChainGraph(3);
+  auto groups = GreedyFusionGroups(graph, {0, 0}, nullptr);
+  EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(groups.status().message(), HasSubstr("placement has 2 entries"));
+  const std::vector<int32_t> priority = {1};
+  groups = GreedyFusionGroups(graph, std::vector<int32_t>(4, 0), &priority);
+  EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Random DAGs with random kinds and devices: the simulator (which rejects
+// cyclic groups) accepts every grouping, and groups never span devices.
+TEST(GreedyFusionTest, RandomGraphsNeverGetCyclicGroups) {
+  std::mt19937_64 rng(42);
+  const OpKind kinds[] = {
+      OpKind::kElementwiseBinary, OpKind::kDot,     OpKind::kReduce,
+      OpKind::kBroadcast,         OpKind::kReshape, OpKind::kConcatenate,
+      OpKind::kCustomCall};
+  const RooflineCostModel cost_model;
+  const Topology topology = UniformTopology(2);
+  int fused_nodes = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    GraphMaker g(absl::StrCat("random", trial));
+    std::vector<int> nodes = {g.Param("p", 1000)};
+    for (int i = 0; i < 40; ++i) {
+      std::vector<int> inputs;
+      const int fan_in = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < fan_in; ++k) {
+        inputs.push_back(nodes[rng() % nodes.size()]);
+      }
+      std::sort(inputs.begin(), inputs.end());
+      inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+      nodes.push_back(
+          g.Op(absl::StrCat("n", i), kinds[rng() % 7], 1e6, inputs));
+    }
+    const graph::Graph graph = g.Build();
+    std::vector<int32_t> device(graph.num_nodes());
+    for (int32_t& d : device) d = (rng() % 4 == 0) ? 1 : 0;
+    Plan plan = DefaultPlan(graph);
+    plan.device = device;
+    plan.fusion_group = Groups(graph, device);
+    for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+      if (plan.fusion_group[id] >= 0) ++fused_nodes;
+    }
+    absl::StatusOr<SimulationResult> result =
+        Simulator(graph, topology, cost_model).Simulate(plan);
+    ASSERT_TRUE(result.ok()) << "trial " << trial << ": " << result.status();
+  }
+  EXPECT_GT(fused_nodes, 200);
+}
+
+}  // namespace
+}  // namespace gopt::simulator::baselines
