@@ -41,22 +41,110 @@ constexpr Range kImage{32, 1024};
 
 // Sorted by name; see the table in generators.h.
 const FamilySpec kFamilies[] = {
-    {"amoebanet", 4, {1, 16}, 32, kBatch, 0, kNone, 64, {8, 1024}, 1, 224,
-     kImage, &BuildAmoebaNet},
-    {"bert", 12, {1, 64}, 32, kBatch, 128, {1, 8192}, 768, {64, 8192}, 64, 0,
-     kNone, &BuildBert},
-    {"gnmt", 4, {2, 16}, 128, kBatch, 32, {1, 2048}, 1024, {8, 16384}, 1, 0,
-     kNone, &BuildGnmt},
-    {"inception_v3", 0, kNone, 32, kBatch, 0, kNone, 0, kNone, 1, 299,
-     {75, 1024}, &BuildInceptionV3},
-    {"resnet50", 50, {50, 152}, 32, kBatch, 0, kNone, 0, kNone, 1, 224, kImage,
+    {"amoebanet",
+     4,
+     {1, 16},
+     32,
+     kBatch,
+     0,
+     kNone,
+     64,
+     {8, 1024},
+     1,
+     224,
+     kImage,
+     &BuildAmoebaNet},
+    {"bert",
+     12,
+     {1, 64},
+     32,
+     kBatch,
+     128,
+     {1, 8192},
+     768,
+     {64, 8192},
+     64,
+     0,
+     kNone,
+     &BuildBert},
+    {"gnmt",
+     4,
+     {2, 16},
+     128,
+     kBatch,
+     32,
+     {1, 2048},
+     1024,
+     {8, 16384},
+     1,
+     0,
+     kNone,
+     &BuildGnmt},
+    {"inception_v3",
+     0,
+     kNone,
+     32,
+     kBatch,
+     0,
+     kNone,
+     0,
+     kNone,
+     1,
+     299,
+     {75, 1024},
+     &BuildInceptionV3},
+    {"resnet50",
+     50,
+     {50, 152},
+     32,
+     kBatch,
+     0,
+     kNone,
+     0,
+     kNone,
+     1,
+     224,
+     kImage,
      &BuildResNet},
-    {"rnnlm", 2, {1, 16}, 64, kBatch, 32, {1, 4096}, 2048, {8, 16384}, 1, 0,
-     kNone, &BuildRnnLm},
-    {"transformer_xl", 16, {1, 64}, 32, kBatch, 128, {1, 8192}, 512,
-     {64, 8192}, 64, 0, kNone, &BuildTransformerXl},
-    {"wavenet", 30, {1, 120}, 4, kBatch, 16384, {16, 1048576}, 64, {8, 4096},
-     1, 0, kNone, &BuildWaveNet},
+    {"rnnlm",
+     2,
+     {1, 16},
+     64,
+     kBatch,
+     32,
+     {1, 4096},
+     2048,
+     {8, 16384},
+     1,
+     0,
+     kNone,
+     &BuildRnnLm},
+    {"transformer_xl",
+     16,
+     {1, 64},
+     32,
+     kBatch,
+     128,
+     {1, 8192},
+     512,
+     {64, 8192},
+     64,
+     0,
+     kNone,
+     &BuildTransformerXl},
+    {"wavenet",
+     30,
+     {1, 120},
+     4,
+     kBatch,
+     16384,
+     {16, 1048576},
+     64,
+     {8, 4096},
+     1,
+     0,
+     kNone,
+     &BuildWaveNet},
 };
 
 const FamilySpec* FindFamily(absl::string_view name) {
@@ -99,12 +187,17 @@ absl::StatusOr<GeneratorOptions> ResolveGeneratorOptions(
     const GeneratorOptions& options) {
   const FamilySpec* spec = FindFamily(options.family);
   if (spec == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown model family '", options.family,
-                     "'; valid families: ",
-                     absl::StrJoin(GeneratorFamilies(), ", ")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown model family '", options.family,
+        "'; valid families: ", absl::StrJoin(GeneratorFamilies(), ", ")));
   }
   GeneratorOptions resolved = options;
+  if (options.family == "resnet50" && options.layers != 0 &&
+      options.layers != 50 && options.layers != 101 && options.layers != 152) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("resnet50 option 'layers' is ", options.layers,
+                     "; it must be 50, 101 or 152"));
+  }
   for (absl::Status s :
        {ResolveOne(*spec, "layers", spec->layers, spec->default_layers, 1,
                    &resolved.layers),
@@ -117,12 +210,6 @@ absl::StatusOr<GeneratorOptions> ResolveGeneratorOptions(
         ResolveOne(*spec, "image_size", spec->image_size,
                    spec->default_image_size, 1, &resolved.image_size)}) {
     if (!s.ok()) return s;
-  }
-  if (options.family == "resnet50" && resolved.layers != 50 &&
-      resolved.layers != 101 && resolved.layers != 152) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resnet50 option 'layers' is ", resolved.layers,
-        "; it must be 50, 101 or 152"));
   }
   return resolved;
 }
@@ -137,7 +224,8 @@ std::string GeneratedGraphName(const GeneratorOptions& options) {
   add("s", options.seq);
   add("h", options.hidden);
   add("i", options.image_size);
-  if (options.family == "amoebanet") absl::StrAppend(&name, "_seed", options.seed);
+  if (options.family == "amoebanet")
+    absl::StrAppend(&name, "_seed", options.seed);
   return name;
 }
 
@@ -154,8 +242,8 @@ std::vector<GeneratorPreset> GeneratorPresets() {
     return GeneratorPreset{std::move(name), std::move(description),
                            std::move(options), oom};
   };
-  auto opts = [](std::string family, int layers, int batch, int seq,
-                 int hidden, int image_size) {
+  auto opts = [](std::string family, int layers, int batch, int seq, int hidden,
+                 int image_size) {
     GeneratorOptions o;
     o.family = std::move(family);
     o.layers = layers;
@@ -186,19 +274,19 @@ std::vector<GeneratorPreset> GeneratorPresets() {
       preset("rnnlm-small", "2-layer LSTM LM (1024), 20 steps, batch 32",
              opts("rnnlm", 2, 32, 20, 1024, 0), false),
       preset("rnnlm-large",
-             "4-layer LSTM LM (4096), 64 steps, batch 128: exceeds one V100",
-             opts("rnnlm", 4, 128, 64, 4096, 0), true),
+             "4-layer LSTM LM (4096), 64 steps, batch 256: exceeds one V100",
+             opts("rnnlm", 4, 256, 64, 4096, 0), true),
       preset("gnmt2-small", "GNMT 2+2 layers (1024), 16 steps, batch 32",
              opts("gnmt", 2, 32, 16, 1024, 0), false),
       preset("gnmt4-medium", "GNMT 4+4 layers (1024), 32 steps, batch 64",
              opts("gnmt", 4, 64, 32, 1024, 0), false),
       preset("gnmt8-large",
-             "GNMT 8+8 layers (1024), 50 steps, batch 128: exceeds one V100",
-             opts("gnmt", 8, 128, 50, 1024, 0), true),
+             "GNMT 8+8 layers (1024), 80 steps, batch 256: exceeds one V100",
+             opts("gnmt", 8, 256, 80, 1024, 0), true),
       preset("gnmt8-80k",
-             "GNMT 8+8 layers, 96 steps, batch 128: 80,000+ nodes, the size "
-             "of GO's largest graphs",
-             opts("gnmt", 8, 128, 96, 1024, 0), true),
+             "GNMT 8+8 layers (1024), 128 steps, batch 192: 80,000+ nodes, "
+             "the size of GO's largest graphs; exceeds one V100",
+             opts("gnmt", 8, 192, 128, 1024, 0), true),
       preset("transformer_xl-small",
              "Transformer-XL, 4 layers, d 256, segment 64, batch 16",
              opts("transformer_xl", 4, 16, 64, 256, 0), false),
@@ -225,9 +313,9 @@ absl::StatusOr<GeneratorPreset> FindGeneratorPreset(absl::string_view name) {
     if (preset.name == name) return std::move(preset);
     names.push_back(preset.name);
   }
-  return absl::NotFoundError(absl::StrCat("unknown generator preset '", name,
-                                          "'; presets: ",
-                                          absl::StrJoin(names, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown generator preset '", name,
+                   "'; presets: ", absl::StrJoin(names, ", ")));
 }
 
 }  // namespace gopt::simulator::generators

@@ -16,9 +16,10 @@ namespace gopt::simulator::generators {
 // per family (InvalidArgument outside them):
 //
 // family          layers            batch     seq             hidden     image
-// inception_v3    - (fixed)         32 1-4096 -               -          299 75-1024
-// resnet50        50 {50,101,152}   32 1-4096 -               -          224 32-1024
-// amoebanet       4 normal cells    32 1-4096 -               64 8-1024  224 32-1024
+// inception_v3    - (fixed)         32 1-4096 -               -          299
+// 75-1024 resnet50        50 {50,101,152}   32 1-4096 -               - 224
+// 32-1024 amoebanet       4 normal cells    32 1-4096 -               64 8-1024
+// 224 32-1024
 //                 per stack 1-16
 // rnnlm           2 LSTM layers 1-16 64 1-4096 32 steps 1-4096 2048 8-16384 -
 // gnmt            4 per side 2-16   128 1-4096 32 steps 1-2048 1024 8-16384 -
@@ -35,20 +36,20 @@ namespace gopt::simulator::generators {
 // first stack's filters (amoebanet). `image_size` is the square input
 // resolution of the convolutional families.
 struct GeneratorOptions {
-  std::string family;   // one of GeneratorFamilies()
-  int layers = 0;       // 0 = family default
-  int batch = 0;        // 0 = family default
-  int seq = 0;          // unroll / sequence / audio length; 0 = default
-  int hidden = 0;       // model width; 0 = family default
-  int image_size = 0;   // convolutional families; 0 = family default
+  std::string family;  // one of GeneratorFamilies()
+  int layers = 0;      // 0 = family default
+  int batch = 0;       // 0 = family default
+  int seq = 0;         // unroll / sequence / audio length; 0 = default
+  int hidden = 0;      // model width; 0 = family default
+  int image_size = 0;  // convolutional families; 0 = family default
   // Picks the AmoebaNet cell wiring (which hidden states each cell op reads
   // and which op it is). The other families have fixed architectures and
   // ignore it. Default 0.
   uint64_t seed = 0;
 };
 
-// The family names, sorted: amoebanet, bert, gnmt, inception_v3, rnnlm,
-// resnet50, transformer_xl, wavenet.
+// The family names, sorted: amoebanet, bert, gnmt, inception_v3, resnet50,
+// rnnlm, transformer_xl, wavenet.
 std::vector<std::string> GeneratorFamilies();
 
 // `options` with every 0 size replaced by the family's default, after
@@ -73,7 +74,8 @@ absl::StatusOr<GeneratorOptions> ResolveGeneratorOptions(
 // and ResourceExhausted when the graph would exceed graph::GraphLimits.
 // Thread-safe (no shared state); the cost is linear in the node count
 // (about 1 s per million nodes).
-absl::StatusOr<graph::Graph> GenerateModelGraph(const GeneratorOptions& options);
+absl::StatusOr<graph::Graph> GenerateModelGraph(
+    const GeneratorOptions& options);
 
 // A named, documented option set of the pre-training / benchmark corpus.
 struct GeneratorPreset {

@@ -11,9 +11,8 @@ constexpr Padding kSame = Padding::kSame;
 constexpr Padding kValid = Padding::kValid;
 
 // Conv + batch norm + ReLU, the only conv unit Inception-v3 uses.
-Tensor Unit(ModelBuilder* b, absl::string_view name, Tensor x,
-            int64_t filters, int kh, int kw, int stride = 1,
-            Padding padding = kSame) {
+Tensor Unit(ModelBuilder* b, absl::string_view name, Tensor x, int64_t filters,
+            int kh, int kw, int stride = 1, Padding padding = kSame) {
   return ConvBn(b, name, x, filters, kh, kw, stride, padding, /*relu=*/true);
 }
 
@@ -27,8 +26,8 @@ Tensor BlockA(ModelBuilder* b, absl::string_view name, Tensor x,
   Tensor b2 = Unit(b, "Branch_2/Conv2d_0a_1x1", x, 64, 1, 1);
   b2 = Unit(b, "Branch_2/Conv2d_0b_3x3", b2, 96, 3, 3);
   b2 = Unit(b, "Branch_2/Conv2d_0c_3x3", b2, 96, 3, 3);
-  Tensor b3 = b->Pool("Branch_3/AvgPool_0a_3x3", x, PoolKind::kAverage, 3, 1,
-                      kSame);
+  Tensor b3 =
+      b->Pool("Branch_3/AvgPool_0a_3x3", x, PoolKind::kAverage, 3, 1, kSame);
   b3 = Unit(b, "Branch_3/Conv2d_0b_1x1", b3, pool_filters, 1, 1);
   return b->Concat("concat", {b0, b1, b2, b3}, 3);
 }
@@ -57,8 +56,8 @@ Tensor BlockC(ModelBuilder* b, absl::string_view name, Tensor x, int64_t c7) {
   b2 = Unit(b, "Branch_2/Conv2d_0c_1x7", b2, c7, 1, 7);
   b2 = Unit(b, "Branch_2/Conv2d_0d_7x1", b2, c7, 7, 1);
   b2 = Unit(b, "Branch_2/Conv2d_0e_1x7", b2, 192, 1, 7);
-  Tensor b3 = b->Pool("Branch_3/AvgPool_0a_3x3", x, PoolKind::kAverage, 3, 1,
-                      kSame);
+  Tensor b3 =
+      b->Pool("Branch_3/AvgPool_0a_3x3", x, PoolKind::kAverage, 3, 1, kSame);
   b3 = Unit(b, "Branch_3/Conv2d_0b_1x1", b3, 192, 1, 1);
   return b->Concat("concat", {b0, b1, b2, b3}, 3);
 }
@@ -88,8 +87,8 @@ Tensor BlockE(ModelBuilder* b, absl::string_view name, Tensor x) {
   b2 = Unit(b, "Branch_2/Conv2d_0b_3x3", b2, 384, 3, 3);
   const Tensor b2a = Unit(b, "Branch_2/Conv2d_0c_1x3", b2, 384, 1, 3);
   const Tensor b2b = Unit(b, "Branch_2/Conv2d_0d_3x1", b2, 384, 3, 1);
-  Tensor b3 = b->Pool("Branch_3/AvgPool_0a_3x3", x, PoolKind::kAverage, 3, 1,
-                      kSame);
+  Tensor b3 =
+      b->Pool("Branch_3/AvgPool_0a_3x3", x, PoolKind::kAverage, 3, 1, kSame);
   b3 = Unit(b, "Branch_3/Conv2d_0b_1x1", b3, 192, 1, 1);
   return b->Concat("concat", {b0, b1a, b1b, b2a, b2b, b3}, 3);
 }

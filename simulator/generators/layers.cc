@@ -16,7 +16,8 @@ Tensor ConvBn(ModelBuilder* b, absl::string_view name, Tensor x,
 Tensor Dense(ModelBuilder* b, absl::string_view name, Tensor x, int64_t units,
              bool bias) {
   ModelBuilder::NameScope scope(b, name);
-  Tensor y = b->MatMul("MatMul", x, b->Weight("kernel", {b->Dim(x, -1), units}));
+  Tensor y =
+      b->MatMul("MatMul", x, b->Weight("kernel", {b->Dim(x, -1), units}));
   return bias ? b->BiasAdd("BiasAdd", y, b->Weight("bias", {units})) : y;
 }
 
@@ -30,8 +31,8 @@ LstmWeights MakeLstmWeights(ModelBuilder* b, absl::string_view name,
   return weights;
 }
 
-LstmState ZeroLstmState(ModelBuilder* b, absl::string_view name,
-                        int64_t batch, int64_t hidden) {
+LstmState ZeroLstmState(ModelBuilder* b, absl::string_view name, int64_t batch,
+                        int64_t hidden) {
   ModelBuilder::NameScope scope(b, name);
   return LstmState{b->Constant("zero_c", {batch, hidden}),
                    b->Constant("zero_h", {batch, hidden})};
@@ -47,9 +48,8 @@ LstmState LstmCell(ModelBuilder* b, absl::string_view name, Tensor x,
   const std::vector<Tensor> g =
       b->Split("split", gates, 1, {hidden, hidden, hidden, hidden});
   if (g.size() != 4) return state;
-  const Tensor forget =
-      b->Unary("Sigmoid", UnaryOp::kSigmoid,
-               b->Add("add", g[2], weights.forget_bias));
+  const Tensor forget = b->Unary("Sigmoid", UnaryOp::kSigmoid,
+                                 b->Add("add", g[2], weights.forget_bias));
   const Tensor input_gate = b->Unary("Sigmoid_1", UnaryOp::kSigmoid, g[0]);
   const Tensor candidate = b->Unary("Tanh", UnaryOp::kTanh, g[1]);
   const Tensor c = b->Add("add_1", b->Mul("mul", state.c, forget),
@@ -69,8 +69,7 @@ Tensor FeedForward(ModelBuilder* b, absl::string_view name, Tensor x,
   return Dense(b, "dense_1", inner, d, /*bias=*/true);
 }
 
-Tensor LayerNormWithWeights(ModelBuilder* b, absl::string_view name,
-                            Tensor x) {
+Tensor LayerNormWithWeights(ModelBuilder* b, absl::string_view name, Tensor x) {
   ModelBuilder::NameScope scope(b, name);
   const int64_t d = b->Dim(x, -1);
   return b->LayerNorm("LayerNorm", x, b->Weight("gamma", {d}),

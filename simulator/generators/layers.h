@@ -47,8 +47,8 @@ LstmState LstmCell(ModelBuilder* b, absl::string_view name, Tensor x,
                    LstmState state, const LstmWeights& weights);
 
 // A zero LSTM state [batch, hidden] (constants, no gradient).
-LstmState ZeroLstmState(ModelBuilder* b, absl::string_view name,
-                        int64_t batch, int64_t hidden);
+LstmState ZeroLstmState(ModelBuilder* b, absl::string_view name, int64_t batch,
+                        int64_t hidden);
 
 // Position-wise feed-forward block on rows x [rows, d]: dense(d_inner) with
 // `activation`, dense(d), as in Transformer, BERT and Transformer-XL.
@@ -56,8 +56,7 @@ Tensor FeedForward(ModelBuilder* b, absl::string_view name, Tensor x,
                    int64_t d_inner, UnaryOp activation);
 
 // Layer norm over the last dim with new gamma/beta weights.
-Tensor LayerNormWithWeights(ModelBuilder* b, absl::string_view name,
-                            Tensor x);
+Tensor LayerNormWithWeights(ModelBuilder* b, absl::string_view name, Tensor x);
 
 // Splits rows [batch * length, heads * 64] into heads:
 // [batch, heads, length, 64].

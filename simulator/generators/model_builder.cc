@@ -260,9 +260,9 @@ Tensor ModelBuilder::MatMulNode(std::string name, Tensor a, Tensor b,
   const TensorType& tb = types_[b.id];
   const int rank = ta.rank();
   if (rank < 2 || tb.rank() != rank) {
-    Fail(absl::InvalidArgumentError(absl::StrCat(
-        "MatMul '", name, "': operands ", ta.ToString(), " and ", tb.ToString(),
-        " must have the same rank >= 2")));
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("MatMul '", name, "': operands ", ta.ToString(), " and ",
+                     tb.ToString(), " must have the same rank >= 2")));
     return Tensor{};
   }
   OpAttributes attributes;
@@ -342,14 +342,13 @@ Tensor ModelBuilder::Conv2D(absl::string_view name, Tensor x, Tensor kernel,
 }
 
 Tensor ModelBuilder::DepthwiseConv2D(absl::string_view name, Tensor x,
-                                     Tensor kernel, int stride,
-                                     Padding padding, int dilation) {
+                                     Tensor kernel, int stride, Padding padding,
+                                     int dilation) {
   if (Usable({x, kernel}) && types_[kernel.id].rank() == 4 &&
       types_[kernel.id].dims[2] != 1) {
-    Fail(absl::InvalidArgumentError(
-        absl::StrCat("depthwise convolution '", ScopedName(name),
-                     "': kernel ", types_[kernel.id].ToString(),
-                     " must have input features 1")));
+    Fail(absl::InvalidArgumentError(absl::StrCat(
+        "depthwise convolution '", ScopedName(name), "': kernel ",
+        types_[kernel.id].ToString(), " must have input features 1")));
   }
   Tensor y = ConvNode(ScopedName(name), "DepthwiseConv2dNative", x, kernel,
                       stride, padding, dilation, /*depthwise=*/true);
@@ -388,9 +387,9 @@ Tensor ModelBuilder::Pool(absl::string_view name, Tensor x, PoolKind kind,
     dims[d] = *size;
     attributes.window.push_back(w);
   }
-  Tensor y = Emit1(full_name, kind == PoolKind::kMax ? "MaxPool" : "AvgPool",
-                   OpKind::kReduceWindow, {x}, std::move(dims),
-                   std::move(attributes));
+  Tensor y =
+      Emit1(full_name, kind == PoolKind::kMax ? "MaxPool" : "AvgPool",
+            OpKind::kReduceWindow, {x}, std::move(dims), std::move(attributes));
   if (!y.valid()) return y;
   TapeEntry entry{TapeOp::kPool, values_[y.id].node, {x}, {y}};
   entry.pool = kind;
@@ -398,7 +397,8 @@ Tensor ModelBuilder::Pool(absl::string_view name, Tensor x, PoolKind kind,
   return y;
 }
 
-// ---- Elementwise --------------------------------------------------------------
+// ---- Elementwise
+// --------------------------------------------------------------
 
 Tensor ModelBuilder::ElementwiseNode(std::string name, absl::string_view op,
                                      OpKind kind,
@@ -420,8 +420,8 @@ Tensor ModelBuilder::ElementwiseNode(std::string name, absl::string_view op,
 
 Tensor ModelBuilder::Binary(absl::string_view name, absl::string_view op,
                             TapeOp tape_op, Tensor a, Tensor b) {
-  Tensor y = ElementwiseNode(ScopedName(name), op, OpKind::kElementwiseBinary,
-                             {a, b});
+  Tensor y =
+      ElementwiseNode(ScopedName(name), op, OpKind::kElementwiseBinary, {a, b});
   if (!y.valid()) return y;
   Record(TapeEntry{tape_op, values_[y.id].node, {a, b}, {y}});
   return y;
@@ -440,8 +440,8 @@ Tensor ModelBuilder::Mul(absl::string_view name, Tensor a, Tensor b) {
 }
 
 Tensor ModelBuilder::BiasAdd(absl::string_view name, Tensor x, Tensor bias) {
-  if (Usable({x, bias}) && (types_[bias.id].rank() != 1 ||
-                            types_[bias.id].dims[0] != Dim(x, -1))) {
+  if (Usable({x, bias}) &&
+      (types_[bias.id].rank() != 1 || types_[bias.id].dims[0] != Dim(x, -1))) {
     Fail(absl::InvalidArgumentError(absl::StrCat(
         "BiasAdd '", ScopedName(name), "': bias ", types_[bias.id].ToString(),
         " does not match the last dim of ", types_[x.id].ToString())));
@@ -494,15 +494,15 @@ Tensor ModelBuilder::BatchNorm(absl::string_view name, Tensor x, Tensor scale,
       return Tensor{};
     }
   }
-  std::vector<TensorType> outputs = {
-      types_[x.id], graph::MakeTensorType(dtype_, {channels}),
-      graph::MakeTensorType(dtype_, {channels})};
+  std::vector<TensorType> outputs = {types_[x.id],
+                                     graph::MakeTensorType(dtype_, {channels}),
+                                     graph::MakeTensorType(dtype_, {channels})};
   std::vector<Tensor> y =
       Emit(ScopedName(name), "FusedBatchNormV3", OpKind::kNormalization,
            {x, scale, offset}, std::move(outputs));
   if (y.empty()) return Tensor{};
-  Record(TapeEntry{TapeOp::kBatchNorm, values_[y[0].id].node,
-                   {x, scale, offset}, y});
+  Record(TapeEntry{
+      TapeOp::kBatchNorm, values_[y[0].id].node, {x, scale, offset}, y});
   return y[0];
 }
 
@@ -527,8 +527,8 @@ Tensor ModelBuilder::LayerNorm(absl::string_view name, Tensor x, Tensor gamma,
       Emit(ScopedName(name), "LayerNorm", OpKind::kNormalization,
            {x, gamma, beta}, std::move(outputs));
   if (y.empty()) return Tensor{};
-  Record(
-      TapeEntry{TapeOp::kLayerNorm, values_[y[0].id].node, {x, gamma, beta}, y});
+  Record(TapeEntry{
+      TapeOp::kLayerNorm, values_[y[0].id].node, {x, gamma, beta}, y});
   return y[0];
 }
 
@@ -545,8 +545,8 @@ Tensor ModelBuilder::SparseSoftmaxCrossEntropy(absl::string_view name,
                                                Tensor logits, Tensor labels) {
   if (!Usable({logits, labels})) return Tensor{};
   const TensorType& tl = types_[logits.id];
-  if (tl.rank() != 2 || types_[labels.id].dims != std::vector<int64_t>{
-                                                      tl.dims[0]}) {
+  if (tl.rank() != 2 ||
+      types_[labels.id].dims != std::vector<int64_t>{tl.dims[0]}) {
     Fail(absl::InvalidArgumentError(absl::StrCat(
         "cross entropy '", ScopedName(name), "': logits ", tl.ToString(),
         " and labels ", types_[labels.id].ToString(), " do not match")));
@@ -564,7 +564,8 @@ Tensor ModelBuilder::SparseSoftmaxCrossEntropy(absl::string_view name,
   return y[0];
 }
 
-// ---- Reductions ---------------------------------------------------------------
+// ---- Reductions
+// ---------------------------------------------------------------
 
 Tensor ModelBuilder::ReduceNode(std::string name, absl::string_view op,
                                 Tensor x, std::vector<int64_t> axes) {
@@ -658,11 +659,15 @@ Tensor ModelBuilder::ConcatNode(std::string name, absl::string_view op,
   const int rank = static_cast<int>(dims.size()) + (stack ? 1 : 0);
   const int64_t a = NormalizedAxis(axis, rank);
   if (a < 0 || a >= rank) {
-    Fail(absl::InvalidArgumentError(
-        absl::StrCat(op, " '", name, "': axis ", axis, " outside rank ", rank)));
+    Fail(absl::InvalidArgumentError(absl::StrCat(
+        op, " '", name, "': axis ", axis, " outside rank ", rank)));
     return Tensor{};
   }
-  if (stack) dims.insert(dims.begin() + a, 0);
+  if (stack) {
+    dims.insert(dims.begin() + a, 0);
+  } else {
+    dims[a] = 0;
+  }
   for (Tensor t : inputs) {
     std::vector<int64_t> d = types_[t.id].dims;
     if (stack) d.insert(d.begin() + a, 1);
@@ -671,9 +676,9 @@ Tensor ModelBuilder::ConcatNode(std::string name, absl::string_view op,
       match = static_cast<int64_t>(i) == a || d[i] == dims[i];
     }
     if (!match) {
-      Fail(absl::InvalidArgumentError(absl::StrCat(
-          op, " '", name, "': ", types_[t.id].ToString(),
-          " does not match ", types_[inputs[0].id].ToString())));
+      Fail(absl::InvalidArgumentError(
+          absl::StrCat(op, " '", name, "': ", types_[t.id].ToString(),
+                       " does not match ", types_[inputs[0].id].ToString())));
       return Tensor{};
     }
     dims[a] += d[a];
@@ -688,8 +693,10 @@ Tensor ModelBuilder::Concat(absl::string_view name,
                             absl::Span<const Tensor> inputs, int axis) {
   Tensor y = ConcatNode(ScopedName(name), "ConcatV2", inputs, axis, false);
   if (!y.valid()) return y;
-  TapeEntry entry{TapeOp::kConcat, values_[y.id].node,
-                  std::vector<Tensor>(inputs.begin(), inputs.end()), {y}};
+  TapeEntry entry{TapeOp::kConcat,
+                  values_[y.id].node,
+                  std::vector<Tensor>(inputs.begin(), inputs.end()),
+                  {y}};
   entry.axis = NormalizedAxis(axis, Rank(y));
   Record(std::move(entry));
   return y;
@@ -699,8 +706,10 @@ Tensor ModelBuilder::Stack(absl::string_view name,
                            absl::Span<const Tensor> inputs, int axis) {
   Tensor y = ConcatNode(ScopedName(name), "Pack", inputs, axis, true);
   if (!y.valid()) return y;
-  TapeEntry entry{TapeOp::kStack, values_[y.id].node,
-                  std::vector<Tensor>(inputs.begin(), inputs.end()), {y}};
+  TapeEntry entry{TapeOp::kStack,
+                  values_[y.id].node,
+                  std::vector<Tensor>(inputs.begin(), inputs.end()),
+                  {y}};
   entry.axis = NormalizedAxis(axis, Rank(y));
   Record(std::move(entry));
   return y;
@@ -721,8 +730,8 @@ std::vector<Tensor> ModelBuilder::SplitNode(std::string name,
   }
   std::vector<int64_t> pieces(sizes.begin(), sizes.end());
   if (unstack) pieces.assign(tx.dims[a], 1);
-  const int64_t total = std::accumulate(pieces.begin(), pieces.end(),
-                                        int64_t{0});
+  const int64_t total =
+      std::accumulate(pieces.begin(), pieces.end(), int64_t{0});
   if (total != tx.dims[a]) {
     Fail(absl::InvalidArgumentError(
         absl::StrCat(op, " '", name, "': sizes ", DimsString(pieces),
@@ -805,24 +814,25 @@ Tensor ModelBuilder::Gather(absl::string_view name, Tensor table,
   if (!Usable({table, indices})) return Tensor{};
   const TensorType& tt = types_[table.id];
   if (tt.rank() < 1) {
-    Fail(absl::InvalidArgumentError(absl::StrCat(
-        "Gather '", ScopedName(name), "': table ", tt.ToString(),
-        " is a scalar")));
+    Fail(absl::InvalidArgumentError(absl::StrCat("Gather '", ScopedName(name),
+                                                 "': table ", tt.ToString(),
+                                                 " is a scalar")));
     return Tensor{};
   }
   std::vector<int64_t> dims = types_[indices.id].dims;
   dims.insert(dims.end(), tt.dims.begin() + 1, tt.dims.end());
   OpAttributes attributes;
   attributes.dimensions = {0};
-  Tensor y = Emit1(ScopedName(name), "GatherV2", OpKind::kGather,
-                   {table, indices}, std::move(dims), std::move(attributes),
-                   tt.dtype);
+  Tensor y =
+      Emit1(ScopedName(name), "GatherV2", OpKind::kGather, {table, indices},
+            std::move(dims), std::move(attributes), tt.dtype);
   if (!y.valid()) return y;
   Record(TapeEntry{TapeOp::kGather, values_[y.id].node, {table, indices}, {y}});
   return y;
 }
 
-// ---- Backward pass ------------------------------------------------------------
+// ---- Backward pass
+// ------------------------------------------------------------
 
 std::string ModelBuilder::GradName(const TapeEntry& entry,
                                    absl::string_view suffix) const {
@@ -831,8 +841,8 @@ std::string ModelBuilder::GradName(const TapeEntry& entry,
 }
 
 Tensor ModelBuilder::ZerosLike(std::string name, Tensor like) {
-  return Emit1(std::move(name), "Fill", OpKind::kBroadcast, {},
-               type(like).dims, {}, type(like).dtype);
+  return Emit1(std::move(name), "Fill", OpKind::kBroadcast, {}, type(like).dims,
+               {}, type(like).dtype);
 }
 
 void ModelBuilder::AccumulateGradient(Tensor value, Tensor gradient) {
@@ -890,20 +900,18 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
       const bool ta = e.transpose_a;
       const bool tb = e.transpose_b;
       if (needs(0)) {
-        Tensor da = !ta ? MatMulNode(GradName(e, "MatMul"), g, b, false, !tb)
+        Tensor da = !ta   ? MatMulNode(GradName(e, "MatMul"), g, b, false, !tb)
                     : !tb ? MatMulNode(GradName(e, "MatMul"), b, g, false, true)
                           : MatMulNode(GradName(e, "MatMul"), b, g, true, true);
         AccumulateGradient(a, da);
       }
       if (needs(1)) {
-        Tensor db = !tb ? (!ta ? MatMulNode(GradName(e, "MatMul_1"), a, g,
-                                            true, false)
-                               : MatMulNode(GradName(e, "MatMul_1"), a, g,
-                                            false, false))
-                        : (!ta ? MatMulNode(GradName(e, "MatMul_1"), g, a,
-                                            true, false)
-                               : MatMulNode(GradName(e, "MatMul_1"), g, a,
-                                            true, true));
+        Tensor db =
+            !tb ? (!ta ? MatMulNode(GradName(e, "MatMul_1"), a, g, true, false)
+                       : MatMulNode(GradName(e, "MatMul_1"), a, g, false,
+                                    false))
+                : (!ta ? MatMulNode(GradName(e, "MatMul_1"), g, a, true, false)
+                       : MatMulNode(GradName(e, "MatMul_1"), g, a, true, true));
         AccumulateGradient(b, db);
       }
       return;
@@ -916,7 +924,36 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
       const TensorType tx = types_[x.id];
       const TensorType tw = types_[w.id];
       const TensorType tg = types_[g.id];
-      if (needs(0)) {
+      const bool strided_pointwise = !e.depthwise && tw.dims[0] == 1 &&
+                                     tw.dims[1] == 1 && e.stride > 1 &&
+                                     forward.window[0].padding_low == 0 &&
+                                     forward.window[1].padding_low == 0;
+      if (needs(0) && strided_pointwise) {
+        // A strided 1x1 convolution reads every stride-th pixel, so its input
+        // gradient is a 1x1 convolution of the output gradient scattered
+        // back into those pixels: exact work, where the dilated form below
+        // would be costed over all the stride's zeros.
+        OpAttributes attrs;
+        attrs.has_convolution_dimensions = true;
+        attrs.convolution = ChannelsLastDims(2);
+        std::swap(attrs.convolution.kernel_input_feature,
+                  attrs.convolution.kernel_output_feature);
+        attrs.window.resize(2);
+        std::vector<int64_t> dims = tg.dims;
+        dims[3] = tx.dims[3];
+        const Tensor dense =
+            Emit1(GradName(e, "Conv2DBackpropInput"), "Conv2DBackpropInput",
+                  OpKind::kConvolution, {g, w}, dims, std::move(attrs));
+        OpAttributes pad;
+        pad.padding.resize(4);
+        for (int i = 1; i <= 2; ++i) {
+          pad.padding[i].interior = e.stride - 1;
+          pad.padding[i].high = tx.dims[i] - ((tg.dims[i] - 1) * e.stride + 1);
+        }
+        AccumulateGradient(
+            x, Emit1(GradName(e, "Conv2DBackpropInput_pad"), "Pad",
+                     OpKind::kPad, {dense}, tx.dims, std::move(pad)));
+      } else if (needs(0)) {
         // XLA's Conv2DBackpropInput: the output gradient, dilated by the
         // stride, convolved with the spatially reversed kernel.
         OpAttributes attrs;
@@ -943,12 +980,12 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
           attrs.window.push_back(w_dim);
         }
         AccumulateGradient(
-            x, Emit1(GradName(e, e.depthwise
-                                     ? "DepthwiseConv2dNativeBackpropInput"
-                                     : "Conv2DBackpropInput"),
-                     e.depthwise ? "DepthwiseConv2dNativeBackpropInput"
-                                 : "Conv2DBackpropInput",
-                     OpKind::kConvolution, {g, w}, tx.dims, std::move(attrs)));
+            x,
+            Emit1(GradName(e, e.depthwise ? "DepthwiseConv2dNativeBackpropInput"
+                                          : "Conv2DBackpropInput"),
+                  e.depthwise ? "DepthwiseConv2dNativeBackpropInput"
+                              : "Conv2DBackpropInput",
+                  OpKind::kConvolution, {g, w}, tx.dims, std::move(attrs)));
       }
       if (needs(1)) {
         // XLA's Conv2DBackpropFilter: the input (batch and feature roles
@@ -993,23 +1030,21 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
       const Tensor x = e.inputs[0];
       OpAttributes attrs = builder_.node(e.node).attributes;
       if (e.pool == PoolKind::kMax) {
-        AccumulateGradient(
-            x, Emit1(GradName(e, "MaxPoolGrad"), "MaxPoolGrad",
-                     OpKind::kSelectAndScatter, {x, g}, types_[x.id].dims,
-                     std::move(attrs)));
+        AccumulateGradient(x, Emit1(GradName(e, "MaxPoolGrad"), "MaxPoolGrad",
+                                    OpKind::kSelectAndScatter, {x, g},
+                                    types_[x.id].dims, std::move(attrs)));
       } else {
-        AccumulateGradient(
-            x, Emit1(GradName(e, "AvgPoolGrad"), "AvgPoolGrad",
-                     OpKind::kReduceWindow, {g}, types_[x.id].dims,
-                     std::move(attrs)));
+        AccumulateGradient(x, Emit1(GradName(e, "AvgPoolGrad"), "AvgPoolGrad",
+                                    OpKind::kReduceWindow, {g},
+                                    types_[x.id].dims, std::move(attrs)));
       }
       return;
     }
     case TapeOp::kAdd:
     case TapeOp::kSub: {
       if (needs(0)) {
-        AccumulateGradient(e.inputs[0], ReduceToShapeOf(GradName(e, "x"), g,
-                                                        e.inputs[0]));
+        AccumulateGradient(e.inputs[0],
+                           ReduceToShapeOf(GradName(e, "x"), g, e.inputs[0]));
       }
       if (needs(1)) {
         Tensor db = ReduceToShapeOf(GradName(e, "y"), g, e.inputs[1]);
@@ -1026,10 +1061,9 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
         if (!needs(i)) continue;
         Tensor product = ElementwiseNode(GradName(e, i == 0 ? "Mul" : "Mul_1"),
                                          "Mul", kBinary, {g, e.inputs[1 - i]});
-        AccumulateGradient(
-            e.inputs[i],
-            ReduceToShapeOf(GradName(e, i == 0 ? "x" : "y"), product,
-                            e.inputs[i]));
+        AccumulateGradient(e.inputs[i],
+                           ReduceToShapeOf(GradName(e, i == 0 ? "x" : "y"),
+                                           product, e.inputs[i]));
       }
       return;
     }
@@ -1070,10 +1104,9 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
           types_[x.id], types_[e.inputs[1].id], types_[e.inputs[2].id]};
       const absl::string_view op =
           batch ? "FusedBatchNormGradV3" : "LayerNormGrad";
-      std::vector<Tensor> grads =
-          Emit(GradName(e, op), op, OpKind::kNormalization,
-               {g, x, e.inputs[1], e.outputs[1], e.outputs[2]},
-               std::move(outputs));
+      std::vector<Tensor> grads = Emit(
+          GradName(e, op), op, OpKind::kNormalization,
+          {g, x, e.inputs[1], e.outputs[1], e.outputs[2]}, std::move(outputs));
       if (grads.empty()) return;
       for (size_t i = 0; i < 3; ++i) {
         if (needs(i)) AccumulateGradient(e.inputs[i], grads[i]);
@@ -1110,9 +1143,9 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
       Tensor expanded = ReshapeNode(GradName(e, "Reshape"), g, kept);
       OpAttributes attrs;
       attrs.dimensions = axes;
-      Tensor dx = Emit1(GradName(e, "BroadcastTo"), "BroadcastTo",
-                        OpKind::kBroadcast, {expanded}, tx.dims,
-                        std::move(attrs));
+      Tensor dx =
+          Emit1(GradName(e, "BroadcastTo"), "BroadcastTo", OpKind::kBroadcast,
+                {expanded}, tx.dims, std::move(attrs));
       if (e.op == TapeOp::kReduceMean && count > 1) {
         dx = ElementwiseNode(GradName(e, "truediv"), "RealDiv", kBinary,
                              {dx, ScalarConstant(GradName(e, "Const"))});
@@ -1121,17 +1154,16 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
       return;
     }
     case TapeOp::kReshape:
-      AccumulateGradient(e.inputs[0],
-                         ReshapeNode(GradName(e, "Reshape"), g,
-                                     types_[e.inputs[0].id].dims));
+      AccumulateGradient(e.inputs[0], ReshapeNode(GradName(e, "Reshape"), g,
+                                                  types_[e.inputs[0].id].dims));
       return;
     case TapeOp::kTranspose: {
       const std::vector<int64_t> perm =
           builder_.node(e.node).attributes.dimensions;
       std::vector<int64_t> inverse(perm.size());
       for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = i;
-      AccumulateGradient(e.inputs[0], TransposeNode(GradName(e, "transpose"),
-                                                    g, std::move(inverse)));
+      AccumulateGradient(e.inputs[0], TransposeNode(GradName(e, "transpose"), g,
+                                                    std::move(inverse)));
       return;
     }
     case TapeOp::kConcat:
@@ -1141,10 +1173,9 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
       for (Tensor input : e.inputs) {
         sizes.push_back(stack ? 1 : types_[input.id].dims[e.axis]);
       }
-      std::vector<Tensor> pieces =
-          SplitNode(GradName(e, stack ? "unstack" : "Split"),
-                    stack ? "Unpack" : "SplitV", g, static_cast<int>(e.axis),
-                    sizes, stack);
+      std::vector<Tensor> pieces = SplitNode(
+          GradName(e, stack ? "unstack" : "Split"), stack ? "Unpack" : "SplitV",
+          g, static_cast<int>(e.axis), sizes, stack);
       for (size_t i = 0; i < pieces.size(); ++i) {
         if (needs(i)) AccumulateGradient(e.inputs[i], pieces[i]);
       }
@@ -1159,11 +1190,10 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
           parts[i] = ZerosLike(GradName(e, "zeros"), e.outputs[i]);
         }
       }
-      AccumulateGradient(
-          e.inputs[0],
-          ConcatNode(GradName(e, unstack ? "stack" : "concat"),
-                     unstack ? "Pack" : "ConcatV2", parts,
-                     static_cast<int>(e.axis), unstack));
+      AccumulateGradient(e.inputs[0],
+                         ConcatNode(GradName(e, unstack ? "stack" : "concat"),
+                                    unstack ? "Pack" : "ConcatV2", parts,
+                                    static_cast<int>(e.axis), unstack));
       return;
     }
     case TapeOp::kSlice: {
@@ -1225,8 +1255,9 @@ void ModelBuilder::ApplyOptimizer(Tensor weight, Tensor gradient,
   const Tensor epsilon = ScalarConstant("train/epsilon");
   const Tensor m = slot("Adam");
   const Tensor v = slot("Adam_1");
-  const Tensor m_new = binary("add", "AddV2", binary("mul", "Mul", m, beta1),
-                              binary("mul_1", "Mul", gradient, one_minus_beta1));
+  const Tensor m_new =
+      binary("add", "AddV2", binary("mul", "Mul", m, beta1),
+             binary("mul_1", "Mul", gradient, one_minus_beta1));
   const Tensor square = ElementwiseNode(prefix + "Square", "Square",
                                         OpKind::kElementwiseUnary, {gradient});
   const Tensor v_new =

@@ -140,8 +140,7 @@ class ModelBuilder {
   Tensor BatchNorm(absl::string_view name, Tensor x, Tensor scale,
                    Tensor offset);
   // Layer norm over the last dim; gamma and beta are [C].
-  Tensor LayerNorm(absl::string_view name, Tensor x, Tensor gamma,
-                   Tensor beta);
+  Tensor LayerNorm(absl::string_view name, Tensor x, Tensor gamma, Tensor beta);
   // Softmax over the last dim.
   Tensor Softmax(absl::string_view name, Tensor x);
   // Per-row cross-entropy of logits [N, V] against s32 labels [N]; returns
@@ -150,7 +149,8 @@ class ModelBuilder {
                                    Tensor labels);
 
   // ---- Reductions ---------------------------------------------------------
-  Tensor ReduceMean(absl::string_view name, Tensor x, std::vector<int64_t> axes);
+  Tensor ReduceMean(absl::string_view name, Tensor x,
+                    std::vector<int64_t> axes);
   Tensor ReduceSum(absl::string_view name, Tensor x, std::vector<int64_t> axes);
 
   // ---- Data movement ------------------------------------------------------

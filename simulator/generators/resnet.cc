@@ -1,7 +1,6 @@
 #include <array>
 
 #include "absl/strings/str_cat.h"
-
 #include "simulator/generators/families.h"
 #include "simulator/generators/layers.h"
 #include "simulator/generators/model_builder.h"
@@ -42,9 +41,8 @@ absl::StatusOr<graph::Graph> BuildResNet(const GeneratorOptions& options) {
     const int64_t filters = int64_t{64} << stage;
     for (int block = 0; block < blocks[stage]; ++block) {
       const int stride = stage > 0 && block == 0 ? 2 : 1;
-      x = Bottleneck(&b,
-                     absl::StrCat("stage", stage + 1, "/block", block + 1), x,
-                     filters, stride, /*project=*/block == 0);
+      x = Bottleneck(&b, absl::StrCat("stage", stage + 1, "/block", block + 1),
+                     x, filters, stride, /*project=*/block == 0);
     }
   }
   x = b.ReduceMean("avg_pool", x, {1, 2});
