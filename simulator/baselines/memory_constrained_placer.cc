@@ -52,8 +52,10 @@ struct StartableOrder {  // most preferred on top
 // arrive after the device frees up wait in `waiting_` (by arrival); once
 // the device's free time passes their arrival they move to `startable_`
 // (by preference), where all could start the moment the device frees up.
-// Device free times only grow, so a candidate moves at most once, and each
-// step looks at one top per device.
+// Device free times only grow, so a candidate moves at most once per
+// unblocking, and each step looks at one top per device. A candidate that
+// does not fit a device's memory waits in `blocked_` until enough memory is
+// freed there.
 class Run {
  public:
   Run(const CostTable& costs, bool small_communication_times,
@@ -69,24 +71,28 @@ class Run {
         device_(n_, -1),
         finish_s_(n_, 0),
         pending_(n_, 0),
-        alive_(n_, 0),
+        remaining_uses_(n_, 0),
         seen_(n_, -1),
-        copied_(static_cast<size_t>(n_) * num_devices_, false),
+        copy_devices_(n_),
         device_free_s_(num_devices_, 0),
         memory_used_(num_devices_, 0),
+        freed_since_block_(num_devices_, 0),
+        min_shortfall_(num_devices_, kNoShortfall),
         waiting_(num_devices_),
-        startable_(num_devices_) {
+        startable_(num_devices_),
+        blocked_(num_devices_) {
     for (NodeId id = 0; id < n_; ++id) {
       // Only parameters that may go anywhere wait for their consumer; a
       // constrained one is placed like any free node.
       deferred_[id] =
           costs.IsFreeSource(id) &&
           costs.AllowedDevices(id).size() == static_cast<size_t>(num_devices_);
-      if (!small_communication_times) continue;
       int64_t best_bytes = 0;
       for (const Edge& edge : graph_.out_edges(id)) {
+        if (edge.control) continue;
+        ++remaining_uses_[id];
         const int64_t bytes = graph_.EdgeBytes(edge);
-        if (!edge.control && bytes > best_bytes) {
+        if (small_communication_times && bytes > best_bytes) {
           best_bytes = bytes;
           favourite_child_[id] = edge.dst;
         }
@@ -103,7 +109,7 @@ class Run {
     for (NodeId id = 0; id < n_; ++id) {
       if (!deferred_[id] && pending_[id] == 0) OnReady(id);
     }
-    RETURN_IF_ERROR(PlaceFreeNodes());
+    PlaceFreeNodes();
     while (true) {
       int32_t best_device = -1;
       double best_start = 0;
@@ -118,12 +124,12 @@ class Run {
         }
         double start = 0;
         const Candidate* candidate = nullptr;
-        RETURN_IF_ERROR(DropUnusable(d, &startable));
+        DropUnusable(d, &startable);
         if (!startable.empty()) {
           candidate = &startable.top();
           start = device_free_s_[d];
         } else {
-          RETURN_IF_ERROR(DropUnusable(d, &waiting));
+          DropUnusable(d, &waiting);
           if (!waiting.empty()) {
             candidate = &waiting.top();
             start = candidate->data_ready_s;
@@ -139,7 +145,15 @@ class Run {
       }
       if (best_device < 0) break;
       Commit(best.node, best_device, best_start);
-      RETURN_IF_ERROR(PlaceFreeNodes());
+      PlaceFreeNodes();
+    }
+    // Nothing can start: either everything is placed, or every remaining
+    // ready node is blocked on memory.
+    if (!blocked_free_.empty()) return NoRoom(blocked_free_.front().node);
+    for (const std::vector<Candidate>& blocked : blocked_) {
+      for (const Candidate& candidate : blocked) {
+        if (device_[candidate.node] < 0) return NoRoom(candidate.node);
+      }
     }
     for (NodeId id = 0; id < n_; ++id) {
       if (device_[id] >= 0) continue;
@@ -153,23 +167,25 @@ class Run {
   }
 
  private:
-  // Pops candidates of device `d` that are placed already or that no
-  // longer fit there. used + need on a device never decreases (a copy that
-  // lowers a node's need raised the device's use by as much), so a node
-  // that does not fit now never will.
+  static constexpr int64_t kNoShortfall = std::numeric_limits<int64_t>::max();
+
+  // Pops candidates of device `d` that are placed already, and moves those
+  // that do not fit its memory now to `blocked_[d]`.
   template <typename Heap>
-  absl::Status DropUnusable(int32_t d, Heap* heap) {
+  void DropUnusable(int32_t d, Heap* heap) {
     while (!heap->empty()) {
-      const NodeId node = heap->top().node;
-      if (device_[node] >= 0) {
+      const Candidate candidate = heap->top();
+      if (device_[candidate.node] >= 0) {
         heap->pop();
         continue;
       }
-      if (Fits(node, d)) break;
+      const int64_t shortfall = Shortfall(candidate.node, d);
+      if (shortfall <= 0) break;
       heap->pop();
-      if (--alive_[node] == 0) return NoRoom(node);
+      if (blocked_[d].empty()) freed_since_block_[d] = 0;
+      blocked_[d].push_back(candidate);
+      min_shortfall_[d] = std::min(min_shortfall_[d], shortfall);
     }
-    return absl::OkStatus();
   }
 
   // Bytes that placing `id` on `d` adds to d's estimate: its own output,
@@ -185,7 +201,7 @@ class Run {
       seen_[src] = id;
       if (unplaced) {
         need += costs_.OutputMemoryBytes(src);
-      } else if (!copied_[Slot(src, d)]) {
+      } else if (!HasCopy(src, d)) {
         need += graph_.node(src).output_bytes();
       }
     }
@@ -194,9 +210,15 @@ class Run {
     return need;
   }
 
-  bool Fits(NodeId id, int32_t d) {
-    return memory_used_[d] + NeedBytes(id, d) <=
+  // How many bytes d lacks to hold `id` now (<= 0: it fits).
+  int64_t Shortfall(NodeId id, int32_t d) {
+    return memory_used_[d] + NeedBytes(id, d) -
            costs_.topology().devices[d].memory_bytes;
+  }
+
+  bool HasCopy(NodeId id, int32_t d) const {
+    const std::vector<int32_t>& devices = copy_devices_[id];
+    return std::find(devices.begin(), devices.end(), d) != devices.end();
   }
 
   double DataReady(NodeId id, int32_t d) const {
@@ -226,31 +248,86 @@ class Run {
         }
       }
       waiting_[d].push(candidate);
-      ++alive_[id];
+    }
+  }
+
+  void Free(int32_t d, int64_t bytes) {
+    memory_used_[d] -= bytes;
+    freed_since_block_[d] += bytes;
+    freed_any_ = true;
+  }
+
+  // One use of `src`'s output is done. When its last use is, its copies on
+  // other devices are freed, and its own buffer unless it is resident; a
+  // free node (a view) instead passes the release on to its inputs.
+  void ReleaseUse(NodeId src) {
+    release_stack_.push_back(src);
+    while (!release_stack_.empty()) {
+      const NodeId id = release_stack_.back();
+      release_stack_.pop_back();
+      if (--remaining_uses_[id] > 0) continue;
+      for (int32_t d : copy_devices_[id]) {
+        Free(d, graph_.node(id).output_bytes());
+      }
+      copy_devices_[id].clear();
+      if (costs_.IsResident(id)) continue;
+      if (!costs_.IsFree(id)) {
+        Free(device_[id], costs_.OutputMemoryBytes(id));
+        continue;
+      }
+      for (const Edge& edge : graph_.in_edges(id)) {
+        if (!edge.control) release_stack_.push_back(edge.src);
+      }
     }
   }
 
   void Commit(NodeId id, int32_t d, double start_s) {
+    freed_any_ = false;
     memory_used_[d] += NeedBytes(id, d);
     for (const Edge& edge : graph_.in_edges(id)) {
       if (device_[edge.src] < 0) {
         device_[edge.src] = d;
         finish_s_[edge.src] = 0;
-      } else if (!edge.control && device_[edge.src] != d) {
-        copied_[Slot(edge.src, d)] = true;
+      } else if (!edge.control && device_[edge.src] != d &&
+                 !HasCopy(edge.src, d)) {
+        copy_devices_[edge.src].push_back(d);
       }
     }
     device_[id] = d;
     finish_s_[id] = start_s + costs_.ComputeSeconds(id, d);
-    if (!costs_.IsFree(id)) device_free_s_[d] = finish_s_[id];
+    if (!costs_.IsFree(id)) {
+      device_free_s_[d] = finish_s_[id];
+      // A kernel is done with its inputs; a view keeps them alive until
+      // its own uses are done.
+      for (const Edge& edge : graph_.in_edges(id)) {
+        if (!edge.control) ReleaseUse(edge.src);
+      }
+    }
     for (const Edge& edge : graph_.out_edges(id)) {
       if (--pending_[edge.dst] == 0) OnReady(edge.dst);
     }
+    if (!freed_any_) return;
+    for (int32_t device = 0; device < num_devices_; ++device) {
+      if (blocked_[device].empty() ||
+          freed_since_block_[device] < min_shortfall_[device]) {
+        continue;
+      }
+      for (const Candidate& candidate : blocked_[device]) {
+        if (device_[candidate.node] < 0) waiting_[device].push(candidate);
+      }
+      blocked_[device].clear();
+      min_shortfall_[device] = kNoShortfall;
+    }
+    for (const Candidate& candidate : blocked_free_) {
+      free_ready_.push_back(candidate.node);
+    }
+    blocked_free_.clear();
   }
 
   // Free nodes take no device time: each goes where its inputs arrive
-  // first among the devices with room (ties: lower index).
-  absl::Status PlaceFreeNodes() {
+  // first among the devices with room (ties: lower index), or waits for
+  // memory to be freed.
+  void PlaceFreeNodes() {
     while (!free_ready_.empty()) {
       const NodeId id = free_ready_.back();
       free_ready_.pop_back();
@@ -258,15 +335,19 @@ class Run {
       double best_ready = std::numeric_limits<double>::infinity();
       for (int32_t d : costs_.AllowedDevices(id)) {
         const double ready = DataReady(id, d);
-        if (ready < best_ready && Fits(id, d)) {
+        if (ready < best_ready && Shortfall(id, d) <= 0) {
           best_ready = ready;
           best_device = d;
         }
       }
-      if (best_device < 0) return NoRoom(id);
+      if (best_device < 0) {
+        Candidate candidate;
+        candidate.node = id;
+        blocked_free_.push_back(candidate);
+        continue;
+      }
       Commit(id, best_device, best_ready);
     }
-    return absl::OkStatus();
   }
 
   // A parameter without consumers: on the allowed device with the most
@@ -277,7 +358,7 @@ class Run {
     for (int32_t d : costs_.AllowedDevices(id)) {
       const int64_t room =
           costs_.topology().devices[d].memory_bytes - memory_used_[d];
-      if (room > best_room && Fits(id, d)) {
+      if (room > best_room && Shortfall(id, d) <= 0) {
         best_room = room;
         best_device = d;
       }
@@ -291,20 +372,16 @@ class Run {
   absl::Status NoRoom(NodeId id) {
     std::string devices;
     for (int32_t d = 0; d < num_devices_; ++d) {
-      absl::StrAppend(&devices, d == 0 ? "" : ", ", "device ", d, ": ",
-                      memory_used_[d], " of ",
-                      costs_.topology().devices[d].memory_bytes, " bytes used");
+      absl::StrAppend(
+          &devices, d == 0 ? "" : ", ", "device ", d, ": ", memory_used_[d],
+          " of ", costs_.topology().devices[d].memory_bytes, " bytes in use");
     }
     return absl::ResourceExhaustedError(absl::StrCat(
         name_, ": node '", graph_.node(id).name, "' (output ",
         graph_.node(id).output_bytes(),
-        " bytes) fits on no device it may use under the conservative memory "
-        "estimate (",
+        " bytes) fits on no device it may use, and nothing placed can free "
+        "memory first (",
         devices, ")"));
-  }
-
-  size_t Slot(NodeId id, int32_t d) const {
-    return static_cast<size_t>(id) * num_devices_ + d;
   }
 
   const CostTable& costs_;
@@ -318,18 +395,25 @@ class Run {
   std::vector<int32_t> device_;
   std::vector<double> finish_s_;
   std::vector<int32_t> pending_;
-  std::vector<int32_t> alive_;  // devices still considering the node
-  std::vector<NodeId> seen_;    // NeedBytes: inputs already counted
-  std::vector<bool> copied_;    // (node, device): a copy is received there
+  std::vector<int32_t> remaining_uses_;  // data uses not yet placed
+  std::vector<NodeId> seen_;             // NeedBytes: inputs already counted
+  // Devices holding a received copy of the node's output.
+  std::vector<std::vector<int32_t>> copy_devices_;
   std::vector<double> device_free_s_;
   std::vector<int64_t> memory_used_;
+  std::vector<int64_t> freed_since_block_;
+  std::vector<int64_t> min_shortfall_;
+  bool freed_any_ = false;
   std::vector<NodeId> free_ready_;
+  std::vector<NodeId> release_stack_;
   std::vector<
       std::priority_queue<Candidate, std::vector<Candidate>, WaitingOrder>>
       waiting_;
   std::vector<
       std::priority_queue<Candidate, std::vector<Candidate>, StartableOrder>>
       startable_;
+  std::vector<std::vector<Candidate>> blocked_;
+  std::vector<Candidate> blocked_free_;
 };
 
 }  // namespace

@@ -25,15 +25,22 @@ namespace gopt::simulator::baselines {
 // device when communication would dominate) without its LP relaxation.
 //
 // Memory: a node is never placed on a device where the running estimate
-//   resident parameters and constants placed there
-//   + outputs of every kernel placed there
-//   + one received copy of every remote tensor consumed there
-// would exceed the device's memory_bytes. Nothing is ever freed in the
-// estimate, so it bounds from above what the simulator allocates on that
-// device at any instant (which frees activations after their last use):
-// a plan from these placers is never OOM in the simulator. The price is
-// conservatism: a graph whose activations, summed, exceed the machine's
-// memory gets ResourceExhausted, naming a node that fits nowhere.
+// would exceed the device's memory_bytes. The estimate follows the list
+// schedule being built, as the simulator's accounting follows execution:
+//   + parameters and constants placed there, for the whole step;
+//   + the output of every kernel placed there, from its placement until
+//     every consumer of it is placed (views such as reshapes alias their
+//     input and keep it alive until their own consumers are placed);
+//   + one received copy of every remote tensor consumed there, until every
+//     consumer of that tensor is placed;
+// checked with the new node's inputs still held, its output added and the
+// parameters that come along with it. A ready node that does not fit a
+// device waits until enough memory is freed there; when every remaining
+// ready node waits, the placer gives up with ResourceExhausted naming one
+// of them (e.g. weights larger than any device). The estimate assumes ops
+// run in the order they were placed; the simulator runs each device's
+// ready ops in priority order (FIFO by default), so its peak may differ and
+// a plan is not guaranteed to be free of OOM there.
 //
 // Free nodes (reshapes, tuples, ...) take no device time and are placed
 // where their inputs arrive first; parameters and constants are placed with

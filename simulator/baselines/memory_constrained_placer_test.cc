@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "simulator/baselines/cost_table.h"
@@ -37,21 +38,12 @@ graph::Graph HeavyWeightsGraph() {
   return g.Build();
 }
 
-// The placers' own estimate, recomputed: outputs and resident inputs
-// placed on a device, plus one copy of every remote input used there.
-std::vector<int64_t> EstimatedMemory(const CostTable& costs,
-                                     const std::vector<int32_t>& device) {
-  const graph::Graph& graph = costs.graph();
+// Parameter bytes per device.
+std::vector<int64_t> ResidentBytes(const CostTable& costs,
+                                   const std::vector<int32_t>& device) {
   std::vector<int64_t> memory(costs.num_devices(), 0);
-  std::set<std::pair<NodeId, int32_t>> copies;
-  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
-    memory[device[id]] += costs.OutputMemoryBytes(id);
-    for (const graph::Edge& edge : graph.in_edges(id)) {
-      if (edge.control || device[edge.src] == device[id]) continue;
-      if (copies.emplace(edge.src, device[id]).second) {
-        memory[device[id]] += graph.node(edge.src).output_bytes();
-      }
-    }
+  for (NodeId id = 0; id < costs.num_nodes(); ++id) {
+    if (costs.IsResident(id)) memory[device[id]] += costs.OutputMemoryBytes(id);
   }
   return memory;
 }
@@ -76,7 +68,7 @@ TEST(MemoryConstrainedPlacerTest, SpreadsWeightsThatDoNotFitOneDevice) {
       EXPECT_EQ((*device)[w], (*device)[dot]);
     }
     EXPECT_EQ(dot_devices.size(), 4);
-    EXPECT_THAT(EstimatedMemory(costs, *device),
+    EXPECT_THAT(ResidentBytes(costs, *device),
                 Each(::testing::Le(1'000'000'000)));
     Plan plan = DefaultPlan(graph);
     plan.device = *device;
