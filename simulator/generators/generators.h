@@ -15,20 +15,23 @@ namespace gopt::simulator::generators {
 // option that does not apply to a family must stay 0. Defaults and ranges
 // per family (InvalidArgument outside them):
 //
-// family          layers            batch     seq             hidden     image
-// inception_v3    - (fixed)         32 1-4096 -               -          299
-// 75-1024 resnet50        50 {50,101,152}   32 1-4096 -               - 224
-// 32-1024 amoebanet       4 normal cells    32 1-4096 -               64 8-1024
-// 224 32-1024
-//                 per stack 1-16
-// rnnlm           2 LSTM layers 1-16 64 1-4096 32 steps 1-4096 2048 8-16384 -
-// gnmt            4 per side 2-16   128 1-4096 32 steps 1-2048 1024 8-16384 -
-// transformer_xl  16 1-64           32 1-4096 128 (segment = 512 64-8192 -
-//                                             memory) 1-8192  (x64)
-// bert            12 1-64           32 1-4096 128 1-8192      768 64-8192 -
-//                                                             (x64)
-// wavenet         30 1-120 (dilation 4 1-4096 16384 samples   64 8-4096  -
-//                 1..512, cycling)            16-1048576     (residual)
+// Each entry is "default (range)"; batch is 1-4096 everywhere and "-" marks
+// an option that does not apply.
+//   inception_v3:   layers -, batch 32, seq -, hidden -, image 299 (75-1024)
+//   resnet50:       layers 50 (50, 101 or 152), batch 32, seq -, hidden -,
+//                   image 224 (32-1024)
+//   amoebanet:      layers 4 normal cells per stack (1-16), batch 32, seq -,
+//                   hidden 64 (8-1024), image 224 (32-1024)
+//   rnnlm:          layers 2 (1-16), batch 64, seq 32 (1-4096),
+//                   hidden 2048 (8-16384), image -
+//   gnmt:           layers 4 per side (2-16), batch 128, seq 32 (1-2048),
+//                   hidden 1024 (8-16384), image -
+//   transformer_xl: layers 16 (1-64), batch 32, seq 128 = segment = memory
+//                   (1-8192), hidden 512 (64-8192, x64), image -
+//   bert:           layers 12 (1-64), batch 32, seq 128 (1-8192),
+//                   hidden 768 (64-8192, x64), image -
+//   wavenet:        layers 30 (1-120; dilations 1..512, cycling), batch 4,
+//                   seq 16384 samples (16-1048576), hidden 64 (8-4096), image -
 //
 // `hidden` is the model width: the LSTM size (rnnlm, gnmt), d_model
 // (transformer_xl, bert; a multiple of 64, one attention head per 64),
@@ -92,27 +95,28 @@ struct GeneratorPreset {
 // V100 holds the whole step and a large one where it does not, plus gnmt
 // with 2, 4 and 8 layers and an 80,000+-node gnmt8 graph. Names are unique.
 //
-//   preset                 options                          nodes   1xV100
-//   inception_v3-small     batch 32                         ~5.4k   fits
-//   inception_v3-large     batch 256                        ~5.4k   OOM
-//   resnet50-small         batch 32                         ~2.0k   fits
-//   resnet50-large         batch 256                        ~2.0k   OOM
-//   amoebanet-small        N=2, F=32, batch 32              ~5.5k   fits
-//   amoebanet-large        N=6, F=128, batch 64             ~14k    OOM
-//   rnnlm-small            2x1024, seq 20, batch 32         ~2.6k   fits
-//   rnnlm-large            4x4096, seq 64, batch 128        ~15k    OOM
-//   gnmt2-small            2 layers, seq 16, batch 32       ~5k     fits
-//   gnmt4-medium           4 layers, seq 32, batch 64       ~18k    fits
-//   gnmt8-large            8 layers, seq 50, batch 128      ~42k    OOM
-//   gnmt8-80k              8 layers, seq 96, batch 128      ~81k    OOM
-//   transformer_xl-small   4 layers, d 256, seq 64          ~1.6k   fits
-//   transformer_xl-large   18 layers, d 1024, seq 384, b 16 ~6.5k   OOM
-//   bert-small             4 layers, d 256, seq 128         ~1.6k   fits
-//   bert-large             24 layers, d 1024, seq 512, b 32 ~8.4k   OOM
-//   wavenet-small          20 layers, 8192 samples, b 2     ~2.1k   fits
-//   wavenet-large          40 layers, 65536 samples, b 8    ~4.2k   OOM
+//   preset                options                         nodes  1 V100 peak
+//   inception_v3-small    batch 32                         2,467   4.3 GB fits
+//   inception_v3-large    batch 256                        2,467  33.3 GB OOM
+//   resnet50-small        batch 32                         1,388   4.4 GB fits
+//   resnet50-large        batch 256                        1,388  33.4 GB OOM
+//   amoebanet-small       N=2, F=32, batch 32              5,477   2.3 GB fits
+//   amoebanet-large       N=6, F=128, batch 64            11,177  28.5 GB OOM
+//   rnnlm-small           2x1024, 20 steps, batch 32       1,616   1.3 GB fits
+//   rnnlm-large           4x4096, 96 steps, batch 256     14,092  24.4 GB OOM
+//   gnmt2-small           2 layers, 16 steps, batch 32     3,579   2.9 GB fits
+//   gnmt4-medium          4 layers, 32 steps, batch 64    11,803   3.9 GB fits
+//   gnmt8-large           8 layers, 100 steps, batch 256  66,303  23.3 GB OOM
+//   gnmt8-80k             8 layers, 128 steps, batch 192  84,699  22.6 GB OOM
+//   transformer_xl-small  4 layers, d 256, seq 64, b 16    1,268   0.5 GB fits
+//   transformer_xl-large  18 layers, d 1024, seq 384, b 24 5,454  26.2 GB OOM
+//   bert-small            4 layers, d 256, seq 128, b 32   1,527   0.6 GB fits
+//   bert-large            24 layers, d 1024, seq 512, b 32 7,707  43.5 GB OOM
+//   wavenet-small         20 layers, 8192 samples, b 2     1,737   0.4 GB fits
+//   wavenet-large         40 layers, 65536 samples, b 8    3,417  24.3 GB OOM
 //
-// (Node counts and fits/OOM are checked by generators_test.)
+// (Peak memory of the framework-default plan in the simulator, whose V100
+// holds 16 GiB; the OOM column is checked by generators_test.)
 std::vector<GeneratorPreset> GeneratorPresets();
 
 // The preset called `name`; NotFound listing the preset names otherwise.

@@ -56,6 +56,12 @@ enum class OptimizerKind {
 // from graph::ComputeOpCost on its real operand and output types.
 // Convolutions are channels-last (NHWC input, HWIO kernel), as TensorFlow's
 // default; a 1-D convolution is a 2-D one with height 1, as tf.nn.conv1d.
+// Gradient convolutions take XLA's forms, so backprop-filter costs exactly
+// the forward FLOPs and so does backprop-input at stride 1. At stride s > 1
+// backprop-input convolves the output gradient dilated by s, which the
+// catalog costs densely (s^2 times the forward FLOPs), as it would the same
+// convolution imported from HLO; a strided 1x1 convolution instead gets an
+// exact 1x1 convolution followed by an interior-padding scatter.
 //
 // Naming: forward nodes carry the model's names (scoped with NameScope),
 // backward nodes live under "gradients/" and optimizer nodes under "train/",

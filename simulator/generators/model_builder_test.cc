@@ -121,6 +121,27 @@ TEST(ModelBuilderTest, StridedConvolutionBackpropInputIsDilatedLikeXla) {
   EXPECT_DOUBLE_EQ(dw.flops, NodeNamed(*graph, "conv").flops);
 }
 
+TEST(ModelBuilderTest, StridedPointwiseBackpropInputCostsTheForwardFlops) {
+  ModelBuilder b("conv", DType::kF32);
+  const Tensor x = b.Weight("x", {2, 14, 14, 16});
+  const Tensor y =
+      b.Conv2D("conv", x, b.Weight("k", {1, 1, 16, 32}), 2, Padding::kSame);
+  absl::StatusOr<Graph> graph = std::move(b).Finish(
+      b.ReduceMean("loss", y, {0, 1, 2, 3}), OptimizerKind::kSgdMomentum);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const double forward = 2.0 * 2 * 7 * 7 * 32 * 16;
+  EXPECT_DOUBLE_EQ(NodeNamed(*graph, "conv").flops, forward);
+  const Node& dx = NodeNamed(*graph, "gradients/conv_grad/Conv2DBackpropInput");
+  EXPECT_EQ(dx.outputs[0].dims, (std::vector<int64_t>{2, 7, 7, 16}));
+  EXPECT_DOUBLE_EQ(dx.flops, forward);
+  const Node& pad =
+      NodeNamed(*graph, "gradients/conv_grad/Conv2DBackpropInput_pad");
+  EXPECT_EQ(pad.kind, OpKind::kPad);
+  EXPECT_EQ(pad.outputs[0].dims, (std::vector<int64_t>{2, 14, 14, 16}));
+  EXPECT_EQ(pad.attributes.padding[1].interior, 1);
+  EXPECT_EQ(pad.attributes.padding[1].high, 1);
+}
+
 TEST(ModelBuilderTest, DepthwiseGradientsUseFeatureAndBatchGroups) {
   ModelBuilder b("dw", DType::kF32);
   const Tensor x = b.Weight("x", {4, 10, 10, 24});
