@@ -44,10 +44,18 @@ absl::StatusOr<Graph> ImporterRegistry::Import(
   absl::StatusOr<const Importer*> importer =
       format == "auto" ? Detect(contents) : Find(format);
   if (!importer.ok()) return Annotate(importer.status(), options.source_name);
+  const std::string context =
+      absl::StrCat(options.source_name, " (", (*importer)->format(), ")");
+  // An empty message is a valid protobuf of every binary format; it is
+  // still never a graph.
+  if (contents.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": file is empty"));
+  }
   absl::StatusOr<Graph> graph = (*importer)->Import(contents, options);
-  if (!graph.ok()) {
-    return Annotate(graph.status(), absl::StrCat(options.source_name, " (",
-                                                 (*importer)->format(), ")"));
+  if (!graph.ok()) return Annotate(graph.status(), context);
+  if (graph->num_nodes() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context, ": the graph has no nodes"));
   }
   return graph;
 }

@@ -70,7 +70,8 @@ class ImporterRegistry {
   absl::StatusOr<const Importer*> Detect(absl::string_view contents) const;
 
   // Imports `contents` with the importer for `format` ("auto" sniffs).
-  // Errors are prefixed with options.source_name.
+  // Empty contents and graphs without nodes are InvalidArgument. Errors are
+  // prefixed with options.source_name and the format.
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                absl::string_view format,
                                const ImportOptions& options) const;

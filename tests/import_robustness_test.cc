@@ -8,6 +8,8 @@
 
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "graph/import/builtin_importers.h"
 #include "tests/util/shared_data.h"
@@ -20,9 +22,12 @@ using ::testing::HasSubstr;
 struct RealFile {
   const char* path;
   const char* format;
+  // Symbolic dimensions the file needs (its defaults of 1 are too small to
+  // be a valid input: a 1-sample audio window, a 1-pixel image).
+  std::vector<std::pair<std::string, int64_t>> symbolic_dims = {};
 };
 
-constexpr RealFile kRealFiles[] = {
+const RealFile kRealFiles[] = {
     {"hlo/mixer_b16_jax_unopt.hlo", "hlo"},
     {"hlo/efficientnet_jax_lambda256.hlo", "hlo"},
     {"hlo/nux_flow_jit_loss9581.hlo", "hlo"},
@@ -33,8 +38,10 @@ constexpr RealFile kRealFiles[] = {
     {"onnx/light_resnet50.onnx", "onnx"},
     {"onnx/light_shufflenet.onnx", "onnx"},
     {"onnx/light_squeezenet.onnx", "onnx"},
-    {"onnx/ch_ppocr_mobile_v2.0_cls_infer.onnx", "onnx"},
-    {"onnx/silero_vad_legacy.onnx", "onnx"},
+    {"onnx/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+     "onnx",
+     {{"p2o.DynamicDimension.1", 48}, {"p2o.DynamicDimension.2", 192}}},
+    {"onnx/silero_vad_legacy.onnx", "onnx", {{"sequence", 512}}},
     {"tf_graphdef/kws_LSTM_S.pb", "graphdef"},
     {"tf_graphdef/kws_DS_CNN_S.pb", "graphdef"},
     {"tfjs/handtrack.json", "tfjs"},
@@ -43,9 +50,20 @@ constexpr RealFile kRealFiles[] = {
     {"tpugraphs/op_tuning_data.pb", "tpugraphs"},
 };
 
+void PrintTo(const RealFile& file, std::ostream* os) { *os << file.path; }
+
 class ImportRobustnessTest : public ::testing::TestWithParam<RealFile> {
  protected:
   ImportRobustnessTest() { graph::RegisterBuiltinImporters(&registry_); }
+
+  graph::ImportOptions Options() const {
+    graph::ImportOptions options;
+    options.source_name = GetParam().path;
+    for (const auto& [name, value] : GetParam().symbolic_dims) {
+      options.symbolic_dims[name] = value;
+    }
+    return options;
+  }
 
   graph::ImporterRegistry registry_;
 };
@@ -56,9 +74,7 @@ TEST_P(ImportRobustnessTest, RealFileImportsWithSniffedFormat) {
   auto detected = registry_.Detect(contents);
   ASSERT_TRUE(detected.ok()) << detected.status();
   EXPECT_EQ((*detected)->format(), GetParam().format);
-  graph::ImportOptions options;
-  options.source_name = GetParam().path;
-  auto graph = registry_.Import(contents, "auto", options);
+  auto graph = registry_.Import(contents, "auto", Options());
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_GT(graph->num_nodes(), 0);
   EXPECT_GT(graph->total_bytes(), 0);
@@ -67,8 +83,7 @@ TEST_P(ImportRobustnessTest, RealFileImportsWithSniffedFormat) {
 TEST_P(ImportRobustnessTest, TruncatedCopiesFailCleanly) {
   const std::string contents = testing::ReadSharedData(GetParam().path);
   ASSERT_FALSE(contents.empty());
-  graph::ImportOptions options;
-  options.source_name = GetParam().path;
+  const graph::ImportOptions options = Options();
   for (int tenth = 0; tenth < 10; ++tenth) {
     const size_t length = contents.size() * tenth / 10 + tenth;
     auto graph = registry_.Import(contents.substr(0, length), GetParam().format,
@@ -85,8 +100,7 @@ TEST_P(ImportRobustnessTest, BitFlippedCopiesFailCleanly) {
   const std::string contents = testing::ReadSharedData(GetParam().path);
   ASSERT_FALSE(contents.empty());
   std::mt19937_64 rng(/*seed=*/20261122);
-  graph::ImportOptions options;
-  options.source_name = GetParam().path;
+  const graph::ImportOptions options = Options();
   for (int trial = 0; trial < 24; ++trial) {
     std::string damaged = contents;
     for (int flip = 0; flip < 1 + trial % 4; ++flip) {

@@ -23,9 +23,10 @@ bool FirstFieldOne(absl::string_view message, absl::string_view* payload) {
   return true;
 }
 
+// An HloModuleProto: a printable name, then a named computation (a bare
+// name check would accept a TF NodeDef, which also starts with one).
 bool IsHloModuleMessage(absl::string_view message) {
-  absl::string_view name;
-  return FirstFieldOne(message, &name) && IsPrintableName(name);
+  return LooksLikeHloModuleProto(message);
 }
 
 bool IsModuleTuningDataMessage(absl::string_view message) {

@@ -8,14 +8,15 @@
 namespace gopt::graph {
 
 void RegisterBuiltinImporters(ImporterRegistry* registry) {
-  // Binary protobuf formats overlap on the wire, so each Sniff checks
-  // structure; the TpuGraphs wrapper must be tried before the bare
-  // HloModuleProto it contains.
+  // Binary protobuf formats overlap on the wire (a gopt.v1.Graph even
+  // passes a light HloModuleProto check), so the strictest sniffs go first:
+  // gopt parses fully and needs canonical op-kind names; the TpuGraphs
+  // wrapper must be tried before the bare HloModuleProto it contains.
+  registry->Register(NewGoptImporter());
   registry->Register(NewTpuGraphsImporter());
   registry->Register(NewHloProtoImporter());
   registry->Register(NewOnnxImporter());
   registry->Register(NewGraphDefImporter());
-  registry->Register(NewGoptImporter());
   registry->Register(NewTfjsImporter());
   registry->Register(NewHloTextImporter());
 }

@@ -7,7 +7,7 @@ namespace gopt::graph {
 
 // Registers every importer gopt ships, in sniffing order (most specific
 // binary formats first, permissive text formats last):
-// tpugraphs, hlo-proto, onnx, graphdef, gopt, tfjs, hlo.
+// gopt, tpugraphs, hlo-proto, onnx, graphdef, tfjs, hlo.
 //
 //   ImporterRegistry registry;
 //   RegisterBuiltinImporters(&registry);

@@ -52,6 +52,8 @@ struct ImportState {
   const ImportOptions* options = nullptr;
   int64_t opset = 0;
   absl::flat_hash_set<std::string> warned_symbols;
+  // Symbols that took ImportOptions::default_symbolic_dim, quoted, in order.
+  std::vector<std::string> defaulted_symbols;
   std::vector<std::string> warnings;
   int64_t total_nodes = 0;
 };
@@ -243,6 +245,13 @@ absl::StatusOr<std::optional<TensorType>> GraphImporter::DeclaredType(
       const int64_t value = it != options.symbolic_dims.end()
                                 ? it->second
                                 : options.default_symbolic_dim;
+      const std::string quoted = absl::StrCat("'", symbol, "'");
+      if (it == options.symbolic_dims.end() &&
+          std::find(state_->defaulted_symbols.begin(),
+                    state_->defaulted_symbols.end(),
+                    quoted) == state_->defaulted_symbols.end()) {
+        state_->defaulted_symbols.push_back(quoted);
+      }
       if (state_->warned_symbols.insert(symbol).second) {
         Warn(absl::StrCat("symbolic dimension '", symbol, "' set to ", value,
                           it != options.symbolic_dims.end()
@@ -1088,8 +1097,20 @@ class OnnxImporter final : public Importer {
     GraphImporter importer(
         &state, graph, /*parent=*/nullptr, /*depth=*/0,
         graph.name().empty() ? options.source_name : graph.name());
-    RETURN_IF_ERROR(importer.Import(/*formal_inputs=*/nullptr));
-    return importer.Build();
+    absl::Status status = importer.Import(/*formal_inputs=*/nullptr);
+    absl::StatusOr<Graph> built =
+        status.ok() ? importer.Build() : absl::StatusOr<Graph>(status);
+    if (!built.ok() && !state.defaulted_symbols.empty()) {
+      // The usual cause of a shape error in a model with symbolic inputs is
+      // a default that is too small (an image of height 1): say so.
+      return absl::Status(
+          built.status().code(),
+          absl::StrCat(built.status().message(), " (symbolic dimensions ",
+                       absl::StrJoin(state.defaulted_symbols, ", "),
+                       " took the default ", options.default_symbolic_dim,
+                       "; set them with --dim=NAME=VALUE)"));
+    }
+    return built;
   }
 };
 

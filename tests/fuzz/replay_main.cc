@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
     const std::filesystem::path path(argv[i]);
+    if (!std::filesystem::exists(path)) {
+      std::cerr << "replay: " << path << " does not exist\n";
+      return 1;
+    }
     if (std::filesystem::is_directory(path)) {
       for (const auto& entry : std::filesystem::directory_iterator(path)) {
         if (entry.is_regular_file()) files.push_back(entry.path());

@@ -13,10 +13,7 @@ std::string SharedDataRoot() {
   if (const char* env = std::getenv("GOPT_SHARED_DATA"); env && *env) {
     return env;
   }
-  if (const char* env = std::getenv("GOPT_SHARED_DATA_DEFAULT"); env && *env) {
-    return env;
-  }
-  return "../shared/data";
+  return GOPT_SHARED_DATA_DEFAULT_PATH;
 }
 
 }  // namespace
