@@ -75,8 +75,8 @@ absl::StatusOr<GeneratorOptions> ResolveGeneratorOptions(
 // Deterministic: the same options give the same graph (and byte-identical
 // graph::SerializeGraph output). Errors: those of ResolveGeneratorOptions,
 // and ResourceExhausted when the graph would exceed graph::GraphLimits.
-// Thread-safe (no shared state); the cost is linear in the node count
-// (about 1 s per million nodes).
+// Thread-safe (no shared state); the work is linear in the node count
+// (about 1 s for the 84,699-node gnmt8-80k preset on this 2-core host).
 absl::StatusOr<graph::Graph> GenerateModelGraph(
     const GeneratorOptions& options);
 

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "graph/graph.h"
 #include "graph/importer.h"
+#include "graph/native/graph_proto.h"
 #include "graph/native/native_importer.h"
 #include "gtest/gtest.h"
 #include "simulator/op_cost_model.h"
@@ -91,6 +92,25 @@ TEST(GeneratorsTest, EveryFamilyGeneratesAndRoundTrips) {
     ASSERT_TRUE(imported.ok()) << imported.status();
     EXPECT_TRUE(graph::CompareGraphs(graph, *imported).ok())
         << graph::CompareGraphs(graph, *imported);
+  }
+}
+
+// The importer's compute_costs mode recosts every node from its kind,
+// attributes and the types on its in-edges: the generated costs must be
+// exactly the catalog's for the graph as wired.
+TEST(GeneratorsTest, CostsAreTheCatalogsForTheGraphAsWired) {
+  for (const std::string& family : GeneratorFamilies()) {
+    SCOPED_TRACE(family);
+    GeneratorOptions options = Options(family);
+    options.batch = 2;
+    const Graph graph = Generate(options);
+    gopt::v1::Graph proto = graph::GraphToProto(graph);
+    proto.set_compute_costs(true);
+    absl::StatusOr<Graph> recosted =
+        graph::GraphFromProto(proto, graph::GraphLimits());
+    ASSERT_TRUE(recosted.ok()) << recosted.status();
+    EXPECT_TRUE(graph::CompareGraphs(graph, *recosted).ok())
+        << graph::CompareGraphs(graph, *recosted);
   }
 }
 

@@ -83,7 +83,8 @@ class ModelBuilder {
   // The first error recorded, or OK.
   const absl::Status& status() const { return status_; }
 
-  // The type of `t`; a scalar of the builder's dtype for an invalid tensor.
+  // The type of `t`; an empty type (invalid dtype, rank 0) for an invalid
+  // tensor.
   const graph::TensorType& type(Tensor t) const;
   // Size of dimension `axis` (negative counts from the end) of `t`; 1 for an
   // invalid tensor or axis.
