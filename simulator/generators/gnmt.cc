@@ -54,7 +54,7 @@ absl::StatusOr<graph::Graph> BuildGnmt(const GeneratorOptions& options) {
         b.Transpose("time_major",
                     b.Gather("embedding_lookup", embedding, source), {1, 0, 2}),
         0);
-    if (x.empty()) return b.status();
+    if (!b.status().ok()) return b.status();
     const std::vector<Tensor> forward =
         RunLayer(&b, "layer0_fw", x, batch, hidden, false);
     const std::vector<Tensor> backward =
