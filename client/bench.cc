@@ -1,0 +1,231 @@
+#include "client/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "simulator/baselines/baseline_plan.h"
+#include "simulator/simulator.h"
+
+namespace gopt::client {
+namespace {
+
+using simulator::baselines::BaselineContext;
+
+constexpr char kBestBaseline[] = "best-baseline";
+
+int64_t MaxPeak(const simulator::SimulationResult& result) {
+  int64_t peak = 0;
+  for (int64_t bytes : result.peak_memory_bytes) peak = std::max(peak, bytes);
+  return peak;
+}
+
+// Methods whose summary is reported: valid, non-OOM rows only.
+struct Summary {
+  double log_ratio_default = 0;
+  double log_ratio_bound = 0;
+  int graphs = 0;
+  int wins = 0;
+};
+
+std::map<std::string, Summary> Summarise(
+    const std::vector<BenchGraphResult>& results,
+    std::vector<std::string>* order) {
+  std::map<std::string, Summary> summary;
+  for (const BenchGraphResult& graph : results) {
+    double best = 0;
+    for (const BenchRow& row : graph.rows) {
+      if (row.valid && !row.oom && (best == 0 || row.step_time_s < best)) {
+        best = row.step_time_s;
+      }
+    }
+    for (const BenchRow& row : graph.rows) {
+      if (std::find(order->begin(), order->end(), row.method) == order->end()) {
+        order->push_back(row.method);
+      }
+      if (!row.valid || row.oom) continue;
+      Summary& s = summary[row.method];
+      s.log_ratio_default += std::log(row.ratio_to_default);
+      s.log_ratio_bound += std::log(row.ratio_to_lower_bound);
+      ++s.graphs;
+      if (row.step_time_s <= best * (1 + 1e-9)) ++s.wins;
+    }
+  }
+  return summary;
+}
+
+}  // namespace
+
+absl::StatusOr<BenchGraphResult> BenchGraph(
+    const graph::Graph& graph, const std::string& label,
+    const simulator::Topology& topology,
+    const simulator::baselines::BaselineRegistry& registry,
+    const BenchOptions& options) {
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(graph, topology, cost_model);
+  BenchGraphResult out;
+  out.graph = label;
+  out.nodes = graph.num_nodes();
+  out.lower_bound_s = sim.LowerBound();
+  simulator::SimulationOptions sim_options;
+  sim_options.record_timeline = false;
+  absl::StatusOr<simulator::SimulationResult> baseline =
+      sim.Simulate(simulator::DefaultPlan(graph), sim_options);
+  if (!baseline.ok()) return baseline.status();
+  out.default_step_time_s = baseline->step_time_s;
+  out.default_oom = baseline->oom;
+
+  std::vector<std::string> methods = options.methods;
+  if (methods.empty()) {
+    methods = simulator::baselines::DefaultBaselineMethods();
+    methods.push_back(kBestBaseline);
+  }
+  const BaselineContext context{graph, topology, cost_model, options.seed};
+  for (const std::string& method : methods) {
+    BenchRow row;
+    row.method = method;
+    const absl::Time start = absl::Now();
+    absl::StatusOr<simulator::Plan> plan;
+    if (method == kBestBaseline) {
+      auto best = simulator::baselines::BestBaseline(registry, context);
+      if (best.ok()) {
+        row.method = absl::StrCat(kBestBaseline, " (", best->plan.method, ")");
+        plan = best->plan;
+      } else {
+        plan = best.status();
+      }
+    } else {
+      plan = simulator::baselines::MakeBaselinePlan(registry, method, context);
+    }
+    row.method_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (!plan.ok()) {
+      row.error = std::string(plan.status().message());
+      out.rows.push_back(std::move(row));
+      continue;
+    }
+    absl::StatusOr<simulator::SimulationResult> result =
+        sim.Simulate(*plan, sim_options);
+    if (!result.ok()) {
+      row.error = std::string(result.status().message());
+      out.rows.push_back(std::move(row));
+      continue;
+    }
+    row.valid = true;
+    row.step_time_s = result->step_time_s;
+    row.ratio_to_default = result->step_time_s / out.default_step_time_s;
+    row.ratio_to_lower_bound =
+        out.lower_bound_s > 0 ? result->step_time_s / out.lower_bound_s : 0;
+    row.peak_memory_bytes = MaxPeak(*result);
+    row.oom = result->oom;
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+nlohmann::json BenchToJson(const std::string& topology,
+                           const std::vector<BenchGraphResult>& results) {
+  nlohmann::json json;
+  json["topology"] = topology;
+  json["graphs"] = nlohmann::json::array();
+  json["rows"] = nlohmann::json::array();
+  for (const BenchGraphResult& graph : results) {
+    json["graphs"].push_back(
+        {{"graph", graph.graph},
+         {"nodes", graph.nodes},
+         {"lower_bound_s", graph.lower_bound_s},
+         {"default_step_time_s", graph.default_step_time_s},
+         {"default_oom", graph.default_oom}});
+    for (const BenchRow& row : graph.rows) {
+      nlohmann::json r = {{"graph", graph.graph},
+                          {"nodes", graph.nodes},
+                          {"method", row.method},
+                          {"valid", row.valid},
+                          {"method_seconds", row.method_seconds},
+                          {"lower_bound_s", graph.lower_bound_s}};
+      if (row.valid) {
+        r["step_time_s"] = row.step_time_s;
+        r["ratio_to_default"] = row.ratio_to_default;
+        r["ratio_to_lower_bound"] = row.ratio_to_lower_bound;
+        r["peak_memory_bytes"] = row.peak_memory_bytes;
+        r["oom"] = row.oom;
+      } else {
+        r["error"] = row.error;
+      }
+      json["rows"].push_back(std::move(r));
+    }
+  }
+  std::vector<std::string> order;
+  const std::map<std::string, Summary> summary = Summarise(results, &order);
+  json["summary"] = nlohmann::json::array();
+  for (const std::string& method : order) {
+    auto it = summary.find(method);
+    if (it == summary.end()) continue;
+    const Summary& s = it->second;
+    json["summary"].push_back(
+        {{"method", method},
+         {"graphs", s.graphs},
+         {"wins", s.wins},
+         {"geomean_ratio_to_default", std::exp(s.log_ratio_default / s.graphs)},
+         {"geomean_ratio_to_lower_bound",
+          std::exp(s.log_ratio_bound / s.graphs)}});
+  }
+  return json;
+}
+
+std::string BenchToText(const std::string& topology,
+                        const std::vector<BenchGraphResult>& results) {
+  std::string out = absl::StrCat("topology ", topology, "\n");
+  for (const BenchGraphResult& graph : results) {
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "\n%s: %d nodes, lower bound %.4g ms, default %.4g ms%s\n",
+                  graph.graph, graph.nodes, graph.lower_bound_s * 1e3,
+                  graph.default_step_time_s * 1e3,
+                  graph.default_oom ? " (OOM)" : ""));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-44s %12s %9s %9s %11s %5s %9s\n", "method",
+                              "step ms", "/default", "/bound", "peak GiB",
+                              "oom", "took s"));
+    for (const BenchRow& row : graph.rows) {
+      if (!row.valid) {
+        absl::StrAppend(&out, absl::StrFormat("  %-44s error: %s\n", row.method,
+                                              row.error));
+        continue;
+      }
+      absl::StrAppend(
+          &out, absl::StrFormat(
+                    "  %-44s %12.4f %9.3f %9.3f %11.3f %5s %9.3f\n", row.method,
+                    row.step_time_s * 1e3, row.ratio_to_default,
+                    row.ratio_to_lower_bound,
+                    static_cast<double>(row.peak_memory_bytes) / (1 << 30),
+                    row.oom ? "OOM" : "", row.method_seconds));
+    }
+  }
+  std::vector<std::string> order;
+  const std::map<std::string, Summary> summary = Summarise(results, &order);
+  absl::StrAppend(&out,
+                  "\nsummary (geometric means over graphs where the "
+                  "method's plan is valid and fits memory)\n");
+  absl::StrAppend(
+      &out, absl::StrFormat("  %-44s %7s %5s %9s %9s\n", "method", "graphs",
+                            "wins", "/default", "/bound"));
+  for (const std::string& method : order) {
+    auto it = summary.find(method);
+    if (it == summary.end()) {
+      absl::StrAppend(&out, absl::StrFormat("  %-44s %7d\n", method, 0));
+      continue;
+    }
+    const Summary& s = it->second;
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-44s %7d %5d %9.3f %9.3f\n", method, s.graphs,
+                              s.wins, std::exp(s.log_ratio_default / s.graphs),
+                              std::exp(s.log_ratio_bound / s.graphs)));
+  }
+  return out;
+}
+
+}  // namespace gopt::client
