@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "simulator/chrome_trace.h"
 
 namespace gopt::simulator {
@@ -318,6 +322,48 @@ TEST(SimulatorTest, CpuOnlyNodeMustRunOnTheCpu) {
   Plan plan = DefaultPlan(graph);
   plan.device[0] = 1;
   EXPECT_TRUE(simulator.Simulate(plan).ok());
+}
+
+TEST(SimulatorTest, ParallelSimulationsAgreeWithSerialOnes) {
+  // One Simulator shared by threads, each simulating its own plans (as
+  // parallel PPO rollouts do); results equal the serial ones.
+  GraphMaker g;
+  int previous = g.Param("p", 1000);
+  std::vector<int> nodes;
+  for (int i = 0; i < 200; ++i) {
+    previous = g.Op("n" + std::to_string(i), 1e6 * (1 + i % 7),
+                    {previous, i > 3 ? nodes[i - 3] : previous},
+                    /*elements=*/1000 + i);
+    nodes.push_back(previous);
+  }
+  const Graph graph = g.Build();
+  const Topology topology = TestTopology(/*devices=*/4);
+  RooflineCostModel cost_model;
+  Simulator simulator(graph, topology, cost_model);
+  std::vector<Plan> plans;
+  for (int k = 0; k < 8; ++k) {
+    Plan plan = DefaultPlan(graph);
+    for (int i = 0; i < graph.num_nodes(); ++i)
+      plan.device[i] = (i * (k + 1)) % 4;
+    plans.push_back(plan);
+  }
+  std::vector<double> serial;
+  for (const Plan& plan : plans) {
+    serial.push_back(simulator.Simulate(plan)->step_time_s);
+  }
+  std::vector<double> parallel(plans.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t k = t; k < plans.size(); k += 4) {
+        for (int repeat = 0; repeat < 20; ++repeat) {
+          parallel[k] = simulator.Simulate(plans[k])->step_time_s;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(parallel, serial);
 }
 
 TEST(ChromeTraceTest, EventsMatchTheSimulation) {
