@@ -1,6 +1,6 @@
-// Generation time of every preset: `generators_benchmark` prints the time to
+// Generation time of every preset: `gopt_generators_benchmark` prints the time to
 // build each preset's graph (and its node count as a counter), e.g.
-//   build/bin/generators_benchmark --benchmark_filter=gnmt8-80k
+//   build/bin/gopt_generators_benchmark --benchmark_filter=gnmt8-80k
 #include <string>
 
 #include "benchmark/benchmark.h"
