@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -34,9 +35,14 @@ std::string ReadAll(const std::string& path) {
 }
 
 CommandResult RunGopt(const std::string& args) {
-  const std::string dir = ::testing::TempDir();
-  const std::string out_path = dir + "/gopt_cli_out.txt";
-  const std::string err_path = dir + "/gopt_cli_err.txt";
+  // ctest runs tests in parallel processes: name files per test and call.
+  static int calls = 0;
+  const std::string prefix =
+      ::testing::TempDir() + "/gopt_cli_" +
+      ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+      std::to_string(getpid()) + "_" + std::to_string(calls++);
+  const std::string out_path = prefix + ".out";
+  const std::string err_path = prefix + ".err";
   const std::string command = std::string(GOPT_BINARY) + " " + args + " >" +
                               out_path + " 2>" + err_path;
   const int status = std::system(command.c_str());
