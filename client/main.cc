@@ -1,6 +1,8 @@
 // gopt: command-line front end. Each subcommand is a thin wrapper over a
 // library call; flags are read here once and turned into options.
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
@@ -344,6 +346,9 @@ int RunGenerate(const std::string& family) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Corrupt protobuf input makes libprotobuf log (e.g. invalid UTF-8) before
+  // the importer returns its own precise error; keep stderr to that one line.
+  google::protobuf::SetLogHandler(nullptr);
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() < 2) {
