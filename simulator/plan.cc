@@ -50,37 +50,45 @@ absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
     (device.kind == DeviceKind::kCpu ? has_cpu : has_accelerator) = true;
   }
   const int num_devices = topology.num_devices();
+  // Only a topology with both CPUs and accelerators can violate a device
+  // constraint; otherwise the loop below need not touch the (large) nodes,
+  // which keeps validation cheap inside the simulator's inner loop.
+  const bool check_constraints = has_cpu && has_accelerator;
   absl::flat_hash_map<int32_t, int32_t> group_device;
   for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
-    const graph::Node& node = graph.node(id);
     const int32_t device = plan.device[id];
     if (device < 0 || device >= num_devices) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "plan places node '", node.name, "' on device ", device,
+          "plan places node '", graph.node(id).name, "' on device ", device,
           "; topology '", topology.name, "' has devices 0..", num_devices - 1));
     }
-    const DeviceKind kind = topology.devices[device].kind;
-    if (node.device_constraint == graph::DeviceConstraint::kCpuOnly &&
-        has_cpu && kind != DeviceKind::kCpu) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "plan places CPU-only node '", node.name, "' (", node.op,
-          ") on device ", device, " (", topology.devices[device].name, ")"));
-    }
-    if (node.device_constraint == graph::DeviceConstraint::kAcceleratorOnly &&
-        has_accelerator && kind == DeviceKind::kCpu) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("plan places accelerator-only node '", node.name,
-                       "' on CPU device ", device));
+    if (check_constraints) {
+      const graph::Node& node = graph.node(id);
+      const DeviceKind kind = topology.devices[device].kind;
+      if (node.device_constraint == graph::DeviceConstraint::kCpuOnly &&
+          kind != DeviceKind::kCpu) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "plan places CPU-only node '", node.name, "' (", node.op,
+            ") on device ", device, " (", topology.devices[device].name, ")"));
+      }
+      if (node.device_constraint == graph::DeviceConstraint::kAcceleratorOnly &&
+          kind == DeviceKind::kCpu) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("plan places accelerator-only node '", node.name,
+                         "' on CPU device ", device));
+      }
     }
     if (!plan.fusion_group.empty() && plan.fusion_group[id] >= 0) {
       auto [it, inserted] = group_device.emplace(plan.fusion_group[id], device);
       if (!inserted && it->second != device) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "fusion group ", plan.fusion_group[id], " spans devices ",
-            it->second, " and ", device, " (node '", node.name, "')"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("fusion group ", plan.fusion_group[id],
+                         " spans devices ", it->second, " and ", device,
+                         " (node '", graph.node(id).name, "')"));
       }
     }
     if (!plan.layout.empty() && !plan.layout[id].empty()) {
+      const graph::Node& node = graph.node(id);
       graph::TensorType type =
           node.outputs.empty() ? graph::TensorType() : node.outputs[0];
       type.minor_to_major = plan.layout[id];

@@ -64,6 +64,49 @@ struct Transfer {
   Cause cause;
 };
 
+// A set of integers in [0, size) with O(log64 size) insert and pop-min by
+// bit scans: a 64-ary tree of bitmaps. Ready queues use it instead of a
+// binary heap, whose data-dependent branches mispredict on every level.
+class MinBitTree {
+ public:
+  // Empties the set and sizes it for [0, size).
+  void Reset(int64_t size) {
+    levels_.clear();
+    int64_t words = std::max<int64_t>(1, (size + 63) / 64);
+    while (true) {
+      levels_.emplace_back(words, 0);
+      if (words == 1) break;
+      words = (words + 63) / 64;
+    }
+  }
+  bool empty() const { return levels_.back()[0] == 0; }
+  void Insert(int64_t value) {
+    for (std::vector<uint64_t>& level : levels_) {
+      const bool was_empty = level[value / 64] == 0;
+      level[value / 64] |= uint64_t{1} << (value % 64);
+      if (!was_empty) return;
+      value /= 64;
+    }
+  }
+  // Removes and returns the smallest value; the set must not be empty.
+  int64_t PopMin() {
+    int64_t index = 0;
+    for (size_t l = levels_.size(); l-- > 0;) {
+      index = index * 64 + __builtin_ctzll(levels_[l][index]);
+    }
+    int64_t value = index;
+    for (std::vector<uint64_t>& level : levels_) {
+      level[value / 64] &= ~(uint64_t{1} << (value % 64));
+      if (level[value / 64] != 0) break;
+      value /= 64;
+    }
+    return index;
+  }
+
+ private:
+  std::vector<std::vector<uint64_t>> levels_;  // leaves first
+};
+
 // Per-thread working memory of Simulate, reused across calls: training
 // simulates thousands of plans of one graph, and fresh multi-megabyte
 // vectors per call would cost page faults on every call.
@@ -75,7 +118,8 @@ struct Scratch {
   std::vector<uint8_t> unit_free, materialized, device_busy;
   std::vector<int32_t> priority, pending, local_uses;
   std::vector<Event> events;
-  std::vector<std::vector<int64_t>> ready;
+  std::vector<MinBitTree> ready;
+  std::vector<int32_t> rank, unit_of_rank, rank_count;
   std::vector<int32_t> device_last_unit, link_last_transfer;
   std::vector<double> link_free, start, end, ready_at;
   std::vector<Cause> ready_cause, start_cause;
@@ -103,6 +147,9 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
   compute_kind_.resize(n);
   dtype_.resize(n);
   output_bytes_.resize(n);
+  flops_.resize(n);
+  traffic_bytes_.resize(n);
+  written_bytes_.resize(n);
   std::vector<double> best_time(n, 0);
   double total_work_s = 0;
   std::vector<double> longest(n, 0);
@@ -121,6 +168,9 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
                      ? graph::DType::kF32
                      : node.outputs[0].dtype;
     output_bytes_[id] = node.output_bytes();
+    flops_[id] = node.flops;
+    traffic_bytes_[id] = node.bytes_read + node.bytes_written;
+    written_bytes_[id] = node.bytes_written;
     output_offsets_.push_back(static_cast<int32_t>(output_sizes_.size()));
     for (const graph::TensorType& output : node.outputs) {
       output_sizes_.push_back(output.size_bytes());
@@ -213,16 +263,15 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   materialized.assign(n, 0);
 
   for (NodeId id = 0; id < n; ++id) {
-    const graph::Node& node = graph_.node(id);
     const int32_t u = unit_of[id];
     const int32_t device = plan.device[id];
     priority[u] =
         std::max(priority[u], plan.priority.empty() ? 0 : plan.priority[id]);
     if (!free_[id]) unit_free[u] = 0;
-    flops[u] += node.flops;
-    bytes[u] += node.bytes_read + node.bytes_written;
-    if (node.flops > best_flops[u]) {
-      best_flops[u] = node.flops;
+    flops[u] += flops_[id];
+    bytes[u] += traffic_bytes_[id];
+    if (flops_[id] > best_flops[u]) {
+      best_flops[u] = flops_[id];
       dtype[u] = dtype_[id];
     }
     const bool explicit_layout =
@@ -250,8 +299,9 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           plan.layout[edge.src].empty() || plan.layout[id].empty()) {
         continue;
       }
+      // (ValidatePlan has checked that both nodes have a ranked output 0.)
       const graph::Node& src = graph_.node(edge.src);
-      if (src.outputs.empty() || node.outputs.empty()) continue;
+      const graph::Node& node = graph_.node(id);
       const int rank = src.outputs[0].rank();
       if (rank != node.outputs[0].rank()) continue;
       if (NormalizedLayout(plan.layout[edge.src], rank) !=
@@ -263,7 +313,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       }
     }
     if (!consumed_outside) {
-      bytes[u] -= node.bytes_written;  // stays inside the fused kernel
+      bytes[u] -= written_bytes_[id];  // stays inside the fused kernel
     } else {
       materialized[id] = 1;
     }
@@ -308,14 +358,46 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   auto& events = scratch.events;
   events.clear();
   int64_t seq = 0;
-  // Per device a min-heap of ready kernels: highest priority first, then
-  // lowest first NodeId.
-  // Key: (2^30 - priority) in the high bits, the unit's first NodeId in
-  // the low 32 (priorities are clamped to +-2^30).
-  using ReadyKey = int64_t;
+  // Ready kernels per device, ordered by rank: highest priority first, then
+  // lowest first NodeId (units are numbered in first-NodeId order, so
+  // without priorities the rank is the unit index).
+  auto& rank = scratch.rank;
+  auto& unit_of_rank = scratch.unit_of_rank;
+  rank.resize(num_units);
+  unit_of_rank.resize(num_units);
+  {
+    int32_t lowest = 0;
+    int32_t highest = 0;
+    if (!plan.priority.empty()) {
+      lowest = *std::min_element(priority.begin(), priority.end());
+      highest = *std::max_element(priority.begin(), priority.end());
+    }
+    const int64_t span = static_cast<int64_t>(highest) - lowest + 1;
+    if (span == 1) {
+      for (int32_t u = 0; u < num_units; ++u) rank[u] = unit_of_rank[u] = u;
+    } else if (span <= (int64_t{1} << 16)) {
+      // Counting sort by descending priority, stable in unit order.
+      auto& count = scratch.rank_count;
+      count.assign(span + 1, 0);
+      for (int32_t u = 0; u < num_units; ++u)
+        ++count[highest - priority[u] + 1];
+      for (int64_t p = 0; p < span; ++p) count[p + 1] += count[p];
+      for (int32_t u = 0; u < num_units; ++u) {
+        const int32_t r = count[highest - priority[u]]++;
+        rank[u] = r;
+        unit_of_rank[r] = u;
+      }
+    } else {
+      for (int32_t u = 0; u < num_units; ++u) unit_of_rank[u] = u;
+      std::stable_sort(
+          unit_of_rank.begin(), unit_of_rank.end(),
+          [&](int32_t a, int32_t b) { return priority[a] > priority[b]; });
+      for (int32_t r = 0; r < num_units; ++r) rank[unit_of_rank[r]] = r;
+    }
+  }
   auto& ready = scratch.ready;
   ready.resize(num_devices);
-  for (auto& queue : ready) queue.clear();
+  for (MinBitTree& queue : ready) queue.Reset(num_units);
   auto& device_busy = scratch.device_busy;
   device_busy.assign(num_devices, 0);
   auto& device_last_unit = scratch.device_last_unit;
@@ -354,11 +436,6 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     events.push_back(event);
     std::push_heap(events.begin(), events.end(), std::greater<Event>());
   };
-  auto ready_key = [&](int32_t u) {
-    const int64_t clamped =
-        std::clamp<int64_t>(priority[u], -(1 << 30), 1 << 30);
-    return ((int64_t{1} << 30) - clamped) << 32 | unit_first[u];
-  };
   auto start_unit = [&](int32_t u, double now) {
     const int32_t device = plan.device[unit_first[u]];
     start[u] = now;
@@ -379,12 +456,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   };
   auto try_start = [&](int32_t device, double now) {
     if (device_busy[device] || ready[device].empty()) return;
-    std::pop_heap(ready[device].begin(), ready[device].end(),
-                  std::greater<ReadyKey>());
-    const int32_t u =
-        unit_of[static_cast<NodeId>(ready[device].back() & 0xFFFFFFFF)];
-    ready[device].pop_back();
-    start_unit(u, now);
+    start_unit(unit_of_rank[ready[device].PopMin()], now);
   };
   auto make_ready = [&](int32_t u, double now, Cause cause) {
     ready_at[u] = now;
@@ -394,9 +466,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       return;
     }
     const int32_t device = plan.device[unit_first[u]];
-    ready[device].push_back(ready_key(u));
-    std::push_heap(ready[device].begin(), ready[device].end(),
-                   std::greater<ReadyKey>());
+    ready[device].Insert(rank[u]);
     dirty_devices.push_back(device);
   };
   // All transfers of one producer are created together when it finishes,

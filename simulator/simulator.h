@@ -99,6 +99,12 @@ class Simulator {
   std::vector<uint8_t> resident_;      // per node: parameter or constant
   std::vector<uint8_t> compute_kind_;  // dot / convolution (layout-sensitive)
   std::vector<graph::DType> dtype_;
+  // Copies of the node fields the inner loop reads, packed: a Node is
+  // hundreds of bytes and touching 80k of them per simulation thrashes the
+  // cache.
+  std::vector<double> flops_;
+  std::vector<int64_t> traffic_bytes_;  // bytes_read + bytes_written
+  std::vector<int64_t> written_bytes_;
   std::vector<int64_t> output_bytes_;    // all outputs of a node
   std::vector<int32_t> output_offsets_;  // CSR into output_sizes_
   std::vector<int64_t> output_sizes_;    // bytes of each output
