@@ -55,6 +55,11 @@ std::optional<NodeId> Graph::FindNode(absl::string_view name) const {
 GraphBuilder::GraphBuilder(std::string name, std::string format)
     : name_(std::move(name)), format_(std::move(format)) {}
 
+void GraphBuilder::Reserve(int64_t nodes, int64_t edges) {
+  nodes_.reserve(static_cast<size_t>(std::max<int64_t>(nodes, 0)));
+  edges_.reserve(static_cast<size_t>(std::max<int64_t>(edges, 0)));
+}
+
 int GraphBuilder::AddNode(Node node) {
   nodes_.push_back(std::move(node));
   return static_cast<int>(nodes_.size()) - 1;

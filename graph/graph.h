@@ -168,6 +168,10 @@ class GraphBuilder {
  public:
   GraphBuilder(std::string name, std::string format);
 
+  // Pre-allocates room for `nodes` nodes and `edges` edges (an optimisation
+  // for importers that know their size: Nodes are large to move).
+  void Reserve(int64_t nodes, int64_t edges);
+
   // Adds a node and returns its builder index (insertion order; the built
   // graph renumbers nodes into topological order).
   int AddNode(Node node);

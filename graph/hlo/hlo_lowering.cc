@@ -180,6 +180,14 @@ class Lowering {
     GraphBuilder builder(
         options_.graph_name.empty() ? module_.name : options_.graph_name,
         options_.format);
+    if (entry >= 0 &&
+        entry < static_cast<int32_t>(module_.computations.size())) {
+      // Calls are inlined, so this is a lower bound; it avoids most of the
+      // re-allocation of large nodes on big modules.
+      const int64_t instructions =
+          static_cast<int64_t>(module_.computations[entry].instructions.size());
+      builder.Reserve(instructions, 2 * instructions);
+    }
     GraphRecord record;
     Target target;
     target.builder = &builder;
