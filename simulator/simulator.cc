@@ -190,8 +190,45 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
     longest_path_s = std::max(longest_path_s, longest[id]);
   }
   output_offsets_.push_back(static_cast<int32_t>(output_sizes_.size()));
+  // Memory traffic no plan avoids: weights read by kernels (each weight
+  // once, and no more than the kernel's own bytes_read leaves for them:
+  // gathers and slices read only part of a table), and the outputs nobody
+  // consumes, written once. A fused kernel still pays its external reads and
+  // writes, so this holds for every plan.
+  double unavoidable_bytes = 0;
+  std::vector<uint8_t> weight_counted(n, 0);
+  for (NodeId id = 0; id < n; ++id) {
+    if (free_[id]) continue;
+    double weights_in = 0;
+    double other_in = 0;
+    for (const Edge& edge : graph.in_edges(id)) {
+      if (edge.control) continue;
+      if (resident_[edge.src]) {
+        if (!weight_counted[edge.src]) {
+          weight_counted[edge.src] = 1;
+          weights_in += static_cast<double>(EdgeBytes(edge));
+        }
+      } else {
+        other_in += static_cast<double>(EdgeBytes(edge));
+      }
+    }
+    const double readable =
+        static_cast<double>(traffic_bytes_[id] - written_bytes_[id]) - other_in;
+    unavoidable_bytes += std::max(0.0, std::min(weights_in, readable));
+    if (graph.out_edges(id).empty()) {
+      unavoidable_bytes += static_cast<double>(written_bytes_[id]);
+    }
+  }
+  double total_bandwidth = 0;
+  for (const DeviceProfile& device : topology.devices) {
+    total_bandwidth += device.memory_bandwidth_bytes_per_s;
+  }
   const int devices = std::max(1, topology.num_devices());
   lower_bound_s_ = std::max(longest_path_s, total_work_s / devices);
+  if (total_bandwidth > 0) {
+    lower_bound_s_ =
+        std::max(lower_bound_s_, unavoidable_bytes / total_bandwidth);
+  }
 }
 
 absl::StatusOr<SimulationResult> Simulator::Simulate(

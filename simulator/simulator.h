@@ -81,11 +81,13 @@ class Simulator {
   absl::StatusOr<SimulationResult> Simulate(
       const Plan& plan, const SimulationOptions& options = {}) const;
 
-  // A lower bound on the step time of any plan:
-  //   max(longest path with each node at its best device's peak compute
-  //       speed and free communication, total compute work / num devices),
-  // compute-only (memory traffic can be removed by fusion, so it is not
-  // counted).
+  // A lower bound on the step time of any plan, the largest of:
+  //  - the longest path with each node at its best device's peak compute
+  //    speed and free communication,
+  //  - total compute work / number of devices,
+  //  - the memory traffic no plan avoids (weights read once, unconsumed
+  //    outputs written once) / the devices' total memory bandwidth.
+  // Other memory traffic can be removed by fusion, so it is not counted.
   double LowerBound() const { return lower_bound_s_; }
 
   const graph::Graph& graph() const { return graph_; }

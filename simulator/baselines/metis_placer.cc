@@ -1,13 +1,17 @@
 #include "simulator/baselines/metis_placer.h"
 
+#include <fcntl.h>
 #include <metis.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
 
@@ -126,10 +130,29 @@ absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
   idx_t nparts = num_devices;
   idx_t objval = 0;
   std::vector<idx_t> part(n, 0);
-  const int code = METIS_PartGraphKway(
-      &nvtxs, &ncon, xadj.data(), adjncy.empty() ? nullptr : adjncy.data(),
-      vwgt.data(), /*vsize=*/nullptr, adjwgt.empty() ? nullptr : adjwgt.data(),
-      &nparts, target.data(), /*ubvec=*/nullptr, options, &objval, part.data());
+  int code = METIS_OK;
+  {
+    // libmetis prints diagnostics ("***Cannot bisect a graph with 0
+    // vertices!") with printf on small or lopsided graphs, which would
+    // corrupt machine-readable output such as `gopt bench --json`. Send
+    // stdout to /dev/null for the call; the mutex keeps concurrent calls
+    // from restoring each other's descriptor.
+    static absl::Mutex* const stdout_mutex = new absl::Mutex();
+    absl::MutexLock lock(stdout_mutex);
+    std::fflush(stdout);
+    const int saved_stdout = dup(STDOUT_FILENO);
+    const int null_fd = open("/dev/null", O_WRONLY);
+    if (saved_stdout >= 0 && null_fd >= 0) dup2(null_fd, STDOUT_FILENO);
+    code = METIS_PartGraphKway(
+        &nvtxs, &ncon, xadj.data(), adjncy.empty() ? nullptr : adjncy.data(),
+        vwgt.data(), /*vsize=*/nullptr,
+        adjwgt.empty() ? nullptr : adjwgt.data(), &nparts, target.data(),
+        /*ubvec=*/nullptr, options, &objval, part.data());
+    std::fflush(stdout);
+    if (saved_stdout >= 0 && null_fd >= 0) dup2(saved_stdout, STDOUT_FILENO);
+    if (null_fd >= 0) close(null_fd);
+    if (saved_stdout >= 0) close(saved_stdout);
+  }
   if (code != METIS_OK) {
     return absl::InternalError(
         absl::StrCat("metis: METIS_PartGraphKway failed with ",
