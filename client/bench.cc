@@ -93,7 +93,7 @@ absl::StatusOr<BenchGraphResult> BenchGraph(
     if (method == kBestBaseline) {
       auto best = simulator::baselines::BestBaseline(registry, context);
       if (best.ok()) {
-        row.method = absl::StrCat(kBestBaseline, " (", best->plan.method, ")");
+        row.chosen_method = best->plan.method;
         plan = best->plan;
       } else {
         plan = best.status();
@@ -146,6 +146,7 @@ nlohmann::json BenchToJson(const std::string& topology,
                           {"valid", row.valid},
                           {"method_seconds", row.method_seconds},
                           {"lower_bound_s", graph.lower_bound_s}};
+      if (!row.chosen_method.empty()) r["chosen_method"] = row.chosen_method;
       if (row.valid) {
         r["step_time_s"] = row.step_time_s;
         r["ratio_to_default"] = row.ratio_to_default;
@@ -196,9 +197,13 @@ std::string BenchToText(const std::string& topology,
                                               row.error));
         continue;
       }
+      const std::string label =
+          row.chosen_method.empty()
+              ? row.method
+              : absl::StrCat(row.method, ": ", row.chosen_method);
       absl::StrAppend(
           &out, absl::StrFormat(
-                    "  %-44s %12.4f %9.3f %9.3f %11.3f %5s %9.3f\n", row.method,
+                    "  %-44s %12.4f %9.3f %9.3f %11.3f %5s %9.3f\n", label,
                     row.step_time_s * 1e3, row.ratio_to_default,
                     row.ratio_to_lower_bound,
                     static_cast<double>(row.peak_memory_bytes) / (1 << 30),

@@ -25,6 +25,8 @@ struct BenchOptions {
 // One method on one graph.
 struct BenchRow {
   std::string method;
+  // For best-baseline: the combination that won (else empty).
+  std::string chosen_method;
   bool valid = false;  // a plan was made and simulated
   std::string error;   // why not
   double step_time_s = 0;
@@ -56,8 +58,9 @@ absl::StatusOr<BenchGraphResult> BenchGraph(
 // {"topology": ..., "graphs": [{graph, nodes, lower_bound_s,
 // default_step_time_s}], "rows": [{graph, nodes, method, step_time_s,
 // ratio_to_default, ratio_to_lower_bound, peak_memory_bytes, oom,
-// method_seconds, valid, error}], "summary": [{method,
-// geomean_ratio_to_default, geomean_ratio_to_lower_bound, graphs, wins}]}.
+// method_seconds, valid, error, chosen_method (best-baseline)}], "summary":
+// [{method, geomean_ratio_to_default, geomean_ratio_to_lower_bound, graphs,
+// wins}]}.
 nlohmann::json BenchToJson(const std::string& topology,
                            const std::vector<BenchGraphResult>& results);
 
