@@ -33,4 +33,21 @@ OpCategory OpKindCategory(OpKind kind) {
   return kOpKinds[static_cast<int>(kind)].category;
 }
 
+bool IsFreeOpKind(OpKind kind) {
+  switch (kind) {
+    case OpKind::kParameter:
+    case OpKind::kConstant:
+    case OpKind::kReshape:
+    case OpKind::kBitcast:
+    case OpKind::kTuple:
+    case OpKind::kGetTupleElement:
+    case OpKind::kIdentity:
+    case OpKind::kShapeOf:
+    case OpKind::kLoopControl:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace gopt::graph

@@ -106,6 +106,12 @@ std::optional<OpKind> OpKindFromName(absl::string_view name);
 
 OpCategory OpKindCategory(OpKind kind);
 
+// True for ops that launch no kernel: they only name or alias buffers that
+// exist already (parameters, constants, reshapes, bitcasts, tuples,
+// get-tuple-element, identity, shape-of, loop control). The simulator runs
+// them in zero time and the baselines never place work by them.
+bool IsFreeOpKind(OpKind kind);
+
 }  // namespace gopt::graph
 
 #endif  // GOPT_GRAPH_OP_KIND_H_

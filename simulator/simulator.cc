@@ -18,23 +18,6 @@ using graph::Edge;
 using graph::NodeId;
 using graph::OpKind;
 
-bool IsFreeKind(OpKind kind) {
-  switch (kind) {
-    case OpKind::kParameter:
-    case OpKind::kConstant:
-    case OpKind::kReshape:
-    case OpKind::kBitcast:
-    case OpKind::kTuple:
-    case OpKind::kGetTupleElement:
-    case OpKind::kIdentity:
-    case OpKind::kShapeOf:
-    case OpKind::kLoopControl:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // What caused a unit or transfer to start when it did (for the critical
 // path): another unit or a transfer, or nothing (a source).
 struct Cause {
@@ -157,7 +140,7 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
   output_offsets_.reserve(n + 1);
   for (NodeId id = 0; id < n; ++id) {
     const graph::Node& node = graph.node(id);
-    free_[id] = IsFreeKind(node.kind) ||
+    free_[id] = graph::IsFreeOpKind(node.kind) ||
                 (node.flops == 0 && node.bytes_read == 0 &&
                  node.bytes_written == 0 && node.bytes_communicated == 0);
     resident_[id] =

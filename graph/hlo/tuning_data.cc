@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/hlo/hlo_proto_reader.h"
-#include "graph/hlo/proto_wire.h"
+#include "graph/proto_wire.h"
 #include "graph/status_macros.h"
 #include "tpu_graphs/tuning.pb.h"
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "graph/native/graph_proto.h"
+#include "graph/proto_wire.h"
 #include "graph/status_macros.h"
 
 namespace gopt::graph {
@@ -16,60 +17,17 @@ bool LooksLikeJson(absl::string_view contents) {
   return !stripped.empty() && stripped.front() == '{';
 }
 
-bool ReadVarint(absl::string_view* data, uint64_t* value) {
-  *value = 0;
-  for (int shift = 0; shift < 64 && !data->empty(); shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>(data->front());
-    data->remove_prefix(1);
-    *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-// Reads one field; for length-delimited fields `payload` is the bytes.
-bool ReadField(absl::string_view* data, uint32_t* number, uint32_t* wire_type,
-               absl::string_view* payload) {
-  uint64_t tag = 0;
-  if (!ReadVarint(data, &tag) || tag >> 3 == 0 || tag >> 3 > (1u << 29)) {
-    return false;
-  }
-  *number = static_cast<uint32_t>(tag >> 3);
-  *wire_type = static_cast<uint32_t>(tag & 7);
-  uint64_t value = 0;
-  switch (*wire_type) {
-    case 0:
-      return ReadVarint(data, &value);
-    case 1:
-      if (data->size() < 8) return false;
-      data->remove_prefix(8);
-      return true;
-    case 2:
-      if (!ReadVarint(data, &value) || value > data->size()) return false;
-      *payload = data->substr(0, value);
-      data->remove_prefix(value);
-      return true;
-    case 5:
-      if (data->size() < 4) return false;
-      data->remove_prefix(4);
-      return true;
-    default:
-      return false;
-  }
-}
-
 // gopt.v1.Graph: name 1, source_format 2 (strings), nodes 3 (messages);
 // returns the first node's bytes.
 bool FirstNodeOfGraph(absl::string_view data, absl::string_view* node) {
   for (int i = 0; i < 4 && !data.empty(); ++i) {
-    uint32_t number = 0, wire_type = 0;
-    absl::string_view payload;
-    if (!ReadField(&data, &number, &wire_type, &payload) || wire_type != 2 ||
-        number > 3) {
+    WireField field;
+    if (!ReadWireField(&data, &field) || field.wire_type != 2 ||
+        field.number > 3) {
       return false;
     }
-    if (number == 3) {
-      *node = payload;
+    if (field.number == 3) {
+      *node = field.payload;
       return true;
     }
   }
@@ -79,11 +37,10 @@ bool FirstNodeOfGraph(absl::string_view data, absl::string_view* node) {
 // gopt.v1.Node field 3 is the canonical kind ("dot", "parameter", ...).
 bool NodeHasCanonicalKind(absl::string_view node) {
   while (!node.empty()) {
-    uint32_t number = 0, wire_type = 0;
-    absl::string_view payload;
-    if (!ReadField(&node, &number, &wire_type, &payload)) return false;
-    if (number == 3) {
-      return wire_type == 2 && OpKindFromName(payload).has_value();
+    WireField field;
+    if (!ReadWireField(&node, &field)) return false;
+    if (field.number == 3) {
+      return field.wire_type == 2 && OpKindFromName(field.payload).has_value();
     }
   }
   return false;

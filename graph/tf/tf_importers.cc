@@ -11,6 +11,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "graph/proto_wire.h"
 #include "graph/status_macros.h"
 #include "graph/tf/graphdef_lowering.h"
 #include "tensorflow/graph.pb.h"
@@ -24,26 +25,6 @@ using ::gopt::tensorflow::GraphDef;
 // Nesting deeper than this is rejected before any parser recurses.
 constexpr int kMaxNesting = 64;
 
-bool ReadVarint(absl::string_view* data, uint64_t* value) {
-  *value = 0;
-  for (int shift = 0; shift < 64 && !data->empty(); shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>(data->front());
-    data->remove_prefix(1);
-    *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-// Reads a length-delimited field body.
-bool ReadBytes(absl::string_view* data, absl::string_view* bytes) {
-  uint64_t length = 0;
-  if (!ReadVarint(data, &length) || length > data->size()) return false;
-  *bytes = data->substr(0, length);
-  data->remove_prefix(length);
-  return true;
-}
-
 bool IsNodeNameChar(char c) {
   return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-' ||
          c == '/' || c == '>';
@@ -52,17 +33,22 @@ bool IsNodeNameChar(char c) {
 // A NodeDef starts with its name (field 1) and op (field 2); TensorFlow op
 // names are CamelCase identifiers ("Conv2D", "_FusedConv2D").
 bool LooksLikeNodeDef(absl::string_view node) {
-  uint64_t tag = 0;
-  absl::string_view name, op;
-  if (!ReadVarint(&node, &tag) || tag != 0x0a || !ReadBytes(&node, &name) ||
-      name.empty() || name.size() > 4096 ||
+  WireField field;
+  if (!ReadWireField(&node, &field) || field.number != 1 ||
+      field.wire_type != 2) {
+    return false;
+  }
+  const absl::string_view name = field.payload;
+  if (name.empty() || name.size() > 4096 ||
       !std::all_of(name.begin(), name.end(), IsNodeNameChar)) {
     return false;
   }
-  if (!ReadVarint(&node, &tag) || tag != 0x12 || !ReadBytes(&node, &op) ||
-      op.empty() || op.size() > 256) {
+  if (!ReadWireField(&node, &field) || field.number != 2 ||
+      field.wire_type != 2) {
     return false;
   }
+  const absl::string_view op = field.payload;
+  if (op.empty() || op.size() > 256) return false;
   if (!absl::ascii_isupper(op[0]) && op[0] != '_') return false;
   return std::all_of(op.begin(), op.end(),
                      [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
@@ -73,26 +59,15 @@ bool LooksLikeNodeDef(absl::string_view node) {
 bool SniffBinaryGraphDef(absl::string_view data) {
   bool saw_node = false;
   for (int fields = 0; fields < 64 && !data.empty(); ++fields) {
-    uint64_t tag = 0;
-    if (!ReadVarint(&data, &tag)) return false;
-    absl::string_view bytes;
-    switch (tag) {
-      case 0x0a:
-        if (!ReadBytes(&data, &bytes)) return false;
-        if (!saw_node && !LooksLikeNodeDef(bytes)) return false;
-        saw_node = true;
-        break;
-      case 0x12:
-      case 0x22:
-        if (!ReadBytes(&data, &bytes)) return false;
-        break;
-      case 0x18: {
-        uint64_t value = 0;
-        if (!ReadVarint(&data, &value)) return false;
-        break;
-      }
-      default:
-        return false;
+    WireField field;
+    if (!ReadWireField(&data, &field)) return false;
+    const bool is_bytes = field.wire_type == 2;
+    if (field.number == 1 && is_bytes) {
+      if (!saw_node && !LooksLikeNodeDef(field.payload)) return false;
+      saw_node = true;
+    } else if (!((field.number == 2 || field.number == 4) && is_bytes) &&
+               !(field.number == 3 && field.wire_type == 0)) {
+      return false;
     }
   }
   return saw_node;

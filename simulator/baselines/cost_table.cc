@@ -8,23 +8,11 @@ namespace gopt::simulator::baselines {
 using graph::NodeId;
 using graph::OpKind;
 
-// Mirrors Simulator's rule, which is private to simulator.cc.
+// The simulator's rule: a free op kind, or an op with no cost at all.
 bool IsFreeNode(const graph::Node& node) {
-  switch (node.kind) {
-    case OpKind::kParameter:
-    case OpKind::kConstant:
-    case OpKind::kReshape:
-    case OpKind::kBitcast:
-    case OpKind::kTuple:
-    case OpKind::kGetTupleElement:
-    case OpKind::kIdentity:
-    case OpKind::kShapeOf:
-    case OpKind::kLoopControl:
-      return true;
-    default:
-      return node.flops == 0 && node.bytes_read == 0 &&
-             node.bytes_written == 0 && node.bytes_communicated == 0;
-  }
+  return graph::IsFreeOpKind(node.kind) ||
+         (node.flops == 0 && node.bytes_read == 0 && node.bytes_written == 0 &&
+          node.bytes_communicated == 0);
 }
 
 CostTable::CostTable(const graph::Graph& graph, const Topology& topology,

@@ -1,6 +1,6 @@
-#include "graph/hlo/proto_wire.h"
+#include "graph/proto_wire.h"
 
-namespace gopt::graph::hlo {
+namespace gopt::graph {
 namespace {
 
 bool ReadVarint(absl::string_view* bytes, uint64_t* value) {
@@ -54,4 +54,4 @@ bool IsPrintableName(absl::string_view text) {
   return true;
 }
 
-}  // namespace gopt::graph::hlo
+}  // namespace gopt::graph

@@ -1,11 +1,11 @@
-#ifndef GOPT_GRAPH_HLO_PROTO_WIRE_H_
-#define GOPT_GRAPH_HLO_PROTO_WIRE_H_
+#ifndef GOPT_GRAPH_PROTO_WIRE_H_
+#define GOPT_GRAPH_PROTO_WIRE_H_
 
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
 
-namespace gopt::graph::hlo {
+namespace gopt::graph {
 
 // One field of a serialized protobuf message, as seen on the wire.
 struct WireField {
@@ -23,6 +23,6 @@ bool ReadWireField(absl::string_view* bytes, WireField* field);
 // True when `text` is non-empty and every byte is printable ASCII.
 bool IsPrintableName(absl::string_view text);
 
-}  // namespace gopt::graph::hlo
+}  // namespace gopt::graph
 
-#endif  // GOPT_GRAPH_HLO_PROTO_WIRE_H_
+#endif  // GOPT_GRAPH_PROTO_WIRE_H_
