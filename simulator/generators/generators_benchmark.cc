@@ -1,5 +1,5 @@
-// Generation time of every preset: `gopt_generators_benchmark` prints the time to
-// build each preset's graph (and its node count as a counter), e.g.
+// Generation time of every preset: `gopt_generators_benchmark` prints the time
+// to build each preset's graph (and its node count as a counter), e.g.
 //   build/bin/gopt_generators_benchmark --benchmark_filter=gnmt8-80k
 #include <string>
 
