@@ -229,9 +229,19 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   Graph graph;
   graph.name_ = std::move(name_);
   graph.format_ = std::move(format_);
-  graph.nodes_.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    graph.nodes_.push_back(std::move(nodes_[order[i]]));
+  bool already_ordered = true;
+  for (int i = 0; i < n && already_ordered; ++i) {
+    already_ordered = order[i] == i;
+  }
+  if (already_ordered) {
+    // The common case (importers add nodes in file order): hand the vector
+    // over instead of moving every (large) node.
+    graph.nodes_ = std::move(nodes_);
+  } else {
+    graph.nodes_.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      graph.nodes_.push_back(std::move(nodes_[order[i]]));
+    }
   }
   for (Edge& edge : edges_) {
     edge.src = new_id[edge.src];

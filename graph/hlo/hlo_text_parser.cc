@@ -815,11 +815,20 @@ class Parser {
       RETURN_IF_ERROR(ParseInstruction(&computation, &pending, &names));
     }
     // Instructions are large: they are parsed into a scratch vector whose
-    // capacity survives across computations, then moved once into place.
-    computation.instructions.reserve(scratch_.size());
-    std::move(scratch_.begin(), scratch_.end(),
-              std::back_inserter(computation.instructions));
-    scratch_.clear();
+    // capacity survives across computations, then moved once into place. A
+    // computation that fills most of the scratch takes the buffer itself
+    // (no per-instruction move), and the scratch starts afresh.
+    if (scratch_.size() * 2 >= scratch_.capacity()) {
+      const size_t capacity = scratch_.capacity();
+      computation.instructions = std::move(scratch_);
+      scratch_ = std::vector<HloInstruction>();
+      scratch_.reserve(capacity);
+    } else {
+      computation.instructions.reserve(scratch_.size());
+      std::move(scratch_.begin(), scratch_.end(),
+                std::back_inserter(computation.instructions));
+      scratch_.clear();
+    }
     if (computation.instructions.empty()) {
       return Error(name_pos, absl::StrCat("computation '", name, "' is empty"));
     }
