@@ -504,11 +504,7 @@ absl::Status WhereRule(const NodeContext& context, OpInference* result) {
                               out.type.dims, cond->type.dims, i)) != 0;
       const Value* from = pick_x ? x : y;
       const int64_t source = BroadcastSource(out.type.dims, from->type.dims, i);
-      if (data.is_real) {
-        data.reals.push_back(from->constant->reals[source]);
-      } else {
-        data.ints.push_back(from->constant->ints[source]);
-      }
+      data.AppendFrom(*from->constant, source);
     }
     out.constant = std::move(data);
   }
@@ -1501,11 +1497,7 @@ absl::Status SliceRule(const NodeContext& context, OpInference* result) {
     data.is_real = x->constant->is_real;
     for (int64_t i = 0; i < value.type.dims[0]; ++i) {
       const int64_t at = first_start + i * first_step;
-      if (data.is_real) {
-        data.reals.push_back(x->constant->reals[at]);
-      } else {
-        data.ints.push_back(x->constant->ints[at]);
-      }
+      data.AppendFrom(*x->constant, at);
     }
     value.constant = std::move(data);
   }
@@ -1677,11 +1669,7 @@ absl::Status ExpandRule(const NodeContext& context, OpInference* result) {
     data.is_real = x->constant->is_real;
     for (int64_t i = 0; i < Product(value.type.dims); ++i) {
       const int64_t at = BroadcastSource(value.type.dims, x->type.dims, i);
-      if (data.is_real) {
-        data.reals.push_back(x->constant->reals[at]);
-      } else {
-        data.ints.push_back(x->constant->ints[at]);
-      }
+      data.AppendFrom(*x->constant, at);
     }
     value.constant = std::move(data);
   }

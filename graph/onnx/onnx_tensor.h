@@ -32,6 +32,14 @@ struct ConstantData {
   int64_t size() const {
     return static_cast<int64_t>(is_real ? reals.size() : ints.size());
   }
+  // Appends element `index` of `source` (of the same kind: real or int).
+  void AppendFrom(const ConstantData& source, int64_t index) {
+    if (is_real) {
+      reals.push_back(source.reals[index]);
+    } else {
+      ints.push_back(source.ints[index]);
+    }
+  }
   // Element `i` as an integer (reals truncate toward zero; reals outside the
   // int64 range return nullopt).
   std::optional<int64_t> IntAt(int64_t i) const;
