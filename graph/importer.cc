@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -79,6 +80,11 @@ std::vector<std::string> ImporterRegistry::formats() const {
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::error_code error_code;
+  if (std::filesystem::is_directory(path, error_code)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory, not a graph file"));
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     const int error = errno;

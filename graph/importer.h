@@ -89,8 +89,8 @@ class ImporterRegistry {
   std::vector<std::unique_ptr<Importer>> importers_;
 };
 
-// Reads a whole file. NotFound, PermissionDenied or Internal (I/O error),
-// each naming the path.
+// Reads a whole file. NotFound, PermissionDenied, InvalidArgument (a
+// directory) or Internal (I/O error), each naming the path.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace gopt::graph
