@@ -691,22 +691,21 @@ Tensor ModelBuilder::ConcatNode(std::string name, absl::string_view op,
 
 Tensor ModelBuilder::Concat(absl::string_view name,
                             absl::Span<const Tensor> inputs, int axis) {
-  Tensor y = ConcatNode(ScopedName(name), "ConcatV2", inputs, axis, false);
-  if (!y.valid()) return y;
-  TapeEntry entry{TapeOp::kConcat,
-                  values_[y.id].node,
-                  std::vector<Tensor>(inputs.begin(), inputs.end()),
-                  {y}};
-  entry.axis = NormalizedAxis(axis, Rank(y));
-  Record(std::move(entry));
-  return y;
+  return JoinAlongAxis(name, inputs, axis, /*stack=*/false);
 }
 
 Tensor ModelBuilder::Stack(absl::string_view name,
                            absl::Span<const Tensor> inputs, int axis) {
-  Tensor y = ConcatNode(ScopedName(name), "Pack", inputs, axis, true);
+  return JoinAlongAxis(name, inputs, axis, /*stack=*/true);
+}
+
+Tensor ModelBuilder::JoinAlongAxis(absl::string_view name,
+                                   absl::Span<const Tensor> inputs, int axis,
+                                   bool stack) {
+  Tensor y = ConcatNode(ScopedName(name), stack ? "Pack" : "ConcatV2", inputs,
+                        axis, stack);
   if (!y.valid()) return y;
-  TapeEntry entry{TapeOp::kStack,
+  TapeEntry entry{stack ? TapeOp::kStack : TapeOp::kConcat,
                   values_[y.id].node,
                   std::vector<Tensor>(inputs.begin(), inputs.end()),
                   {y}};

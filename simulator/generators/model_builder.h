@@ -277,6 +277,9 @@ class ModelBuilder {
                        std::vector<int64_t> permutation);
   Tensor ConcatNode(std::string name, absl::string_view op,
                     absl::Span<const Tensor> inputs, int axis, bool stack);
+  // Concat (stack = false) or Stack (true) with its tape entry.
+  Tensor JoinAlongAxis(absl::string_view name, absl::Span<const Tensor> inputs,
+                       int axis, bool stack);
   std::vector<Tensor> SplitNode(std::string name, absl::string_view op,
                                 Tensor x, int axis,
                                 absl::Span<const int64_t> sizes, bool unstack);
