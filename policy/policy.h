@@ -1,0 +1,109 @@
+#ifndef GOPT_POLICY_POLICY_H_
+#define GOPT_POLICY_POLICY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "simulator/plan.h"
+#include "simulator/simulator.h"
+
+namespace gopt::policy {
+
+// The decisions a request asks for. Tasks left out keep the framework
+// defaults (device 0 / FIFO / no fusion / default layouts) or, when a base
+// plan is given, the base plan's decisions.
+struct TaskSet {
+  bool placement = true;
+  bool scheduling = true;
+  bool fusion = true;
+  bool layout = false;
+};
+
+// What a loaded policy is; shown by ListPolicies and `gopt policies`.
+struct PolicyInfo {
+  std::string name;     // "go-multitask"
+  std::string version;  // "1"
+  // "go" (placement/scheduling/fusion), "cost-model-layout",
+  // "cost-model-tile".
+  std::string kind;
+  TaskSet tasks;                // tasks it can decide
+  std::string directory;        // where it was loaded from
+  nlohmann::json card;          // the card.json it shipped with
+};
+
+// One progress event during Propose (best-so-far), for OptimizeStream.
+struct ProposeProgress {
+  std::string stage;  // "zero-shot", "fine-tune", "search"
+  int32_t step = 0;
+  double best_step_time_s = 0;
+};
+
+struct ProposeOptions {
+  TaskSet tasks;
+  // A plan whose decisions for tasks outside `tasks` are kept (e.g. the
+  // placement the layout model refines). Null = framework defaults.
+  const simulator::Plan* base_plan = nullptr;
+  // 0 = zero-shot only; else at most this many fine-tuning steps.
+  int32_t fine_tune_steps = 0;
+  // Refinement (fine-tuning or search) stops at this time.
+  absl::Time deadline = absl::InfiniteFuture();
+  // Plans sampled for zero-shot best-of-K (plus one greedy decode).
+  int32_t num_samples = 8;
+  uint64_t seed = 0;
+  // Set by the caller to stop work early (client cancelled); Propose then
+  // returns the best plan found so far, or Cancelled if it has none.
+  const std::atomic<bool>* cancelled = nullptr;
+  // Called with best-so-far; may be null. Called on the Propose thread.
+  std::function<void(const ProposeProgress&)> on_progress;
+};
+
+struct Proposal {
+  simulator::Plan plan;       // plan.method names the policy ("go")
+  double step_time_s = 0;     // simulated step time of `plan`
+  bool oom = false;
+  double zero_shot_step_time_s = 0;  // the best zero-shot plan's step time
+  int32_t fine_tune_steps_done = 0;
+  double inference_seconds = 0;   // featurize + network, zero-shot
+  double fine_tune_seconds = 0;   // refinement wall time
+  std::vector<std::string> warnings;
+};
+
+// A loaded, ready-to-serve policy. Implementations are immutable after
+// loading: Propose is const and thread-safe (a fine-tune copies the weights
+// it changes), so one Policy serves concurrent requests.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
+
+  virtual const PolicyInfo& info() const = 0;
+
+  // Decides the requested tasks for the simulator's graph and topology and
+  // scores the result with `simulator`. Errors: InvalidArgument when the
+  // graph/topology is outside what the policy handles (naming why),
+  // Cancelled / DeadlineExceeded when stopped before any plan exists,
+  // Internal for a failure inside the model (never an exception).
+  virtual absl::StatusOr<Proposal> Propose(
+      const simulator::Simulator& simulator,
+      const ProposeOptions& options) const = 0;
+
+ protected:
+  Policy() = default;
+};
+
+// Creates a policy from its directory and parsed card.json. Registered per
+// card "kind" by the library that implements it.
+using PolicyFactory = std::function<absl::StatusOr<std::unique_ptr<Policy>>(
+    const std::string& directory, const nlohmann::json& card)>;
+
+}  // namespace gopt::policy
+
+#endif  // GOPT_POLICY_POLICY_H_
