@@ -10,7 +10,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libtorch-dev prometheus-cpp-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-glog-dev
-  nlohmann-json3-dev libmetis-dev libzip-dev
+  nlohmann-json3-dev libmetis-dev libzip-dev libyaml-cpp-dev
   libopenblas0-pthread
 )
 # Only needed for -DGOPT_FUZZ=ON (libFuzzer ships with clang's runtime).
