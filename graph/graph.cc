@@ -29,16 +29,6 @@ int64_t Node::output_bytes() const {
   return total;
 }
 
-absl::Span<const Edge> Graph::in_edges(NodeId id) const {
-  return absl::MakeConstSpan(in_edges_.data() + in_offsets_[id],
-                             in_offsets_[id + 1] - in_offsets_[id]);
-}
-
-absl::Span<const Edge> Graph::out_edges(NodeId id) const {
-  return absl::MakeConstSpan(out_edges_.data() + out_offsets_[id],
-                             out_offsets_[id + 1] - out_offsets_[id]);
-}
-
 int64_t Graph::EdgeBytes(const Edge& edge) const {
   if (edge.control) return 0;
   const Node& src = nodes_[edge.src];

@@ -102,10 +102,17 @@ class Graph {
   const Node& node(NodeId id) const { return nodes_[id]; }
   absl::Span<const Node> nodes() const { return nodes_; }
 
-  // Edges into `id`, ordered by dst_input (control edges last).
-  absl::Span<const Edge> in_edges(NodeId id) const;
+  // Edges into `id`, ordered by dst_input (control edges last). Inline:
+  // the simulator and the baselines walk them in their inner loops.
+  absl::Span<const Edge> in_edges(NodeId id) const {
+    return absl::MakeConstSpan(in_edges_.data() + in_offsets_[id],
+                               in_offsets_[id + 1] - in_offsets_[id]);
+  }
   // Edges out of `id`, ordered by (dst, dst_input).
-  absl::Span<const Edge> out_edges(NodeId id) const;
+  absl::Span<const Edge> out_edges(NodeId id) const {
+    return absl::MakeConstSpan(out_edges_.data() + out_offsets_[id],
+                               out_offsets_[id + 1] - out_offsets_[id]);
+  }
   // All edges, grouped by destination.
   absl::Span<const Edge> edges() const { return in_edges_; }
 
