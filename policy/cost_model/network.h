@@ -1,0 +1,93 @@
+#ifndef GOPT_POLICY_COST_MODEL_NETWORK_H_
+#define GOPT_POLICY_COST_MODEL_NETWORK_H_
+
+// The LibTorch network of the learned cost model. Internal to
+// policy/cost_model: only its own translation units and tests include this
+// header (it pulls in <torch/torch.h>); everything else uses cost_model.h.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "policy/cost_model/cost_model.h"
+
+namespace gopt::policy::cost_model {
+
+// One segment of a prepared graph as tensors (the whole kept graph when it
+// is not segmented).
+struct SegmentTensors {
+  // (n, kNodeFeatures) sign(x) * log1p(|x|) of the TpuGraphs features.
+  torch::Tensor node_features;
+  torch::Tensor opcodes;  // (n,) int64
+  // Sparse (n, n): row i averages the rows of i's producers / consumers
+  // inside the segment.
+  torch::Tensor producer_mean;
+  torch::Tensor consumer_mean;
+  // Configurable nodes of the segment: local index and slot in the
+  // configuration's node order (int64, same length).
+  torch::Tensor config_nodes;
+  torch::Tensor config_slots;
+  int64_t num_nodes = 0;
+  int64_t num_config_nodes = 0;
+};
+
+// Graph-level sums of one segment: (C, 2 * hidden) = [sum over all nodes,
+// sum over configurable nodes], and the node counts behind them. Sums of
+// segments add up; the head turns the totals into means.
+struct SegmentSums {
+  torch::Tensor sums;
+  double num_nodes = 0;
+  double num_config_nodes = 0;
+};
+
+class CostModelNetImpl : public torch::nn::Module {
+ public:
+  explicit CostModelNetImpl(const CostModelOptions& options);
+
+  // Runs the GNN over one segment for a batch of C configurations:
+  // `config` is (C, num configurable nodes of the graph, 18) for layout or
+  // (C, 24) for tile.
+  SegmentSums Segment(const SegmentTensors& segment,
+                      const torch::Tensor& config);
+
+  // Pooling (means from the summed totals, sum, configurable mean) ->
+  // optional cross-configuration attention -> MLP: (C,) scores.
+  torch::Tensor Head(const SegmentSums& totals);
+
+ private:
+  // (C, k, 18) layout values in -1..5 -> (C, k, hidden) via a one-hot per
+  // slot; (C, 24) tile bounds -> (C, hidden) via signed log.
+  torch::Tensor EmbedConfig(const torch::Tensor& config);
+
+  CostModelOptions options_;
+  torch::nn::Embedding opcode_embedding_{nullptr};
+  torch::nn::Linear input_{nullptr};
+  torch::nn::Linear config_input_{nullptr};
+  torch::nn::ModuleList sage_;
+  torch::nn::ModuleList sage_norms_;
+  torch::nn::LayerNorm mean_norm_{nullptr};
+  torch::nn::LayerNorm sum_norm_{nullptr};
+  torch::nn::LayerNorm config_norm_{nullptr};
+  torch::nn::Linear pooled_{nullptr};
+  torch::nn::MultiheadAttention attention_{nullptr};
+  torch::nn::Linear hidden_{nullptr};
+  torch::nn::Linear output_{nullptr};
+};
+TORCH_MODULE(CostModelNet);
+
+// sign(x) * log1p(|x|): squashes feature products of 1e9 and keeps -1.
+torch::Tensor SignedLog(const torch::Tensor& x);
+
+// Ranking losses over the C configurations of one graph (scores: lower =
+// predicted faster; runtimes: (C,) double or float).
+torch::Tensor PairwiseHingeLoss(const torch::Tensor& scores,
+                                const torch::Tensor& runtimes, double margin);
+torch::Tensor ListMleLoss(const torch::Tensor& scores,
+                          const torch::Tensor& runtimes);
+// Mean squared error between centred scores and centred log runtimes.
+torch::Tensor CentredLogRuntimeLoss(const torch::Tensor& scores,
+                                    const torch::Tensor& runtimes);
+
+}  // namespace gopt::policy::cost_model
+
+#endif  // GOPT_POLICY_COST_MODEL_NETWORK_H_
