@@ -1,0 +1,726 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "graph/import/builtin_importers.h"
+#include "graph/native/graph_proto.h"
+#include "graph/status_macros.h"
+#include "simulator/baselines/baseline_plan.h"
+#include "simulator/chrome_trace.h"
+#include "simulator/plan.h"
+#include "simulator/simulator.h"
+#include "simulator/topology.h"
+
+namespace gopt::server {
+namespace {
+
+using gopt::v1::EvaluateRequest;
+using gopt::v1::EvaluateResponse;
+using gopt::v1::OptimizeProgress;
+using gopt::v1::OptimizeRequest;
+using gopt::v1::OptimizeResponse;
+using simulator::Plan;
+using simulator::SimulationResult;
+
+policy::TaskSet Intersect(const policy::TaskSet& a, const policy::TaskSet& b) {
+  policy::TaskSet result;
+  result.placement = a.placement && b.placement;
+  result.scheduling = a.scheduling && b.scheduling;
+  result.fusion = a.fusion && b.fusion;
+  result.layout = a.layout && b.layout;
+  return result;
+}
+
+bool Empty(const policy::TaskSet& tasks) {
+  return !tasks.placement && !tasks.scheduling && !tasks.fusion &&
+         !tasks.layout;
+}
+
+gopt::v1::Tasks TasksToProto(const policy::TaskSet& tasks) {
+  gopt::v1::Tasks proto;
+  proto.set_placement(tasks.placement);
+  proto.set_scheduling(tasks.scheduling);
+  proto.set_fusion(tasks.fusion);
+  proto.set_layout(tasks.layout);
+  return proto;
+}
+
+double SecondsSince(absl::Time start) {
+  return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+absl::StatusOr<graph::Graph> ImportGraph(
+    const graph::ImporterRegistry& importers, const EngineOptions& options,
+    const gopt::v1::GraphInput& input,
+    const gopt::v1::OptimizeOptions& request_options) {
+  graph::ImportOptions import;
+  import.source_name = input.name().empty() ? "graph" : input.name();
+  import.limits.max_nodes = options.max_graph_nodes;
+  if (request_options.default_dim() < 0) {
+    return absl::InvalidArgumentError("options.default_dim must be >= 0");
+  }
+  if (request_options.default_dim() > 0) {
+    import.default_symbolic_dim = request_options.default_dim();
+  }
+  for (const auto& [name, value] : request_options.symbolic_dims()) {
+    if (value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.symbolic_dims['", name, "'] must be >= 0, got ", value));
+    }
+    import.symbolic_dims[name] = value;
+  }
+  switch (input.source_case()) {
+    case gopt::v1::GraphInput::kGraph: {
+      const gopt::v1::Graph& proto = input.graph();
+      if (proto.nodes_size() > options.max_graph_nodes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "graph.graph has ", proto.nodes_size(),
+            " nodes; this server accepts at most ", options.max_graph_nodes));
+      }
+      if (proto.nodes_size() == 0) {
+        return absl::InvalidArgumentError("graph.graph has no nodes");
+      }
+      absl::StatusOr<graph::Graph> graph =
+          graph::GraphFromProto(proto, import.limits);
+      if (!graph.ok()) {
+        return Annotate(graph.status(),
+                        absl::StrCat("graph.graph '", import.source_name, "'"));
+      }
+      return graph;
+    }
+    case gopt::v1::GraphInput::kSerialized: {
+      std::string format = input.format().empty() ? "auto" : input.format();
+      if (format != "auto" && !importers.Find(format).ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph.format: ", importers.Find(format).status().message()));
+      }
+      absl::StatusOr<graph::Graph> graph =
+          importers.Import(input.serialized(), format, import);
+      if (!graph.ok() &&
+          graph.status().code() == absl::StatusCode::kResourceExhausted) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            graph.status().message(), " (this server accepts at most ",
+            options.max_graph_nodes, " nodes)"));
+      }
+      return graph;
+    }
+    case gopt::v1::GraphInput::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "graph: set graph.graph (a gopt.v1.Graph) or graph.serialized (file "
+      "bytes)");
+}
+
+absl::StatusOr<simulator::Topology> TopologyFromInput(
+    const gopt::v1::TopologyInput& input) {
+  switch (input.source_case()) {
+    case gopt::v1::TopologyInput::kPreset: {
+      absl::StatusOr<simulator::Topology> topology =
+          simulator::PresetTopology(input.preset());
+      if (!topology.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("topology.preset: ", topology.status().message()));
+      }
+      return topology;
+    }
+    case gopt::v1::TopologyInput::kTopology: {
+      absl::StatusOr<simulator::Topology> topology =
+          simulator::TopologyFromProto(input.topology());
+      if (!topology.ok()) {
+        return Annotate(topology.status(), "topology.topology");
+      }
+      return topology;
+    }
+    case gopt::v1::TopologyInput::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "topology: set topology.preset (e.g. v100x4-nvlink) or "
+      "topology.topology");
+}
+
+// Every combination of the registered heuristics for the requested tasks;
+// tasks not requested keep the framework default (the first name).
+std::vector<std::string> BaselineMethodsFor(
+    const simulator::baselines::BaselineRegistry& registry,
+    const policy::TaskSet& tasks) {
+  const auto pick = [](std::vector<std::string> names, bool requested) {
+    if (!requested) names.resize(1);
+    return names;
+  };
+  std::vector<std::string> methods;
+  for (const std::string& p : pick(registry.PlacerNames(), tasks.placement)) {
+    for (const std::string& s :
+         pick(registry.SchedulerNames(), tasks.scheduling)) {
+      for (const std::string& f : pick(registry.FuserNames(), tasks.fusion)) {
+        for (const std::string& l :
+             pick(registry.LayoutAssignerNames(), tasks.layout)) {
+          methods.push_back(absl::StrCat(p, "+", s, "+", f, "+", l));
+        }
+      }
+    }
+  }
+  return methods;
+}
+
+// A plan that may be the answer.
+struct Candidate {
+  Plan plan;
+  std::string method;  // what the response calls it
+  double step_time_s = 0;
+};
+
+// One Optimize request from start to answer. Not thread-safe; one per call.
+class OptimizeRun {
+ public:
+  OptimizeRun(const EngineOptions& options,
+              const graph::ImporterRegistry& importers,
+              const simulator::baselines::BaselineRegistry& baselines,
+              const simulator::OpCostModel& cost_model,
+              const PolicyRegistry* policies, const OptimizeRequest& request,
+              const RequestContext& context)
+      : options_(options),
+        importers_(importers),
+        baselines_(baselines),
+        cost_model_(cost_model),
+        policies_(policies),
+        request_(request),
+        context_(context),
+        start_(absl::Now()),
+        work_deadline_(WorkDeadline(options, context.deadline, start_)) {}
+
+  absl::StatusOr<OptimizeResponse> Run();
+
+ private:
+  static absl::Time WorkDeadline(const EngineOptions& options,
+                                 absl::Time deadline, absl::Time now) {
+    if (deadline == absl::InfiniteFuture()) return deadline;
+    const absl::Duration left = std::max(deadline - now, absl::ZeroDuration());
+    const absl::Duration reserve =
+        std::clamp(left * options.deadline_reserve_fraction,
+                   options.min_deadline_reserve, options.max_deadline_reserve);
+    return deadline - reserve;
+  }
+
+  // Cancelled when the client cancelled; DeadlineExceeded when the work
+  // deadline passed (`stage` says where).
+  absl::Status CheckStop(absl::string_view stage) const {
+    if (context_.cancelled != nullptr && context_.cancelled->load()) {
+      return absl::CancelledError(
+          absl::StrCat("the client cancelled the request (", stage, ")"));
+    }
+    if (absl::Now() >= work_deadline_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the deadline passed before ", stage, " finished"));
+    }
+    return absl::OkStatus();
+  }
+
+  void Progress(absl::string_view stage, int32_t step) const {
+    if (!context_.on_progress) return;
+    OptimizeProgress progress;
+    progress.set_stage(std::string(stage));
+    progress.set_step(step);
+    if (best_.has_value()) {
+      progress.set_best_step_time_s(best_->step_time_s);
+      progress.set_best_method(best_->method);
+    }
+    progress.set_elapsed_s(SecondsSince(start_));
+    context_.on_progress(progress);
+  }
+
+  void AddTiming(absl::string_view stage, absl::Time since) {
+    gopt::v1::StageTiming* timing = response_.add_timings();
+    timing->set_stage(std::string(stage));
+    timing->set_seconds(SecondsSince(since));
+  }
+
+  // Keeps `candidate` when it fits in memory and beats the best so far.
+  void Offer(Candidate candidate) {
+    if (!best_.has_value() || candidate.step_time_s < best_->step_time_s) {
+      best_ = std::move(candidate);
+    }
+  }
+
+  absl::Status Prepare();
+  absl::Status RunBaselines();
+  absl::Status RunPolicies();
+  absl::Status RunPolicy(const policy::Policy& policy,
+                         const policy::TaskSet& tasks);
+  // Called when CheckStop failed: DeadlineExceeded is turned into a partial
+  // answer when allowed and a plan exists.
+  absl::Status Stop(const absl::Status& stop);
+  absl::StatusOr<OptimizeResponse> Finish();
+
+  const EngineOptions& options_;
+  const graph::ImporterRegistry& importers_;
+  const simulator::baselines::BaselineRegistry& baselines_;
+  const simulator::OpCostModel& cost_model_;
+  const PolicyRegistry* policies_;
+  const OptimizeRequest& request_;
+  const RequestContext& context_;
+  const absl::Time start_;
+  const absl::Time work_deadline_;
+
+  policy::TaskSet tasks_;
+  std::optional<graph::Graph> graph_;
+  std::optional<simulator::Topology> topology_;
+  std::optional<simulator::Simulator> simulator_;
+  bool default_usable_ = false;  // simulated and fits in memory
+  Plan default_plan_;
+  std::optional<Candidate> best_;
+  std::string no_plan_reason_;
+  bool partial_ = false;
+  OptimizeResponse response_;
+};
+
+absl::Status OptimizeRun::Prepare() {
+  tasks_ = RequestedTasks(request_.tasks());
+  const gopt::v1::Budget& budget = request_.budget();
+  if (budget.fine_tune_steps() < 0) {
+    return absl::InvalidArgumentError("budget.fine_tune_steps must be >= 0");
+  }
+  if (!(budget.seconds() >= 0) ||
+      budget.seconds() == std::numeric_limits<double>::infinity()) {
+    return absl::InvalidArgumentError(
+        "budget.seconds must be a finite number >= 0");
+  }
+  if (budget.mode() == gopt::v1::Budget::BASELINES_ONLY &&
+      !request_.policy().name().empty()) {
+    return absl::InvalidArgumentError(
+        "policy.name is set but budget.mode is BASELINES_ONLY");
+  }
+  if (!request_.policy().version().empty() &&
+      request_.policy().name().empty()) {
+    return absl::InvalidArgumentError("policy.version needs policy.name");
+  }
+
+  const absl::Time import_start = absl::Now();
+  ASSIGN_OR_RETURN(
+      graph::Graph graph,
+      ImportGraph(importers_, options_, request_.graph(), request_.options()));
+  graph_.emplace(std::move(graph));
+  AddTiming("import", import_start);
+  ASSIGN_OR_RETURN(simulator::Topology topology,
+                   TopologyFromInput(request_.topology()));
+  topology_.emplace(std::move(topology));
+  for (const std::string& warning : graph_->warnings()) {
+    response_.add_warnings(warning);
+  }
+  response_.set_graph_name(graph_->name());
+  response_.set_num_nodes(graph_->num_nodes());
+  response_.set_topology_name(topology_->name);
+
+  const absl::Time default_start = absl::Now();
+  simulator_.emplace(*graph_, *topology_, cost_model_);
+  response_.set_lower_bound_s(simulator_->LowerBound());
+  default_plan_ = simulator::DefaultPlan(*graph_);
+  default_plan_.method = "default";
+  simulator::SimulationOptions quick;
+  quick.record_timeline = false;
+  absl::StatusOr<SimulationResult> result =
+      simulator_->Simulate(default_plan_, quick);
+  response_.set_num_simulations(1);
+  if (result.ok()) {
+    response_.set_default_step_time_s(result->step_time_s);
+    response_.set_default_oom(result->oom);
+    default_usable_ = !result->oom;
+  } else {
+    response_.add_warnings(absl::StrCat("the default plan is invalid here: ",
+                                        result.status().message()));
+  }
+  AddTiming("default", default_start);
+  Progress("import", 0);
+  return absl::OkStatus();
+}
+
+absl::Status OptimizeRun::RunBaselines() {
+  const absl::Time baselines_start = absl::Now();
+  std::vector<std::string> methods(
+      request_.options().baseline_methods().begin(),
+      request_.options().baseline_methods().end());
+  if (methods.empty()) methods = BaselineMethodsFor(baselines_, tasks_);
+  // Grouped per placement: the heuristics of one placement share work inside
+  // BestBaseline, and the deadline is checked between groups.
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const std::string& method : methods) {
+    absl::StatusOr<simulator::baselines::BaselineMethod> parsed =
+        simulator::baselines::ParseBaselineMethod(baselines_, method);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.baseline_methods: ", parsed.status().message()));
+    }
+    auto group = std::find_if(groups.begin(), groups.end(), [&](auto& g) {
+      return g.first == parsed->placement;
+    });
+    if (group == groups.end()) {
+      groups.emplace_back(parsed->placement, std::vector<std::string>());
+      group = groups.end() - 1;
+    }
+    group->second.push_back(parsed->FullName());
+  }
+
+  const simulator::baselines::BaselineContext baseline_context{
+      *graph_, *topology_, cost_model_, request_.options().seed()};
+  std::string baseline_best_method;
+  double baseline_best_s = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (absl::Status stop = CheckStop("the baselines"); !stop.ok()) {
+      AddTiming("baselines", baselines_start);
+      return Stop(stop);
+    }
+    simulator::baselines::BestBaselineOptions group_options;
+    group_options.methods = groups[i].second;
+    absl::StatusOr<simulator::baselines::BestBaselineResult> best =
+        simulator::baselines::BestBaseline(baselines_, baseline_context,
+                                           group_options);
+    if (best.ok()) {
+      double winner_s = 0;
+      for (const auto& trial : best->trials) {
+        gopt::v1::MethodResult* row = response_.add_baselines();
+        row->set_method(trial.method);
+        row->set_valid(trial.valid);
+        row->set_error(trial.error);
+        row->set_step_time_s(trial.step_time_s);
+        row->set_oom(trial.oom);
+        if (trial.valid) {
+          response_.set_num_simulations(response_.num_simulations() + 1);
+        }
+        if (trial.method == best->plan.method) winner_s = trial.step_time_s;
+      }
+      if (baseline_best_method.empty() || winner_s < baseline_best_s) {
+        baseline_best_method = best->plan.method;
+        baseline_best_s = winner_s;
+      }
+      std::string label = absl::StrCat("best-baseline:", best->plan.method);
+      Offer(Candidate{std::move(best->plan), std::move(label), winner_s});
+    } else {
+      // No plan of this placement fits (or none could be made): say why
+      // per method.
+      for (const std::string& method : groups[i].second) {
+        gopt::v1::MethodResult* row = response_.add_baselines();
+        row->set_method(method);
+        absl::StatusOr<Plan> plan = simulator::baselines::MakeBaselinePlan(
+            baselines_, method, baseline_context);
+        if (!plan.ok()) {
+          row->set_error(std::string(plan.status().message()));
+          continue;
+        }
+        simulator::SimulationOptions quick;
+        quick.record_timeline = false;
+        absl::StatusOr<SimulationResult> result =
+            simulator_->Simulate(*plan, quick);
+        if (!result.ok()) {
+          row->set_error(std::string(result.status().message()));
+          continue;
+        }
+        response_.set_num_simulations(response_.num_simulations() + 1);
+        row->set_valid(true);
+        row->set_step_time_s(result->step_time_s);
+        row->set_oom(result->oom);
+      }
+      no_plan_reason_ = std::string(best.status().message());
+    }
+    Progress("baselines", static_cast<int32_t>(i + 1));
+  }
+  response_.set_best_baseline_method(baseline_best_method);
+  response_.set_best_baseline_step_time_s(baseline_best_s);
+  AddTiming("baselines", baselines_start);
+  return absl::OkStatus();
+}
+
+absl::Status OptimizeRun::RunPolicies() {
+  if (request_.budget().mode() == gopt::v1::Budget::BASELINES_ONLY) {
+    return absl::OkStatus();
+  }
+  std::vector<const policy::Policy*> selected;
+  if (!request_.policy().name().empty()) {
+    if (policies_ == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          "unknown policy '", request_.policy().name(), "'; loaded: none"));
+    }
+    ASSIGN_OR_RETURN(
+        const policy::Policy* policy,
+        policies_->Find(request_.policy().name(), request_.policy().version()));
+    if (Empty(Intersect(policy->info().tasks, tasks_))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy '", policy->info().name, "' decides ",
+                       TaskSetName(policy->info().tasks),
+                       " but the request asks for ", TaskSetName(tasks_)));
+    }
+    selected.push_back(policy);
+  } else if (policies_ != nullptr) {
+    for (const policy::Policy* policy : policies_->policies()) {
+      if (!Empty(Intersect(policy->info().tasks, tasks_))) {
+        selected.push_back(policy);
+      }
+    }
+    // Placement deciders first: the others refine the best plan so far.
+    std::stable_sort(selected.begin(), selected.end(),
+                     [](const policy::Policy* a, const policy::Policy* b) {
+                       return a->info().tasks.placement &&
+                              !b->info().tasks.placement;
+                     });
+  }
+  if (selected.empty()) {
+    response_.add_warnings(
+        absl::StrCat("no policy for ", TaskSetName(tasks_),
+                     " is loaded: answering with the best baseline plan"));
+    return absl::OkStatus();
+  }
+  for (const policy::Policy* policy : selected) {
+    if (absl::Status stop =
+            CheckStop(absl::StrCat("policy '", policy->info().name, "'"));
+        !stop.ok()) {
+      return Stop(stop);
+    }
+    RETURN_IF_ERROR(
+        RunPolicy(*policy, Intersect(policy->info().tasks, tasks_)));
+    if (partial_) break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
+                                    const policy::TaskSet& tasks) {
+  const std::string& name = policy.info().name;
+  const std::string stage = absl::StrCat("policy:", name);
+  const gopt::v1::Budget& budget = request_.budget();
+  policy::ProposeOptions propose;
+  propose.tasks = tasks;
+  propose.base_plan = best_.has_value() ? &best_->plan : nullptr;
+  if (budget.mode() == gopt::v1::Budget::FINE_TUNE) {
+    propose.fine_tune_steps = budget.fine_tune_steps() > 0
+                                  ? budget.fine_tune_steps()
+                                  : std::numeric_limits<int32_t>::max();
+  }
+  propose.deadline = work_deadline_;
+  if (budget.seconds() > 0) {
+    propose.deadline =
+        std::min(propose.deadline, start_ + absl::Seconds(budget.seconds()));
+  }
+  propose.num_samples = options_.policy_samples;
+  propose.seed = request_.options().seed();
+  propose.cancelled = context_.cancelled;
+  if (context_.on_progress) {
+    propose.on_progress = [this, &stage,
+                           &name](const policy::ProposeProgress& p) {
+      OptimizeProgress progress;
+      progress.set_stage(absl::StrCat(stage, ":", p.stage));
+      progress.set_step(p.step);
+      progress.set_best_step_time_s(
+          best_.has_value() ? std::min(best_->step_time_s, p.best_step_time_s)
+                            : p.best_step_time_s);
+      progress.set_best_method(best_.has_value() &&
+                                       best_->step_time_s <= p.best_step_time_s
+                                   ? best_->method
+                                   : name);
+      progress.set_elapsed_s(SecondsSince(start_));
+      context_.on_progress(progress);
+    };
+  }
+
+  const absl::Time policy_start = absl::Now();
+  absl::StatusOr<policy::Proposal> proposal =
+      policy.Propose(*simulator_, propose);
+  AddTiming(stage, policy_start);
+  gopt::v1::MethodResult* row = response_.add_policy_results();
+  row->set_method(name);
+  if (!proposal.ok()) {
+    row->set_error(std::string(proposal.status().message()));
+    if (context_.cancelled != nullptr && context_.cancelled->load()) {
+      return absl::CancelledError(
+          absl::StrCat("the client cancelled the request (", stage, ")"));
+    }
+    if (absl::Status stop = CheckStop(stage); !stop.ok()) return Stop(stop);
+    response_.add_warnings(absl::StrCat(
+        "policy '", name, "' gave no plan: ", proposal.status().message()));
+    return absl::OkStatus();
+  }
+  response_.set_policy_inference_seconds(response_.policy_inference_seconds() +
+                                         proposal->inference_seconds);
+  for (const std::string& warning : proposal->warnings) {
+    response_.add_warnings(absl::StrCat("policy '", name, "': ", warning));
+  }
+  // Scored again here: the answer's numbers all come from one simulator.
+  Plan plan = std::move(proposal->plan);
+  if (plan.method.empty()) plan.method = name;
+  simulator::SimulationOptions quick;
+  quick.record_timeline = false;
+  absl::StatusOr<SimulationResult> result = simulator_->Simulate(plan, quick);
+  response_.set_num_simulations(response_.num_simulations() + 1);
+  if (!result.ok()) {
+    row->set_error(std::string(result.status().message()));
+    response_.add_warnings(absl::StrCat(
+        "policy '", name,
+        "' proposed an invalid plan: ", result.status().message()));
+    return absl::OkStatus();
+  }
+  row->set_valid(true);
+  row->set_step_time_s(result->step_time_s);
+  row->set_oom(result->oom);
+  if (!result->oom)
+    Offer(Candidate{std::move(plan), name, result->step_time_s});
+  if (absl::Status stop = CheckStop(stage); !stop.ok()) return Stop(stop);
+  return absl::OkStatus();
+}
+
+absl::Status OptimizeRun::Stop(const absl::Status& stop) {
+  if (stop.code() == absl::StatusCode::kDeadlineExceeded &&
+      request_.allow_partial_result() && best_.has_value()) {
+    partial_ = true;
+    response_.add_warnings(absl::StrCat(
+        stop.message(), ": answering with the best plan found so far"));
+    return absl::OkStatus();
+  }
+  return stop;
+}
+
+absl::StatusOr<OptimizeResponse> OptimizeRun::Run() {
+  RETURN_IF_ERROR(Prepare());
+  RETURN_IF_ERROR(RunBaselines());
+  if (!partial_) RETURN_IF_ERROR(RunPolicies());
+  return Finish();
+}
+
+absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
+  // Never slower than the framework default.
+  if (default_usable_ &&
+      (!best_.has_value() ||
+       response_.default_step_time_s() < best_->step_time_s)) {
+    best_ =
+        Candidate{default_plan_, "default", response_.default_step_time_s()};
+  }
+  if (!best_.has_value()) {
+    return absl::FailedPreconditionError(
+        no_plan_reason_.empty()
+            ? absl::StrCat("no plan for graph '", graph_->name(),
+                           "' fits in memory on topology '", topology_->name,
+                           "'")
+            : no_plan_reason_);
+  }
+  simulator::SimulationOptions quick;
+  quick.record_timeline = false;
+  ASSIGN_OR_RETURN(SimulationResult result,
+                   simulator_->Simulate(best_->plan, quick));
+  response_.set_num_simulations(response_.num_simulations() + 1);
+  *response_.mutable_plan() = simulator::PlanToProto(best_->plan);
+  response_.set_method(best_->method);
+  response_.set_step_time_s(result.step_time_s);
+  for (int64_t bytes : result.peak_memory_bytes) {
+    response_.add_peak_memory_bytes(bytes);
+  }
+  if (default_usable_ && result.step_time_s > 0) {
+    response_.set_speedup_over_default(response_.default_step_time_s() /
+                                       result.step_time_s);
+  }
+  response_.set_partial(partial_);
+  gopt::v1::StageTiming* total = response_.add_timings();
+  total->set_stage("total");
+  total->set_seconds(SecondsSince(start_));
+  return std::move(response_);
+}
+
+}  // namespace
+
+policy::TaskSet RequestedTasks(const gopt::v1::Tasks& tasks) {
+  policy::TaskSet result;
+  if (!tasks.placement() && !tasks.scheduling() && !tasks.fusion() &&
+      !tasks.layout()) {
+    return result;
+  }
+  result.placement = tasks.placement();
+  result.scheduling = tasks.scheduling();
+  result.fusion = tasks.fusion();
+  result.layout = tasks.layout();
+  return result;
+}
+
+Engine::Engine(const EngineOptions& options,
+               std::shared_ptr<const PolicyRegistry> policies)
+    : options_(options), policies_(std::move(policies)) {
+  graph::RegisterBuiltinImporters(&importers_);
+  simulator::baselines::RegisterBuiltinBaselines(&baselines_);
+}
+
+absl::StatusOr<OptimizeResponse> Engine::Optimize(
+    const OptimizeRequest& request, const RequestContext& context) const {
+  OptimizeRun run(options_, importers_, baselines_, cost_model_,
+                  policies_.get(), request, context);
+  return run.Run();
+}
+
+absl::StatusOr<EvaluateResponse> Engine::Evaluate(
+    const EvaluateRequest& request, const RequestContext& context) const {
+  ASSIGN_OR_RETURN(
+      const graph::Graph graph,
+      ImportGraph(importers_, options_, request.graph(), request.options()));
+  ASSIGN_OR_RETURN(const simulator::Topology topology,
+                   TopologyFromInput(request.topology()));
+  if (context.cancelled != nullptr && context.cancelled->load()) {
+    return absl::CancelledError("the client cancelled the request");
+  }
+  const Plan plan = simulator::PlanFromProto(request.plan());
+  RETURN_IF_ERROR(
+      Annotate(simulator::ValidatePlan(plan, graph, topology), "plan"));
+  const simulator::Simulator simulator(graph, topology, cost_model_);
+  simulator::SimulationOptions simulation;
+  simulation.record_timeline = request.include_trace();
+  absl::StatusOr<SimulationResult> result =
+      simulator.Simulate(plan, simulation);
+  if (!result.ok()) return Annotate(result.status(), "plan");
+
+  EvaluateResponse response;
+  response.set_graph_name(graph.name());
+  response.set_num_nodes(graph.num_nodes());
+  for (const std::string& warning : graph.warnings()) {
+    response.add_warnings(warning);
+  }
+  response.set_step_time_s(result->step_time_s);
+  response.set_oom(result->oom);
+  response.set_lower_bound_s(simulator.LowerBound());
+  for (int64_t bytes : result->peak_memory_bytes) {
+    response.add_peak_memory_bytes(bytes);
+  }
+  for (double busy : result->device_busy_s) response.add_device_busy_s(busy);
+  response.set_bytes_moved(result->bytes_moved);
+  response.set_num_transfers(result->num_transfers);
+  response.set_num_kernels(result->num_kernels);
+  simulator::SimulationOptions quick;
+  quick.record_timeline = false;
+  absl::StatusOr<SimulationResult> default_result =
+      simulator.Simulate(simulator::DefaultPlan(graph), quick);
+  if (default_result.ok()) {
+    response.set_default_step_time_s(default_result->step_time_s);
+  }
+  if (request.include_trace()) {
+    response.set_chrome_trace_json(
+        simulator::ChromeTrace(graph, topology, plan, *result).dump());
+  }
+  return response;
+}
+
+gopt::v1::ListPoliciesResponse Engine::ListPolicies() const {
+  gopt::v1::ListPoliciesResponse response;
+  if (policies_ == nullptr) return response;
+  for (const policy::Policy* policy : policies_->policies()) {
+    const policy::PolicyInfo& info = policy->info();
+    gopt::v1::PolicyInfo* proto = response.add_policies();
+    proto->set_name(info.name);
+    proto->set_version(info.version);
+    proto->set_kind(info.kind);
+    *proto->mutable_tasks() = TasksToProto(info.tasks);
+    proto->set_card_json(info.card.dump());
+  }
+  return response;
+}
+
+}  // namespace gopt::server

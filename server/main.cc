@@ -1,0 +1,241 @@
+// gopt-server: the GraphOptimizer gRPC service. Flags (each also settable
+// by an environment variable GOPT_<FLAG NAME IN CAPITALS>, e.g.
+// GOPT_LISTEN=0.0.0.0:50051; a command-line flag wins) are read here once
+// and turned into options.
+//
+// Lifecycle: listen (health NOT_SERVING) -> load policies -> SERVING ->
+// SIGTERM/SIGINT -> NOT_SERVING, keep serving for --drain_seconds -> refuse
+// new calls, let calls in flight finish for --shutdown_timeout_seconds,
+// cancel the rest -> exit 0.
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "server/engine.h"
+#include "server/metrics.h"
+#include "server/policy_registry.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
+          "gRPC address host:port (port 0 = any free port)");
+ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
+          "Prometheus /metrics address host:port; empty = no metrics port");
+ABSL_FLAG(std::string, policy_dir, GOPT_DEFAULT_POLICY_DIR,
+          "directory of policies: each sub-directory with a card.json");
+ABSL_FLAG(int64_t, max_graph_nodes, 1'000'000,
+          "larger graphs are refused (RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
+          "larger request messages are refused (RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int32_t, threads, 0,
+          "threads running requests; 0 = one per CPU core");
+ABSL_FLAG(int32_t, queue_length, 64,
+          "requests admitted while every thread is busy; more are refused "
+          "(RESOURCE_EXHAUSTED)");
+ABSL_FLAG(double, drain_seconds, 5,
+          "after SIGTERM: seconds health reports NOT_SERVING while requests "
+          "are still served");
+ABSL_FLAG(double, shutdown_timeout_seconds, 10,
+          "after the drain: seconds calls in flight may take to finish "
+          "before they are cancelled");
+ABSL_FLAG(double, keepalive_time_seconds, 60,
+          "HTTP/2 keepalive ping interval on idle connections");
+ABSL_FLAG(double, keepalive_timeout_seconds, 20,
+          "drop a connection whose keepalive ping is not acked in time");
+ABSL_FLAG(double, keepalive_min_ping_interval_seconds, 10,
+          "refuse client pings more frequent than this");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate; enables TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA for client certificates; enables mTLS");
+
+namespace {
+
+constexpr int kExitUsage = 64;
+
+// The flags of this binary, in the order the effective config is logged.
+constexpr const char* kFlagNames[] = {
+    "listen",
+    "metrics_listen",
+    "policy_dir",
+    "max_graph_nodes",
+    "max_message_bytes",
+    "threads",
+    "queue_length",
+    "drain_seconds",
+    "shutdown_timeout_seconds",
+    "keepalive_time_seconds",
+    "keepalive_timeout_seconds",
+    "keepalive_min_ping_interval_seconds",
+    "tls_cert",
+    "tls_key",
+    "tls_client_ca",
+};
+
+// GOPT_<NAME> environment variables set the flags before the command line
+// is parsed, so a command-line flag overrides its variable.
+bool ApplyEnvironment() {
+  for (const char* name : kFlagNames) {
+    std::string variable = absl::StrCat("GOPT_", name);
+    std::transform(variable.begin(), variable.end(), variable.begin(),
+                   [](unsigned char c) { return std::toupper(c); });
+    const char* value = std::getenv(variable.c_str());
+    if (value == nullptr) continue;
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::string error;
+    if (flag == nullptr || !flag->ParseFrom(value, &error)) {
+      std::cerr << "gopt-server: " << variable << "=" << value << ": " << error
+                << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Duration Seconds(double seconds) {
+  return absl::Seconds(std::max(seconds, 0.0));
+}
+
+// Every policy kind this binary can load: one RegisterFactory line per
+// policy library linked into gopt-server. A card whose kind is not here
+// stops the server at start, naming the registered kinds.
+absl::Status RegisterPolicyFactories(gopt::server::PolicyRegistry* registry) {
+  (void)registry;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const gopt::server::PolicyRegistry>>
+LoadPolicies(const std::string& directory) {
+  auto registry = std::make_shared<gopt::server::PolicyRegistry>();
+  if (absl::Status status = RegisterPolicyFactories(registry.get());
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = registry->LoadDirectory(directory); !status.ok()) {
+    return status;
+  }
+  return registry;
+}
+
+int WaitForSignal(const sigset_t& signals) {
+  int signal = 0;
+  sigwait(&signals, &signal);
+  return signal;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Signals are taken synchronously by sigwait below; blocked before any
+  // thread starts so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::SetProgramUsageMessage(
+      "gopt-server: the gopt.v1.GraphOptimizer gRPC service.\n"
+      "usage: gopt-server [--listen=HOST:PORT] [--policy_dir=DIR] ...\n"
+      "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).");
+  if (!ApplyEnvironment()) return kExitUsage;
+  absl::ParseCommandLine(argc, argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+
+  LOG(INFO) << "gopt-server " << GOPT_VERSION << " (" << GOPT_GIT_REVISION
+            << ") starting with:";
+  for (const char* name : kFlagNames) {
+    LOG(INFO) << "  --" << name << "="
+              << absl::FindCommandLineFlag(name)->CurrentValue();
+  }
+
+  gopt::server::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.threads =
+      absl::GetFlag(FLAGS_threads) > 0
+          ? absl::GetFlag(FLAGS_threads)
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.queue_length = absl::GetFlag(FLAGS_queue_length);
+  options.keepalive_time = Seconds(absl::GetFlag(FLAGS_keepalive_time_seconds));
+  options.keepalive_timeout =
+      Seconds(absl::GetFlag(FLAGS_keepalive_timeout_seconds));
+  options.min_client_ping_interval =
+      Seconds(absl::GetFlag(FLAGS_keepalive_min_ping_interval_seconds));
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+
+  gopt::server::Metrics metrics(GOPT_VERSION, GOPT_GIT_REVISION);
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_listen.empty()) {
+    if (absl::Status status = metrics.StartExposer(metrics_listen);
+        !status.ok()) {
+      LOG(ERROR) << status.message();
+      return 1;
+    }
+    LOG(INFO) << "metrics on port " << metrics.exposer_port() << " (/metrics)";
+  }
+  absl::StatusOr<std::unique_ptr<gopt::server::OptimizerServer>> server =
+      gopt::server::OptimizerServer::Start(options, &metrics);
+  if (!server.ok()) {
+    LOG(ERROR) << server.status().message();
+    return 1;
+  }
+  LOG(INFO) << "listening on port " << (*server)->port()
+            << (options.tls.cert_file.empty()        ? " (plaintext)"
+                : options.tls.client_ca_file.empty() ? " (TLS)"
+                                                     : " (mTLS)")
+            << "; health NOT_SERVING while policies load";
+
+  const std::string policy_dir = absl::GetFlag(FLAGS_policy_dir);
+  absl::StatusOr<std::shared_ptr<const gopt::server::PolicyRegistry>> policies =
+      LoadPolicies(policy_dir);
+  if (!policies.ok()) {
+    LOG(ERROR) << "cannot load policies: " << policies.status().message();
+    (*server)->Shutdown(absl::Now());
+    return 1;
+  }
+  for (const gopt::policy::Policy* policy : (*policies)->policies()) {
+    LOG(INFO) << "policy " << policy->info().name << "@"
+              << policy->info().version << " (" << policy->info().kind << ", "
+              << gopt::server::TaskSetName(policy->info().tasks) << ") from "
+              << policy->info().directory;
+  }
+  if ((*policies)->policies().empty()) {
+    LOG(WARNING) << "no policy in " << policy_dir
+                 << ": Optimize answers with the best baseline plan";
+  }
+  gopt::server::EngineOptions engine_options;
+  engine_options.max_graph_nodes = absl::GetFlag(FLAGS_max_graph_nodes);
+  (*server)->SetEngine(
+      std::make_shared<gopt::server::Engine>(engine_options, *policies));
+  LOG(INFO) << "SERVING";
+
+  const int signal = WaitForSignal(signals);
+  const absl::Duration drain = Seconds(absl::GetFlag(FLAGS_drain_seconds));
+  LOG(INFO) << "signal " << signal << ": health NOT_SERVING, draining for "
+            << drain;
+  (*server)->BeginDrain();
+  absl::SleepFor(drain);
+  const absl::Duration grace =
+      Seconds(absl::GetFlag(FLAGS_shutdown_timeout_seconds));
+  LOG(INFO) << "refusing new calls; calls in flight have " << grace;
+  (*server)->Shutdown(absl::Now() + grace);
+  LOG(INFO) << "stopped";
+  return 0;
+}

@@ -1,0 +1,217 @@
+#include "server/policy_registry.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/importer.h"
+#include "graph/status_macros.h"
+
+namespace gopt::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Whether version `a` sorts before `b`: numerically when both are
+// integers, else as strings.
+bool VersionLess(const std::string& a, const std::string& b) {
+  int64_t x = 0;
+  int64_t y = 0;
+  if (absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y)) return x < y;
+  return a < b;
+}
+
+// Checks the fields every card must have, whatever its kind.
+absl::Status ValidateCard(const nlohmann::json& card) {
+  if (!card.is_object()) {
+    return absl::InvalidArgumentError("card.json: not a JSON object");
+  }
+  const auto format = card.find("format_version");
+  if (format == card.end() || !format->is_number_integer()) {
+    return absl::InvalidArgumentError(
+        "card.json: 'format_version' is missing or not an integer");
+  }
+  if (format->get<int64_t>() != kPolicyCardFormatVersion) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("card.json: format_version ", format->get<int64_t>(),
+                     " is not supported (this server reads ",
+                     kPolicyCardFormatVersion, ")"));
+  }
+  for (const char* field : {"kind", "name"}) {
+    const auto value = card.find(field);
+    if (value == card.end() || !value->is_string() ||
+        value->get<std::string>().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "card.json: '", field, "' is missing or not a non-empty string"));
+    }
+  }
+  if (const auto version = card.find("version");
+      version != card.end() && !version->is_string() &&
+      !version->is_number_integer()) {
+    return absl::InvalidArgumentError(
+        "card.json: 'version' must be a string or an integer");
+  }
+  if (const auto tasks = card.find("tasks"); tasks != card.end()) {
+    if (!tasks->is_array()) {
+      return absl::InvalidArgumentError(
+          "card.json: 'tasks' must be an array of task names");
+    }
+    policy::TaskSet ignored;
+    for (const nlohmann::json& task : *tasks) {
+      if (!task.is_string()) {
+        return absl::InvalidArgumentError(
+            "card.json: 'tasks' must be an array of task names");
+      }
+      RETURN_IF_ERROR(Annotate(AddTaskByName(task.get<std::string>(), &ignored),
+                               "card.json: tasks"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AddTaskByName(absl::string_view task, policy::TaskSet* tasks) {
+  if (task == "placement") {
+    tasks->placement = true;
+  } else if (task == "scheduling") {
+    tasks->scheduling = true;
+  } else if (task == "fusion") {
+    tasks->fusion = true;
+  } else if (task == "layout") {
+    tasks->layout = true;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown task '", task,
+                     "'; known: placement, scheduling, fusion, layout"));
+  }
+  return absl::OkStatus();
+}
+
+std::string TaskSetName(const policy::TaskSet& tasks) {
+  std::vector<absl::string_view> names;
+  if (tasks.placement) names.push_back("placement");
+  if (tasks.scheduling) names.push_back("scheduling");
+  if (tasks.fusion) names.push_back("fusion");
+  if (tasks.layout) names.push_back("layout");
+  return names.empty() ? "none" : absl::StrJoin(names, "+");
+}
+
+absl::Status PolicyRegistry::RegisterFactory(const std::string& kind,
+                                             policy::PolicyFactory factory) {
+  if (kind.empty() || !factory) {
+    return absl::InvalidArgumentError(
+        "a policy factory needs a kind and a callable");
+  }
+  if (!factories_.emplace(kind, std::move(factory)).second) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "a policy factory for kind '", kind, "' is already registered"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PolicyRegistry::LoadDirectory(const std::string& directory) {
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) {
+    return absl::NotFoundError(
+        absl::StrCat("policy directory '", directory, "' does not exist"));
+  }
+  std::vector<fs::path> candidates;
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(directory, error)) {
+    if (entry.is_directory() && fs::exists(entry.path() / "card.json")) {
+      candidates.push_back(entry.path());
+    }
+  }
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot list policy directory '",
+                                            directory, "': ", error.message()));
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (const fs::path& path : candidates) {
+    const std::string where = absl::StrCat("policy '", path.string(), "'");
+    ASSIGN_OR_RETURN(const std::string text,
+                     graph::ReadFileToString((path / "card.json").string()));
+    nlohmann::json card =
+        nlohmann::json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
+    if (card.is_discarded()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": card.json is not valid JSON"));
+    }
+    RETURN_IF_ERROR(Annotate(ValidateCard(card), where));
+    const std::string kind = card["kind"].get<std::string>();
+    const auto factory = factories_.find(kind);
+    if (factory == factories_.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          where, ": card.json: no policy factory for kind '", kind,
+          "'; registered kinds: ",
+          factories_.empty() ? "none" : absl::StrJoin(kinds(), ", ")));
+    }
+    absl::StatusOr<std::unique_ptr<policy::Policy>> loaded =
+        factory->second(path.string(), card);
+    if (!loaded.ok()) return Annotate(loaded.status(), where);
+    RETURN_IF_ERROR(Annotate(Add(*std::move(loaded)), where));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PolicyRegistry::Add(std::unique_ptr<policy::Policy> policy) {
+  if (policy == nullptr || policy->info().name.empty()) {
+    return absl::InvalidArgumentError("a policy needs a name");
+  }
+  const policy::PolicyInfo& info = policy->info();
+  for (const auto& loaded : policies_) {
+    if (loaded->info().name == info.name &&
+        loaded->info().version == info.version) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "policy '", info.name, "' version '", info.version,
+          "' is loaded twice (also from '", loaded->info().directory, "')"));
+    }
+  }
+  policies_.push_back(std::move(policy));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const policy::Policy*> PolicyRegistry::Find(
+    absl::string_view name, absl::string_view version) const {
+  const policy::Policy* found = nullptr;
+  for (const auto& policy : policies_) {
+    const policy::PolicyInfo& info = policy->info();
+    if (info.name != name) continue;
+    if (!version.empty()) {
+      if (info.version == version) return policy.get();
+      continue;
+    }
+    if (found == nullptr || VersionLess(found->info().version, info.version)) {
+      found = policy.get();
+    }
+  }
+  if (found != nullptr) return found;
+  std::vector<std::string> loaded;
+  for (const auto& policy : policies_) {
+    loaded.push_back(
+        absl::StrCat(policy->info().name, "@", policy->info().version));
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "unknown policy '", name, version.empty() ? "" : "@", version,
+      "'; loaded: ", loaded.empty() ? "none" : absl::StrJoin(loaded, ", ")));
+}
+
+std::vector<const policy::Policy*> PolicyRegistry::policies() const {
+  std::vector<const policy::Policy*> result;
+  result.reserve(policies_.size());
+  for (const auto& policy : policies_) result.push_back(policy.get());
+  return result;
+}
+
+std::vector<std::string> PolicyRegistry::kinds() const {
+  std::vector<std::string> result;
+  for (const auto& [kind, factory] : factories_) result.push_back(kind);
+  return result;
+}
+
+}  // namespace gopt::server

@@ -1,0 +1,87 @@
+#ifndef GOPT_SERVER_POLICY_REGISTRY_H_
+#define GOPT_SERVER_POLICY_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "policy/policy.h"
+
+namespace gopt::server {
+
+// The card.json format versions LoadDirectory accepts.
+inline constexpr int kPolicyCardFormatVersion = 1;
+
+// The policies a server serves, loaded from a directory of checkpoints.
+// Each sub-directory that holds a card.json is one policy:
+//
+//   {"format_version": 1, "kind": "go", "name": "go-multitask",
+//    "version": "1", "tasks": ["placement", "scheduling", "fusion"],
+//    "checkpoint": "model.pt", ...}
+//
+// and is built by the PolicyFactory registered for its "kind". Filling the
+// registry (RegisterFactory, LoadDirectory, Add) is not thread-safe; once
+// filled, a const registry is safe to read from many threads, and so are
+// the policies it owns.
+//
+//   PolicyRegistry registry;
+//   RETURN_IF_ERROR(registry.RegisterFactory("go", GoPolicyFactory()));
+//   RETURN_IF_ERROR(registry.LoadDirectory("policy/pretrained"));
+class PolicyRegistry {
+ public:
+  PolicyRegistry() = default;
+  PolicyRegistry(const PolicyRegistry&) = delete;
+  PolicyRegistry& operator=(const PolicyRegistry&) = delete;
+
+  // Makes cards of `kind` loadable. AlreadyExists for a kind registered
+  // twice; InvalidArgument for an empty kind or a null factory.
+  absl::Status RegisterFactory(const std::string& kind,
+                               policy::PolicyFactory factory);
+
+  // Loads every sub-directory of `directory` that holds a card.json, in
+  // name order; sub-directories without one are skipped. Fails on the
+  // first bad policy, naming its directory: NotFound when `directory` does
+  // not exist; InvalidArgument for a card that is not JSON, misses
+  // format_version / kind / name, has an unsupported format_version, a
+  // field of the wrong type or an unknown task; NotFound for a kind no
+  // factory is registered for (listing the registered kinds); the
+  // factory's own error; AlreadyExists for a second policy with the same
+  // name and version.
+  absl::Status LoadDirectory(const std::string& directory);
+
+  // Adds an already built policy. AlreadyExists for a duplicate name and
+  // version; InvalidArgument for a null policy or an empty name.
+  absl::Status Add(std::unique_ptr<policy::Policy> policy);
+
+  // The policy called `name` with `version`; an empty version picks the
+  // highest one (numeric versions compare as numbers). NotFound naming the
+  // policy and listing the loaded ones otherwise.
+  absl::StatusOr<const policy::Policy*> Find(absl::string_view name,
+                                             absl::string_view version) const;
+
+  // Every loaded policy, in load order.
+  std::vector<const policy::Policy*> policies() const;
+
+  // Registered factory kinds, sorted.
+  std::vector<std::string> kinds() const;
+
+ private:
+  std::map<std::string, policy::PolicyFactory> factories_;
+  std::vector<std::unique_ptr<policy::Policy>> policies_;
+};
+
+// Parses a task name ("placement", "scheduling", "fusion", "layout") into
+// `tasks`. InvalidArgument naming the task otherwise.
+absl::Status AddTaskByName(absl::string_view task, policy::TaskSet* tasks);
+
+// "placement+scheduling+fusion": the set tasks joined by '+', in task
+// order; "none" for the empty set.
+std::string TaskSetName(const policy::TaskSet& tasks);
+
+}  // namespace gopt::server
+
+#endif  // GOPT_SERVER_POLICY_REGISTRY_H_

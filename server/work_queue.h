@@ -1,0 +1,68 @@
+#ifndef GOPT_SERVER_WORK_QUEUE_H_
+#define GOPT_SERVER_WORK_QUEUE_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+
+namespace gopt::server {
+
+// Admission control: a fixed pool of threads that run submitted work, in
+// arrival order, behind a bounded queue of work waiting for a thread. gRPC
+// callback handlers submit the expensive part of a request here so that
+// they never block a gRPC thread. Thread-safe.
+//
+//   WorkQueue queue(/*num_threads=*/4, /*max_queued=*/64);
+//   absl::Status admitted = queue.Submit([=] { Serve(call); });
+//   if (!admitted.ok()) call->Finish(ToGrpcStatus(admitted));
+class WorkQueue {
+ public:
+  // num_threads >= 1; max_queued >= 0 (0: admit only when a thread is
+  // idle).
+  WorkQueue(int num_threads, int max_queued);
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+  // Shutdown().
+  ~WorkQueue();
+
+  // Queues `work`. ResourceExhausted when max_queued items already wait
+  // for a thread; Unavailable after Shutdown.
+  absl::Status Submit(std::function<void()> work);
+
+  // Items waiting for a thread / running now.
+  int64_t queued() const;
+  int64_t running() const;
+
+  // Refuses new work, runs what is queued, waits for the threads.
+  // Idempotent.
+  void Shutdown();
+
+  // Called with the queue length whenever it changes (for a gauge); set
+  // before the first Submit. Called with the queue's lock held: it must
+  // not call back into the queue.
+  void set_queue_length_observer(std::function<void(int64_t)> observer) {
+    queue_length_observer_ = std::move(observer);
+  }
+
+ private:
+  void Loop();
+
+  const int max_queued_;
+  std::function<void(int64_t)> queue_length_observer_;
+  mutable absl::Mutex mutex_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mutex_);
+  int64_t running_ ABSL_GUARDED_BY(mutex_) = 0;
+  int idle_ ABSL_GUARDED_BY(mutex_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mutex_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace gopt::server
+
+#endif  // GOPT_SERVER_WORK_QUEUE_H_
