@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/container/flat_hash_map.h"
@@ -55,6 +56,11 @@ absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
   // which keeps validation cheap inside the simulator's inner loop.
   const bool check_constraints = has_cpu && has_accelerator;
   absl::flat_hash_map<int32_t, int32_t> group_device;
+  // Colocation groups are rare (TF graphs only); when there are none the
+  // nodes need not be touched.
+  const bool check_colocation = !graph.colocation_groups().empty();
+  std::vector<graph::NodeId> colocated_with(
+      check_colocation ? graph.colocation_groups().size() : 0, -1);
   for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
     const int32_t device = plan.device[id];
     if (device < 0 || device >= num_devices) {
@@ -76,6 +82,19 @@ absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
         return absl::InvalidArgumentError(
             absl::StrCat("plan places accelerator-only node '", node.name,
                          "' on CPU device ", device));
+      }
+    }
+    if (check_colocation && graph.node(id).colocation_group >= 0) {
+      graph::NodeId& first = colocated_with[graph.node(id).colocation_group];
+      if (first < 0) {
+        first = id;
+      } else if (plan.device[first] != device) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "plan splits colocation group '",
+            graph.colocation_groups()[graph.node(id).colocation_group],
+            "': node '", graph.node(first).name, "' on device ",
+            plan.device[first], ", node '", graph.node(id).name, "' on device ",
+            device));
       }
     }
     if (!plan.fusion_group.empty() && plan.fusion_group[id] >= 0) {
@@ -101,6 +120,46 @@ absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
     }
   }
   return absl::OkStatus();
+}
+
+void ColocateGroups(const graph::Graph& graph, const Topology& topology,
+                    std::vector<int32_t>* device) {
+  const std::vector<std::string>& groups = graph.colocation_groups();
+  if (groups.empty()) return;
+  // The device each group settles on: its anchor's, else its first
+  // member's; a member with a device constraint its device breaks wins.
+  std::vector<int32_t> group_device(groups.size(), -1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (std::optional<graph::NodeId> anchor = graph.FindNode(groups[g])) {
+      if (graph.node(*anchor).colocation_group == static_cast<int32_t>(g)) {
+        group_device[g] = (*device)[*anchor];
+      }
+    }
+  }
+  // As in ValidatePlan, constraints bind only when the topology has both
+  // CPUs and accelerators.
+  bool has_cpu = false;
+  bool has_accelerator = false;
+  for (const DeviceProfile& profile : topology.devices) {
+    (profile.kind == DeviceKind::kCpu ? has_cpu : has_accelerator) = true;
+  }
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const int32_t g = graph.node(id).colocation_group;
+    if (g < 0) continue;
+    if (group_device[g] < 0) group_device[g] = (*device)[id];
+    if (!has_cpu || !has_accelerator) continue;
+    const graph::DeviceConstraint constraint = graph.node(id).device_constraint;
+    const bool on_cpu =
+        topology.devices[group_device[g]].kind == DeviceKind::kCpu;
+    if ((constraint == graph::DeviceConstraint::kCpuOnly && !on_cpu) ||
+        (constraint == graph::DeviceConstraint::kAcceleratorOnly && on_cpu)) {
+      group_device[g] = (*device)[id];
+    }
+  }
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const int32_t g = graph.node(id).colocation_group;
+    if (g >= 0) (*device)[id] = group_device[g];
+  }
 }
 
 gopt::v1::Plan PlanToProto(const Plan& plan) {

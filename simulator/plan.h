@@ -37,10 +37,21 @@ Plan DefaultPlan(const graph::Graph& graph);
 // 0..num_devices-1; a CPU-only node sits on a non-CPU device (only when the
 // topology has a CPU device; otherwise the host is implicit); an
 // accelerator-only node sits on a CPU while an accelerator exists; a fusion
-// group spans devices; a layout is not a permutation of the output's rank.
-// (Fusion groups that would form a cycle are reported by the simulator.)
+// group spans devices; two nodes of one colocation group (TF's `_class`
+// "loc:@...") sit on different devices; a layout is not a permutation of the
+// output's rank. (Fusion groups that would form a cycle are reported by the
+// simulator.)
 absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
                           const Topology& topology);
+
+// Moves every colocation group of `graph` onto one device: the device of
+// the group's anchor (the node the group is named after, else its first
+// member), unless that device breaks a member's device constraint, in which
+// case the constrained member's device. Placement heuristics and policies
+// call it on their device vector (one entry per node) so that their plans
+// pass ValidatePlan. Graphs without colocation groups are left untouched.
+void ColocateGroups(const graph::Graph& graph, const Topology& topology,
+                    std::vector<int32_t>* device);
 
 gopt::v1::Plan PlanToProto(const Plan& plan);
 Plan PlanFromProto(const gopt::v1::Plan& proto);

@@ -352,6 +352,42 @@ TEST(SimulatorTest, CpuOnlyNodeMustRunOnTheCpu) {
   EXPECT_TRUE(simulator.Simulate(plan).ok());
 }
 
+// "variable" anchors colocation group "variable"; "read" belongs to it.
+Graph ColocatedGraph() {
+  graph::GraphBuilder builder("colocated", "generated");
+  for (const char* name : {"variable", "read", "other"}) {
+    Node node;
+    node.name = name;
+    node.op = "op";
+    node.kind = OpKind::kElementwiseUnary;
+    node.outputs = {MakeTensorType(DType::kF32, {10})};
+    if (std::string(name) != "other") {
+      node.colocation_group = builder.ColocationGroup("variable");
+    }
+    builder.AddNode(std::move(node));
+  }
+  return std::move(builder).Build(graph::GraphLimits()).value();
+}
+
+TEST(SimulatorTest, SplitColocationGroupIsRejected) {
+  const Graph graph = ColocatedGraph();
+  Plan plan = DefaultPlan(graph);
+  plan.device = {/*variable=*/0, /*read=*/1, /*other=*/1};
+  EXPECT_THAT(std::string(ValidatePlan(plan, graph, TestTopology()).message()),
+              HasSubstr("plan splits colocation group 'variable': node "
+                        "'variable' on device 0, node 'read' on device 1"));
+}
+
+TEST(SimulatorTest, ColocateGroupsFollowsTheAnchor) {
+  const Graph graph = ColocatedGraph();
+  std::vector<int32_t> device = {/*variable=*/1, /*read=*/0, /*other=*/0};
+  ColocateGroups(graph, TestTopology(), &device);
+  EXPECT_THAT(device, ElementsAre(1, 1, 0));
+  Plan plan = DefaultPlan(graph);
+  plan.device = device;
+  EXPECT_TRUE(ValidatePlan(plan, graph, TestTopology()).ok());
+}
+
 TEST(SimulatorTest, ParallelSimulationsAgreeWithSerialOnes) {
   // One Simulator shared by threads, each simulating its own plans (as
   // parallel PPO rollouts do); results equal the serial ones.

@@ -12,6 +12,16 @@
 namespace gopt::simulator::baselines {
 namespace {
 
+// The placer's devices with every colocation group moved onto one device
+// (heuristics place nodes one by one; TF's colocation constraints bind the
+// group as a whole).
+absl::StatusOr<std::vector<int32_t>> PlaceColocated(
+    const Placer& placer, const BaselineContext& context) {
+  ASSIGN_OR_RETURN(std::vector<int32_t> device, placer.Place(context));
+  ColocateGroups(context.graph, context.topology, &device);
+  return device;
+}
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
@@ -88,7 +98,8 @@ absl::StatusOr<Plan> MakeBaselinePlan(const BaselineRegistry& registry,
   const LayoutAssigner* assigner = *registry.FindLayoutAssigner(parsed.layout);
   Plan plan;
   plan.method = name;
-  absl::StatusOr<std::vector<int32_t>> device = placer->Place(context);
+  absl::StatusOr<std::vector<int32_t>> device =
+      PlaceColocated(*placer, context);
   if (!device.ok()) return Annotate(device.status(), name);
   plan.device = *std::move(device);
   absl::StatusOr<std::vector<int32_t>> priority =
@@ -158,8 +169,8 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
     auto [placed, new_placement] = placements.try_emplace(method.placement);
     if (new_placement) {
       const Placer* placer = *registry.FindPlacer(method.placement);
-      placed->second =
-          Timed<std::vector<int32_t>>([&] { return placer->Place(context); });
+      placed->second = Timed<std::vector<int32_t>>(
+          [&] { return PlaceColocated(*placer, context); });
     }
     trial.method_seconds = placed->second.seconds;
     if (!placed->second.value.ok()) {

@@ -71,6 +71,11 @@ void GraphMaker::Constrain(int node, graph::DeviceConstraint constraint) {
   builder_.mutable_node(node).device_constraint = constraint;
 }
 
+void GraphMaker::Colocate(int node, const std::string& group) {
+  builder_.mutable_node(node).colocation_group =
+      builder_.ColocationGroup(group);
+}
+
 void GraphMaker::SetLayoutConfigurable(int node, std::vector<int64_t> dims) {
   Node& n = builder_.mutable_node(node);
   n.layout_configurable = true;
@@ -127,12 +132,29 @@ Graph CpuOnlyGraph() {
   return g.Build();
 }
 
+Graph ColocatedFanOutGraph(int width) {
+  GraphMaker g("colocated-fan-out");
+  const int p = g.Param("p", 1000);
+  const int root = g.Op("root", 1e6, {p});
+  std::vector<int> ends;
+  for (int i = 0; i < width; ++i) {
+    const int w = g.Param(absl::StrCat("w", i), 1000);
+    g.Colocate(w, "w0");
+    const int mm = g.Op(absl::StrCat("dot", i), OpKind::kDot, 1e10, {root, w});
+    if (i % 2 == 0) g.Colocate(mm, "w0");
+    ends.push_back(mm);
+  }
+  g.Op("join", OpKind::kConcatenate, 0, ends);
+  return g.Build();
+}
+
 std::vector<std::pair<std::string, Graph>> SmallGraphs() {
   std::vector<std::pair<std::string, Graph>> graphs;
   graphs.emplace_back("chain", ChainGraph(6));
   graphs.emplace_back("diamond", DiamondGraph());
   graphs.emplace_back("fan-out", FanOutGraph(8));
   graphs.emplace_back("cpu-only", CpuOnlyGraph());
+  graphs.emplace_back("colocated-fan-out", ColocatedFanOutGraph(8));
   {
     GraphMaker g("one-node");
     g.Op("only", 1e6, {});

@@ -37,6 +37,8 @@ class GraphMaker {
     return Op(name, graph::OpKind::kElementwiseBinary, flops, inputs, elements);
   }
   void Constrain(int node, graph::DeviceConstraint constraint);
+  // Puts `node` in colocation group `group` (TF's `_class` "loc:@group").
+  void Colocate(int node, const std::string& group);
   void SetLayoutConfigurable(int node, std::vector<int64_t> dims);
   graph::Graph Build();
 
@@ -52,8 +54,11 @@ graph::Graph DiamondGraph();
 graph::Graph FanOutGraph(int width);
 // A small pipeline whose middle node is CPU-only (string decoding).
 graph::Graph CpuOnlyGraph();
+// A fan-out whose branch weights are colocated with the first branch's
+// weight (as TF colocates variables with their reads).
+graph::Graph ColocatedFanOutGraph(int width);
 // The graphs every baseline must handle: chain, diamond, fan-out, CPU-only,
-// a single node, and an empty graph.
+// colocated fan-out, a single node, and an empty graph.
 std::vector<std::pair<std::string, graph::Graph>> SmallGraphs();
 
 }  // namespace gopt::simulator::baselines::testing
