@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,20 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/bench.h"
 #include "client/inspect.h"
+#include "client/load_generator.h"
+#include "client/optimize_report.h"
+#include "client/optimizer_client.h"
 #include "client/simulate_report.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/native_importer.h"
+#include "server/engine.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/chrome_trace.h"
@@ -64,6 +70,36 @@ ABSL_FLAG(int32_t, hidden, 0, "generate: model width (0 = family default)");
 ABSL_FLAG(int32_t, image_size, 0, "generate: image size (0 = default)");
 ABSL_FLAG(std::string, preset, "",
           "generate: a named preset (see 'generate list')");
+ABSL_FLAG(std::string, server, "",
+          "optimize/evaluate/policies/health/load: gopt-server HOST:PORT "
+          "(optimize/evaluate without it run the engine in-process)");
+ABSL_FLAG(std::vector<std::string>, tasks, {},
+          "optimize: placement,scheduling,fusion,layout (default: the first "
+          "three)");
+ABSL_FLAG(double, budget_seconds, 0,
+          "optimize: time limit of the optimization (0 = none)");
+ABSL_FLAG(std::string, policy, "",
+          "optimize: policy NAME or NAME@VERSION (default: every loaded one)");
+ABSL_FLAG(int32_t, fine_tune_steps, 0,
+          "optimize: fine-tune the policy for this many steps (0 = zero-shot)");
+ABSL_FLAG(bool, baselines_only, false,
+          "optimize: no policy, only the baseline heuristics");
+ABSL_FLAG(bool, allow_partial, false,
+          "optimize: on deadline, answer with the best plan found so far");
+ABSL_FLAG(bool, progress, false,
+          "optimize --server: stream progress events to stderr");
+ABSL_FLAG(double, timeout, 120, "remote calls: deadline in seconds");
+ABSL_FLAG(int32_t, concurrency, 1, "load: requests in flight at once");
+ABSL_FLAG(double, duration, 10, "load: seconds to send requests for");
+ABSL_FLAG(int64_t, requests, 0,
+          "load: stop after this many requests (0 = only --duration)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "remote calls: PEM CA of the server certificate (enables TLS)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "remote calls: PEM client certificate (mTLS)");
+ABSL_FLAG(std::string, tls_key, "", "remote calls: PEM key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "remote calls: expect this name in the server certificate");
 
 namespace {
 
@@ -86,6 +122,14 @@ commands:
                    --graph=gen:PRESET): step time vs default and lower bound
   generate FAMILY  write a training-step graph of a model family (--out);
                    'generate list' shows families and presets
+  optimize FILE    decide placement, scheduling, fusion (--tasks) on
+                   --topology: default vs every baseline vs the chosen plan
+                   (in-process, or on --server; --out plan.json, --trace)
+  evaluate FILE    simulate --plan plan.json on --topology (--server)
+  policies         list the policies --server has loaded
+  health           exit 0 only when --server reports SERVING
+  load             send --graph FILE to --server with --concurrency N for
+                   --duration S: throughput, p50/p90/p99, errors by code
 
 FILE formats (sniffed, or --format): XLA HLO text (hlo), HloModuleProto
 (hlo-proto), ONNX (onnx), TensorFlow GraphDef binary/text (graphdef),
@@ -98,14 +142,19 @@ random, expert, metis, heft, m-etf, m-sct; scheduling: fifo, critical-path;
 fusion: none, greedy; layout: default, greedy. best-baseline = the best of
 every combination.
 
-exit codes: 0 ok, 2 an input (graph, topology, plan) is invalid, 64 usage.
+exit codes: 0 ok, 1 the server failed, could not be reached or is not
+SERVING, 2 an input (graph, topology, plan, policy) is invalid, 64 usage.
 
 examples:
   gopt inspect ../shared/data/hlo/mixer_b16_jax_unopt.hlo
   gopt inspect model.onnx --dim=batch=32 --json
   gopt simulate mixer.hlo --topology=h100x8-nvlink --method=metis+critical-path+greedy --trace=t.json
   gopt bench --topology=v100x4-nvlink --graph=gen:gnmt8-large,model.onnx
-  gopt generate gnmt --layers=8 --seq=100 --batch=256 --out=gnmt8.gopt.pb)";
+  gopt generate gnmt --layers=8 --seq=100 --batch=256 --out=gnmt8.gopt.pb
+  gopt optimize mixer.hlo --topology=v100x4-nvlink --server=127.0.0.1:50051
+  gopt load --server=127.0.0.1:50051 --graph=mixer.hlo --concurrency=4 --duration=30
+
+Flag names may use '-' for '_' (--budget-seconds).)";
 
 int Fail(absl::string_view command, const absl::Status& status,
          int code = kExitInputError) {
@@ -343,6 +392,313 @@ int RunGenerate(const std::string& family) {
   return WriteGraph("generate", *graph);
 }
 
+// Exit code for a failed engine or server call: 2 when the input is at
+// fault, 1 when the server is.
+int FailCall(absl::string_view command, const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kResourceExhausted:
+      return Fail(command, status);
+    default:
+      std::cerr << "gopt " << command << ": "
+                << absl::StatusCodeToString(status.code()) << ": "
+                << status.message() << "\n";
+      return 1;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<gopt::client::OptimizerClient>> ConnectFromFlags(
+    int max_attempts) {
+  gopt::client::ClientOptions options;
+  options.target = absl::GetFlag(FLAGS_server);
+  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  options.max_attempts = max_attempts;
+  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_server_name_override = absl::GetFlag(FLAGS_tls_server_name);
+  return gopt::client::OptimizerClient::Connect(options);
+}
+
+// The topology flag as a request field: a preset name, or a JSON file.
+absl::StatusOr<gopt::v1::TopologyInput> TopologyInputFromFlags() {
+  gopt::v1::TopologyInput input;
+  const std::string topology = absl::GetFlag(FLAGS_topology);
+  const std::vector<std::string> presets =
+      gopt::simulator::PresetTopologyNames();
+  if (std::find(presets.begin(), presets.end(), topology) != presets.end()) {
+    input.set_preset(topology);
+    return input;
+  }
+  absl::StatusOr<gopt::simulator::Topology> loaded =
+      gopt::simulator::LoadTopology(topology);
+  if (!loaded.ok()) return loaded.status();
+  *input.mutable_topology() = gopt::simulator::TopologyToProto(*loaded);
+  return input;
+}
+
+gopt::v1::OptimizeOptions RequestOptionsFromFlags() {
+  gopt::v1::OptimizeOptions options;
+  // Validated in main() before any command runs.
+  const gopt::graph::ImportOptions import = *ImportOptionsFromFlags();
+  for (const auto& [name, value] : import.symbolic_dims) {
+    (*options.mutable_symbolic_dims())[name] = value;
+  }
+  options.set_default_dim(import.default_symbolic_dim);
+  options.set_seed(absl::GetFlag(FLAGS_seed));
+  for (const std::string& method : absl::GetFlag(FLAGS_methods)) {
+    options.add_baseline_methods(method);
+  }
+  return options;
+}
+
+absl::StatusOr<gopt::v1::OptimizeRequest> OptimizeRequestFromFlags(
+    const std::string& path) {
+  gopt::v1::OptimizeRequest request;
+  absl::StatusOr<gopt::v1::GraphInput> graph =
+      gopt::client::GraphInputFromFile(path, absl::GetFlag(FLAGS_format));
+  if (!graph.ok()) return graph.status();
+  *request.mutable_graph() = *std::move(graph);
+  absl::StatusOr<gopt::v1::TopologyInput> topology = TopologyInputFromFlags();
+  if (!topology.ok()) return topology.status();
+  *request.mutable_topology() = *std::move(topology);
+  for (const std::string& task : absl::GetFlag(FLAGS_tasks)) {
+    if (task == "placement") {
+      request.mutable_tasks()->set_placement(true);
+    } else if (task == "scheduling") {
+      request.mutable_tasks()->set_scheduling(true);
+    } else if (task == "fusion") {
+      request.mutable_tasks()->set_fusion(true);
+    } else if (task == "layout") {
+      request.mutable_tasks()->set_layout(true);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tasks: unknown task '", task,
+                       "'; known: placement, scheduling, fusion, layout"));
+    }
+  }
+  const std::string policy = absl::GetFlag(FLAGS_policy);
+  const size_t at = policy.find('@');
+  request.mutable_policy()->set_name(policy.substr(0, at));
+  if (at != std::string::npos) {
+    request.mutable_policy()->set_version(policy.substr(at + 1));
+  }
+  gopt::v1::Budget* budget = request.mutable_budget();
+  budget->set_seconds(absl::GetFlag(FLAGS_budget_seconds));
+  if (absl::GetFlag(FLAGS_baselines_only)) {
+    budget->set_mode(gopt::v1::Budget::BASELINES_ONLY);
+  } else if (absl::GetFlag(FLAGS_fine_tune_steps) > 0) {
+    budget->set_mode(gopt::v1::Budget::FINE_TUNE);
+    budget->set_fine_tune_steps(absl::GetFlag(FLAGS_fine_tune_steps));
+  } else {
+    budget->set_mode(gopt::v1::Budget::ZERO_SHOT);
+  }
+  request.set_allow_partial_result(absl::GetFlag(FLAGS_allow_partial));
+  *request.mutable_options() = RequestOptionsFromFlags();
+  return request;
+}
+
+// Runs an Optimize or Evaluate remotely (--server) or in-process.
+class Backend {
+ public:
+  static absl::StatusOr<Backend> FromFlags() {
+    Backend backend;
+    if (absl::GetFlag(FLAGS_server).empty()) {
+      gopt::server::EngineOptions options;
+      options.max_graph_nodes = absl::GetFlag(FLAGS_max_nodes);
+      backend.engine_ =
+          std::make_shared<gopt::server::Engine>(options, nullptr);
+      return backend;
+    }
+    auto client = ConnectFromFlags(/*max_attempts=*/3);
+    if (!client.ok()) return client.status();
+    backend.client_ = *std::move(client);
+    return backend;
+  }
+
+  absl::StatusOr<gopt::v1::OptimizeResponse> Optimize(
+      const gopt::v1::OptimizeRequest& request) const {
+    if (engine_ != nullptr) {
+      gopt::server::RequestContext context;
+      if (absl::GetFlag(FLAGS_progress)) context.on_progress = PrintProgress;
+      return engine_->Optimize(request, context);
+    }
+    if (absl::GetFlag(FLAGS_progress)) {
+      return client_->OptimizeStream(request, PrintProgress);
+    }
+    return client_->Optimize(request);
+  }
+
+  absl::StatusOr<gopt::v1::EvaluateResponse> Evaluate(
+      const gopt::v1::EvaluateRequest& request) const {
+    if (engine_ != nullptr) return engine_->Evaluate(request, {});
+    return client_->Evaluate(request);
+  }
+
+ private:
+  static void PrintProgress(const gopt::v1::OptimizeProgress& progress) {
+    std::cerr << absl::StrFormat("[%6.2f s] %s step %d: best %s %.3f ms\n",
+                                 progress.elapsed_s(), progress.stage(),
+                                 progress.step(), progress.best_method(),
+                                 progress.best_step_time_s() * 1e3);
+  }
+
+  std::shared_ptr<const gopt::server::Engine> engine_;
+  std::shared_ptr<const gopt::client::OptimizerClient> client_;
+};
+
+// --trace: the chosen plan simulated with its timeline (Evaluate).
+absl::Status WriteTrace(const Backend& backend,
+                        const gopt::v1::OptimizeRequest& request,
+                        const gopt::v1::Plan& plan) {
+  gopt::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_graph() = request.graph();
+  *evaluate.mutable_topology() = request.topology();
+  *evaluate.mutable_plan() = plan;
+  *evaluate.mutable_options() = request.options();
+  evaluate.set_include_trace(true);
+  absl::StatusOr<gopt::v1::EvaluateResponse> response =
+      backend.Evaluate(evaluate);
+  if (!response.ok()) return response.status();
+  return WriteFile(absl::GetFlag(FLAGS_trace), response->chrome_trace_json());
+}
+
+int RunOptimize(const std::string& path) {
+  absl::StatusOr<gopt::v1::OptimizeRequest> request =
+      OptimizeRequestFromFlags(path);
+  if (!request.ok()) return Fail("optimize", request.status());
+  absl::StatusOr<Backend> backend = Backend::FromFlags();
+  if (!backend.ok()) return Fail("optimize", backend.status(), kExitUsage);
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      backend->Optimize(*request);
+  if (!response.ok()) return FailCall("optimize", response.status());
+  if (!absl::GetFlag(FLAGS_out).empty()) {
+    absl::Status written =
+        WriteFile(absl::GetFlag(FLAGS_out),
+                  gopt::client::MessageToJson(response->plan()));
+    if (!written.ok()) return Fail("optimize", written, 1);
+  }
+  if (!absl::GetFlag(FLAGS_trace).empty()) {
+    absl::Status written = WriteTrace(*backend, *request, response->plan());
+    if (!written.ok()) return FailCall("optimize", written);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << gopt::client::MessageToJson(*response) << "\n";
+  } else {
+    std::cout << gopt::client::OptimizeResponseToText(*response);
+  }
+  return 0;
+}
+
+int RunEvaluate(const std::string& path) {
+  if (absl::GetFlag(FLAGS_plan).empty()) {
+    return Fail("evaluate", absl::InvalidArgumentError("--plan is required"),
+                kExitUsage);
+  }
+  absl::StatusOr<gopt::simulator::Plan> plan =
+      gopt::simulator::LoadPlan(absl::GetFlag(FLAGS_plan));
+  if (!plan.ok()) return Fail("evaluate", plan.status());
+  gopt::v1::EvaluateRequest request;
+  absl::StatusOr<gopt::v1::GraphInput> graph =
+      gopt::client::GraphInputFromFile(path, absl::GetFlag(FLAGS_format));
+  if (!graph.ok()) return Fail("evaluate", graph.status());
+  *request.mutable_graph() = *std::move(graph);
+  absl::StatusOr<gopt::v1::TopologyInput> topology = TopologyInputFromFlags();
+  if (!topology.ok()) return Fail("evaluate", topology.status());
+  *request.mutable_topology() = *std::move(topology);
+  *request.mutable_plan() = gopt::simulator::PlanToProto(*plan);
+  *request.mutable_options() = RequestOptionsFromFlags();
+  request.set_include_trace(!absl::GetFlag(FLAGS_trace).empty());
+  absl::StatusOr<Backend> backend = Backend::FromFlags();
+  if (!backend.ok()) return Fail("evaluate", backend.status(), kExitUsage);
+  absl::StatusOr<gopt::v1::EvaluateResponse> response =
+      backend->Evaluate(request);
+  if (!response.ok()) return FailCall("evaluate", response.status());
+  if (request.include_trace()) {
+    absl::Status written =
+        WriteFile(absl::GetFlag(FLAGS_trace), response->chrome_trace_json());
+    if (!written.ok()) return Fail("evaluate", written, 1);
+    response->clear_chrome_trace_json();
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << gopt::client::MessageToJson(*response) << "\n";
+  } else {
+    std::cout << gopt::client::EvaluateResponseToText(*response);
+  }
+  return 0;
+}
+
+int RunHealth() {
+  auto client = ConnectFromFlags(/*max_attempts=*/1);
+  if (!client.ok()) return Fail("health", client.status(), kExitUsage);
+  auto status = (*client)->Health();
+  if (!status.ok()) return FailCall("health", status.status());
+  std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+                   *status)
+            << "\n";
+  return *status == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
+}
+
+int RunPolicies() {
+  auto client = ConnectFromFlags(/*max_attempts=*/3);
+  if (!client.ok()) return Fail("policies", client.status(), kExitUsage);
+  auto response = (*client)->ListPolicies();
+  if (!response.ok()) return FailCall("policies", response.status());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << gopt::client::MessageToJson(*response) << "\n";
+    return 0;
+  }
+  if (response->policies().empty()) {
+    std::cout << "no policies loaded: Optimize answers with the best "
+                 "baseline plan\n";
+  }
+  for (const gopt::v1::PolicyInfo& policy : response->policies()) {
+    std::vector<std::string> tasks;
+    if (policy.tasks().placement()) tasks.push_back("placement");
+    if (policy.tasks().scheduling()) tasks.push_back("scheduling");
+    if (policy.tasks().fusion()) tasks.push_back("fusion");
+    if (policy.tasks().layout()) tasks.push_back("layout");
+    std::cout << policy.name() << "@" << policy.version() << "  kind "
+              << policy.kind() << "  tasks " << absl::StrJoin(tasks, "+")
+              << "\n";
+  }
+  return 0;
+}
+
+int RunLoad() {
+  const std::vector<std::string> graphs = absl::GetFlag(FLAGS_graph);
+  if (absl::GetFlag(FLAGS_server).empty() || graphs.size() != 1) {
+    return Fail("load",
+                absl::InvalidArgumentError(
+                    "load needs --server=HOST:PORT and one --graph=FILE"),
+                kExitUsage);
+  }
+  absl::StatusOr<gopt::v1::OptimizeRequest> request =
+      OptimizeRequestFromFlags(graphs[0]);
+  if (!request.ok()) return Fail("load", request.status());
+  // Every answer counts, UNAVAILABLE included: no retries.
+  auto client = ConnectFromFlags(/*max_attempts=*/1);
+  if (!client.ok()) return Fail("load", client.status(), kExitUsage);
+  gopt::client::LoadOptions options;
+  options.concurrency = absl::GetFlag(FLAGS_concurrency);
+  options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration));
+  options.max_requests = absl::GetFlag(FLAGS_requests);
+  std::cerr << "load: " << options.concurrency << " in flight for "
+            << options.duration << " against " << absl::GetFlag(FLAGS_server)
+            << "...\n";
+  absl::StatusOr<gopt::client::LoadReport> report =
+      gopt::client::RunLoad(**client, *request, options);
+  if (!report.ok()) return Fail("load", report.status(), kExitUsage);
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << gopt::client::LoadReportToJson(*report).dump(2) << "\n";
+  } else {
+    std::cout << gopt::client::LoadReportToText(*report);
+  }
+  return report->ok == report->requests ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -350,7 +706,18 @@ int main(int argc, char** argv) {
   // the importer returns its own precise error; keep stderr to that one line.
   google::protobuf::SetLogHandler(nullptr);
   absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  // Flag names may be written with '-' for '_' (--budget-seconds).
+  std::vector<std::string> normalized(argv, argv + argc);
+  std::vector<char*> raw;
+  for (std::string& arg : normalized) {
+    if (absl::StartsWith(arg, "--")) {
+      const size_t end = std::min(arg.find('='), arg.size());
+      std::replace(arg.begin() + 2, arg.begin() + end, '-', '_');
+    }
+    raw.push_back(arg.data());
+  }
+  std::vector<char*> args =
+      absl::ParseCommandLine(static_cast<int>(raw.size()), raw.data());
   if (args.size() < 2) {
     std::cerr << kUsage << "\n";
     return kExitUsage;
@@ -365,6 +732,15 @@ int main(int argc, char** argv) {
     return Fail(command, options, kExitUsage);
   }
   if (command == "bench") return RunBench(operands);
+  if (command == "health" || command == "policies") {
+    if (absl::GetFlag(FLAGS_server).empty() || !operands.empty()) {
+      return Fail(command,
+                  absl::InvalidArgumentError("expected --server=HOST:PORT"),
+                  kExitUsage);
+    }
+    return command == "health" ? RunHealth() : RunPolicies();
+  }
+  if (command == "load") return RunLoad();
   if (command == "generate") {
     if (operands.size() > 1 ||
         (operands.empty() && absl::GetFlag(FLAGS_preset).empty())) {
@@ -375,7 +751,8 @@ int main(int argc, char** argv) {
     }
     return RunGenerate(operands.empty() ? "" : operands[0]);
   }
-  if (command != "inspect" && command != "convert" && command != "simulate") {
+  if (command != "inspect" && command != "convert" && command != "simulate" &&
+      command != "optimize" && command != "evaluate") {
     std::cerr << "gopt: unknown command '" << command << "'\n\n"
               << kUsage << "\n";
     return kExitUsage;
@@ -387,5 +764,7 @@ int main(int argc, char** argv) {
   }
   if (command == "inspect") return RunInspect(operands[0]);
   if (command == "convert") return RunConvert(operands[0]);
+  if (command == "optimize") return RunOptimize(operands[0]);
+  if (command == "evaluate") return RunEvaluate(operands[0]);
   return RunSimulate(operands[0]);
 }

@@ -277,7 +277,6 @@ class OptimizeRun {
   bool default_usable_ = false;  // simulated and fits in memory
   Plan default_plan_;
   std::optional<Candidate> best_;
-  std::string no_plan_reason_;
   bool partial_ = false;
   OptimizeResponse response_;
 };
@@ -427,7 +426,6 @@ absl::Status OptimizeRun::RunBaselines() {
         row->set_step_time_s(result->step_time_s);
         row->set_oom(result->oom);
       }
-      no_plan_reason_ = std::string(best.status().message());
     }
     Progress("baselines", static_cast<int32_t>(i + 1));
   }
@@ -600,12 +598,22 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
         Candidate{default_plan_, "default", response_.default_step_time_s()};
   }
   if (!best_.has_value()) {
+    int oom = 0;
+    int failed = 0;
+    std::string first_error;
+    for (const gopt::v1::MethodResult& row : response_.baselines()) {
+      if (row.valid()) {
+        ++oom;
+      } else if (++failed == 1) {
+        first_error =
+            absl::StrCat("; first failure: ", row.method(), ": ", row.error());
+      }
+    }
     return absl::FailedPreconditionError(
-        no_plan_reason_.empty()
-            ? absl::StrCat("no plan for graph '", graph_->name(),
-                           "' fits in memory on topology '", topology_->name,
-                           "'")
-            : no_plan_reason_);
+        absl::StrCat("no plan for graph '", graph_->name(),
+                     "' fits in memory on topology '", topology_->name, "' (",
+                     response_.baselines_size(), " baseline methods: ", oom,
+                     " out of memory, ", failed, " failed", first_error, ")"));
   }
   simulator::SimulationOptions quick;
   quick.record_timeline = false;

@@ -1,0 +1,115 @@
+#include "client/optimize_report.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gopt::client {
+namespace {
+
+std::string Milliseconds(double seconds) {
+  return absl::StrFormat("%.3f ms", seconds * 1e3);
+}
+
+std::string Mebibytes(int64_t bytes) {
+  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+}  // namespace
+
+std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
+  std::string text = absl::StrFormat(
+      "graph: %s (%d nodes)   topology: %s   lower bound: %s\n\n",
+      response.graph_name(), response.num_nodes(), response.topology_name(),
+      Milliseconds(response.lower_bound_s()));
+  std::vector<gopt::v1::MethodResult> rows(response.baselines().begin(),
+                                           response.baselines().end());
+  for (const auto& row : response.policy_results()) rows.push_back(row);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    const bool a_ok = a.valid() && !a.oom();
+    const bool b_ok = b.valid() && !b.oom();
+    if (a_ok != b_ok) return a_ok;
+    return a.step_time_s() < b.step_time_s();
+  });
+  const double base = response.default_step_time_s();
+  absl::StrAppendFormat(&text, "%-44s %14s %12s\n", "method", "step time",
+                        "vs default");
+  absl::StrAppendFormat(&text, "%-44s %14s %12s\n", "default (single device)",
+                        Milliseconds(base),
+                        response.default_oom() ? "OOM" : "1.00x");
+  for (const auto& row : rows) {
+    std::string ratio;
+    if (!row.valid()) {
+      ratio = "invalid";
+    } else if (row.oom()) {
+      ratio = "OOM";
+    } else if (row.step_time_s() > 0 && base > 0) {
+      ratio = absl::StrFormat("%.2fx", base / row.step_time_s());
+    }
+    absl::StrAppendFormat(&text, "%-44s %14s %12s\n", row.method(),
+                          row.valid() ? Milliseconds(row.step_time_s()) : "-",
+                          ratio);
+  }
+  absl::StrAppendFormat(&text, "\nchosen: %s, %s", response.method(),
+                        Milliseconds(response.step_time_s()));
+  if (response.speedup_over_default() > 0) {
+    absl::StrAppendFormat(&text, ", %.2fx faster than the default",
+                          response.speedup_over_default());
+  }
+  if (response.partial()) absl::StrAppend(&text, " (partial: deadline)");
+  absl::StrAppend(&text, "\n");
+  std::vector<std::string> memory;
+  for (int64_t bytes : response.peak_memory_bytes()) {
+    memory.push_back(Mebibytes(bytes));
+  }
+  absl::StrAppend(
+      &text, "peak memory per device: ", absl::StrJoin(memory, ", "), "\n");
+  for (const std::string& warning : response.warnings()) {
+    absl::StrAppend(&text, "warning: ", warning, "\n");
+  }
+  std::vector<std::string> timings;
+  for (const auto& timing : response.timings()) {
+    timings.push_back(
+        absl::StrFormat("%s %.3f s", timing.stage(), timing.seconds()));
+  }
+  absl::StrAppend(&text, "timings: ", absl::StrJoin(timings, ", "), "\n");
+  return text;
+}
+
+std::string EvaluateResponseToText(const gopt::v1::EvaluateResponse& response) {
+  std::string text = absl::StrFormat(
+      "graph: %s (%d nodes)\nstep time: %s%s (default %s, lower bound %s)\n",
+      response.graph_name(), response.num_nodes(),
+      Milliseconds(response.step_time_s()), response.oom() ? " OOM" : "",
+      Milliseconds(response.default_step_time_s()),
+      Milliseconds(response.lower_bound_s()));
+  std::vector<std::string> memory;
+  for (int64_t bytes : response.peak_memory_bytes()) {
+    memory.push_back(Mebibytes(bytes));
+  }
+  absl::StrAppend(
+      &text, "peak memory per device: ", absl::StrJoin(memory, ", "), "\n");
+  absl::StrAppendFormat(&text, "kernels %d, transfers %d (%s)\n",
+                        response.num_kernels(), response.num_transfers(),
+                        Mebibytes(response.bytes_moved()));
+  for (const std::string& warning : response.warnings()) {
+    absl::StrAppend(&text, "warning: ", warning, "\n");
+  }
+  return text;
+}
+
+std::string MessageToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+}  // namespace gopt::client

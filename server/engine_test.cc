@@ -1,0 +1,309 @@
+#include "server/engine.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/test_util/fake_policy.h"
+
+namespace gopt::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Two independent matmul chains joined by an add: worth splitting over two
+// devices, and fusible.
+constexpr char kTwoBranches[] = R"(HloModule two_branches
+
+ENTRY main {
+  a = f32[2048,2048]{1,0} parameter(0)
+  b = f32[2048,2048]{1,0} parameter(1)
+  d0 = f32[2048,2048]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  r0 = f32[2048,2048]{1,0} tanh(d0)
+  d1 = f32[2048,2048]{1,0} dot(b, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  r1 = f32[2048,2048]{1,0} tanh(d1)
+  ROOT s = f32[2048,2048]{1,0} add(r0, r1)
+}
+)";
+
+gopt::v1::OptimizeRequest TwoBranchRequest() {
+  gopt::v1::OptimizeRequest request;
+  request.mutable_graph()->set_serialized(kTwoBranches);
+  request.mutable_graph()->set_format("hlo");
+  request.mutable_topology()->set_preset("v100x2-pcie");
+  return request;
+}
+
+std::shared_ptr<PolicyRegistry> RegistryWith(
+    const test_util::FakePolicyOptions& options) {
+  auto registry = std::make_shared<PolicyRegistry>();
+  EXPECT_TRUE(
+      registry->Add(std::make_unique<test_util::FakePolicy>(options)).ok());
+  return registry;
+}
+
+TEST(EngineTest, WithoutPoliciesAnswersWithBestBaselineAndSaysSo) {
+  const Engine engine(EngineOptions(), nullptr);
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(TwoBranchRequest(), RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_THAT(response->method(), ::testing::StartsWith("best-baseline:"));
+  EXPECT_EQ(response->method(),
+            "best-baseline:" + response->best_baseline_method());
+  EXPECT_THAT(response->warnings(),
+              ::testing::Contains(HasSubstr("no policy for")));
+  // 8 placements x 2 schedulings x 2 fusions, layout not requested.
+  EXPECT_EQ(response->baselines_size(), 32);
+  EXPECT_LE(response->step_time_s(), response->default_step_time_s());
+  EXPECT_GT(response->speedup_over_default(), 1.0);
+  EXPECT_EQ(response->peak_memory_bytes_size(), 2);
+  EXPECT_EQ(response->num_nodes(), 7);
+  EXPECT_FALSE(response->partial());
+  EXPECT_EQ(response->plan().device_size(), 7);
+}
+
+TEST(EngineTest, TasksLimitTheBaselineMethods) {
+  const Engine engine(EngineOptions(), nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_tasks()->set_fusion(true);
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->baselines_size(), 2);
+  EXPECT_EQ(response->baselines(0).method(), "single+fifo+none+default");
+  EXPECT_EQ(response->baselines(1).method(), "single+fifo+greedy+default");
+}
+
+TEST(EngineTest, FasterPolicyPlanWins) {
+  test_util::FakePolicyOptions fake;
+  fake.method = "heft+fifo+greedy";
+  const Engine engine(EngineOptions(), RegistryWith(fake));
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  // Only the default-equivalent baseline: the policy's split must win.
+  request.mutable_options()->add_baseline_methods("single");
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->policy_results_size(), 1);
+  EXPECT_TRUE(response->policy_results(0).valid());
+  EXPECT_EQ(response->method(), "fake");
+  EXPECT_LT(response->step_time_s(), response->default_step_time_s());
+  EXPECT_THAT(response->timings(),
+              ::testing::Contains(::testing::Property(
+                  &gopt::v1::StageTiming::stage, "policy:fake")));
+}
+
+TEST(EngineTest, NeverSlowerThanDefault) {
+  test_util::FakePolicyOptions fake;
+  fake.method = "round-robin";
+  const Engine engine(EngineOptions(), RegistryWith(fake));
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  // A slow link: splitting loses; no baseline except round-robin either.
+  request.mutable_topology()->clear_preset();
+  gopt::v1::Topology* topology = request.mutable_topology()->mutable_topology();
+  topology->set_name("slow-link");
+  for (int i = 0; i < 2; ++i) {
+    gopt::v1::DeviceProfile* device = topology->add_devices();
+    device->set_name("gpu");
+    device->set_kind("gpu");
+    device->set_peak_f32_flops(100e12);
+    device->set_memory_bandwidth_bytes_per_s(1e12);
+    device->set_memory_bytes(int64_t{16} << 30);
+  }
+  topology->mutable_default_link()->set_bandwidth_bytes_per_s(1e6);
+  request.mutable_options()->add_baseline_methods("round-robin");
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->method(), "default");
+  EXPECT_EQ(response->step_time_s(), response->default_step_time_s());
+  EXPECT_GT(response->policy_results(0).step_time_s(),
+            response->default_step_time_s());
+}
+
+TEST(EngineTest, NamedPolicyMustExist) {
+  const Engine engine(EngineOptions(), RegistryWith({}));
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_policy()->set_name("go-multitask");
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("unknown policy 'go-multitask'"));
+  EXPECT_THAT(status.message(), HasSubstr("fake@1"));
+}
+
+TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
+  test_util::FakePolicyOptions blocking;  // blocks until the deadline
+  const Engine engine(EngineOptions(), RegistryWith(blocking));
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.set_allow_partial_result(true);
+  RequestContext context;
+  context.deadline = absl::Now() + absl::Milliseconds(300);
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, context);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_TRUE(response->partial());
+  EXPECT_THAT(response->method(), ::testing::StartsWith("best-baseline:"));
+  EXPECT_THAT(response->warnings(),
+              ::testing::Contains(HasSubstr("best plan found so far")));
+
+  request.set_allow_partial_result(false);
+  context.deadline = absl::Now() + absl::Milliseconds(300);
+  EXPECT_EQ(engine.Optimize(request, context).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(EngineTest, CancelledRequestStops) {
+  absl::Notification started;
+  test_util::FakePolicyOptions blocking;
+  blocking.started = &started;
+  const Engine engine(EngineOptions(), RegistryWith(blocking));
+  std::atomic<bool> cancelled{false};
+  RequestContext context;
+  context.cancelled = &cancelled;
+  absl::Status status;
+  std::thread request(
+      [&] { status = engine.Optimize(TwoBranchRequest(), context).status(); });
+  started.WaitForNotification();
+  cancelled.store(true);
+  request.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+}
+
+TEST(EngineTest, ProgressAfterEachStage) {
+  const Engine engine(EngineOptions(), nullptr);
+  std::vector<gopt::v1::OptimizeProgress> events;
+  RequestContext context;
+  context.on_progress = [&](const gopt::v1::OptimizeProgress& progress) {
+    events.push_back(progress);
+  };
+  ASSERT_TRUE(engine.Optimize(TwoBranchRequest(), context).ok());
+  // Import, then one event per placement heuristic (8).
+  ASSERT_EQ(events.size(), 9u);
+  EXPECT_EQ(events[0].stage(), "import");
+  EXPECT_EQ(events[8].stage(), "baselines");
+  EXPECT_EQ(events[8].step(), 8);
+  EXPECT_GT(events[8].best_step_time_s(), 0);
+  EXPECT_LE(events[8].best_step_time_s(), events[1].best_step_time_s());
+}
+
+TEST(EngineTest, BadRequestsNameTheField) {
+  const Engine engine(EngineOptions(), nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_topology()->set_preset("v200x3");
+  absl::Status status = engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("topology.preset"));
+
+  request = TwoBranchRequest();
+  request.mutable_graph()->set_format("caffe");
+  status = engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("graph.format"));
+
+  request = TwoBranchRequest();
+  request.mutable_options()->add_baseline_methods("metis+lifo");
+  status = engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("options.baseline_methods"));
+
+  request = TwoBranchRequest();
+  request.mutable_budget()->set_seconds(-1);
+  EXPECT_EQ(engine.Optimize(request, RequestContext()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  request = TwoBranchRequest();
+  request.clear_graph();
+  status = engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("graph"));
+}
+
+TEST(EngineTest, MalformedNativeGraphNamesNodeAndField) {
+  const Engine engine(EngineOptions(), nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
+  graph->set_name("bad");
+  gopt::v1::Node* node = graph->add_nodes();
+  node->set_name("relu0");
+  node->set_kind("no-such-kind");
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("relu0"));
+  EXPECT_THAT(status.message(), HasSubstr("kind"));
+}
+
+TEST(EngineTest, GraphOverNodeLimitIsResourceExhausted) {
+  EngineOptions options;
+  options.max_graph_nodes = 5;
+  const Engine engine(options, nullptr);
+  const absl::Status status =
+      engine.Optimize(TwoBranchRequest(), RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("at most 5 nodes"));
+}
+
+TEST(EngineTest, NoPlanFitsIsFailedPrecondition) {
+  const Engine engine(EngineOptions(), nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_topology()->clear_preset();
+  gopt::v1::Topology* topology = request.mutable_topology()->mutable_topology();
+  topology->set_name("tiny");
+  gopt::v1::DeviceProfile* device = topology->add_devices();
+  device->set_name("tiny");
+  device->set_kind("gpu");
+  device->set_peak_f32_flops(1e12);
+  device->set_memory_bandwidth_bytes_per_s(1e11);
+  device->set_memory_bytes(1 << 20);
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("fits in memory"));
+}
+
+TEST(EngineTest, EvaluateSimulatesThePlanWithTrace) {
+  const Engine engine(EngineOptions(), nullptr);
+  absl::StatusOr<gopt::v1::OptimizeResponse> optimized =
+      engine.Optimize(TwoBranchRequest(), RequestContext());
+  ASSERT_TRUE(optimized.ok());
+  gopt::v1::EvaluateRequest request;
+  *request.mutable_graph() = TwoBranchRequest().graph();
+  *request.mutable_topology() = TwoBranchRequest().topology();
+  *request.mutable_plan() = optimized->plan();
+  request.set_include_trace(true);
+  absl::StatusOr<gopt::v1::EvaluateResponse> response =
+      engine.Evaluate(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->step_time_s(), optimized->step_time_s());
+  EXPECT_EQ(response->default_step_time_s(), optimized->default_step_time_s());
+  EXPECT_THAT(response->chrome_trace_json(), HasSubstr("traceEvents"));
+
+  request.mutable_plan()->set_device(0, 7);
+  const absl::Status status =
+      engine.Evaluate(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("plan"));
+}
+
+TEST(EngineTest, ListPoliciesShowsCardAndTasks) {
+  test_util::FakePolicyOptions fake;
+  fake.card = {{"name", "fake"}, {"kind", "fake"}};
+  fake.tasks.scheduling = false;
+  const Engine engine(EngineOptions(), RegistryWith(fake));
+  const gopt::v1::ListPoliciesResponse response = engine.ListPolicies();
+  ASSERT_EQ(response.policies_size(), 1);
+  EXPECT_EQ(response.policies(0).name(), "fake");
+  EXPECT_TRUE(response.policies(0).tasks().placement());
+  EXPECT_FALSE(response.policies(0).tasks().scheduling());
+  EXPECT_THAT(response.policies(0).card_json(), HasSubstr("\"kind\""));
+}
+
+}  // namespace
+}  // namespace gopt::server
