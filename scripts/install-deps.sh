@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-glog-dev
   nlohmann-json3-dev libmetis-dev libzip-dev libyaml-cpp-dev
   libopenblas0-pthread
+  openssl
 )
 # Only needed for -DGOPT_FUZZ=ON (libFuzzer ships with clang's runtime).
 if [[ "${GOPT_FUZZ:-0}" == "1" ]]; then

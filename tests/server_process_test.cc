@@ -1,0 +1,251 @@
+// The gopt-server binary as operators run it: flags from GOPT_* environment
+// variables, health through `gopt health`, `gopt optimize --server`, and a
+// SIGTERM drain in which a request already in flight still completes.
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/optimizer_client.h"
+#include "gmock/gmock.h"
+#include "graph/native/graph_proto.h"
+#include "gtest/gtest.h"
+#include "simulator/generators/generators.h"
+#include "tests/util/http_get.h"
+#include "tests/util/shared_data.h"
+
+namespace gopt {
+namespace {
+
+using ::grpc::health::v1::HealthCheckResponse;
+using ::testing::HasSubstr;
+
+// gopt-server as a child process; its stderr (glog) is collected by a
+// reader thread. Kills the child if the test ends early.
+class ServerProcess {
+ public:
+  explicit ServerProcess(const std::vector<std::string>& args,
+                         const std::vector<std::string>& environment) {
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(pipe_fds[1], STDERR_FILENO);
+      close(pipe_fds[0]);
+      for (const std::string& variable : environment) {
+        putenv(const_cast<char*>(variable.c_str()));
+      }
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(GOPT_SERVER_BINARY));
+      for (const std::string& arg : args) {
+        argv.push_back(const_cast<char*>(arg.c_str()));
+      }
+      argv.push_back(nullptr);
+      execv(GOPT_SERVER_BINARY, argv.data());
+      _exit(127);
+    }
+    close(pipe_fds[1]);
+    reader_ = std::thread([this, fd = pipe_fds[0]] {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
+        absl::MutexLock lock(&mutex_);
+        log_.append(buffer, n);
+      }
+      close(fd);
+    });
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (reader_.joinable()) reader_.join();
+  }
+
+  // Waits (up to 60 s) until the log matches `pattern`; returns group 1.
+  std::string WaitForLog(const std::string& pattern) {
+    const std::regex re(pattern);
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (absl::Now() < give_up) {
+      {
+        absl::MutexLock lock(&mutex_);
+        std::smatch match;
+        if (std::regex_search(log_, match, re)) {
+          return match.size() > 1 ? match[1].str() : match[0].str();
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ADD_FAILURE() << "no '" << pattern << "' in the server log:\n" << log();
+    return "";
+  }
+
+  std::string log() {
+    absl::MutexLock lock(&mutex_);
+    return log_;
+  }
+
+  void Signal(int signal) { kill(pid_, signal); }
+
+  // The exit code, or -1 when killed by a signal.
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::thread reader_;
+  absl::Mutex mutex_;
+  std::string log_ ABSL_GUARDED_BY(mutex_);
+};
+
+// Runs the gopt CLI; returns its exit code and stdout.
+int RunGopt(const std::string& args, std::string* out) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/gopt_out_", getpid(), ".txt");
+  const int status = std::system(
+      absl::StrCat(GOPT_BINARY, " ", args, " >", path, " 2>&1").c_str());
+  std::ifstream file(path);
+  out->assign(std::istreambuf_iterator<char>(file), {});
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string EmptyPolicyDir() {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/gopt_policies_", getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(ServerProcessTest, EnvironmentFlagsHealthAndRemoteOptimize) {
+  ServerProcess server(
+      {"--metrics_listen=", "--policy_dir=" + EmptyPolicyDir()},
+      {"GOPT_LISTEN=127.0.0.1:0", "GOPT_DRAIN_SECONDS=0",
+       "GOPT_QUEUE_LENGTH=7"});
+  const std::string port = server.WaitForLog("listening on port (\\d+)");
+  server.WaitForLog("\\] SERVING");
+  EXPECT_THAT(server.log(), HasSubstr("--queue_length=7"));
+  EXPECT_THAT(server.log(), HasSubstr("--listen=127.0.0.1:0"));
+  const std::string address = "127.0.0.1:" + port;
+
+  std::string out;
+  EXPECT_EQ(RunGopt("health --server=" + address, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("SERVING"));
+  EXPECT_EQ(RunGopt("policies --server=" + address, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("no policies loaded"));
+
+  const std::string graph =
+      gopt::testing::SharedDataPath("hlo/maml_flax_train_step.hlo");
+  EXPECT_EQ(
+      RunGopt(absl::StrCat("optimize ", graph,
+                           " --topology=v100x4-nvlink --server=", address),
+              &out),
+      0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("chosen: best-baseline:"));
+  EXPECT_THAT(out, HasSubstr("faster than the default"));
+  const std::string plan =
+      absl::StrCat(::testing::TempDir(), "/plan_", getpid(), ".json");
+  EXPECT_EQ(RunGopt(absl::StrCat("optimize ", graph,
+                                 " --topology=v100x4-nvlink --json --out=",
+                                 plan, " --server=", address),
+                    &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("\"speedup_over_default\""));
+  EXPECT_EQ(RunGopt(absl::StrCat("evaluate ", graph,
+                                 " --topology=v100x4-nvlink --plan=", plan,
+                                 " --server=", address),
+                    &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("step time:"));
+  EXPECT_EQ(RunGopt(absl::StrCat("optimize ", graph,
+                                 " --topology=nope --server=", address),
+                    &out),
+            2)
+      << out;
+
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.Wait(), 0) << server.log();
+  EXPECT_EQ(RunGopt("health --timeout=2 --server=" + address, &out), 1) << out;
+}
+
+TEST(ServerProcessTest, SigtermDrainsAndInFlightRequestCompletes) {
+  ServerProcess server({"--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+                        "--policy_dir=" + EmptyPolicyDir(), "--drain_seconds=1",
+                        "--shutdown_timeout_seconds=60"},
+                       {});
+  const std::string metrics_port = server.WaitForLog("metrics on port (\\d+)");
+  const std::string port = server.WaitForLog("listening on port (\\d+)");
+  server.WaitForLog("\\] SERVING");
+  client::ClientOptions options;
+  options.target = "127.0.0.1:" + port;
+  options.max_attempts = 1;
+  auto client = client::OptimizerClient::Connect(options);
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ(*(*client)->Health(), HealthCheckResponse::SERVING);
+
+  // An 85k-node graph: its optimization takes seconds.
+  absl::StatusOr<graph::Graph> big = simulator::generators::GenerateModelGraph(
+      simulator::generators::FindGeneratorPreset("gnmt8-80k")->options);
+  ASSERT_TRUE(big.ok());
+  gopt::v1::OptimizeRequest request;
+  *request.mutable_graph()->mutable_graph() = graph::GraphToProto(*big);
+  request.mutable_topology()->set_preset("v100x4-nvlink");
+  absl::StatusOr<gopt::v1::OptimizeResponse> in_flight;
+  std::thread call([&] { in_flight = (*client)->Optimize(request); });
+
+  // In flight once the server counts it.
+  const int metrics = std::stoi(metrics_port);
+  while (true) {
+    absl::StatusOr<std::string> scrape =
+        gopt::testing::HttpGet(metrics, "/metrics");
+    ASSERT_TRUE(scrape.ok()) << scrape.status();
+    if (gopt::testing::PrometheusValue(*scrape, "gopt_inflight_requests") ==
+        1) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  server.Signal(SIGTERM);
+  server.WaitForLog("health NOT_SERVING, draining");
+  EXPECT_EQ(*(*client)->Health(), HealthCheckResponse::NOT_SERVING);
+  call.join();
+  ASSERT_TRUE(in_flight.ok()) << in_flight.status();
+  EXPECT_EQ(in_flight->num_nodes(), big->num_nodes());
+  EXPECT_EQ(server.Wait(), 0) << server.log();
+  EXPECT_THAT(server.log(), HasSubstr("stopped"));
+}
+
+TEST(ServerProcessTest, CorruptPolicyCardStopsStartup) {
+  const std::string dir = EmptyPolicyDir() + "_corrupt";
+  std::filesystem::create_directories(dir + "/broken");
+  std::ofstream(dir + "/broken/card.json") << "{\"format_version\": 1,";
+  ServerProcess server(
+      {"--listen=127.0.0.1:0", "--metrics_listen=", "--policy_dir=" + dir}, {});
+  EXPECT_EQ(server.Wait(), 1);
+  EXPECT_THAT(server.log(), HasSubstr("card.json is not valid JSON"));
+  EXPECT_THAT(server.log(), HasSubstr("broken"));
+}
+
+}  // namespace
+}  // namespace gopt
