@@ -499,10 +499,11 @@ absl::StatusOr<TrainReport> CostModel::Train(
       torch::Tensor loss =
           options.loss == RankingLoss::kListMle
               ? ListMleLoss(scaled, rt)
-              : PairwiseHingeLoss(scaled, rt, options.hinge_margin);
+              : PairwiseHingeLoss(scaled, rt, options.hinge_margin,
+                                  options.tie_tolerance);
       if (options.regression_weight > 0) {
-        loss = loss +
-               options.regression_weight * CentredLogRuntimeLoss(scaled, rt);
+        loss = loss + options.regression_weight *
+                          CentredLogRuntimeLoss(scaled, rt, spreads[g]);
       }
       optimizer.zero_grad();
       loss.backward();

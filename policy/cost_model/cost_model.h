@@ -56,7 +56,12 @@ struct TrainOptions {
   // Configurations of one graph per step (sampled without replacement).
   int32_t configs_per_step = 16;
   double learning_rate = 2e-3;
-  double hinge_margin = 0.1;  // in score units (~ log runtime)
+  // Hinge margin, in units of the group's log-runtime spread (scores are
+  // divided by the standard deviation of the group's log runtimes).
+  double hinge_margin = 0.5;
+  // Pairs whose runtimes differ by less than this fraction count as tied
+  // (measurement noise) in the hinge loss. Default 0.
+  double tie_tolerance = 0;
   // Weight of a regression term that pulls centred scores towards centred
   // log runtimes, so scores read as log relative runtimes (predicted
   // gains). Default 0.2.
@@ -65,7 +70,9 @@ struct TrainOptions {
   // of the graph embedding in a step (its historical embedding unused).
   double segment_dropout = 0.25;
   uint64_t seed = 0;
-  int32_t num_threads = 2;  // torch intra-op threads
+  // Torch intra-op threads. Default 1: on the 2 shared cores, OpenMP
+  // barriers of a second thread cost more than they save on small graphs.
+  int32_t num_threads = 1;
 };
 
 struct TrainReport {

@@ -123,10 +123,12 @@ torch::Tensor CostModelNetImpl::Head(const SegmentSums& totals) {
 }
 
 torch::Tensor PairwiseHingeLoss(const torch::Tensor& scores,
-                                const torch::Tensor& runtimes, double margin) {
+                                const torch::Tensor& runtimes, double margin,
+                                double tie_tolerance) {
   const torch::Tensor rt = runtimes.to(torch::kDouble);
-  // faster[i][j]: config i is faster than config j.
-  const torch::Tensor faster = rt.unsqueeze(1) < rt.unsqueeze(0);
+  // faster[i][j]: config i is faster than config j beyond the tolerance.
+  const torch::Tensor faster =
+      rt.unsqueeze(1) * (1 + tie_tolerance) < rt.unsqueeze(0);
   const torch::Tensor gap = scores.unsqueeze(0) - scores.unsqueeze(1);
   const torch::Tensor violation = torch::relu(margin - gap);
   const torch::Tensor mask = faster.to(scores.dtype());
@@ -144,9 +146,11 @@ torch::Tensor ListMleLoss(const torch::Tensor& scores,
 }
 
 torch::Tensor CentredLogRuntimeLoss(const torch::Tensor& scores,
-                                    const torch::Tensor& runtimes) {
-  const torch::Tensor log_rt = torch::log(runtimes.to(scores.dtype()));
-  const torch::Tensor target = log_rt - log_rt.mean();
+                                    const torch::Tensor& runtimes,
+                                    double scale) {
+  const torch::Tensor log_rt = torch::log(runtimes.to(torch::kDouble));
+  const torch::Tensor target =
+      ((log_rt - log_rt.mean()) / scale).to(scores.dtype());
   return torch::mse_loss(scores - scores.mean(), target);
 }
 

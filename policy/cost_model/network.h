@@ -79,14 +79,19 @@ TORCH_MODULE(CostModelNet);
 torch::Tensor SignedLog(const torch::Tensor& x);
 
 // Ranking losses over the C configurations of one graph (scores: lower =
-// predicted faster; runtimes: (C,) double or float).
+// predicted faster; runtimes: (C,) double or float). The hinge loss counts
+// the pairs whose runtimes differ by more than the relative
+// `tie_tolerance`.
 torch::Tensor PairwiseHingeLoss(const torch::Tensor& scores,
-                                const torch::Tensor& runtimes, double margin);
+                                const torch::Tensor& runtimes, double margin,
+                                double tie_tolerance = 0);
 torch::Tensor ListMleLoss(const torch::Tensor& scores,
                           const torch::Tensor& runtimes);
-// Mean squared error between centred scores and centred log runtimes.
+// Mean squared error between centred scores and centred log runtimes
+// divided by `scale`.
 torch::Tensor CentredLogRuntimeLoss(const torch::Tensor& scores,
-                                    const torch::Tensor& runtimes);
+                                    const torch::Tensor& runtimes,
+                                    double scale);
 
 }  // namespace gopt::policy::cost_model
 

@@ -1,0 +1,158 @@
+#include "policy/cost_model/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace gopt::policy::cost_model {
+namespace {
+
+// A layout group on a 40-node chain with 4 configurable nodes; runtime
+// depends on the first configurable node's output layout.
+ConfigGroup ToyLayoutGroup(int nodes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  ConfigGroup group;
+  group.task = Task::kLayout;
+  group.graph.name = "chain";
+  group.graph.num_nodes = nodes;
+  group.graph.node_features.assign(nodes * kNodeFeatures, 0.0f);
+  for (int n = 0; n < nodes; ++n) {
+    group.graph.node_features[n * kNodeFeatures + 21] = 4 + n % 7;
+    group.graph.opcodes.push_back(n % 5 == 0 ? 26 : 2);
+    if (n > 0) {
+      group.graph.edge_src.push_back(n - 1);
+      group.graph.edge_dst.push_back(n);
+    }
+    if (n % 10 == 5) group.graph.configurable_nodes.push_back(n);
+  }
+  const int k = static_cast<int>(group.graph.configurable_nodes.size());
+  for (int c = 0; c < 12; ++c) {
+    std::vector<float> f(k * kLayoutConfigFeatures, -1.0f);
+    const bool swapped = rng() % 2 == 0;
+    f[0] = swapped ? 0 : 1;
+    f[1] = swapped ? 1 : 0;
+    f[kLayoutConfigFeatures] = static_cast<float>(rng() % 2);
+    group.config_features.insert(group.config_features.end(), f.begin(),
+                                 f.end());
+    group.runtimes.push_back((swapped ? 2.0 : 1.0) + 0.01 * c);
+    ++group.num_configs;
+  }
+  return group;
+}
+
+CostModelOptions SmallOptions() {
+  CostModelOptions options;
+  options.hidden_dim = 8;
+  options.opcode_embedding_dim = 4;
+  options.prune_hops = -1;
+  return options;
+}
+
+TEST(CostModelTest, OneSegmentGstEqualsFullGraphTraining) {
+  const std::vector<ConfigGroup> groups = {ToyLayoutGroup(40, 1)};
+  CostModelOptions full = SmallOptions();
+  CostModelOptions gst = SmallOptions();
+  gst.segment_size = 1000;  // more than the graph: one segment
+  TrainOptions train;
+  train.steps = 20;
+  train.seed = 5;
+  std::vector<std::vector<double>> scores;
+  for (const CostModelOptions& options : {full, gst}) {
+    absl::StatusOr<std::unique_ptr<CostModel>> model =
+        CostModel::Create(options, /*seed=*/7);
+    ASSERT_TRUE(model.ok()) << model.status();
+    ASSERT_TRUE((*model)->Train(groups, train).ok());
+    absl::StatusOr<std::vector<double>> s = (*model)->ScoreGroup(groups[0]);
+    ASSERT_TRUE(s.ok()) << s.status();
+    scores.push_back(*s);
+  }
+  ASSERT_EQ(scores[0].size(), scores[1].size());
+  for (size_t i = 0; i < scores[0].size(); ++i) {
+    EXPECT_DOUBLE_EQ(scores[0][i], scores[1][i]) << i;
+  }
+}
+
+TEST(CostModelTest, GstSplitsLargeGraphsAndLearns) {
+  const std::vector<ConfigGroup> groups = {ToyLayoutGroup(100, 2)};
+  CostModelOptions options = SmallOptions();
+  options.segment_size = 30;
+  absl::StatusOr<std::unique_ptr<CostModel>> model =
+      CostModel::Create(options, /*seed=*/1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<std::shared_ptr<const PreparedGraph>> prepared =
+      (*model)->Prepare(groups[0].graph);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_EQ(CostModel::PreparedSegments(**prepared), 4);
+  TrainOptions train;
+  train.steps = 150;
+  train.learning_rate = 5e-3;
+  absl::StatusOr<TrainReport> report = (*model)->Train(groups, train);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_LT(report->final_loss, report->first_loss);
+}
+
+TEST(CostModelTest, PruningKeepsConfigurableNodesAndNeighbours) {
+  CostModelOptions options = SmallOptions();
+  options.prune_hops = 1;
+  absl::StatusOr<std::unique_ptr<CostModel>> model =
+      CostModel::Create(options, /*seed=*/1);
+  ASSERT_TRUE(model.ok());
+  // Configurable nodes 5, 15, 25, 35 of a chain, each with 2 neighbours.
+  absl::StatusOr<std::shared_ptr<const PreparedGraph>> prepared =
+      (*model)->Prepare(ToyLayoutGroup(40, 1).graph);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_EQ(CostModel::PreparedNodes(**prepared), 12);
+}
+
+TEST(CostModelTest, CheckpointRoundTripKeepsScores) {
+  const ConfigGroup group = ToyLayoutGroup(40, 3);
+  absl::StatusOr<std::unique_ptr<CostModel>> model =
+      CostModel::Create(SmallOptions(), /*seed=*/4);
+  ASSERT_TRUE(model.ok());
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "cost_model_rt.pt")
+          .string();
+  ASSERT_TRUE((*model)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<CostModel>> loaded = CostModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->options().ToJson(), SmallOptions().ToJson());
+  absl::StatusOr<std::vector<double>> before = (*model)->ScoreGroup(group);
+  absl::StatusOr<std::vector<double>> after = (*loaded)->ScoreGroup(group);
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_EQ(*before, *after);
+}
+
+TEST(CostModelTest, CorruptOrMissingCheckpointIsAClearError) {
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "corrupt.pt").string();
+  std::ofstream(path) << "definitely not a torch archive";
+  absl::StatusOr<std::unique_ptr<CostModel>> corrupt = CostModel::Load(path);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_EQ(corrupt.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(corrupt.status().message().find("cannot be read as a cost model"),
+            std::string::npos)
+      << corrupt.status().message();
+  absl::StatusOr<std::unique_ptr<CostModel>> missing =
+      CostModel::Load(path + ".missing");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CostModelTest, RejectsGroupsOfTheOtherTask) {
+  CostModelOptions options = SmallOptions();
+  options.task = Task::kTile;
+  absl::StatusOr<std::unique_ptr<CostModel>> model =
+      CostModel::Create(options, /*seed=*/1);
+  ASSERT_TRUE(model.ok());
+  absl::StatusOr<TrainReport> report =
+      (*model)->Train({ToyLayoutGroup(40, 1)}, TrainOptions());
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gopt::policy::cost_model

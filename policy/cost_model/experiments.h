@@ -1,0 +1,97 @@
+#ifndef GOPT_POLICY_COST_MODEL_EXPERIMENTS_H_
+#define GOPT_POLICY_COST_MODEL_EXPERIMENTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "policy/cost_model/cost_model.h"
+#include "policy/cost_model/dataset.h"
+
+namespace gopt::policy::cost_model {
+
+// Loads the configuration groups of one data source:
+//  - a TpuGraphs tuning protobuf (TuningData / ModuleTuningData),
+//  - a TpuGraphs `.npz` sample, or a directory of them (searched
+//    recursively, sorted by path),
+//  - "sim:SPEC": simulator-labelled layout groups of generated graphs, SPEC
+//    a '+'-separated list of generator preset names or the sets
+//    "train-families" (the small preset of every family but
+//    transformer_xl) and "heldout" (transformer_xl-small and
+//    transformer_xl-large), labelled on v100x4-nvlink device 0 with
+//    SimulatorLabelOptions{seed}.
+// Only groups of `task` are returned. InvalidArgument / NotFound naming the
+// source when it cannot be read or has no group of the task.
+absl::StatusOr<std::vector<ConfigGroup>> LoadConfigGroups(
+    const std::string& source, Task task, uint64_t seed);
+
+// Splits the configurations of `group` in two fixed halves by a seeded hash
+// of each configuration's features: `first` gets the configurations whose
+// hash is even. Deterministic for (features, seed).
+void SplitConfigsByHash(const ConfigGroup& group, uint64_t seed,
+                        ConfigGroup* first, ConfigGroup* second);
+
+// Ranking metrics of scored groups: per group Kendall tau, top-1/top-5
+// slowdown of the model, of the default config (when the group has one) and
+// of a random choice, and their means in the top-level fields
+// (kendall_tau, top1_slowdown, top5_slowdown, baseline_top1_slowdown,
+// random_top1_slowdown, random_top5_slowdown, configs_evaluated, groups).
+nlohmann::json RankingMetrics(const std::vector<ConfigGroup>& groups,
+                              const std::vector<std::vector<double>>& scores);
+
+// `gopt-train costmodel`: trains a model and optionally ships it.
+struct CostModelTrainRequest {
+  // Comma-separated data sources (see LoadConfigGroups) to train on.
+  std::string data;
+  // Comma-separated sources evaluated after training (may be empty).
+  std::string eval_data;
+  // Layout groups read from tuning protobufs train on one hash half of
+  // their configurations (seeded by train.seed); the other half is added to
+  // the evaluation groups. The real-data layout protocol.
+  bool layout_half_split = false;
+  CostModelOptions model;
+  TrainOptions train;
+  // When set: writes <output_dir>/model.pt and card.json (format_version 1,
+  // kind cost-model-<task>, name, version "1", tasks, checkpoint, training
+  // {command, data, seed, steps, wall_seconds, git_revision}, metrics).
+  std::string output_dir;
+  std::string name = "costmodel-layout";
+  std::string command;  // the command line, recorded in the card
+};
+
+// Trains as requested and returns {"train": {...}, "eval": RankingMetrics
+// or null, "checkpoint": path or null}. Errors: those of the loaders,
+// CostModel::Train, and Internal when the output cannot be written.
+absl::StatusOr<nlohmann::json> RunCostModelTrain(
+    const CostModelTrainRequest& request);
+
+// `gopt-train costmodel-eval`: the real-data and simulator protocols.
+struct CostModelEvalRequest {
+  Task task = Task::kTile;
+  std::string data;        // one source (see LoadConfigGroups)
+  std::string checkpoint;  // when set: score `data` with this model only
+  CostModelOptions model;  // architecture when training (task overridden)
+  TrainOptions train;
+};
+
+// Without a checkpoint, runs the protocol for the data:
+//  - tile: leave-one-kernel-out over the groups (a fresh model per held-out
+//    kernel, trained on all others);
+//  - layout from a tuning protobuf: train on one hash half of each group's
+//    valid configurations, evaluate on the other half; adds
+//    top1_in_fastest_cluster (runtimes clustered at their two largest gaps);
+//  - layout from "sim:...": train on `data`'s groups' hash halves likewise
+//    unless data is "sim:heldout-protocol", which trains on
+//    sim:train-families and evaluates on sim:heldout.
+// With a checkpoint, scores every group of `data` with it. Returns
+// RankingMetrics plus "protocol", "task", "train" (steps, seed,
+// wall_seconds). Errors as RunCostModelTrain, plus InvalidArgument when the
+// checkpoint's task differs from `task`.
+absl::StatusOr<nlohmann::json> RunCostModelEval(
+    const CostModelEvalRequest& request);
+
+}  // namespace gopt::policy::cost_model
+
+#endif  // GOPT_POLICY_COST_MODEL_EXPERIMENTS_H_
