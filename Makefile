@@ -21,10 +21,11 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
 
+# gopt-server on localhost (gRPC :50051, Prometheus :9464) with the bundled
+# policies; Ctrl-C drains and stops it.
 serve: build
-	@echo "gopt-server is not available yet: the service is issue #4." \
-	  "Today you can inspect graphs: $(BUILD_DIR)/bin/gopt inspect FILE" >&2
-	@exit 2
+	$(BUILD_DIR)/bin/gopt-server --listen=127.0.0.1:50051 \
+	  --metrics_listen=127.0.0.1:9464 --policy_dir=policy/pretrained
 
 # libFuzzer targets (clang): make fuzz, then see tests/fuzz/README.md.
 fuzz:

@@ -109,9 +109,13 @@ absl::Duration Seconds(double seconds) {
   return absl::Seconds(std::max(seconds, 0.0));
 }
 
-// Every policy kind this binary can load: one RegisterFactory line per
-// policy library linked into gopt-server. A card whose kind is not here
-// stops the server at start, naming the registered kinds.
+// The one place where policy kinds are made loadable: one
+// registry->RegisterFactory(kind, factory) call per policy library linked
+// into gopt-server ("go": gopt::policy::GoPolicyFactory() from
+// policy/go/go_policy.h; "cost-model-layout": the learned layout model). With
+// none registered the server starts only on a policy directory without
+// cards, and Optimize answers with the best baseline plan. A card whose kind
+// is not registered stops the start, naming the registered kinds.
 absl::Status RegisterPolicyFactories(gopt::server::PolicyRegistry* registry) {
   (void)registry;
   return absl::OkStatus();
@@ -170,6 +174,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_threads) > 0
           ? absl::GetFlag(FLAGS_threads)
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  LOG(INFO) << "worker threads: " << options.threads;
   options.queue_length = absl::GetFlag(FLAGS_queue_length);
   options.keepalive_time = Seconds(absl::GetFlag(FLAGS_keepalive_time_seconds));
   options.keepalive_timeout =

@@ -236,6 +236,27 @@ TEST(ServerProcessTest, SigtermDrainsAndInFlightRequestCompletes) {
   EXPECT_THAT(server.log(), HasSubstr("stopped"));
 }
 
+TEST(ServerProcessTest, OptimizeRunsInProcessWithoutServer) {
+  const std::string graph =
+      gopt::testing::SharedDataPath("onnx/light_squeezenet.onnx");
+  std::string out;
+  EXPECT_EQ(
+      RunGopt(absl::StrCat("optimize ", graph,
+                           " --topology=v100x2-pcie "
+                           "--tasks=placement,fusion --budget-seconds=30"),
+              &out),
+      0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("default (single device)"));
+  EXPECT_THAT(out, HasSubstr("chosen: best-baseline:"));
+  // Scheduling not asked for: every method keeps FIFO.
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("critical-path")));
+  EXPECT_EQ(
+      RunGopt(absl::StrCat("optimize ", graph, " --tasks=teleport"), &out), 2)
+      << out;
+  EXPECT_THAT(out, HasSubstr("unknown task 'teleport'"));
+}
+
 TEST(ServerProcessTest, CorruptPolicyCardStopsStartup) {
   const std::string dir = EmptyPolicyDir() + "_corrupt";
   std::filesystem::create_directories(dir + "/broken");

@@ -1,0 +1,59 @@
+#include "client/optimize_report.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gopt::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+gopt::v1::OptimizeResponse TwoBaselines() {
+  gopt::v1::OptimizeResponse response;
+  response.set_graph_name("mlp");
+  response.set_num_nodes(12);
+  response.set_topology_name("v100x2-pcie");
+  response.set_default_step_time_s(0.004);
+  response.set_step_time_s(0.002);
+  response.set_speedup_over_default(2.0);
+  response.set_method("best-baseline:heft+fifo+none+default");
+  gopt::v1::MethodResult* slow = response.add_baselines();
+  slow->set_method("round-robin+fifo+none+default");
+  slow->set_valid(true);
+  slow->set_step_time_s(0.008);
+  gopt::v1::MethodResult* fast = response.add_baselines();
+  fast->set_method("heft+fifo+none+default");
+  fast->set_valid(true);
+  fast->set_step_time_s(0.002);
+  gopt::v1::MethodResult* failed = response.add_baselines();
+  failed->set_method("m-sct+fifo+none+default");
+  failed->set_error("fits on no device");
+  response.add_peak_memory_bytes(int64_t{3} << 20);
+  response.add_warnings("no policy is loaded");
+  return response;
+}
+
+TEST(OptimizeReportTest, TableSortsByStepTimeWithRatios) {
+  const std::string text = OptimizeResponseToText(TwoBaselines());
+  EXPECT_THAT(text, HasSubstr("graph: mlp (12 nodes)"));
+  EXPECT_LT(text.find("heft+fifo"), text.find("round-robin"));
+  EXPECT_LT(text.find("round-robin"), text.find("m-sct"));
+  EXPECT_THAT(text, HasSubstr("2.00x"));
+  EXPECT_THAT(text, HasSubstr("0.50x"));
+  EXPECT_THAT(text, HasSubstr("invalid"));
+  EXPECT_THAT(text, HasSubstr("chosen: best-baseline:heft+fifo+none+default, "
+                              "2.000 ms, 2.00x faster than the default"));
+  EXPECT_THAT(text, HasSubstr("3.0 MiB"));
+  EXPECT_THAT(text, HasSubstr("warning: no policy is loaded"));
+}
+
+TEST(OptimizeReportTest, JsonUsesProtoFieldNames) {
+  const std::string json = MessageToJson(TwoBaselines());
+  EXPECT_THAT(json, HasSubstr("\"speedup_over_default\": 2"));
+  EXPECT_THAT(json, HasSubstr("\"partial\": false"));
+}
+
+}  // namespace
+}  // namespace gopt::client
