@@ -15,6 +15,7 @@ namespace gopt::server {
 namespace {
 
 constexpr char kServiceName[] = "gopt.v1.GraphOptimizer";
+constexpr char kLivenessService[] = "liveness";
 
 int Milliseconds(absl::Duration duration) {
   return static_cast<int>(absl::ToInt64Milliseconds(duration));
@@ -105,6 +106,10 @@ void OptimizerServer::SetServing(bool serving) {
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   health->SetServingStatus(serving);
   health->SetServingStatus(kServiceName, serving);
+  // "liveness" answers whether the process is alive, not whether it takes
+  // work: it stays SERVING through startup and drain (the Kubernetes
+  // liveness probe asks for it, so a draining pod is not restarted).
+  health->SetServingStatus(kLivenessService, true);
 }
 
 void OptimizerServer::SetEngine(std::shared_ptr<const Engine> engine) {

@@ -19,6 +19,9 @@
 #include "absl/time/clock.h"
 #include "client/optimizer_client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "server/engine.h"
 #include "server/metrics.h"
@@ -102,6 +105,7 @@ TEST(ServerTest, HealthNotServingUntilLoadedAndWhileDraining) {
   EXPECT_EQ(*running.client->Health(), HealthCheckResponse::NOT_SERVING);
   EXPECT_EQ(*running.client->Health("gopt.v1.GraphOptimizer"),
             HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(*running.client->Health("liveness"), HealthCheckResponse::SERVING);
   const absl::Status loading =
       running.client->Optimize(RequestFor(kSmallHlo)).status();
   EXPECT_EQ(loading.code(), absl::StatusCode::kUnavailable);
@@ -114,6 +118,8 @@ TEST(ServerTest, HealthNotServingUntilLoadedAndWhileDraining) {
 
   running.server->BeginDrain();
   EXPECT_EQ(*running.client->Health(), HealthCheckResponse::NOT_SERVING);
+  // The process is alive while it drains: liveness probes must not kill it.
+  EXPECT_EQ(*running.client->Health("liveness"), HealthCheckResponse::SERVING);
   // Draining still serves.
   EXPECT_TRUE(running.client->Optimize(RequestFor(kSmallHlo)).ok());
   running.server->Shutdown(absl::Now() + absl::Seconds(5));
@@ -348,6 +354,49 @@ TEST(ServerTest, MetricsScrapeCountsTheRequests) {
   for (const std::string& name : MetricNames()) {
     EXPECT_THAT(*scrape, HasSubstr("# TYPE " + name + " ")) << name;
   }
+}
+
+// Completes the next operation on `queue`; false when it failed.
+bool Next(grpc::CompletionQueue* queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  return queue->Next(&tag, &ok) && ok;
+}
+
+TEST(ServerTest, ReflectionListsTheServices) {
+  Running running = Start(TestServerSetup());
+  ASSERT_NE(running.client, nullptr);
+  grpc::GenericStub stub(grpc::CreateChannel(
+      running.client->options().target, grpc::InsecureChannelCredentials()));
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  auto call = stub.PrepareCall(
+      &context,
+      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &queue);
+  call->StartCall(nullptr);
+  ASSERT_TRUE(Next(&queue));
+  // ServerReflectionRequest{list_services (field 7) = ""}.
+  grpc::Slice slice(std::string("\x3a\x00", 2));
+  call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
+  ASSERT_TRUE(Next(&queue));
+  call->WritesDone(nullptr);
+  ASSERT_TRUE(Next(&queue));
+  grpc::ByteBuffer answer;
+  call->Read(&answer, nullptr);
+  ASSERT_TRUE(Next(&queue));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(answer.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& part : slices) {
+    bytes.append(reinterpret_cast<const char*>(part.begin()), part.size());
+  }
+  EXPECT_THAT(bytes, HasSubstr("gopt.v1.GraphOptimizer"));
+  EXPECT_THAT(bytes, HasSubstr("grpc.health.v1.Health"));
+  grpc::Status status;
+  call->Finish(&status, nullptr);
+  ASSERT_TRUE(Next(&queue));
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 // A CA, a server certificate for localhost / 127.0.0.1 and a client
