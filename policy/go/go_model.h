@@ -1,0 +1,101 @@
+#ifndef GOPT_POLICY_GO_GO_MODEL_H_
+#define GOPT_POLICY_GO_GO_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "policy/go/actions.h"
+#include "policy/go/features.h"
+#include "policy/policy.h"
+
+namespace gopt::policy::go {
+
+// The architecture of a GO network. A checkpoint records it, so Load
+// rebuilds the network it saved.
+struct GoModelOptions {
+  int hidden = 128;          // width of every layer
+  int sage_layers = 3;       // GraphSAGE layers of the shared encoder
+  int attention_layers = 1;  // per task stack
+  int attention_dim = 64;    // query/key/value width inside attention
+  int heads = 4;             // attention heads (attention_dim % heads == 0)
+  int feed_forward = 256;    // width of each attention layer's MLP
+  int segment = 256;         // nodes per attention segment
+  int graph_embedding = 64;  // width of the FiLM conditioning vector
+  uint64_t seed = 0;         // parameter initialisation
+};
+
+// The multi-task GO network (see network.h for the layers) behind a
+// LibTorch-free interface. A GoModel owns its parameters. Run is const and
+// safe to call from many threads at once; Save, Load and Clone too. Training
+// (PpoTrainer) mutates the parameters and needs exclusive access.
+class GoModel {
+ public:
+  class Impl;  // LibTorch side, defined in network.h
+
+  ~GoModel();
+  GoModel(const GoModel&) = delete;
+  GoModel& operator=(const GoModel&) = delete;
+
+  // A freshly initialised network (deterministic for options.seed).
+  // InvalidArgument for a non-positive width or attention_dim % heads != 0.
+  static absl::StatusOr<std::unique_ptr<GoModel>> Create(
+      const GoModelOptions& options);
+
+  // Reads a checkpoint written by Save. NotFound for a missing file;
+  // DataLoss for a file that is not a GO checkpoint, has another format
+  // version, or whose tensors do not match the recorded architecture (the
+  // message names the file and what is wrong).
+  static absl::StatusOr<std::unique_ptr<GoModel>> Load(const std::string& path);
+
+  // Writes the architecture, a format version and every parameter.
+  // Internal when the file cannot be written.
+  absl::Status Save(const std::string& path) const;
+
+  // A deep copy (independent parameters), e.g. for a per-request fine-tune.
+  absl::StatusOr<std::unique_ptr<GoModel>> Clone() const;
+
+  // Inference (eval mode, no gradients): per-node log-probabilities of the
+  // tasks in `tasks` (layout is ignored). `fixed_placement`, when given,
+  // is the placement the scheduling and fusion stacks condition on when
+  // placement is not decided (otherwise device 0 everywhere, the default).
+  // InvalidArgument when the features do not match the network's input
+  // widths; Internal for a LibTorch failure.
+  absl::StatusOr<PolicyOutput> Run(
+      const GraphFeatures& features, const TaskSet& tasks,
+      const std::vector<int32_t>* fixed_placement = nullptr) const;
+
+  const GoModelOptions& options() const { return options_; }
+  int64_t num_parameters() const;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  GoModel(const GoModelOptions& options, std::unique_ptr<Impl> impl);
+
+  GoModelOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The checkpoint format this code writes and reads.
+inline constexpr int64_t kCheckpointFormatVersion = 1;
+
+// Sets LibTorch's intra-op thread count (process-wide) and keeps OpenBLAS,
+// when it is the BLAS, on the calling thread (its own pool on top of
+// LibTorch's oversubscribes small hosts). Training and serving on this
+// 2-core host use 2 or fewer. Set OMP_WAIT_POLICY=PASSIVE in the
+// environment on a shared host: spinning OpenMP workers burn the cores
+// other processes need.
+void SetTorchThreads(int threads);
+
+// Keeps freed memory in the process for reuse (glibc mallopt): the network's
+// large temporary tensors are otherwise mapped and faulted in afresh on
+// every pass (measured: a PPO step takes half the time with it). For the
+// main() of programs that run the network in a loop; process-wide.
+void KeepFreedMemory();
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_GO_MODEL_H_

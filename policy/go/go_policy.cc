@@ -1,0 +1,175 @@
+#include "policy/go/go_policy.h"
+
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "policy/go/go_model.h"
+#include "policy/go/ppo_trainer.h"
+#include "policy/go/training.h"
+
+namespace gopt::policy {
+namespace {
+
+using go::GoModel;
+
+// Simulations run in parallel during zero-shot scoring and fine-tuning.
+constexpr int kSimulationThreads = 2;
+
+bool Cancelled(const ProposeOptions& options) {
+  return options.cancelled != nullptr && options.cancelled->load();
+}
+
+class GoPolicy final : public Policy {
+ public:
+  GoPolicy(PolicyInfo info, std::unique_ptr<GoModel> model)
+      : info_(std::move(info)), model_(std::move(model)) {}
+
+  const PolicyInfo& info() const override { return info_; }
+
+  absl::StatusOr<Proposal> Propose(
+      const simulator::Simulator& simulator,
+      const ProposeOptions& options) const override {
+    TaskSet tasks = options.tasks;
+    tasks.layout = false;
+    if (!tasks.placement && !tasks.scheduling && !tasks.fusion) {
+      return absl::InvalidArgumentError(
+          "the GO policy decides placement, scheduling and fusion; the "
+          "request asks for none of them");
+    }
+    if (Cancelled(options)) {
+      return absl::CancelledError("cancelled before the GO policy started");
+    }
+    const absl::Time start = absl::Now();
+    simulator::RooflineCostModel cost_model;
+    absl::StatusOr<std::unique_ptr<go::TrainingInstance>> instance =
+        go::MakeInstanceForSimulator(simulator.graph().name(), simulator,
+                                     cost_model, options.base_plan);
+    if (!instance.ok()) return instance.status();
+    absl::StatusOr<go::ZeroShotResult> zero_shot = go::ZeroShot(
+        *model_, **instance, tasks, std::max(options.num_samples, 0),
+        options.seed, kSimulationThreads);
+    if (!zero_shot.ok()) return zero_shot.status();
+    Proposal proposal;
+    proposal.inference_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    go::ScoredPlan best = zero_shot->best;
+    if (!best.valid) {
+      return absl::InternalError(
+          absl::StrCat("the GO policy produced no valid plan for '",
+                       simulator.graph().name(), "'"));
+    }
+    proposal.zero_shot_step_time_s = best.step_time_s;
+    if (options.on_progress) {
+      options.on_progress({"zero-shot", 0, best.step_time_s});
+    }
+    if (options.fine_tune_steps > 0 && absl::Now() < options.deadline &&
+        !Cancelled(options)) {
+      const absl::Time fine_tune_start = absl::Now();
+      absl::StatusOr<std::unique_ptr<GoModel>> copy = model_->Clone();
+      if (!copy.ok()) return copy.status();
+      go::FineTuneOptions fine_tune;
+      fine_tune.ppo.tasks = tasks;
+      fine_tune.ppo.seed = options.seed;
+      fine_tune.ppo.simulation_threads = kSimulationThreads;
+      fine_tune.max_steps = options.fine_tune_steps;
+      fine_tune.deadline = options.deadline;
+      fine_tune.cancelled = options.cancelled;
+      fine_tune.on_step = [&](const go::TrainLogRow& row,
+                              const go::ScoredPlan& so_far) {
+        if (options.on_progress) {
+          options.on_progress({"fine-tune", row.step + 1, so_far.step_time_s});
+        }
+      };
+      absl::StatusOr<go::FineTuneResult> tuned =
+          go::FineTune(copy->get(), **instance, best, fine_tune);
+      if (!tuned.ok()) return tuned.status();
+      best = tuned->best;
+      proposal.fine_tune_steps_done = tuned->steps;
+      proposal.fine_tune_seconds =
+          absl::ToDoubleSeconds(absl::Now() - fine_tune_start);
+    }
+    if (best.oom) {
+      proposal.warnings.push_back(
+          "every plan the GO policy found exceeds some device's memory");
+    }
+    proposal.plan = std::move(best.plan);
+    proposal.plan.method = "go";
+    proposal.step_time_s = best.step_time_s;
+    proposal.oom = best.oom;
+    return proposal;
+  }
+
+ private:
+  const PolicyInfo info_;
+  const std::unique_ptr<GoModel> model_;
+};
+
+TaskSet TasksFromCard(const nlohmann::json& card) {
+  TaskSet tasks{false, false, false, false};
+  if (!card.contains("tasks") || !card["tasks"].is_array()) {
+    return TaskSet{true, true, true, false};
+  }
+  for (const nlohmann::json& task : card["tasks"]) {
+    if (!task.is_string()) continue;
+    const std::string name = task.get<std::string>();
+    if (name == "placement") tasks.placement = true;
+    if (name == "scheduling") tasks.scheduling = true;
+    if (name == "fusion") tasks.fusion = true;
+  }
+  return tasks;
+}
+
+std::string CardString(const nlohmann::json& card, const char* key) {
+  if (card.contains(key) && card[key].is_string()) {
+    return card[key].get<std::string>();
+  }
+  return "";
+}
+
+}  // namespace
+
+PolicyFactory GoPolicyFactory() {
+  return [](const std::string& directory, const nlohmann::json& card)
+             -> absl::StatusOr<std::unique_ptr<Policy>> {
+    if (!card.is_object() || CardString(card, "kind") != "go") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy card in '", directory, "' is not of kind \"go\""));
+    }
+    const std::string checkpoint = CardString(card, "checkpoint");
+    if (checkpoint.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy card in '", directory, "' names no \"checkpoint\""));
+    }
+    absl::StatusOr<std::unique_ptr<GoModel>> model =
+        GoModel::Load(absl::StrCat(directory, "/", checkpoint));
+    if (!model.ok()) return model.status();
+    PolicyInfo info;
+    info.name = CardString(card, "name");
+    info.version = CardString(card, "version");
+    info.kind = "go";
+    info.tasks = TasksFromCard(card);
+    info.directory = directory;
+    info.card = card;
+    return std::unique_ptr<Policy>(
+        new GoPolicy(std::move(info), *std::move(model)));
+  };
+}
+
+absl::StatusOr<std::unique_ptr<Policy>> LoadGoPolicy(
+    const std::string& directory) {
+  const std::string path = absl::StrCat(directory, "/card.json");
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("no policy card '", path, "'"));
+  }
+  nlohmann::json card = nlohmann::json::parse(in, nullptr,
+                                              /*allow_exceptions=*/false);
+  if (card.is_discarded()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy card '", path, "' is not valid JSON"));
+  }
+  return GoPolicyFactory()(directory, card);
+}
+
+}  // namespace gopt::policy

@@ -1,0 +1,575 @@
+#include "policy/go/network.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "policy/go/actions.h"
+
+namespace gopt::policy::go {
+namespace {
+
+namespace nn = torch::nn;
+
+// Masked logits: low enough to vanish in softmax, finite so that
+// probability * log-probability stays 0 rather than NaN.
+constexpr float kMaskedLogit = -1e9f;
+// Segments per attention batch: bounds the [segments, heads, L, 2L] score
+// tensor (8 segments of 256, 4 heads: 16 MiB). Tensors that large are
+// recycled by malloc instead of being mapped afresh on every call.
+constexpr int64_t kSegmentChunk = 8;
+
+torch::Tensor FromFloats(const std::vector<float>& values, int64_t rows,
+                         int64_t cols) {
+  return torch::from_blob(const_cast<float*>(values.data()), {rows, cols},
+                          torch::kFloat32)
+      .clone();
+}
+
+}  // namespace
+
+FeatureTensors ToTensors(const GraphFeatures& features) {
+  const int64_t n = features.num_nodes;
+  const int64_t d = features.num_devices;
+  FeatureTensors t;
+  t.node = FromFloats(features.node, n, NumNodeFeatures());
+  t.device = FromFloats(features.device, d, NumDeviceFeatures());
+  const int64_t e = static_cast<int64_t>(features.edge_src.size());
+  t.edge_src = torch::from_blob(const_cast<int64_t*>(features.edge_src.data()),
+                                {e}, torch::kInt64)
+                   .clone();
+  t.edge_dst = torch::from_blob(const_cast<int64_t*>(features.edge_dst.data()),
+                                {e}, torch::kInt64)
+                   .clone();
+  torch::Tensor ones = torch::ones({e}, torch::kFloat32);
+  t.in_degree = torch::zeros({n}, torch::kFloat32)
+                    .index_add_(0, t.edge_dst, ones)
+                    .clamp_min(1)
+                    .unsqueeze(1);
+  t.out_degree = torch::zeros({n}, torch::kFloat32)
+                     .index_add_(0, t.edge_src, ones)
+                     .clamp_min(1)
+                     .unsqueeze(1);
+  t.allowed = torch::from_blob(const_cast<uint8_t*>(features.allowed.data()),
+                               {n, d}, torch::kUInt8)
+                  .to(torch::kBool);
+  t.work_position =
+      torch::from_blob(const_cast<float*>(features.work_position.data()), {n},
+                       torch::kFloat32)
+          .clone();
+  t.upward_rank =
+      torch::from_blob(const_cast<float*>(features.upward_rank.data()), {n},
+                       torch::kFloat32)
+          .clone();
+  return t;
+}
+
+FilmImpl::FilmImpl(const FilmOptions& options) : options_(options) {
+  projection_ = register_module(
+      "projection", nn::Linear(options.condition(), 2 * options.features()));
+  torch::NoGradGuard no_grad;
+  projection_->weight.zero_();
+  projection_->bias.zero_();
+}
+
+torch::Tensor FilmImpl::forward(const torch::Tensor& x,
+                                const torch::Tensor& g) {
+  std::vector<torch::Tensor> gamma_beta =
+      projection_->forward(g).squeeze(0).chunk(2);
+  return x * (1 + gamma_beta[0]) + gamma_beta[1];
+}
+
+SageLayerImpl::SageLayerImpl(const SageLayerOptions& options) {
+  combine_ = register_module(
+      "combine", nn::Linear(5 * options.hidden(), options.hidden()));
+  norm_ = register_module(
+      "norm", nn::LayerNorm(nn::LayerNormOptions({options.hidden()})));
+  film_ = register_module(
+      "film", Film(FilmOptions(options.condition(), options.hidden())));
+}
+
+torch::Tensor SageLayerImpl::forward(const torch::Tensor& h,
+                                     const FeatureTensors& graph,
+                                     const torch::Tensor& g) {
+  torch::Tensor mean_pred = torch::zeros_like(h);
+  torch::Tensor max_pred = torch::zeros_like(h);
+  torch::Tensor mean_succ = torch::zeros_like(h);
+  torch::Tensor max_succ = torch::zeros_like(h);
+  if (graph.edge_src.numel() > 0) {
+    const int64_t hidden = h.size(1);
+    // Messages from predecessors, gathered at each edge's destination.
+    torch::Tensor from_src = h.index_select(0, graph.edge_src);
+    torch::Tensor dst_index = graph.edge_dst.unsqueeze(1).expand({-1, hidden});
+    mean_pred =
+        mean_pred.index_add(0, graph.edge_dst, from_src) / graph.in_degree;
+    max_pred = max_pred.scatter_reduce(0, dst_index, from_src, "amax",
+                                       /*include_self=*/false);
+    // Messages from successors, gathered at each edge's source.
+    torch::Tensor from_dst = h.index_select(0, graph.edge_dst);
+    torch::Tensor src_index = graph.edge_src.unsqueeze(1).expand({-1, hidden});
+    mean_succ =
+        mean_succ.index_add(0, graph.edge_src, from_dst) / graph.out_degree;
+    max_succ = max_succ.scatter_reduce(0, src_index, from_dst, "amax",
+                                       /*include_self=*/false);
+  }
+  torch::Tensor z = torch::relu(combine_->forward(
+      torch::cat({h, mean_pred, max_pred, mean_succ, max_succ}, 1)));
+  return norm_->forward(h + film_->forward(z, g));
+}
+
+SegmentAttentionImpl::SegmentAttentionImpl(
+    const SegmentAttentionOptions& options)
+    : options_(options) {
+  const int64_t h = options.hidden();
+  const int64_t a = options.attention_dim();
+  query_ = register_module("query", nn::Linear(h, a));
+  key_value_ = register_module("key_value", nn::Linear(h, 2 * a));
+  output_ = register_module("output", nn::Linear(a, h));
+  norm1_ = register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({h})));
+  ff1_ = register_module("ff1", nn::Linear(h, options.feed_forward()));
+  ff2_ = register_module("ff2", nn::Linear(options.feed_forward(), h));
+  norm2_ = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({h})));
+  film_ = register_module("film", Film(FilmOptions(options.condition(), h)));
+}
+
+torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
+                                            const torch::Tensor& g) {
+  const int64_t n = x.size(0);
+  const int64_t a = options_.attention_dim();
+  const int64_t length = options_.segment();
+  const int64_t heads = options_.heads();
+  const int64_t head_dim = a / heads;
+  const int64_t segments = (n + length - 1) / length;
+  const int64_t padded = segments * length;
+  torch::Tensor q_all = query_->forward(x);
+  torch::Tensor kv_all = key_value_->forward(x);
+  if (padded > n) {
+    q_all = torch::cat({q_all, torch::zeros({padded - n, a}, x.options())}, 0);
+    kv_all =
+        torch::cat({kv_all, torch::zeros({padded - n, 2 * a}, x.options())}, 0);
+  }
+  q_all = q_all.view({segments, length, a});
+  kv_all = kv_all.view({segments, length, 2 * a});
+  // Memory: the previous segment's keys and values, without gradient.
+  torch::Tensor memory =
+      torch::cat({torch::zeros({1, length, 2 * a}, x.options()),
+                  kv_all.slice(0, 0, segments - 1).detach()},
+                 0);
+  torch::Tensor position =
+      torch::arange(padded, torch::kInt64).view({segments, length});
+  torch::Tensor current_valid = position < n;
+  torch::Tensor memory_valid = (torch::arange(segments, torch::kInt64) > 0)
+                                   .unsqueeze(1)
+                                   .expand({segments, length});
+  torch::Tensor key_valid = torch::cat({memory_valid, current_valid}, 1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+
+  std::vector<torch::Tensor> chunks;
+  for (int64_t begin = 0; begin < segments; begin += kSegmentChunk) {
+    const int64_t end = std::min(segments, begin + kSegmentChunk);
+    const int64_t c = end - begin;
+    torch::Tensor q = q_all.slice(0, begin, end)
+                          .view({c, length, heads, head_dim})
+                          .transpose(1, 2);
+    torch::Tensor kv = torch::cat(
+        {memory.slice(0, begin, end), kv_all.slice(0, begin, end)}, 1);
+    std::vector<torch::Tensor> k_v = kv.chunk(2, -1);
+    torch::Tensor k =
+        k_v[0].reshape({c, 2 * length, heads, head_dim}).transpose(1, 2);
+    torch::Tensor v =
+        k_v[1].reshape({c, 2 * length, heads, head_dim}).transpose(1, 2);
+    torch::Tensor scores = torch::matmul(q * scale, k.transpose(-1, -2));
+    torch::Tensor mask = key_valid.slice(0, begin, end)
+                             .logical_not()
+                             .view({c, 1, 1, 2 * length});
+    scores = scores.masked_fill(mask, kMaskedLogit);
+    torch::Tensor attended = torch::matmul(torch::softmax(scores, -1), v);
+    chunks.push_back(attended.transpose(1, 2).reshape({c * length, a}));
+  }
+  torch::Tensor attention =
+      output_->forward(torch::cat(chunks, 0).slice(0, 0, n));
+  torch::Tensor y = norm1_->forward(x + attention);
+  torch::Tensor ff = ff2_->forward(torch::relu(ff1_->forward(y)));
+  return norm2_->forward(y + film_->forward(ff, g));
+}
+
+GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
+    : options_(options) {
+  const GoModelOptions& m = options.model;
+  const int64_t h = m.hidden;
+  const int64_t c = m.graph_embedding;
+  input_ = register_module("input", nn::Linear(options.node_features, h));
+  sage_ = register_module("sage", nn::ModuleList());
+  for (int i = 0; i < m.sage_layers; ++i) {
+    sage_->push_back(SageLayer(SageLayerOptions(h, c)));
+  }
+  device_mlp_ = register_module(
+      "device_mlp", nn::Sequential(nn::Linear(options.device_features, h),
+                                   nn::ReLU(), nn::Linear(h, h)));
+  graph_mlp_ = register_module(
+      "graph_mlp",
+      nn::Sequential(nn::Linear(2 * h, h), nn::ReLU(), nn::Linear(h, c)));
+  auto make_stack = [&](const std::string& name) {
+    nn::ModuleList stack;
+    for (int i = 0; i < m.attention_layers; ++i) {
+      stack->push_back(SegmentAttention(SegmentAttentionOptions(
+          h, m.attention_dim, m.heads, m.feed_forward, m.segment, c)));
+    }
+    return register_module(name, stack);
+  };
+  placement_stack_ = make_stack("placement_stack");
+  scheduling_stack_ = make_stack("scheduling_stack");
+  fusion_stack_ = make_stack("fusion_stack");
+  placement_query_ = register_module("placement_query", nn::Linear(h, h));
+  placement_action_ = register_module("placement_action", nn::Linear(h, h));
+  placement_prior_scale_ =
+      register_parameter("placement_prior_scale", torch::full({1}, 6.0f));
+  scheduling_prior_scale_ =
+      register_parameter("scheduling_prior_scale", torch::full({1}, 2.0f));
+  fusion_prior_scale_ =
+      register_parameter("fusion_prior_scale", torch::full({1}, 6.0f));
+  scheduling_head_ =
+      register_module("scheduling_head", nn::Linear(h, kPriorityLevels));
+  scheduling_action_ =
+      register_module("scheduling_action", nn::Embedding(kPriorityLevels, h));
+  fusion_head_ = register_module("fusion_head", nn::Linear(h, kPriorityLevels));
+}
+
+torch::Tensor GoNetworkImpl::RunStack(nn::ModuleList& stack, torch::Tensor x,
+                                      const torch::Tensor& g) {
+  for (const std::shared_ptr<nn::Module>& layer : *stack) {
+    x = layer->as<SegmentAttention>()->forward(x, g);
+  }
+  return x;
+}
+
+NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
+                                     const TaskSet& tasks,
+                                     const torch::Tensor& fixed_placement) {
+  const int64_t n = graph.node.size(0);
+  const int64_t d = graph.device.size(0);
+  const double scale = 1.0 / std::sqrt(double(options_.model.hidden));
+  torch::Tensor x0 = torch::relu(input_->forward(graph.node));
+  torch::Tensor devices = device_mlp_->forward(graph.device);
+  torch::Tensor g = graph_mlp_->forward(
+      torch::cat({x0.mean(0), devices.mean(0)}).unsqueeze(0));
+  torch::Tensor x = x0;
+  for (const std::shared_ptr<nn::Module>& layer : *sage_) {
+    x = layer->as<SageLayer>()->forward(x, graph, g);
+  }
+
+  NetworkOutput out;
+  torch::Tensor device_actions = placement_action_->forward(devices);
+  torch::Tensor previous;  // embedding of the decided tasks' actions
+  if (tasks.placement) {
+    torch::Tensor y = RunStack(placement_stack_, x, g);
+    torch::Tensor logits =
+        torch::matmul(placement_query_->forward(y), devices.t()) * scale;
+    if (d > 1) {
+      torch::Tensor centers =
+          (torch::arange(d, torch::kFloat32) + 0.5) / static_cast<double>(d);
+      torch::Tensor distance =
+          (graph.work_position.unsqueeze(1) - centers.unsqueeze(0)) * d;
+      logits = logits - placement_prior_scale_ * distance * distance;
+    }
+    logits = logits.masked_fill(graph.allowed.logical_not(), kMaskedLogit);
+    out.placement = torch::log_softmax(logits, -1);
+    previous = torch::matmul(out.placement.exp(), device_actions);
+  } else {
+    torch::Tensor placement = fixed_placement.defined()
+                                  ? fixed_placement
+                                  : torch::zeros({n}, torch::kInt64);
+    previous = device_actions.index_select(0, placement);
+  }
+  if (tasks.scheduling) {
+    torch::Tensor y = RunStack(scheduling_stack_, x + previous, g);
+    // Distance in levels between each level and the node's upward rank.
+    torch::Tensor levels = torch::arange(kPriorityLevels, torch::kFloat32);
+    torch::Tensor distance =
+        levels.unsqueeze(0) -
+        graph.upward_rank.unsqueeze(1) * (kPriorityLevels - 1);
+    out.scheduling =
+        torch::log_softmax(scheduling_head_->forward(y) -
+                               scheduling_prior_scale_ * distance * distance,
+                           -1);
+    previous = previous +
+               torch::matmul(out.scheduling.exp(), scheduling_action_->weight);
+  }
+  if (tasks.fusion) {
+    torch::Tensor y = RunStack(fusion_stack_, x + previous, g);
+    torch::Tensor eagerness =
+        torch::arange(kPriorityLevels, torch::kFloat32) / (kPriorityLevels - 1);
+    out.fusion = torch::log_softmax(
+        fusion_head_->forward(y) + fusion_prior_scale_ * eagerness, -1);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// GoModel
+
+namespace {
+
+constexpr char kVersionKey[] = "gopt_go_format_version";
+constexpr char kArchitectureKey[] = "gopt_go_architecture";
+
+// Parameter initialisation draws from LibTorch's global generator.
+std::mutex& SeedMutex() {
+  static std::mutex* mutex = new std::mutex;
+  return *mutex;
+}
+
+absl::Status CheckOptions(const GoModelOptions& o) {
+  if (o.hidden <= 0 || o.sage_layers < 0 || o.attention_layers < 0 ||
+      o.attention_dim <= 0 || o.heads <= 0 || o.feed_forward <= 0 ||
+      o.segment <= 0 || o.graph_embedding <= 0 ||
+      o.attention_dim % o.heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad GO architecture: hidden ", o.hidden, ", sage_layers ",
+        o.sage_layers, ", attention_layers ", o.attention_layers,
+        ", attention_dim ", o.attention_dim, ", heads ", o.heads,
+        ", feed_forward ", o.feed_forward, ", segment ", o.segment,
+        ", graph_embedding ", o.graph_embedding,
+        " (widths must be positive and attention_dim a multiple of heads)"));
+  }
+  return absl::OkStatus();
+}
+
+GoNetwork MakeNetwork(const GoModelOptions& options) {
+  std::lock_guard<std::mutex> lock(SeedMutex());
+  torch::manual_seed(options.seed);
+  GoNetworkOptions network_options;
+  network_options.model = options;
+  network_options.node_features = NumNodeFeatures();
+  network_options.device_features = NumDeviceFeatures();
+  GoNetwork network(network_options);
+  network->eval();
+  return network;
+}
+
+torch::Tensor TensorFromInt32s(const std::vector<int32_t>& values) {
+  std::vector<int64_t> wide(values.begin(), values.end());
+  return torch::tensor(wide, torch::kInt64);
+}
+
+std::vector<float> ToVector(const torch::Tensor& t) {
+  torch::Tensor c = t.contiguous();
+  return std::vector<float>(c.data_ptr<float>(),
+                            c.data_ptr<float>() + c.numel());
+}
+
+}  // namespace
+
+GoModel::GoModel(const GoModelOptions& options, std::unique_ptr<Impl> impl)
+    : options_(options), impl_(std::move(impl)) {}
+
+GoModel::~GoModel() = default;
+
+absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Create(
+    const GoModelOptions& options) {
+  absl::Status status = CheckOptions(options);
+  if (!status.ok()) return status;
+  try {
+    return std::unique_ptr<GoModel>(
+        new GoModel(options, std::make_unique<Impl>(MakeNetwork(options))));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("creating the GO network: ", e.what_without_backtrace()));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Load(
+    const std::string& path) {
+  if (!std::ifstream(path).good()) {
+    return absl::NotFoundError(absl::StrCat("GO checkpoint '", path,
+                                            "' does not exist or is not "
+                                            "readable"));
+  }
+  const std::string where = absl::StrCat("GO checkpoint '", path, "'");
+  try {
+    torch::serialize::InputArchive archive;
+    try {
+      archive.load_from(path);
+    } catch (const c10::Error& e) {
+      return absl::DataLossError(absl::StrCat(
+          where, " is not a LibTorch archive: ", e.what_without_backtrace()));
+    }
+    torch::Tensor version;
+    if (!archive.try_read(kVersionKey, version)) {
+      return absl::DataLossError(
+          absl::StrCat(where, " has no format version: not a GO checkpoint"));
+    }
+    if (version.numel() != 1 ||
+        version.item<int64_t>() != kCheckpointFormatVersion) {
+      return absl::DataLossError(absl::StrCat(
+          where, " has format version ",
+          version.numel() == 1 ? version.item<int64_t>() : -1,
+          "; this build reads version ", kCheckpointFormatVersion));
+    }
+    torch::Tensor arch;
+    if (!archive.try_read(kArchitectureKey, arch) || arch.numel() != 11) {
+      return absl::DataLossError(
+          absl::StrCat(where, " has no valid architecture record"));
+    }
+    arch = arch.to(torch::kInt64);
+    GoModelOptions options;
+    options.hidden = arch[0].item<int64_t>();
+    options.sage_layers = arch[1].item<int64_t>();
+    options.attention_layers = arch[2].item<int64_t>();
+    options.heads = arch[3].item<int64_t>();
+    options.feed_forward = arch[4].item<int64_t>();
+    options.segment = arch[5].item<int64_t>();
+    options.graph_embedding = arch[6].item<int64_t>();
+    options.seed = static_cast<uint64_t>(arch[9].item<int64_t>());
+    options.attention_dim = arch[10].item<int64_t>();
+    if (arch[7].item<int64_t>() != NumNodeFeatures() ||
+        arch[8].item<int64_t>() != NumDeviceFeatures()) {
+      return absl::DataLossError(absl::StrCat(
+          where, " was trained on ", arch[7].item<int64_t>(), " node and ",
+          arch[8].item<int64_t>(), " device features; this build makes ",
+          NumNodeFeatures(), " and ", NumDeviceFeatures()));
+    }
+    absl::Status status = CheckOptions(options);
+    if (!status.ok()) {
+      return absl::DataLossError(absl::StrCat(where, ": ", status.message()));
+    }
+    GoNetwork network = MakeNetwork(options);
+    // Module::load replaces each tensor with the stored one, whatever its
+    // shape: compare shapes so that a mismatched file is an error.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+    for (const auto& item : network->named_parameters()) {
+      shapes.emplace_back(item.key(), item.value().sizes().vec());
+    }
+    try {
+      network->load(archive);
+    } catch (const c10::Error& e) {
+      return absl::DataLossError(absl::StrCat(
+          where, " is missing parameters: ", e.what_without_backtrace()));
+    }
+    size_t i = 0;
+    for (const auto& item : network->named_parameters()) {
+      if (item.value().sizes().vec() != shapes[i].second) {
+        return absl::DataLossError(absl::StrCat(
+            where, ": parameter '", item.key(),
+            "' has the wrong shape for the recorded architecture"));
+      }
+      if (!torch::isfinite(item.value()).all().item<bool>()) {
+        return absl::DataLossError(absl::StrCat(
+            where, ": parameter '", item.key(), "' holds NaN or infinity"));
+      }
+      ++i;
+    }
+    network->eval();
+    return std::unique_ptr<GoModel>(
+        new GoModel(options, std::make_unique<Impl>(std::move(network))));
+  } catch (const c10::Error& e) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": ", e.what_without_backtrace()));
+  }
+}
+
+absl::Status GoModel::Save(const std::string& path) const {
+  try {
+    torch::serialize::OutputArchive archive;
+    archive.write(kVersionKey, torch::tensor({kCheckpointFormatVersion}));
+    archive.write(
+        kArchitectureKey,
+        torch::tensor(std::vector<int64_t>{
+            options_.hidden, options_.sage_layers, options_.attention_layers,
+            options_.heads, options_.feed_forward, options_.segment,
+            options_.graph_embedding, NumNodeFeatures(), NumDeviceFeatures(),
+            static_cast<int64_t>(options_.seed), options_.attention_dim}));
+    impl_->network->save(archive);
+    archive.save_to(path);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("writing GO checkpoint '", path,
+                                            "': ", e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Clone() const {
+  try {
+    GoNetwork copy = MakeNetwork(options_);
+    torch::NoGradGuard no_grad;
+    auto source = impl_->network->named_parameters();
+    auto target = copy->named_parameters();
+    for (const auto& item : source) {
+      target[item.key()].copy_(item.value());
+    }
+    return std::unique_ptr<GoModel>(
+        new GoModel(options_, std::make_unique<Impl>(std::move(copy))));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("copying the GO network: ", e.what_without_backtrace()));
+  }
+}
+
+absl::StatusOr<PolicyOutput> GoModel::Run(
+    const GraphFeatures& features, const TaskSet& tasks,
+    const std::vector<int32_t>* fixed_placement) const {
+  if (static_cast<int64_t>(features.node.size()) !=
+          static_cast<int64_t>(features.num_nodes) * NumNodeFeatures() ||
+      static_cast<int64_t>(features.device.size()) !=
+          static_cast<int64_t>(features.num_devices) * NumDeviceFeatures()) {
+    return absl::InvalidArgumentError(
+        "GO features do not match the network's input widths");
+  }
+  if (fixed_placement != nullptr &&
+      static_cast<int>(fixed_placement->size()) != features.num_nodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fixed placement has ", fixed_placement->size(),
+                     " entries; the graph has ", features.num_nodes, " nodes"));
+  }
+  try {
+    torch::NoGradGuard no_grad;
+    const FeatureTensors tensors = ToTensors(features);
+    torch::Tensor placement;
+    if (fixed_placement != nullptr) {
+      placement = TensorFromInt32s(*fixed_placement);
+    }
+    NetworkOutput out = impl_->network->forward(tensors, tasks, placement);
+    PolicyOutput result;
+    result.num_nodes = features.num_nodes;
+    result.num_devices = features.num_devices;
+    if (out.placement.defined()) result.placement = ToVector(out.placement);
+    if (out.scheduling.defined()) result.scheduling = ToVector(out.scheduling);
+    if (out.fusion.defined()) result.fusion = ToVector(out.fusion);
+    return result;
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("GO network: ", e.what_without_backtrace()));
+  }
+}
+
+int64_t GoModel::num_parameters() const {
+  int64_t total = 0;
+  for (const torch::Tensor& p : impl_->network->parameters()) {
+    total += p.numel();
+  }
+  return total;
+}
+
+void SetTorchThreads(int threads) {
+  torch::set_num_threads(threads);
+  // LibTorch hands whole matrix products to BLAS; OpenBLAS's own thread pool
+  // on top of LibTorch's oversubscribes a small host (measured 2-4x slower
+  // on this shared 2-core machine), so BLAS runs on the calling thread.
+  using SetBlasThreads = void (*)(int);
+  if (auto set_blas_threads = reinterpret_cast<SetBlasThreads>(
+          dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set_blas_threads(1);
+  }
+}
+
+void KeepFreedMemory() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+}  // namespace gopt::policy::go

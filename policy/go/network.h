@@ -1,0 +1,196 @@
+#ifndef GOPT_POLICY_GO_NETWORK_H_
+#define GOPT_POLICY_GO_NETWORK_H_
+
+// The LibTorch modules of the GO network. Only the policy/go .cc files that
+// need LibTorch include this header; everything else uses go_model.h.
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "policy/go/features.h"
+#include "policy/go/go_model.h"
+#include "policy/policy.h"
+
+namespace gopt::policy::go {
+
+// GraphFeatures as tensors (CPU).
+struct FeatureTensors {
+  torch::Tensor node;           // [N, F] float
+  torch::Tensor device;         // [D, Fd] float
+  torch::Tensor edge_src;       // [E] int64
+  torch::Tensor edge_dst;       // [E] int64
+  torch::Tensor in_degree;      // [N, 1] float, at least 1
+  torch::Tensor out_degree;     // [N, 1] float, at least 1
+  torch::Tensor allowed;        // [N, D] bool
+  torch::Tensor work_position;  // [N] float
+  torch::Tensor upward_rank;    // [N] float
+};
+
+FeatureTensors ToTensors(const GraphFeatures& features);
+
+// Per task, [N, actions] log-probabilities (undefined for tasks not run).
+struct NetworkOutput {
+  torch::Tensor placement;
+  torch::Tensor scheduling;
+  torch::Tensor fusion;
+};
+
+// Feature-wise linear modulation: x * (1 + gamma(g)) + beta(g), with the
+// projection initialised to zero so that a new layer starts unmodulated.
+struct FilmOptions {
+  FilmOptions(int64_t condition, int64_t features)
+      : condition_(condition), features_(features) {}
+  TORCH_ARG(int64_t, condition);
+  TORCH_ARG(int64_t, features);
+};
+
+class FilmImpl : public torch::nn::Module {
+ public:
+  explicit FilmImpl(const FilmOptions& options);
+  // x: [..., features]; g: [1, condition].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& g);
+
+ private:
+  FilmOptions options_;
+  torch::nn::Linear projection_{nullptr};
+};
+TORCH_MODULE(Film);
+
+// One GraphSAGE layer: mean and max over predecessors and, separately,
+// over successors, concatenated with the node's own state, a linear layer
+// + ReLU, FiLM, then residual + LayerNorm. Aggregation runs over the sparse
+// edge list (index_add / scatter_reduce), O(E * hidden).
+struct SageLayerOptions {
+  SageLayerOptions(int64_t hidden, int64_t condition)
+      : hidden_(hidden), condition_(condition) {}
+  TORCH_ARG(int64_t, hidden);
+  TORCH_ARG(int64_t, condition);
+};
+
+class SageLayerImpl : public torch::nn::Module {
+ public:
+  explicit SageLayerImpl(const SageLayerOptions& options);
+  torch::Tensor forward(const torch::Tensor& h, const FeatureTensors& graph,
+                        const torch::Tensor& g);
+
+ private:
+  torch::nn::Linear combine_{nullptr};
+  torch::nn::LayerNorm norm_{nullptr};
+  Film film_{nullptr};
+};
+TORCH_MODULE(SageLayer);
+
+// One segment-recurrent attention layer (Transformer-XL style): nodes in
+// topological order are cut into segments of `segment`; each segment attends
+// to itself and to the previous segment's layer input (the memory, detached:
+// no gradient flows through it). All segments run as one batch (in chunks to
+// bound memory), since the memory of segment s is known from the previous
+// layer; keys and values are projected once per node and the memory's are
+// the previous segment's. Attention runs at attention_dim (< hidden keeps
+// 80,000-node graphs fast). Post-norm residual blocks; FiLM on the
+// feed-forward output.
+struct SegmentAttentionOptions {
+  SegmentAttentionOptions(int64_t hidden, int64_t attention_dim, int64_t heads,
+                          int64_t feed_forward, int64_t segment,
+                          int64_t condition)
+      : hidden_(hidden),
+        attention_dim_(attention_dim),
+        heads_(heads),
+        feed_forward_(feed_forward),
+        segment_(segment),
+        condition_(condition) {}
+  TORCH_ARG(int64_t, hidden);
+  TORCH_ARG(int64_t, attention_dim);
+  TORCH_ARG(int64_t, heads);
+  TORCH_ARG(int64_t, feed_forward);
+  TORCH_ARG(int64_t, segment);
+  TORCH_ARG(int64_t, condition);
+};
+
+class SegmentAttentionImpl : public torch::nn::Module {
+ public:
+  explicit SegmentAttentionImpl(const SegmentAttentionOptions& options);
+  // x: [N, hidden] in topological order; g: [1, condition].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& g);
+
+ private:
+  SegmentAttentionOptions options_;
+  torch::nn::Linear query_{nullptr};
+  torch::nn::Linear key_value_{nullptr};
+  torch::nn::Linear output_{nullptr};
+  torch::nn::LayerNorm norm1_{nullptr};
+  torch::nn::Linear ff1_{nullptr};
+  torch::nn::Linear ff2_{nullptr};
+  torch::nn::LayerNorm norm2_{nullptr};
+  Film film_{nullptr};
+};
+TORCH_MODULE(SegmentAttention);
+
+// The whole GO network:
+//   node features -> linear + ReLU -> 3 GraphSAGE layers (shared encoder);
+//   graph embedding g = MLP(mean over nodes of the input projection, mean
+//   over devices of the device embeddings) conditions every layer by FiLM;
+//   per task a stack of SegmentAttention layers; task order placement ->
+//   scheduling -> fusion, each stack's input being the encoder output plus
+//   the embedding of the previous tasks' actions (the expected embedding
+//   under the previous head's distribution, so one forward pass serves every
+//   sampled plan; a fixed placement is embedded exactly);
+//   heads: placement logits = node query . device embedding / sqrt(hidden)
+//   masked by device constraints; scheduling and fusion: 16 priority
+//   levels. Each head adds a heuristic prior with a learned scale, so that
+//   an untrained network starts near expert placement + critical-path
+//   scheduling + greedy fusion and PPO refines from there: placement
+//   favours the device whose share of the cumulative work axis holds the
+//   node; scheduling favours the level matching the node's upward rank;
+//   fusion favours high (eager) levels.
+struct GoNetworkOptions {
+  GoModelOptions model;
+  int64_t node_features = 0;
+  int64_t device_features = 0;
+};
+
+class GoNetworkImpl : public torch::nn::Module {
+ public:
+  explicit GoNetworkImpl(const GoNetworkOptions& options);
+
+  // Runs the stacks of `tasks`. `fixed_placement` ([N] int64, or undefined)
+  // is what scheduling and fusion condition on when placement is not run.
+  NetworkOutput forward(const FeatureTensors& graph, const TaskSet& tasks,
+                        const torch::Tensor& fixed_placement);
+
+  const GoNetworkOptions& options() const { return options_; }
+
+ private:
+  torch::Tensor RunStack(torch::nn::ModuleList& stack, torch::Tensor x,
+                         const torch::Tensor& g);
+
+  GoNetworkOptions options_;
+  torch::nn::Linear input_{nullptr};
+  torch::nn::ModuleList sage_;
+  torch::nn::Sequential device_mlp_{nullptr};
+  torch::nn::Sequential graph_mlp_{nullptr};
+  torch::nn::ModuleList placement_stack_;
+  torch::nn::ModuleList scheduling_stack_;
+  torch::nn::ModuleList fusion_stack_;
+  torch::nn::Linear placement_query_{nullptr};
+  torch::nn::Linear placement_action_{nullptr};
+  torch::Tensor placement_prior_scale_;
+  torch::nn::Linear scheduling_head_{nullptr};
+  torch::Tensor scheduling_prior_scale_;
+  torch::Tensor fusion_prior_scale_;
+  torch::nn::Embedding scheduling_action_{nullptr};
+  torch::nn::Linear fusion_head_{nullptr};
+};
+TORCH_MODULE(GoNetwork);
+
+// The LibTorch side of GoModel.
+class GoModel::Impl {
+ public:
+  explicit Impl(GoNetwork network) : network(std::move(network)) {}
+  GoNetwork network;
+};
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_NETWORK_H_

@@ -1,0 +1,311 @@
+#include "policy/go/ppo_trainer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "policy/go/network.h"
+
+namespace gopt::policy::go {
+namespace {
+
+torch::Tensor ActionsTensor(const std::vector<Actions>& actions,
+                            std::vector<int32_t> Actions::*field, int64_t n) {
+  const int64_t k = static_cast<int64_t>(actions.size());
+  torch::Tensor out = torch::empty({k, n}, torch::kInt64);
+  int64_t* data = out.data_ptr<int64_t>();
+  for (int64_t s = 0; s < k; ++s) {
+    const std::vector<int32_t>& values = actions[s].*field;
+    for (int64_t i = 0; i < n; ++i) data[s * n + i] = values[i];
+  }
+  return out;
+}
+
+std::vector<float> ToVector(const torch::Tensor& t) {
+  torch::Tensor c = t.detach().contiguous();
+  return std::vector<float>(c.data_ptr<float>(),
+                            c.data_ptr<float>() + c.numel());
+}
+
+// Log-probabilities of the sampled actions: [N, A] x [K, N] -> [K, N].
+torch::Tensor Chosen(const torch::Tensor& logp, const torch::Tensor& actions) {
+  const int64_t k = actions.size(0);
+  return logp.unsqueeze(0)
+      .expand({k, logp.size(0), logp.size(1)})
+      .gather(2, actions.unsqueeze(2))
+      .squeeze(2);
+}
+
+// What epoch 0 of a step records for one graph.
+struct Rollout {
+  std::vector<torch::Tensor> actions;   // per decided task: [K, N]
+  std::vector<torch::Tensor> old_logp;  // per decided task: [K, N]
+  torch::Tensor advantages;             // [K, 1]
+};
+
+}  // namespace
+
+double PlanReward(double step_time_s, bool oom, double default_step_time_s) {
+  if (oom || !(step_time_s > 0) || !(default_step_time_s > 0)) {
+    return kInvalidReward;
+  }
+  return -std::sqrt(step_time_s / default_step_time_s);
+}
+
+namespace {
+
+// Featurizes the instance's graph and simulates its default plan.
+absl::Status CompleteInstance(const simulator::OpCostModel& cost_model,
+                              TrainingInstance* instance) {
+  const simulator::Simulator& sim = *instance->simulator;
+  absl::StatusOr<GraphFeatures> features =
+      Featurize(sim.graph(), sim.topology(), cost_model);
+  if (!features.ok()) return features.status();
+  instance->features = *std::move(features);
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  absl::StatusOr<simulator::SimulationResult> result =
+      sim.Simulate(simulator::DefaultPlan(sim.graph()), options);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat(instance->label, ": default plan: ",
+                                     result.status().message()));
+  }
+  instance->default_step_time_s = result->step_time_s;
+  instance->default_oom = result->oom;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrainingInstance>> MakeTrainingInstance(
+    std::string label, std::shared_ptr<const graph::Graph> graph,
+    std::shared_ptr<const simulator::Topology> topology) {
+  auto instance = std::make_unique<TrainingInstance>();
+  instance->label = std::move(label);
+  instance->owned_graph = std::move(graph);
+  instance->owned_topology = std::move(topology);
+  instance->owned_cost_model = std::make_unique<simulator::RooflineCostModel>();
+  instance->owned_simulator = std::make_unique<simulator::Simulator>(
+      *instance->owned_graph, *instance->owned_topology,
+      *instance->owned_cost_model);
+  instance->simulator = instance->owned_simulator.get();
+  absl::Status status =
+      CompleteInstance(*instance->owned_cost_model, instance.get());
+  if (!status.ok()) return status;
+  return instance;
+}
+
+absl::StatusOr<std::unique_ptr<TrainingInstance>> MakeInstanceForSimulator(
+    std::string label, const simulator::Simulator& simulator,
+    const simulator::OpCostModel& cost_model,
+    const simulator::Plan* base_plan) {
+  auto instance = std::make_unique<TrainingInstance>();
+  instance->label = std::move(label);
+  instance->simulator = &simulator;
+  if (base_plan != nullptr) {
+    instance->base_plan = std::make_unique<simulator::Plan>(*base_plan);
+  }
+  absl::Status status = CompleteInstance(cost_model, instance.get());
+  if (!status.ok()) return status;
+  return instance;
+}
+
+ScoredPlan ScoreActions(const TrainingInstance& instance,
+                        const Actions& actions) {
+  ScoredPlan scored;
+  absl::StatusOr<simulator::Plan> plan =
+      ActionsToPlan(instance.graph(), actions, instance.base_plan.get());
+  if (!plan.ok()) return scored;
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  absl::StatusOr<simulator::SimulationResult> result =
+      instance.simulator->Simulate(*plan, options);
+  scored.plan = *std::move(plan);
+  if (!result.ok()) return scored;
+  scored.valid = true;
+  scored.step_time_s = result->step_time_s;
+  scored.oom = result->oom;
+  scored.reward = PlanReward(result->step_time_s, result->oom,
+                             instance.default_step_time_s);
+  return scored;
+}
+
+std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
+                                       const PolicyOutput& output, int count,
+                                       int threads, std::mt19937_64* rng,
+                                       std::vector<Actions>* actions) {
+  actions->clear();
+  for (int s = 0; s < count; ++s) {
+    actions->push_back(SampleActions(output, rng));
+  }
+  std::vector<ScoredPlan> scored(count);
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int s = next++; s < count; s = next++) {
+      scored[s] = ScoreActions(instance, (*actions)[s]);
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int t = 1; t < std::min(threads, count); ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& worker : workers) worker.join();
+  return scored;
+}
+
+class PpoTrainer::State {
+ public:
+  explicit State(GoNetwork network, double learning_rate)
+      : network(std::move(network)),
+        optimizer(this->network->parameters(),
+                  torch::optim::AdamOptions(learning_rate)) {}
+  GoNetwork network;
+  torch::optim::Adam optimizer;
+};
+
+PpoTrainer::PpoTrainer(GoModel* model, const PpoOptions& options)
+    : model_(model),
+      options_(options),
+      rng_(options.seed),
+      state_(std::make_unique<State>(model->impl().network,
+                                     options.learning_rate)) {}
+
+PpoTrainer::~PpoTrainer() = default;
+
+absl::StatusOr<PpoStepStats> PpoTrainer::Step(
+    const std::vector<const TrainingInstance*>& batch) {
+  if (batch.empty()) {
+    return absl::InvalidArgumentError("PPO step on an empty batch");
+  }
+  const TaskSet& tasks = options_.tasks;
+  if (!tasks.placement && !tasks.scheduling && !tasks.fusion) {
+    return absl::InvalidArgumentError("PPO step with no task to decide");
+  }
+  PpoStepStats stats;
+  try {
+    GoNetwork& network = state_->network;
+    network->train();
+    std::vector<Rollout> rollouts(batch.size());
+    std::vector<FeatureTensors> inputs;
+    std::vector<torch::Tensor> fixed;
+    for (const TrainingInstance* instance : batch) {
+      inputs.push_back(ToTensors(instance->features));
+      torch::Tensor placement;
+      if (instance->base_plan != nullptr) {
+        std::vector<int64_t> wide(instance->base_plan->device.begin(),
+                                  instance->base_plan->device.end());
+        placement = torch::tensor(wide, torch::kInt64);
+      }
+      fixed.push_back(placement);
+    }
+    const int k = options_.samples_per_graph;
+    double entropy_sum = 0;
+    double kl_sum = 0;
+    int64_t total_samples = 0;
+    for (int epoch = 0; epoch < options_.epochs; ++epoch) {
+      state_->optimizer.zero_grad();
+      double epoch_kl = 0;
+      for (size_t b = 0; b < batch.size(); ++b) {
+        const TrainingInstance& instance = *batch[b];
+        const int64_t n = instance.features.num_nodes;
+        NetworkOutput out = network->forward(inputs[b], tasks, fixed[b]);
+        std::vector<torch::Tensor> logps;
+        std::vector<std::vector<int32_t> Actions::*> fields;
+        if (tasks.placement) {
+          logps.push_back(out.placement);
+          fields.push_back(&Actions::device);
+        }
+        if (tasks.scheduling) {
+          logps.push_back(out.scheduling);
+          fields.push_back(&Actions::priority);
+        }
+        if (tasks.fusion) {
+          logps.push_back(out.fusion);
+          fields.push_back(&Actions::fusion_priority);
+        }
+        Rollout& rollout = rollouts[b];
+        if (epoch == 0) {
+          PolicyOutput sampled;
+          sampled.num_nodes = instance.features.num_nodes;
+          sampled.num_devices = instance.features.num_devices;
+          if (tasks.placement) sampled.placement = ToVector(out.placement);
+          if (tasks.scheduling) sampled.scheduling = ToVector(out.scheduling);
+          if (tasks.fusion) sampled.fusion = ToVector(out.fusion);
+          std::vector<Actions> actions;
+          std::vector<ScoredPlan> scored =
+              SampleAndScore(instance, sampled, k, options_.simulation_threads,
+                             &rng_, &actions);
+          PpoGraphStats graph_stats;
+          graph_stats.label = instance.label;
+          std::vector<double> rewards;
+          for (ScoredPlan& plan : scored) {
+            rewards.push_back(plan.reward);
+            graph_stats.mean_reward += plan.reward / k;
+            if (!plan.valid || plan.oom) {
+              ++stats.invalid_plans;
+              continue;
+            }
+            if (!graph_stats.best.valid ||
+                plan.step_time_s < graph_stats.best.step_time_s) {
+              graph_stats.best = plan;
+            }
+          }
+          if (!graph_stats.best.valid) graph_stats.best = scored[0];
+          stats.graphs.push_back(std::move(graph_stats));
+          double mean = 0;
+          for (double r : rewards) mean += r / k;
+          double variance = 0;
+          for (double r : rewards) variance += (r - mean) * (r - mean) / k;
+          const double std_dev = std::sqrt(variance);
+          std::vector<float> advantages;
+          for (double r : rewards) {
+            stats.mean_reward += r;
+            ++total_samples;
+            advantages.push_back(
+                std_dev > 1e-8 ? static_cast<float>((r - mean) / std_dev) : 0);
+          }
+          rollout.advantages =
+              torch::tensor(advantages, torch::kFloat32).unsqueeze(1);
+          for (size_t t = 0; t < logps.size(); ++t) {
+            rollout.actions.push_back(ActionsTensor(actions, fields[t], n));
+            rollout.old_logp.push_back(
+                Chosen(logps[t].detach(), rollout.actions.back()));
+          }
+        }
+        torch::Tensor loss = torch::zeros({}, torch::kFloat32);
+        for (size_t t = 0; t < logps.size(); ++t) {
+          torch::Tensor new_logp = Chosen(logps[t], rollout.actions[t]);
+          torch::Tensor ratio = torch::exp(new_logp - rollout.old_logp[t]);
+          torch::Tensor surrogate = torch::min(
+              ratio * rollout.advantages,
+              torch::clamp(ratio, 1 - options_.clip, 1 + options_.clip) *
+                  rollout.advantages);
+          torch::Tensor entropy = -(logps[t].exp() * logps[t]).sum(-1).mean();
+          loss = loss - surrogate.mean() - options_.entropy_coef * entropy;
+          if (epoch == 0) entropy_sum += entropy.item<double>();
+          epoch_kl +=
+              (rollout.old_logp[t] - new_logp.detach()).mean().item<double>();
+        }
+        (loss / static_cast<double>(batch.size())).backward();
+      }
+      torch::nn::utils::clip_grad_norm_(network->parameters(),
+                                        options_.max_grad_norm);
+      state_->optimizer.step();
+      kl_sum = epoch_kl;
+    }
+    network->eval();
+    stats.mean_reward /= std::max<int64_t>(total_samples, 1);
+    stats.entropy = entropy_sum / batch.size();
+    stats.kl = kl_sum / batch.size();
+  } catch (const c10::Error& e) {
+    state_->network->eval();
+    return absl::InternalError(
+        absl::StrCat("PPO step: ", e.what_without_backtrace()));
+  }
+  return stats;
+}
+
+}  // namespace gopt::policy::go

@@ -1,0 +1,141 @@
+#ifndef GOPT_POLICY_GO_PPO_TRAINER_H_
+#define GOPT_POLICY_GO_PPO_TRAINER_H_
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "policy/go/actions.h"
+#include "policy/go/features.h"
+#include "policy/go/go_model.h"
+#include "policy/policy.h"
+#include "simulator/plan.h"
+#include "simulator/simulator.h"
+#include "simulator/topology.h"
+
+namespace gopt::policy::go {
+
+// Reward of a plan: -sqrt(step / default step) for a valid plan that fits
+// memory, kInvalidReward for an invalid or OOM plan.
+inline constexpr double kInvalidReward = -10.0;
+double PlanReward(double step_time_s, bool oom, double default_step_time_s);
+
+// One (graph, topology) pair to train on or decide for, with the simulator
+// that scores its plans and its features. Not copyable; immutable once made,
+// so the simulator serves parallel rollouts.
+struct TrainingInstance {
+  std::string label;
+  const simulator::Simulator* simulator = nullptr;  // scores every plan
+  GraphFeatures features;
+  double default_step_time_s = 0;  // everything on device 0
+  bool default_oom = false;
+  // Decisions kept for tasks the trainer does not decide (null = defaults).
+  std::unique_ptr<simulator::Plan> base_plan;
+  // What `simulator` borrows, when the instance owns it (MakeTrainingInstance).
+  std::shared_ptr<const graph::Graph> owned_graph;
+  std::shared_ptr<const simulator::Topology> owned_topology;
+  std::unique_ptr<simulator::OpCostModel> owned_cost_model;
+  std::unique_ptr<simulator::Simulator> owned_simulator;
+
+  const graph::Graph& graph() const { return simulator->graph(); }
+};
+
+// An instance that owns its graph, topology, a roofline cost model and the
+// simulator over them. Featurizes and simulates the default plan. Errors:
+// those of Featurize, and the simulator's for a graph whose default plan
+// cannot be simulated.
+absl::StatusOr<std::unique_ptr<TrainingInstance>> MakeTrainingInstance(
+    std::string label, std::shared_ptr<const graph::Graph> graph,
+    std::shared_ptr<const simulator::Topology> topology);
+
+// An instance over a borrowed simulator (which must outlive it), pricing
+// features with `cost_model`; `base_plan` (may be null) is copied.
+absl::StatusOr<std::unique_ptr<TrainingInstance>> MakeInstanceForSimulator(
+    std::string label, const simulator::Simulator& simulator,
+    const simulator::OpCostModel& cost_model, const simulator::Plan* base_plan);
+
+// A plan with its score.
+struct ScoredPlan {
+  simulator::Plan plan;
+  bool valid = false;  // simulated without error
+  double step_time_s = 0;
+  bool oom = false;
+  double reward = kInvalidReward;
+};
+
+// Turns `actions` into a plan (ActionsToPlan) and simulates it.
+ScoredPlan ScoreActions(const TrainingInstance& instance,
+                        const Actions& actions);
+
+// Samples `count` plans from `output` with `rng` (sequentially, so the
+// result is deterministic) and scores them on up to `threads` threads.
+std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
+                                       const PolicyOutput& output, int count,
+                                       int threads, std::mt19937_64* rng,
+                                       std::vector<Actions>* actions);
+
+struct PpoOptions {
+  TaskSet tasks;                // decided tasks (layout ignored)
+  int samples_per_graph = 16;   // K plans per graph per step
+  int epochs = 2;               // gradient steps per batch of samples
+  double learning_rate = 3e-4;  // Adam
+  double clip = 0.2;            // PPO ratio clip
+  double entropy_coef = 0.01;   // entropy bonus
+  double max_grad_norm = 1.0;   // global gradient-norm clip
+  int simulation_threads = 2;   // parallel simulations
+  uint64_t seed = 0;            // action sampling
+};
+
+// What one PPO step saw, per graph and overall.
+struct PpoGraphStats {
+  std::string label;
+  double mean_reward = 0;
+  ScoredPlan best;  // best sampled plan of this step (lowest valid step)
+};
+
+struct PpoStepStats {
+  double mean_reward = 0;  // over all samples of all graphs
+  double entropy = 0;      // mean per-node entropy, summed over tasks
+  double kl = 0;           // approx. KL(old || new) after the update
+  int invalid_plans = 0;   // invalid or OOM samples
+  std::vector<PpoGraphStats> graphs;
+};
+
+// Proximal policy optimisation of a GoModel against the simulator. Each
+// Step, per graph: one forward pass, K plans sampled from it and simulated
+// in parallel, reward normalised by the per-graph mean and standard
+// deviation (advantages), then `epochs` Adam steps on the clipped surrogate
+// (per-node probability ratios of the sampled actions, weighted by the
+// plan's advantage) plus an entropy bonus, gradients clipped by norm.
+// The trainer borrows `model` (which must outlive it) and mutates its
+// parameters: no Run on the same model may overlap a Step. Deterministic for
+// options.seed and a fixed torch thread count. Not thread-safe.
+class PpoTrainer {
+ public:
+  PpoTrainer(GoModel* model, const PpoOptions& options);
+  ~PpoTrainer();
+  PpoTrainer(const PpoTrainer&) = delete;
+  PpoTrainer& operator=(const PpoTrainer&) = delete;
+
+  // One PPO update over `batch`. InvalidArgument for an empty batch;
+  // Internal for a LibTorch failure.
+  absl::StatusOr<PpoStepStats> Step(
+      const std::vector<const TrainingInstance*>& batch);
+
+  const PpoOptions& options() const { return options_; }
+
+ private:
+  class State;
+  GoModel* model_;
+  PpoOptions options_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_PPO_TRAINER_H_
