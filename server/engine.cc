@@ -292,6 +292,12 @@ absl::Status OptimizeRun::Prepare() {
     return absl::InvalidArgumentError(
         "budget.seconds must be a finite number >= 0");
   }
+  if (budget.mode() == gopt::v1::Budget::FINE_TUNE &&
+      budget.fine_tune_steps() == 0 && budget.seconds() == 0 &&
+      context_.deadline == absl::InfiniteFuture()) {
+    return absl::InvalidArgumentError(
+        "budget: FINE_TUNE needs fine_tune_steps, seconds or a deadline");
+  }
   if (budget.mode() == gopt::v1::Budget::BASELINES_ONLY &&
       !request_.policy().name().empty()) {
     return absl::InvalidArgumentError(

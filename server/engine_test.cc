@@ -219,6 +219,12 @@ TEST(EngineTest, BadRequestsNameTheField) {
             absl::StatusCode::kInvalidArgument);
 
   request = TwoBranchRequest();
+  request.mutable_budget()->set_mode(gopt::v1::Budget::FINE_TUNE);
+  status = engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("FINE_TUNE"));
+
+  request = TwoBranchRequest();
   request.clear_graph();
   status = engine.Optimize(request, RequestContext()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

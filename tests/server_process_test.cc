@@ -191,7 +191,7 @@ TEST(ServerProcessTest, EnvironmentFlagsHealthAndRemoteOptimize) {
 
 TEST(ServerProcessTest, SigtermDrainsAndInFlightRequestCompletes) {
   ServerProcess server({"--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-                        "--policy_dir=" + EmptyPolicyDir(), "--drain_seconds=1",
+                        "--policy_dir=" + EmptyPolicyDir(), "--drain_seconds=3",
                         "--shutdown_timeout_seconds=60"},
                        {});
   const std::string metrics_port = server.WaitForLog("metrics on port (\\d+)");

@@ -306,6 +306,39 @@ TEST(ServerTest, DeadlineBoundsTheWork) {
   EXPECT_THAT(partial->method(), ::testing::StartsWith("best-baseline:"));
 }
 
+TEST(ServerTest, ClientCancellationStopsTheWork) {
+  absl::Notification started;
+  TestServerSetup setup;
+  setup.policies.push_back(test_util::FakePolicyOptions{});  // blocks
+  setup.policies.back().started = &started;
+  Running running = Start(setup);
+  ASSERT_NE(running.client, nullptr);
+  auto stub = gopt::v1::GraphOptimizer::NewStub(grpc::CreateChannel(
+      running.client->options().target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  gopt::v1::OptimizeResponse response;
+  grpc::Status status;
+  std::thread call([&] {
+    status = stub->Optimize(&context, RequestFor(kSmallHlo), &response);
+  });
+  started.WaitForNotification();
+  context.TryCancel();
+  call.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  // The server stops the policy and answers CANCELLED well before the
+  // deadline.
+  const std::string series =
+      R"(gopt_requests_total{code="CANCELLED",method="Optimize"})";
+  while (gopt::testing::PrometheusValue(running.metrics->Scrape(), series) !=
+         1) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(gopt::testing::PrometheusValue(running.metrics->Scrape(),
+                                           "gopt_inflight_requests"),
+            0);
+}
+
 TEST(ServerTest, MetricsScrapeCountsTheRequests) {
   TestServerSetup setup;
   setup.metrics_port = true;
