@@ -12,10 +12,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 std::string GrpcCodeName(grpc::StatusCode code) {
   if (code == grpc::StatusCode::OK) return "OK";
-  const absl::StatusCode absl_code = static_cast<absl::StatusCode>(code);
-  const std::string name = absl::StatusCodeToString(absl_code);
+  // absl and gRPC share the codes and their spelling ("INVALID_ARGUMENT").
+  const std::string name =
+      absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
   if (name.empty()) return absl::StrCat("CODE_", static_cast<int>(code));
-  // absl spells them like gRPC: "INVALID_ARGUMENT".
   return name;
 }
 
