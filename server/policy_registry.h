@@ -46,8 +46,9 @@ class PolicyRegistry {
   // name order; sub-directories without one are skipped. Fails on the
   // first bad policy, naming its directory: NotFound when `directory` does
   // not exist; InvalidArgument for a card that is not JSON, misses
-  // format_version / kind / name, has an unsupported format_version, a
-  // field of the wrong type or an unknown task; NotFound for a kind no
+  // format_version / kind / name, has an unsupported format_version or a
+  // field of the wrong type (tasks: an array of strings); NotFound for a
+  // kind no
   // factory is registered for (listing the registered kinds); the
   // factory's own error; AlreadyExists for a second policy with the same
   // name and version.

@@ -67,7 +67,7 @@ TEST_F(PolicyRegistryTest, CorruptCardsAreInvalidArgument) {
        {"{not json", R"({"kind": "fake", "name": "x"})",
         R"({"format_version": 2, "kind": "fake", "name": "x"})",
         R"({"format_version": 1, "kind": "fake", "name": "x",
-            "tasks": ["teleport"]})"}) {
+            "tasks": "placement"})"}) {
     fs::remove_all(root_);
     WriteCard("x", card);
     EXPECT_EQ(registry_.LoadDirectory(root_.string()).code(),
