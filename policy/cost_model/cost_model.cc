@@ -150,6 +150,12 @@ std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
     segment.config_nodes = torch::tensor(config_nodes, torch::kLong);
     segment.config_slots = torch::tensor(config_slots, torch::kLong);
     segment.num_config_nodes = static_cast<int64_t>(config_nodes.size());
+    segment.config_slots_are_all =
+        segment.num_config_nodes == prepared->num_configurable;
+    for (size_t k = 0; k < config_slots.size(); ++k) {
+      segment.config_slots_are_all = segment.config_slots_are_all &&
+                                     config_slots[k] == static_cast<int64_t>(k);
+    }
     prepared->segments.push_back(std::move(segment));
   }
   return prepared;
@@ -366,10 +372,17 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
          start += std::max(batch_size, 1)) {
       const int32_t end =
           std::min(num_configs, start + std::max(batch_size, 1));
-      std::vector<int64_t> configs(end - start);
-      std::iota(configs.begin(), configs.end(), start);
-      const torch::Tensor config =
-          ConfigTensor(config_features, task, graph.num_configurable, configs);
+      // A view of the caller's features: no copy.
+      std::vector<int64_t> shape = {end - start};
+      if (task == Task::kTile) {
+        shape.push_back(kTileConfigFeatures);
+      } else {
+        shape.push_back(graph.num_configurable);
+        shape.push_back(kLayoutConfigFeatures);
+      }
+      const torch::Tensor config = torch::from_blob(
+          const_cast<float*>(config_features.data()) + start * width, shape,
+          torch::kFloat);
       SegmentSums totals;
       for (const SegmentTensors& segment : graph.segments) {
         SegmentSums part = impl_->net->Segment(segment, config);

@@ -23,11 +23,17 @@ CostModelNetImpl::CostModelNetImpl(const CostModelOptions& options)
   input_ = register_module(
       "input",
       torch::nn::Linear(kNodeFeatures + options.opcode_embedding_dim, h));
-  const int64_t config_width = options.task == Task::kLayout
-                                   ? kLayoutConfigFeatures * kLayoutValueClasses
-                                   : kTileConfigFeatures;
-  config_input_ =
-      register_module("config_input", torch::nn::Linear(config_width, h));
+  if (options.task == Task::kLayout) {
+    // One embedding row per (slot, value): the sum over a node's 18 slots
+    // equals a linear layer over their one-hot encoding, without the
+    // multiplications by zero.
+    layout_value_embedding_ = register_module(
+        "layout_value_embedding",
+        torch::nn::Embedding(kLayoutConfigFeatures * kLayoutValueClasses, h));
+  } else {
+    config_input_ = register_module("config_input",
+                                    torch::nn::Linear(kTileConfigFeatures, h));
+  }
   for (int i = 0; i < options.sage_layers; ++i) {
     sage_->push_back(torch::nn::Linear(3 * h, h));
     sage_norms_->push_back(torch::nn::LayerNorm(
@@ -57,11 +63,9 @@ torch::Tensor CostModelNetImpl::EmbedConfig(const torch::Tensor& config) {
   if (options_.task == Task::kTile) return config_input_(SignedLog(config));
   const torch::Tensor classes =
       (config + 1).round().clamp(0, kLayoutValueClasses - 1).to(torch::kLong);
-  torch::Tensor one_hot =
-      torch::one_hot(classes, kLayoutValueClasses).to(torch::kFloat);
-  one_hot = one_hot.reshape({config.size(0), config.size(1),
-                             kLayoutConfigFeatures * kLayoutValueClasses});
-  return config_input_(one_hot);
+  const torch::Tensor slot_offsets =
+      torch::arange(kLayoutConfigFeatures, torch::kLong) * kLayoutValueClasses;
+  return layout_value_embedding_(classes + slot_offsets).sum(2);
 }
 
 SegmentSums CostModelNetImpl::Segment(const SegmentTensors& segment,
@@ -75,7 +79,10 @@ SegmentSums CostModelNetImpl::Segment(const SegmentTensors& segment,
   if (options_.task == Task::kTile) {
     x = base.unsqueeze(1) + EmbedConfig(config).unsqueeze(0);
   } else if (segment.num_config_nodes > 0) {
-    const torch::Tensor mine = config.index_select(1, segment.config_slots);
+    const torch::Tensor mine =
+        segment.config_slots_are_all
+            ? config
+            : config.index_select(1, segment.config_slots);
     const torch::Tensor joined = EmbedConfig(mine).permute({1, 0, 2});
     x = base.unsqueeze(1).expand({n, c, h}).index_add(0, segment.config_nodes,
                                                       joined);

@@ -29,6 +29,9 @@ struct SegmentTensors {
   torch::Tensor config_slots;
   int64_t num_nodes = 0;
   int64_t num_config_nodes = 0;
+  // config_slots is 0..k-1 for all k configurable nodes of the graph (one
+  // segment): the configuration tensor is used as it is.
+  bool config_slots_are_all = false;
 };
 
 // Graph-level sums of one segment: (C, 2 * hidden) = [sum over all nodes,
@@ -55,14 +58,16 @@ class CostModelNetImpl : public torch::nn::Module {
   torch::Tensor Head(const SegmentSums& totals);
 
  private:
-  // (C, k, 18) layout values in -1..5 -> (C, k, hidden) via a one-hot per
-  // slot; (C, 24) tile bounds -> (C, hidden) via signed log.
+  // (C, k, 18) layout values in -1..5 -> (C, k, hidden): the sum of one
+  // learned row per (slot, value); (C, 24) tile bounds -> (C, hidden): a
+  // linear layer over their signed log.
   torch::Tensor EmbedConfig(const torch::Tensor& config);
 
   CostModelOptions options_;
   torch::nn::Embedding opcode_embedding_{nullptr};
   torch::nn::Linear input_{nullptr};
-  torch::nn::Linear config_input_{nullptr};
+  torch::nn::Embedding layout_value_embedding_{nullptr};  // layout task
+  torch::nn::Linear config_input_{nullptr};               // tile task
   torch::nn::ModuleList sage_;
   torch::nn::ModuleList sage_norms_;
   torch::nn::LayerNorm mean_norm_{nullptr};
