@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "policy/cost_model/experiments.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/training.h"
@@ -73,6 +74,37 @@ ABSL_FLAG(std::vector<std::string>, graph, {},
 ABSL_FLAG(std::string, csv, "", "pretrain/finetune: training log CSV");
 ABSL_FLAG(bool, update_card, false,
           "eval: write the results into the policy card's metrics");
+// Learned cost model (costmodel, costmodel-eval).
+ABSL_FLAG(std::string, task, "layout", "costmodel: layout or tile");
+ABSL_FLAG(std::string, data, "",
+          "costmodel: comma-separated sources: tuning .pb, .npz file or "
+          "directory, sim:PRESET+... / sim:train-families / sim:heldout");
+ABSL_FLAG(std::string, eval_data, "", "costmodel: sources evaluated after");
+ABSL_FLAG(std::string, checkpoint, "",
+          "costmodel-eval: score --data with this model instead of training");
+ABSL_FLAG(bool, json, false, "costmodel/costmodel-eval: print one JSON object");
+ABSL_FLAG(std::string, costmodel_out, "",
+          "costmodel: write model.pt + card.json to this directory");
+ABSL_FLAG(std::string, costmodel_name, "costmodel-layout",
+          "costmodel: name recorded in the card");
+ABSL_FLAG(bool, costmodel_half_split, false,
+          "costmodel: train on one hash half of tuning-data layout groups, "
+          "evaluate on the other");
+ABSL_FLAG(int32_t, costmodel_steps, 300, "costmodel: training steps");
+ABSL_FLAG(int32_t, costmodel_configs_per_step, 16,
+          "costmodel: configurations per step");
+ABSL_FLAG(std::string, costmodel_loss, "listmle", "costmodel: listmle|hinge");
+ABSL_FLAG(double, costmodel_lr, 2e-3, "costmodel: Adam learning rate");
+ABSL_FLAG(double, costmodel_tie_tolerance, 0,
+          "costmodel: relative runtime difference counted as a tie (hinge)");
+ABSL_FLAG(int32_t, costmodel_hidden, 32, "costmodel: GraphSAGE width");
+ABSL_FLAG(int32_t, costmodel_prune_hops, 2,
+          "costmodel: keep configurable nodes + this many hops (-1 = all)");
+ABSL_FLAG(int32_t, costmodel_segment_size, 0,
+          "costmodel: GST segment size in nodes (0 = whole graph)");
+ABSL_FLAG(bool, costmodel_attention, true,
+          "costmodel: cross-configuration attention");
+ABSL_FLAG(int32_t, costmodel_threads, 1, "costmodel: LibTorch threads");
 
 namespace {
 
@@ -86,6 +118,10 @@ GO policy:
   pretrain   --out_dir=DIR [--data_dir --topologies --max_seconds --seed]
   finetune   --policy_dir=DIR --graph=SOURCE --topologies=T [--max_steps]
   eval       --policy_dir=DIR --graph=SOURCE,... [--topologies --update_card]
+
+Learned cost model:
+  costmodel       --data=SOURCES [--task --eval_data --costmodel_out=DIR ...]
+  costmodel-eval  --task=tile|layout --data=FILE [--checkpoint --json]
 
 SOURCE: a graph file, or gen:PRESET (gopt generate list).
 
@@ -520,6 +556,71 @@ int RunEval() {
   return 0;
 }
 
+// ---------------------------------------------------------------------------
+// costmodel, costmodel-eval (policy/cost_model)
+
+namespace cm = gopt::policy::cost_model;
+
+absl::Status CostModelOptionsFromFlags(cm::CostModelOptions* model,
+                                       cm::TrainOptions* train) {
+  absl::StatusOr<cm::Task> task = cm::ParseTask(absl::GetFlag(FLAGS_task));
+  if (!task.ok()) return task.status();
+  absl::StatusOr<cm::RankingLoss> loss =
+      cm::ParseRankingLoss(absl::GetFlag(FLAGS_costmodel_loss));
+  if (!loss.ok()) return loss.status();
+  model->task = *task;
+  model->hidden_dim = absl::GetFlag(FLAGS_costmodel_hidden);
+  model->prune_hops = absl::GetFlag(FLAGS_costmodel_prune_hops);
+  model->segment_size = absl::GetFlag(FLAGS_costmodel_segment_size);
+  model->cross_config_attention = absl::GetFlag(FLAGS_costmodel_attention);
+  train->loss = *loss;
+  train->steps = absl::GetFlag(FLAGS_costmodel_steps);
+  train->configs_per_step = absl::GetFlag(FLAGS_costmodel_configs_per_step);
+  train->learning_rate = absl::GetFlag(FLAGS_costmodel_lr);
+  train->tie_tolerance = absl::GetFlag(FLAGS_costmodel_tie_tolerance);
+  train->seed = absl::GetFlag(FLAGS_seed);
+  train->num_threads = absl::GetFlag(FLAGS_costmodel_threads);
+  return absl::OkStatus();
+}
+
+int PrintCostModelResult(const nlohmann::json& result) {
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << result.dump() << "\n";
+  } else {
+    std::cout << result.dump(2) << "\n";
+  }
+  return 0;
+}
+
+int RunCostModelTrainCommand(const std::string& command_line) {
+  cm::CostModelTrainRequest request;
+  absl::Status status =
+      CostModelOptionsFromFlags(&request.model, &request.train);
+  if (!status.ok()) return Fail("costmodel", status);
+  request.data = absl::GetFlag(FLAGS_data);
+  request.eval_data = absl::GetFlag(FLAGS_eval_data);
+  request.layout_half_split = absl::GetFlag(FLAGS_costmodel_half_split);
+  request.output_dir = absl::GetFlag(FLAGS_costmodel_out);
+  request.name = absl::GetFlag(FLAGS_costmodel_name);
+  request.command = command_line;
+  absl::StatusOr<nlohmann::json> result = cm::RunCostModelTrain(request);
+  if (!result.ok()) return Fail("costmodel", result.status());
+  return PrintCostModelResult(*result);
+}
+
+int RunCostModelEvalCommand() {
+  cm::CostModelEvalRequest request;
+  absl::Status status =
+      CostModelOptionsFromFlags(&request.model, &request.train);
+  if (!status.ok()) return Fail("costmodel-eval", status);
+  request.task = request.model.task;
+  request.data = absl::GetFlag(FLAGS_data);
+  request.checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  absl::StatusOr<nlohmann::json> result = cm::RunCostModelEval(request);
+  if (!result.ok()) return Fail("costmodel-eval", result.status());
+  return PrintCostModelResult(*result);
+}
+
 // The subcommands, by name. The learned cost model adds its own here.
 const std::map<std::string, std::function<int(const std::string&)>>&
 Commands() {
@@ -528,6 +629,10 @@ Commands() {
           {"pretrain", [](const std::string& cl) { return RunPretrain(cl); }},
           {"finetune", [](const std::string&) { return RunFinetune(); }},
           {"eval", [](const std::string&) { return RunEval(); }},
+          {"costmodel",
+           [](const std::string& cl) { return RunCostModelTrainCommand(cl); }},
+          {"costmodel-eval",
+           [](const std::string&) { return RunCostModelEvalCommand(); }},
       };
   return *commands;
 }

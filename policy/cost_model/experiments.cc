@@ -302,18 +302,25 @@ nlohmann::json RankingMetrics(const std::vector<ConfigGroup>& groups,
 absl::StatusOr<nlohmann::json> RunCostModelTrain(
     const CostModelTrainRequest& request) {
   const Task task = request.model.task;
-  ASSIGN_OR_RETURN(std::vector<ConfigGroup> train,
-                   LoadSources(request.data, task, request.train.seed));
   ASSIGN_OR_RETURN(std::vector<ConfigGroup> eval,
                    LoadSources(request.eval_data, task, request.train.seed));
-  if (request.layout_half_split && task == Task::kLayout) {
-    for (ConfigGroup& group : train) {
-      if (absl::StartsWith(group.graph.name, "sim")) continue;
+  std::vector<ConfigGroup> train;
+  for (absl::string_view source :
+       absl::StrSplit(request.data, ',', absl::SkipEmpty())) {
+    ASSIGN_OR_RETURN(
+        std::vector<ConfigGroup> groups,
+        LoadConfigGroups(std::string(source), task, request.train.seed));
+    const bool split = request.layout_half_split && task == Task::kLayout &&
+                       !absl::StartsWith(source, "sim:");
+    for (ConfigGroup& group : groups) {
+      if (!split) {
+        train.push_back(std::move(group));
+        continue;
+      }
       ConfigGroup first;
       ConfigGroup second;
       SplitConfigsByHash(group, request.train.seed, &first, &second);
-      if (first.num_configs < 2 || second.num_configs < 1) continue;
-      group = std::move(first);
+      train.push_back(std::move(first));
       eval.push_back(std::move(second));
     }
   }

@@ -47,7 +47,7 @@ struct CostModelTrainRequest {
   std::string data;
   // Comma-separated sources evaluated after training (may be empty).
   std::string eval_data;
-  // Layout groups read from tuning protobufs train on one hash half of
+  // Layout groups from sources other than sim: train on one hash half of
   // their configurations (seeded by train.seed); the other half is added to
   // the evaluation groups. The real-data layout protocol.
   bool layout_half_split = false;
