@@ -18,6 +18,45 @@ using simulator::baselines::BaselineContext;
 
 constexpr char kBestBaseline[] = "best-baseline";
 
+// Runs the GO policy for one go-* method; fills `row->fine_tune_steps`.
+absl::StatusOr<simulator::Plan> GoPlan(const std::string& method,
+                                       const simulator::Simulator& sim,
+                                       const BenchOptions& options,
+                                       BenchRow* row) {
+  if (options.go_policy == nullptr) {
+    return absl::FailedPreconditionError(
+        "no GO policy loaded (gopt bench --policy_dir)");
+  }
+  policy::ProposeOptions propose;
+  propose.num_samples = options.go_samples;
+  propose.seed = options.seed;
+  if (method == kGoFineTune) {
+    propose.fine_tune_steps = options.go_fine_tune_steps;
+    propose.deadline =
+        absl::Now() + absl::Seconds(options.go_fine_tune_seconds);
+  }
+  if (method != kGoOneByOne) {
+    absl::StatusOr<policy::Proposal> proposal =
+        options.go_policy->Propose(sim, propose);
+    if (!proposal.ok()) return proposal.status();
+    row->fine_tune_steps = proposal->fine_tune_steps_done;
+    return proposal->plan;
+  }
+  simulator::Plan plan = simulator::DefaultPlan(sim.graph());
+  const policy::TaskSet one_at_a_time[] = {{true, false, false, false},
+                                           {false, true, false, false},
+                                           {false, false, true, false}};
+  for (const policy::TaskSet& tasks : one_at_a_time) {
+    propose.tasks = tasks;
+    propose.base_plan = &plan;
+    absl::StatusOr<policy::Proposal> proposal =
+        options.go_policy->Propose(sim, propose);
+    if (!proposal.ok()) return proposal.status();
+    plan = std::move(proposal->plan);
+  }
+  return plan;
+}
+
 int64_t MaxPeak(const simulator::SimulationResult& result) {
   int64_t peak = 0;
   for (int64_t bytes : result.peak_memory_bytes) peak = std::max(peak, bytes);
@@ -60,6 +99,11 @@ std::map<std::string, Summary> Summarise(
 
 }  // namespace
 
+bool IsGoMethod(const std::string& method) {
+  return method == kGoZeroShot || method == kGoFineTune ||
+         method == kGoOneByOne;
+}
+
 absl::StatusOr<BenchGraphResult> BenchGraph(
     const graph::Graph& graph, const std::string& label,
     const simulator::Topology& topology,
@@ -90,7 +134,9 @@ absl::StatusOr<BenchGraphResult> BenchGraph(
     row.method = method;
     const absl::Time start = absl::Now();
     absl::StatusOr<simulator::Plan> plan;
-    if (method == kBestBaseline) {
+    if (IsGoMethod(method)) {
+      plan = GoPlan(method, sim, options, &row);
+    } else if (method == kBestBaseline) {
       auto best = simulator::baselines::BestBaseline(registry, context);
       if (best.ok()) {
         row.chosen_method = best->plan.method;
@@ -147,6 +193,7 @@ nlohmann::json BenchToJson(const std::string& topology,
                           {"method_seconds", row.method_seconds},
                           {"lower_bound_s", graph.lower_bound_s}};
       if (!row.chosen_method.empty()) r["chosen_method"] = row.chosen_method;
+      if (row.method == kGoFineTune) r["fine_tune_steps"] = row.fine_tune_steps;
       if (row.valid) {
         r["step_time_s"] = row.step_time_s;
         r["ratio_to_default"] = row.ratio_to_default;
@@ -197,10 +244,13 @@ std::string BenchToText(const std::string& topology,
                                               row.error));
         continue;
       }
-      const std::string label =
+      std::string label =
           row.chosen_method.empty()
               ? row.method
               : absl::StrCat(row.method, ": ", row.chosen_method);
+      if (row.method == kGoFineTune) {
+        absl::StrAppend(&label, " (", row.fine_tune_steps, " steps)");
+      }
       absl::StrAppend(
           &out, absl::StrFormat(
                     "  %-44s %12.4f %9.3f %9.3f %11.3f %5s %9.3f\n", label,

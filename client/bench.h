@@ -8,18 +8,42 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "nlohmann/json.hpp"
+#include "policy/policy.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/topology.h"
 
 namespace gopt::client {
 
+// The learned-policy methods of `gopt bench` (they need
+// BenchOptions::go_policy):
+//   go-zeroshot       the GO policy deciding placement, scheduling and
+//                     fusion jointly, zero-shot (best of go_samples sampled
+//                     plans and the greedy decode);
+//   go-finetune       the same, then PPO fine-tuning on the graph for at
+//                     most go_fine_tune_steps steps / go_fine_tune_seconds;
+//   go-zeroshot-1by1  one task at a time: placement alone (default
+//                     scheduling and fusion), then scheduling given that
+//                     placement, then fusion given both, each zero-shot.
+inline constexpr char kGoZeroShot[] = "go-zeroshot";
+inline constexpr char kGoFineTune[] = "go-finetune";
+inline constexpr char kGoOneByOne[] = "go-zeroshot-1by1";
+
+// True for the method names above.
+bool IsGoMethod(const std::string& method);
+
 // What `gopt bench` runs.
 struct BenchOptions {
-  // Methods, each PLACEMENT[+SCHEDULING[+FUSION[+LAYOUT]]] or
-  // "best-baseline" (the best of every combination). Empty = the default
-  // list (DefaultBaselineMethods) plus best-baseline.
+  // Methods, each PLACEMENT[+SCHEDULING[+FUSION[+LAYOUT]]], "best-baseline"
+  // (the best of every combination) or a GO method (above). Empty = the
+  // default list (DefaultBaselineMethods) plus best-baseline.
   std::vector<std::string> methods;
-  uint64_t seed = 0;  // for randomised baselines
+  uint64_t seed = 0;  // for randomised baselines and the policy's sampling
+  // The GO policy the go-* methods run (borrowed; null = those rows report
+  // an error).
+  const policy::Policy* go_policy = nullptr;
+  int go_samples = 8;                // sampled plans for zero-shot
+  int go_fine_tune_steps = 50;       // go-finetune: PPO steps at most
+  double go_fine_tune_seconds = 60;  // go-finetune: wall-clock budget
 };
 
 // One method on one graph.
@@ -35,6 +59,7 @@ struct BenchRow {
   int64_t peak_memory_bytes = 0;    // the largest device's peak
   bool oom = false;
   double method_seconds = 0;  // time to make the plan (wall clock)
+  int fine_tune_steps = 0;    // go-finetune: PPO steps done
 };
 
 struct BenchGraphResult {

@@ -70,5 +70,79 @@ TEST(BenchTest, RowsPerMethodWithRatios) {
   EXPECT_THAT(BenchToText(topology.name, {*result}), HasSubstr("summary"));
 }
 
+// A stand-in GO policy: puts node i on device i % 2 for placement, gives
+// every node priority 1 for scheduling, and records what it was asked.
+class FakeGoPolicy final : public policy::Policy {
+ public:
+  const policy::PolicyInfo& info() const override { return info_; }
+  absl::StatusOr<policy::Proposal> Propose(
+      const simulator::Simulator& sim,
+      const policy::ProposeOptions& options) const override {
+    calls_.push_back(options);
+    policy::Proposal proposal;
+    proposal.plan = options.base_plan != nullptr
+                        ? *options.base_plan
+                        : simulator::DefaultPlan(sim.graph());
+    if (options.tasks.placement) {
+      for (size_t i = 0; i < proposal.plan.device.size(); ++i) {
+        proposal.plan.device[i] = static_cast<int32_t>(i % 2);
+      }
+    }
+    if (options.tasks.scheduling) {
+      proposal.plan.priority.assign(sim.graph().num_nodes(), 1);
+    }
+    proposal.plan.method = "go";
+    proposal.fine_tune_steps_done = options.fine_tune_steps;
+    return proposal;
+  }
+  mutable std::vector<policy::ProposeOptions> calls_;
+
+ private:
+  policy::PolicyInfo info_;
+};
+
+TEST(BenchTest, GoMethodsRunThePolicy) {
+  const graph::Graph graph = TwoChains();
+  const simulator::Topology topology =
+      simulator::PresetTopology("v100x4-nvlink").value();
+  simulator::baselines::BaselineRegistry registry;
+  simulator::baselines::RegisterBuiltinBaselines(&registry);
+  FakeGoPolicy policy;
+  BenchOptions options;
+  options.methods = {kGoZeroShot, kGoFineTune, kGoOneByOne};
+  options.go_policy = &policy;
+  options.go_fine_tune_steps = 7;
+  auto result = BenchGraph(graph, "two", topology, registry, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->rows.size(), 3u);
+  for (const BenchRow& row : result->rows) EXPECT_TRUE(row.valid) << row.error;
+  EXPECT_EQ(result->rows[1].fine_tune_steps, 7);
+  // zero-shot, fine-tune, then placement / scheduling / fusion one by one.
+  ASSERT_EQ(policy.calls_.size(), 5u);
+  EXPECT_EQ(policy.calls_[0].fine_tune_steps, 0);
+  EXPECT_EQ(policy.calls_[1].fine_tune_steps, 7);
+  EXPECT_TRUE(policy.calls_[2].tasks.placement);
+  EXPECT_FALSE(policy.calls_[2].tasks.scheduling);
+  EXPECT_TRUE(policy.calls_[3].tasks.scheduling);
+  EXPECT_FALSE(policy.calls_[3].tasks.placement);
+  EXPECT_TRUE(policy.calls_[4].tasks.fusion);
+  EXPECT_NE(policy.calls_[4].base_plan, nullptr);
+  EXPECT_THAT(BenchToText(topology.name, {*result}), HasSubstr("(7 steps)"));
+}
+
+TEST(BenchTest, GoMethodsWithoutAPolicyReportAnError) {
+  const graph::Graph graph = TwoChains();
+  const simulator::Topology topology =
+      simulator::PresetTopology("v100x4-nvlink").value();
+  simulator::baselines::BaselineRegistry registry;
+  simulator::baselines::RegisterBuiltinBaselines(&registry);
+  BenchOptions options;
+  options.methods = {kGoZeroShot};
+  auto result = BenchGraph(graph, "two", topology, registry, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->rows[0].valid);
+  EXPECT_THAT(result->rows[0].error, HasSubstr("no GO policy"));
+}
+
 }  // namespace
 }  // namespace gopt::client

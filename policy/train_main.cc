@@ -44,7 +44,7 @@ ABSL_FLAG(int32_t, threads, 2, "LibTorch intra-op threads");
 ABSL_FLAG(int32_t, simulation_threads, 2, "parallel simulations");
 ABSL_FLAG(int32_t, samples, 16, "plans sampled per graph per PPO step");
 ABSL_FLAG(double, learning_rate, 5e-4, "Adam learning rate");
-ABSL_FLAG(double, entropy_coef, 0.01, "PPO entropy bonus");
+ABSL_FLAG(double, entropy_coef, 0.001, "PPO entropy bonus");
 ABSL_FLAG(int32_t, epochs, 2, "PPO epochs per batch of samples");
 ABSL_FLAG(std::vector<std::string>, tasks,
           std::vector<std::string>({"placement", "scheduling", "fusion"}),
@@ -97,6 +97,8 @@ ABSL_FLAG(std::string, costmodel_loss, "listmle", "costmodel: listmle|hinge");
 ABSL_FLAG(double, costmodel_lr, 2e-3, "costmodel: Adam learning rate");
 ABSL_FLAG(double, costmodel_tie_tolerance, 0,
           "costmodel: relative runtime difference counted as a tie (hinge)");
+ABSL_FLAG(double, costmodel_regression_weight, 0.2,
+          "costmodel: weight of the centred log-runtime regression term");
 ABSL_FLAG(int32_t, costmodel_hidden, 32, "costmodel: GraphSAGE width");
 ABSL_FLAG(int32_t, costmodel_prune_hops, 2,
           "costmodel: keep configurable nodes + this many hops (-1 = all)");
@@ -578,6 +580,7 @@ absl::Status CostModelOptionsFromFlags(cm::CostModelOptions* model,
   train->configs_per_step = absl::GetFlag(FLAGS_costmodel_configs_per_step);
   train->learning_rate = absl::GetFlag(FLAGS_costmodel_lr);
   train->tie_tolerance = absl::GetFlag(FLAGS_costmodel_tie_tolerance);
+  train->regression_weight = absl::GetFlag(FLAGS_costmodel_regression_weight);
   train->seed = absl::GetFlag(FLAGS_seed);
   train->num_threads = absl::GetFlag(FLAGS_costmodel_threads);
   return absl::OkStatus();

@@ -25,7 +25,11 @@ struct GoModelOptions {
   int feed_forward = 256;    // width of each attention layer's MLP
   int segment = 256;         // nodes per attention segment
   int graph_embedding = 64;  // width of the FiLM conditioning vector
-  uint64_t seed = 0;         // parameter initialisation
+  // Initial scale of the heads' heuristic priors (network.h), relative to
+  // the designed values; 0 starts from the learned scores alone. Only
+  // initialisation: a loaded checkpoint carries the trained scales.
+  float prior_strength = 1.0f;
+  uint64_t seed = 0;  // parameter initialisation
 };
 
 // The multi-task GO network (see network.h for the layers) behind a

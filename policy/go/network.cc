@@ -227,12 +227,13 @@ GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
   fusion_stack_ = make_stack("fusion_stack");
   placement_query_ = register_module("placement_query", nn::Linear(h, h));
   placement_action_ = register_module("placement_action", nn::Linear(h, h));
-  placement_prior_scale_ =
-      register_parameter("placement_prior_scale", torch::full({1}, 6.0f));
-  scheduling_prior_scale_ =
-      register_parameter("scheduling_prior_scale", torch::full({1}, 2.0f));
-  fusion_prior_scale_ =
-      register_parameter("fusion_prior_scale", torch::full({1}, 6.0f));
+  const float strength = m.prior_strength;
+  placement_prior_scale_ = register_parameter(
+      "placement_prior_scale", torch::full({1}, 6.0f * strength));
+  scheduling_prior_scale_ = register_parameter(
+      "scheduling_prior_scale", torch::full({1}, 2.0f * strength));
+  fusion_prior_scale_ = register_parameter("fusion_prior_scale",
+                                           torch::full({1}, 6.0f * strength));
   scheduling_head_ =
       register_module("scheduling_head", nn::Linear(h, kPriorityLevels));
   scheduling_action_ =

@@ -1,0 +1,291 @@
+#include "policy/go/go_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "policy/go/actions.h"
+#include "policy/go/features.h"
+#include "simulator/baselines/test_graphs.h"
+#include "simulator/generators/generators.h"
+
+namespace gopt::policy::go {
+namespace {
+
+using simulator::baselines::testing::CpuOnlyGraph;
+using simulator::baselines::testing::DiamondGraph;
+using simulator::baselines::testing::UniformTopology;
+using ::testing::HasSubstr;
+
+constexpr TaskSet kAllTasks{true, true, true, false};
+
+GoModelOptions SmallOptions(uint64_t seed = 0) {
+  GoModelOptions options;
+  options.hidden = 32;
+  options.attention_dim = 16;
+  options.heads = 2;
+  options.feed_forward = 32;
+  options.segment = 4;  // several segments even on tiny graphs
+  options.graph_embedding = 8;
+  options.seed = seed;
+  return options;
+}
+
+GraphFeatures Features(const graph::Graph& graph,
+                       const simulator::Topology& topology) {
+  simulator::RooflineCostModel cost_model;
+  absl::StatusOr<GraphFeatures> features =
+      Featurize(graph, topology, cost_model);
+  EXPECT_TRUE(features.ok()) << features.status();
+  return *features;
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name;
+}
+
+// Sum over each row of exp(log-probability).
+void ExpectRowsNormalised(const std::vector<float>& logp, int rows, int cols) {
+  ASSERT_EQ(logp.size(), static_cast<size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int c = 0; c < cols; ++c) sum += std::exp(logp[r * cols + c]);
+    EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << r;
+  }
+}
+
+TEST(FeaturizeTest, ShapesAndMissingValues) {
+  const graph::Graph graph = DiamondGraph();
+  const GraphFeatures f = Features(graph, UniformTopology(3));
+  EXPECT_EQ(f.num_nodes, graph.num_nodes());
+  EXPECT_EQ(f.num_devices, 3);
+  EXPECT_EQ(f.node.size(),
+            static_cast<size_t>(graph.num_nodes()) * NumNodeFeatures());
+  EXPECT_EQ(f.device.size(), 3u * NumDeviceFeatures());
+  EXPECT_EQ(f.edge_src.size(), f.edge_dst.size());
+  for (float value : f.node) EXPECT_TRUE(std::isfinite(value));
+  // The diamond's nodes have rank-1 outputs: dims 2..6 are missing (-1).
+  bool has_missing = false;
+  for (float value : f.node) has_missing |= value == -1.0f;
+  EXPECT_TRUE(has_missing);
+  for (float position : f.work_position) {
+    EXPECT_GE(position, 0.0f);
+    EXPECT_LE(position, 1.0f);
+  }
+}
+
+TEST(FeaturizeTest, RejectsTooManyDevices) {
+  simulator::RooflineCostModel cost_model;
+  absl::StatusOr<GraphFeatures> features =
+      Featurize(DiamondGraph(), UniformTopology(65), cost_model);
+  EXPECT_EQ(features.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(features.status().message(), HasSubstr("65 devices"));
+}
+
+TEST(GoModelTest, ForwardShapesOnTinyGraph) {
+  const graph::Graph graph = DiamondGraph();
+  const GraphFeatures features = Features(graph, UniformTopology(3));
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(SmallOptions());
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<PolicyOutput> out = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->num_nodes, graph.num_nodes());
+  EXPECT_EQ(out->num_devices, 3);
+  ExpectRowsNormalised(out->placement, graph.num_nodes(), 3);
+  ExpectRowsNormalised(out->scheduling, graph.num_nodes(), kPriorityLevels);
+  ExpectRowsNormalised(out->fusion, graph.num_nodes(), kPriorityLevels);
+}
+
+TEST(GoModelTest, MasksDevicesAConstraintForbids) {
+  // The CPU-only node may only sit on the CPU (the last device).
+  const graph::Graph graph = CpuOnlyGraph();
+  const simulator::Topology topology =
+      UniformTopology(3, 1'000'000'000, /*last_is_cpu=*/true);
+  const GraphFeatures features = Features(graph, topology);
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(SmallOptions());
+  ASSERT_TRUE(model.ok());
+  absl::StatusOr<PolicyOutput> out = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(out.ok()) << out.status();
+  int constrained = 0;
+  for (int n = 0; n < graph.num_nodes(); ++n) {
+    if (graph.node(n).device_constraint != graph::DeviceConstraint::kCpuOnly) {
+      continue;
+    }
+    ++constrained;
+    EXPECT_EQ(std::exp(out->placement[n * 3 + 0]), 0.0f);
+    EXPECT_EQ(std::exp(out->placement[n * 3 + 1]), 0.0f);
+    EXPECT_NEAR(std::exp(out->placement[n * 3 + 2]), 1.0f, 1e-6);
+  }
+  EXPECT_EQ(constrained, 1);
+  // Sampled plans respect the mask and pass the simulator's validation.
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<simulator::Plan> plan =
+        ActionsToPlan(graph, SampleActions(*out, &rng), nullptr);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(simulator::ValidatePlan(*plan, graph, topology).ok());
+  }
+}
+
+TEST(GoModelTest, RunsAnySubsetOfTasks) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(SmallOptions());
+  ASSERT_TRUE(model.ok());
+  absl::StatusOr<PolicyOutput> out =
+      (*model)->Run(features, TaskSet{false, true, false, false});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->placement.empty());
+  EXPECT_FALSE(out->scheduling.empty());
+  EXPECT_TRUE(out->fusion.empty());
+  // A given placement conditions scheduling.
+  const std::vector<int32_t> placement(features.num_nodes, 1);
+  absl::StatusOr<PolicyOutput> conditioned =
+      (*model)->Run(features, TaskSet{false, true, false, false}, &placement);
+  ASSERT_TRUE(conditioned.ok()) << conditioned.status();
+  EXPECT_NE(conditioned->scheduling, out->scheduling);
+}
+
+TEST(GoModelTest, HandlesGraphsLongerThanOneSegment) {
+  absl::StatusOr<graph::Graph> graph =
+      simulator::generators::GenerateModelGraph(
+          {"bert", /*layers=*/1, /*batch=*/1, /*seq=*/8, /*hidden=*/64});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  GoModelOptions options = SmallOptions();
+  options.segment = 16;
+  absl::StatusOr<std::unique_ptr<GoModel>> model = GoModel::Create(options);
+  ASSERT_TRUE(model.ok());
+  const GraphFeatures features = Features(*graph, UniformTopology(4));
+  absl::StatusOr<PolicyOutput> out = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectRowsNormalised(out->placement, graph->num_nodes(), 4);
+}
+
+TEST(GoModelTest, SameSeedSameNetworkOtherSeedOtherNetwork) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  auto a = GoModel::Create(SmallOptions(/*seed=*/5));
+  auto b = GoModel::Create(SmallOptions(/*seed=*/5));
+  auto c = GoModel::Create(SmallOptions(/*seed=*/6));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  auto out_a = (*a)->Run(features, kAllTasks);
+  auto out_b = (*b)->Run(features, kAllTasks);
+  auto out_c = (*c)->Run(features, kAllTasks);
+  ASSERT_TRUE(out_a.ok() && out_b.ok() && out_c.ok());
+  EXPECT_EQ(out_a->placement, out_b->placement);
+  EXPECT_EQ(out_a->fusion, out_b->fusion);
+  EXPECT_NE(out_a->fusion, out_c->fusion);
+}
+
+TEST(GoModelTest, RejectsBadArchitecture) {
+  GoModelOptions options = SmallOptions();
+  options.heads = 3;  // 16 is not a multiple of 3
+  EXPECT_EQ(GoModel::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GoCheckpointTest, RoundTripKeepsOutputs) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  auto model = GoModel::Create(SmallOptions(/*seed=*/9));
+  ASSERT_TRUE(model.ok());
+  const std::string path = TempPath("round_trip.pt");
+  ASSERT_TRUE((*model)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->options().hidden, 32);
+  EXPECT_EQ((*loaded)->options().segment, 4);
+  EXPECT_EQ((*loaded)->num_parameters(), (*model)->num_parameters());
+  auto before = (*model)->Run(features, kAllTasks);
+  auto after = (*loaded)->Run(features, kAllTasks);
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_EQ(before->placement, after->placement);
+  EXPECT_EQ(before->scheduling, after->scheduling);
+  EXPECT_EQ(before->fusion, after->fusion);
+}
+
+TEST(GoCheckpointTest, CloneIsIndependentCopy) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  auto model = GoModel::Create(SmallOptions());
+  ASSERT_TRUE(model.ok());
+  auto copy = (*model)->Clone();
+  ASSERT_TRUE(copy.ok());
+  auto a = (*model)->Run(features, kAllTasks);
+  auto b = (*copy)->Run(features, kAllTasks);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->scheduling, b->scheduling);
+}
+
+TEST(GoCheckpointTest, MissingFileIsNotFound) {
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded =
+      GoModel::Load(TempPath("does_not_exist.pt"));
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(GoCheckpointTest, GarbageFileIsDataLoss) {
+  const std::string path = TempPath("garbage.pt");
+  std::ofstream(path) << "this is not a checkpoint";
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+}
+
+TEST(GoCheckpointTest, TruncatedFileIsDataLoss) {
+  auto model = GoModel::Create(SmallOptions());
+  ASSERT_TRUE(model.ok());
+  const std::string path = TempPath("truncated.pt");
+  ASSERT_TRUE((*model)->Save(path).ok());
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << bytes.substr(0, bytes.size() / 2);
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(ActionsTest, GreedyTakesTheMostLikelyAction) {
+  PolicyOutput output;
+  output.num_nodes = 2;
+  output.num_devices = 2;
+  output.placement = {std::log(0.2f), std::log(0.8f), std::log(0.9f),
+                      std::log(0.1f)};
+  const Actions actions = SampleActions(output, nullptr);
+  EXPECT_EQ(actions.device, (std::vector<int32_t>{1, 0}));
+  EXPECT_TRUE(actions.priority.empty());
+  EXPECT_NEAR(ActionsLogProb(output, actions), std::log(0.8 * 0.9), 1e-6);
+}
+
+TEST(ActionsTest, FusionPrioritiesBecomeGreedyGroups) {
+  const graph::Graph graph = simulator::baselines::testing::ChainGraph(4);
+  Actions actions;
+  actions.device.assign(graph.num_nodes(), 0);
+  actions.fusion_priority.assign(graph.num_nodes(), 15);
+  absl::StatusOr<simulator::Plan> fused =
+      ActionsToPlan(graph, actions, nullptr);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_EQ(fused->method, "go");
+  int grouped = 0;
+  for (int32_t group : fused->fusion_group) grouped += group >= 0 ? 1 : 0;
+  EXPECT_GT(grouped, 1);
+  actions.fusion_priority.assign(graph.num_nodes(), 0);
+  absl::StatusOr<simulator::Plan> unfused =
+      ActionsToPlan(graph, actions, nullptr);
+  ASSERT_TRUE(unfused.ok());
+  for (int32_t group : unfused->fusion_group) EXPECT_EQ(group, -1);
+}
+
+TEST(ActionsTest, WrongLengthIsInvalidArgument) {
+  Actions actions;
+  actions.device = {0};
+  EXPECT_EQ(ActionsToPlan(DiamondGraph(), actions, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gopt::policy::go

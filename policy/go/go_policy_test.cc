@@ -1,0 +1,145 @@
+#include "policy/go/go_policy.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "simulator/baselines/test_graphs.h"
+#include "simulator/simulator.h"
+
+namespace gopt::policy {
+namespace {
+
+using simulator::baselines::testing::DiamondGraph;
+using simulator::baselines::testing::FanOutGraph;
+using simulator::baselines::testing::UniformTopology;
+using ::testing::HasSubstr;
+
+const std::string& ShippedPolicyDir() {
+  static const std::string* dir = new std::string(
+      std::string(GOPT_SOURCE_DIR) + "/policy/pretrained/go-multitask-v1");
+  return *dir;
+}
+
+TEST(GoPolicyTest, ShippedCheckpointLoads) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadGoPolicy(ShippedPolicyDir());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const PolicyInfo& info = (*policy)->info();
+  EXPECT_EQ(info.kind, "go");
+  EXPECT_EQ(info.name, "go-multitask");
+  EXPECT_EQ(info.version, "1");
+  EXPECT_TRUE(info.tasks.placement);
+  EXPECT_TRUE(info.tasks.scheduling);
+  EXPECT_TRUE(info.tasks.fusion);
+  EXPECT_FALSE(info.tasks.layout);
+  EXPECT_EQ(info.card["format_version"], 1);
+  EXPECT_TRUE(info.card["training"].contains("git_revision"));
+}
+
+TEST(GoPolicyTest, ShippedPolicyAnswersWithMethodGo) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadGoPolicy(ShippedPolicyDir());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const graph::Graph graph = FanOutGraph(4);
+  const simulator::Topology topology = UniformTopology(4);
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(graph, topology, cost_model);
+  ProposeOptions options;
+  options.num_samples = 4;
+  options.fine_tune_steps = 2;
+  std::vector<std::string> stages;
+  options.on_progress = [&](const ProposeProgress& progress) {
+    stages.push_back(progress.stage);
+  };
+  absl::StatusOr<Proposal> proposal = (*policy)->Propose(sim, options);
+  ASSERT_TRUE(proposal.ok()) << proposal.status();
+  EXPECT_EQ(proposal->plan.method, "go");
+  EXPECT_TRUE(simulator::ValidatePlan(proposal->plan, graph, topology).ok());
+  absl::StatusOr<simulator::SimulationResult> result =
+      sim.Simulate(proposal->plan);
+  ASSERT_TRUE(result.ok());
+  EXPECT_DOUBLE_EQ(result->step_time_s, proposal->step_time_s);
+  EXPECT_LE(proposal->step_time_s, proposal->zero_shot_step_time_s);
+  EXPECT_EQ(proposal->fine_tune_steps_done, 2);
+  EXPECT_GT(proposal->inference_seconds, 0);
+  ASSERT_EQ(stages.size(), 3u);
+  EXPECT_EQ(stages[0], "zero-shot");
+  EXPECT_EQ(stages[1], "fine-tune");
+}
+
+TEST(GoPolicyTest, KeepsTheBasePlanForTasksNotAskedFor) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadGoPolicy(ShippedPolicyDir());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const graph::Graph graph = DiamondGraph();
+  const simulator::Topology topology = UniformTopology(2);
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(graph, topology, cost_model);
+  simulator::Plan base = simulator::DefaultPlan(graph);
+  base.device.assign(graph.num_nodes(), 1);
+  ProposeOptions options;
+  options.tasks = TaskSet{false, true, true, false};
+  options.base_plan = &base;
+  absl::StatusOr<Proposal> proposal = (*policy)->Propose(sim, options);
+  ASSERT_TRUE(proposal.ok()) << proposal.status();
+  EXPECT_EQ(proposal->plan.device, base.device);
+}
+
+TEST(GoPolicyTest, CancelledBeforeStartIsCancelled) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadGoPolicy(ShippedPolicyDir());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const graph::Graph graph = DiamondGraph();
+  const simulator::Topology topology = UniformTopology(2);
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(graph, topology, cost_model);
+  std::atomic<bool> cancelled{true};
+  ProposeOptions options;
+  options.cancelled = &cancelled;
+  EXPECT_EQ((*policy)->Propose(sim, options).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+TEST(GoPolicyTest, LayoutAloneIsInvalidArgument) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadGoPolicy(ShippedPolicyDir());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const graph::Graph graph = DiamondGraph();
+  const simulator::Topology topology = UniformTopology(2);
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(graph, topology, cost_model);
+  ProposeOptions options;
+  options.tasks = TaskSet{false, false, false, true};
+  EXPECT_EQ((*policy)->Propose(sim, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GoPolicyFactoryTest, RejectsOtherKinds) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy = GoPolicyFactory()(
+      "/nowhere", nlohmann::json{{"kind", "cost-model-layout"}});
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GoPolicyFactoryTest, CorruptCheckpointIsDataLoss) {
+  const std::string dir = ::testing::TempDir() + "/corrupt_go_policy";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/model.pt") << "not a checkpoint";
+  absl::StatusOr<std::unique_ptr<Policy>> policy = GoPolicyFactory()(
+      dir, nlohmann::json{{"kind", "go"}, {"checkpoint", "model.pt"}});
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(policy.status().message(), HasSubstr("model.pt"));
+}
+
+TEST(GoPolicyFactoryTest, MissingCardIsNotFound) {
+  EXPECT_EQ(
+      LoadGoPolicy(::testing::TempDir() + "/no_such_policy").status().code(),
+      absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gopt::policy
