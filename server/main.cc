@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "server/builtin_policies.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/policy_registry.h"
@@ -109,31 +110,6 @@ absl::Duration Seconds(double seconds) {
   return absl::Seconds(std::max(seconds, 0.0));
 }
 
-// The one place where policy kinds are made loadable: one
-// registry->RegisterFactory(kind, factory) call per policy library linked
-// into gopt-server ("go": gopt::policy::GoPolicyFactory() from
-// policy/go/go_policy.h; "cost-model-layout": the learned layout model). With
-// none registered the server starts only on a policy directory without
-// cards, and Optimize answers with the best baseline plan. A card whose kind
-// is not registered stops the start, naming the registered kinds.
-absl::Status RegisterPolicyFactories(gopt::server::PolicyRegistry* registry) {
-  (void)registry;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<const gopt::server::PolicyRegistry>>
-LoadPolicies(const std::string& directory) {
-  auto registry = std::make_shared<gopt::server::PolicyRegistry>();
-  if (absl::Status status = RegisterPolicyFactories(registry.get());
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = registry->LoadDirectory(directory); !status.ok()) {
-    return status;
-  }
-  return registry;
-}
-
 int WaitForSignal(const sigset_t& signals) {
   int signal = 0;
   sigwait(&signals, &signal);
@@ -209,7 +185,7 @@ int main(int argc, char** argv) {
 
   const std::string policy_dir = absl::GetFlag(FLAGS_policy_dir);
   absl::StatusOr<std::shared_ptr<const gopt::server::PolicyRegistry>> policies =
-      LoadPolicies(policy_dir);
+      gopt::server::LoadBuiltinPolicies(policy_dir);
   if (!policies.ok()) {
     LOG(ERROR) << "cannot load policies: " << policies.status().message();
     (*server)->Shutdown(absl::Now());

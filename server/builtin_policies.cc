@@ -1,0 +1,23 @@
+#include "server/builtin_policies.h"
+
+#include "graph/status_macros.h"
+#include "policy/cost_model/layout_policy.h"
+#include "policy/go/go_policy.h"
+
+namespace gopt::server {
+
+absl::Status RegisterBuiltinPolicies(PolicyRegistry* registry) {
+  RETURN_IF_ERROR(registry->RegisterFactory("go", policy::GoPolicyFactory()));
+  return registry->RegisterFactory("cost-model-layout",
+                                   policy::LayoutCostModelFactory());
+}
+
+absl::StatusOr<std::shared_ptr<const PolicyRegistry>> LoadBuiltinPolicies(
+    const std::string& directory) {
+  auto registry = std::make_shared<PolicyRegistry>();
+  RETURN_IF_ERROR(RegisterBuiltinPolicies(registry.get()));
+  RETURN_IF_ERROR(registry->LoadDirectory(directory));
+  return registry;
+}
+
+}  // namespace gopt::server
