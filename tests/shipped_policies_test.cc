@@ -1,0 +1,133 @@
+// The checkpoints shipped in policy/pretrained, served for real: gopt-server
+// (in-process, real gRPC on a loopback port) loads them the way it does at
+// start, lists them, and answers Optimize on real graphs with the GO
+// policy's and the layout model's own results beside the baselines'.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/optimizer_client.h"
+#include "server/builtin_policies.h"
+#include "server/engine.h"
+#include "server/metrics.h"
+#include "server/server.h"
+#include "tests/util/shared_data.h"
+
+namespace gopt {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kPolicyDir[] = GOPT_SOURCE_DIR "/policy/pretrained";
+
+class ShippedPoliciesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    metrics_ = new server::Metrics("test", "test");
+    server::ServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.threads = 2;
+    auto started = server::OptimizerServer::Start(options, metrics_);
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = started->release();
+    auto policies = server::LoadBuiltinPolicies(kPolicyDir);
+    ASSERT_TRUE(policies.ok()) << policies.status();
+    server_->SetEngine(std::make_shared<server::Engine>(server::EngineOptions(),
+                                                        *std::move(policies)));
+    client::ClientOptions client_options;
+    client_options.target = absl::StrCat("127.0.0.1:", server_->port());
+    client_options.timeout = absl::Seconds(300);
+    auto client = client::OptimizerClient::Connect(client_options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = client->release();
+  }
+
+  static void TearDownTestSuite() {
+    delete client_;
+    if (server_ != nullptr) server_->Shutdown(absl::Now() + absl::Seconds(5));
+    delete server_;
+    delete metrics_;
+  }
+
+  static gopt::v1::OptimizeRequest Request(const std::string& relative_path) {
+    gopt::v1::OptimizeRequest request;
+    auto graph = client::GraphInputFromFile(
+        gopt::testing::SharedDataPath(relative_path), "");
+    EXPECT_TRUE(graph.ok()) << graph.status();
+    if (graph.ok()) *request.mutable_graph() = *std::move(graph);
+    request.mutable_topology()->set_preset("v100x4-nvlink");
+    request.mutable_options()->set_seed(1);
+    return request;
+  }
+
+  static server::Metrics* metrics_;
+  static server::OptimizerServer* server_;
+  static client::OptimizerClient* client_;
+};
+
+server::Metrics* ShippedPoliciesTest::metrics_ = nullptr;
+server::OptimizerServer* ShippedPoliciesTest::server_ = nullptr;
+client::OptimizerClient* ShippedPoliciesTest::client_ = nullptr;
+
+TEST_F(ShippedPoliciesTest, ListPoliciesShowsTheShippedCheckpoints) {
+  ASSERT_NE(client_, nullptr);
+  auto response = client_->ListPolicies();
+  ASSERT_TRUE(response.ok()) << response.status();
+  std::string kinds;
+  for (const auto& policy : response->policies()) {
+    kinds += policy.name() + ":" + policy.kind() + " ";
+  }
+  EXPECT_THAT(kinds, HasSubstr("go-multitask:go"));
+  EXPECT_THAT(kinds, HasSubstr("costmodel-layout:cost-model-layout"));
+}
+
+TEST_F(ShippedPoliciesTest, OptimizeRunsTheGoPolicyOnARealHloGraph) {
+  ASSERT_NE(client_, nullptr);
+  auto response = client_->Optimize(Request("hlo/maml_flax_train_step.hlo"));
+  ASSERT_TRUE(response.ok()) << response.status();
+  bool go_ran = false;
+  for (const auto& result : response->policy_results()) {
+    if (absl::StartsWith(result.method(), "go")) {
+      go_ran = true;
+      EXPECT_TRUE(result.valid()) << result.error();
+      EXPECT_GT(result.step_time_s(), 0);
+    }
+  }
+  EXPECT_TRUE(go_ran) << response->DebugString();
+  // Never slower than the default plan, whoever wins.
+  EXPECT_LE(response->step_time_s(), response->default_step_time_s());
+  EXPECT_GT(response->policy_inference_seconds(), 0);
+}
+
+TEST_F(ShippedPoliciesTest, LayoutTaskRunsTheLayoutModel) {
+  ASSERT_NE(client_, nullptr);
+  gopt::v1::OptimizeRequest request = Request("hlo/maml_flax_train_step.hlo");
+  request.mutable_tasks()->set_placement(true);
+  request.mutable_tasks()->set_scheduling(true);
+  request.mutable_tasks()->set_fusion(true);
+  request.mutable_tasks()->set_layout(true);
+  auto response = client_->Optimize(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  bool layout_ran = false;
+  for (const auto& result : response->policy_results()) {
+    if (absl::StrContains(result.method(), "costmodel-layout")) {
+      layout_ran = true;
+      EXPECT_TRUE(result.valid()) << result.error();
+    }
+  }
+  EXPECT_TRUE(layout_ran) << response->DebugString();
+  // The model reports what it searched, whether or not it changed a layout.
+  bool reported = false;
+  for (const std::string& warning : response->warnings()) {
+    if (absl::StrContains(warning, "configurable nodes")) reported = true;
+  }
+  EXPECT_TRUE(reported) << response->DebugString();
+}
+
+}  // namespace
+}  // namespace gopt
