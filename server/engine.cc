@@ -185,13 +185,14 @@ class OptimizeRun {
               const graph::ImporterRegistry& importers,
               const simulator::baselines::BaselineRegistry& baselines,
               const simulator::OpCostModel& cost_model,
-              const PolicyRegistry* policies, const OptimizeRequest& request,
-              const RequestContext& context)
+              const PolicyRegistry* policies, PolicyTimeEstimates* policy_times,
+              const OptimizeRequest& request, const RequestContext& context)
       : options_(options),
         importers_(importers),
         baselines_(baselines),
         cost_model_(cost_model),
         policies_(policies),
+        policy_times_(policy_times),
         request_(request),
         context_(context),
         start_(absl::Now()),
@@ -265,6 +266,7 @@ class OptimizeRun {
   const simulator::baselines::BaselineRegistry& baselines_;
   const simulator::OpCostModel& cost_model_;
   const PolicyRegistry* policies_;
+  PolicyTimeEstimates* policy_times_;
   const OptimizeRequest& request_;
   const RequestContext& context_;
   const absl::Time start_;
@@ -532,10 +534,21 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
     };
   }
 
+  const double expected_s = policy_times_->ZeroShotSeconds(name);
+  if (work_deadline_ - absl::Now() < absl::Seconds(expected_s)) {
+    return Stop(absl::DeadlineExceededError(absl::StrCat(
+        "the deadline leaves less time than policy '", name,
+        "' took for its last zero-shot pass (", expected_s, " s)")));
+  }
   const absl::Time policy_start = absl::Now();
   absl::StatusOr<policy::Proposal> proposal =
       policy.Propose(*simulator_, propose);
   AddTiming(stage, policy_start);
+  if (proposal.ok()) {
+    policy_times_->RecordZeroShot(name, propose.fine_tune_steps == 0
+                                            ? SecondsSince(policy_start)
+                                            : proposal->inference_seconds);
+  }
   gopt::v1::MethodResult* row = response_.add_policy_results();
   row->set_method(name);
   if (!proposal.ok()) {
@@ -645,6 +658,18 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
 
 }  // namespace
 
+double PolicyTimeEstimates::ZeroShotSeconds(const std::string& policy) const {
+  absl::MutexLock lock(&mutex_);
+  const auto it = seconds_.find(policy);
+  return it == seconds_.end() ? 0 : it->second;
+}
+
+void PolicyTimeEstimates::RecordZeroShot(const std::string& policy,
+                                         double seconds) {
+  absl::MutexLock lock(&mutex_);
+  seconds_[policy] = seconds;
+}
+
 policy::TaskSet RequestedTasks(const gopt::v1::Tasks& tasks) {
   policy::TaskSet result;
   if (!tasks.placement() && !tasks.scheduling() && !tasks.fusion() &&
@@ -668,7 +693,7 @@ Engine::Engine(const EngineOptions& options,
 absl::StatusOr<OptimizeResponse> Engine::Optimize(
     const OptimizeRequest& request, const RequestContext& context) const {
   OptimizeRun run(options_, importers_, baselines_, cost_model_,
-                  policies_.get(), request, context);
+                  policies_.get(), &policy_times_, request, context);
   return run.Run();
 }
 

@@ -5,8 +5,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
@@ -43,6 +47,20 @@ struct RequestContext {
   std::function<void(const gopt::v1::OptimizeProgress&)> on_progress;
 };
 
+// How long each policy's zero-shot proposal took the last time it ran, so
+// that a request whose deadline leaves less time does not start a proposal
+// it cannot finish (a zero-shot pass cannot be interrupted). Thread-safe.
+class PolicyTimeEstimates {
+ public:
+  // Seconds of the last zero-shot run of `policy`; 0 when it never ran.
+  double ZeroShotSeconds(const std::string& policy) const;
+  void RecordZeroShot(const std::string& policy, double seconds);
+
+ private:
+  mutable absl::Mutex mutex_;
+  absl::flat_hash_map<std::string, double> seconds_ ABSL_GUARDED_BY(mutex_);
+};
+
 // The Optimize / Evaluate core, shared by gopt-server and the `gopt` CLI's
 // in-process mode. Optimize imports the graph, builds the topology, tries
 // the baseline heuristics (grouped per placement, via BestBaseline), runs
@@ -61,6 +79,8 @@ struct RequestContext {
 //   DeadlineExceeded  the deadline passed and the request did not allow a
 //                     partial result (or nothing was found yet);
 //   Cancelled         the client cancelled.
+// A policy is skipped (as if its time ran out) when the deadline leaves
+// less time than its last zero-shot run took.
 //
 // The Engine is immutable after construction and safe to use from many
 // threads at once; the policies it borrows must be too.
@@ -93,6 +113,8 @@ class Engine {
   graph::ImporterRegistry importers_;
   simulator::baselines::BaselineRegistry baselines_;
   simulator::RooflineCostModel cost_model_;
+  // Learned from requests; the only state that changes after construction.
+  mutable PolicyTimeEstimates policy_times_;
 };
 
 // The tasks a request asks for; none set means placement, scheduling and

@@ -159,6 +159,34 @@ TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
             absl::StatusCode::kDeadlineExceeded);
 }
 
+TEST(EngineTest, SkipsPolicyWhenDeadlineLeavesLessThanItsLastRun) {
+  test_util::FakePolicyOptions slow;
+  slow.method = "heft+fifo+greedy";
+  slow.delay = absl::Milliseconds(300);
+  const Engine engine(EngineOptions(), RegistryWith(slow));
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.set_allow_partial_result(true);
+  absl::StatusOr<gopt::v1::OptimizeResponse> first =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->policy_results_size(), 1);
+
+  RequestContext context;
+  context.deadline = absl::Now() + absl::Milliseconds(200);
+  absl::StatusOr<gopt::v1::OptimizeResponse> second =
+      engine.Optimize(request, context);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->partial());
+  EXPECT_EQ(second->policy_results_size(), 0);
+  EXPECT_THAT(second->warnings(),
+              ::testing::Contains(HasSubstr("last zero-shot pass")));
+
+  request.set_allow_partial_result(false);
+  context.deadline = absl::Now() + absl::Milliseconds(200);
+  EXPECT_EQ(engine.Optimize(request, context).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST(EngineTest, CancelledRequestStops) {
   absl::Notification started;
   test_util::FakePolicyOptions blocking;

@@ -242,7 +242,7 @@ TEST(ServerProcessTest, OptimizeRunsInProcessWithoutServer) {
   std::string out;
   EXPECT_EQ(
       RunGopt(absl::StrCat("optimize ", graph,
-                           " --topology=v100x2-pcie "
+                           " --topology=v100x2-pcie --baselines_only "
                            "--tasks=placement,fusion --budget-seconds=30"),
               &out),
       0)

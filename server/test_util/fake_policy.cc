@@ -41,6 +41,7 @@ absl::StatusOr<policy::Proposal> FakePolicy::Propose(
       if (options_.release == nullptr) absl::SleepFor(absl::Milliseconds(5));
     }
   }
+  absl::SleepFor(options_.delay);
   simulator::baselines::BaselineRegistry registry;
   simulator::baselines::RegisterBuiltinBaselines(&registry);
   simulator::RooflineCostModel cost_model;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "policy/policy.h"
 
 namespace gopt::server::test_util {
@@ -21,6 +22,8 @@ struct FakePolicyOptions {
   // Notified when Propose starts; may be null. Borrowed.
   absl::Notification* started = nullptr;
   absl::Notification* release = nullptr;
+  // Time a proposal takes before it is returned (a zero-shot pass).
+  absl::Duration delay = absl::ZeroDuration();
   // PolicyInfo::directory and card.
   std::string directory;
   nlohmann::json card;
