@@ -80,9 +80,6 @@ struct TrainReport {
   double wall_seconds = 0;
   double first_loss = 0;  // mean over the first 10% of steps
   double final_loss = 0;  // mean over the last 10% of steps
-  // Largest live activation estimate per step (bytes of the tensors the
-  // backward pass keeps), for the GST vs full-graph comparison.
-  int64_t peak_activation_bytes = 0;
 };
 
 // A graph converted for the network once (pruned, segmented, as tensors),
