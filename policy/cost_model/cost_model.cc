@@ -127,6 +127,7 @@ std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
     const int64_t n = end - begin;
     SegmentTensors segment;
     segment.num_nodes = n;
+    segment.num_edges = static_cast<int64_t>(producer_rows[s].size());
     std::vector<float> features(n * kNodeFeatures);
     std::vector<int64_t> opcodes(n);
     std::vector<int64_t> config_nodes;

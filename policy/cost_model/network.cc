@@ -27,9 +27,12 @@ CostModelNetImpl::CostModelNetImpl(const CostModelOptions& options)
     // One embedding row per (slot, value): the sum over a node's 18 slots
     // equals a linear layer over their one-hot encoding, without the
     // multiplications by zero.
-    layout_value_embedding_ = register_module(
-        "layout_value_embedding",
-        torch::nn::Embedding(kLayoutConfigFeatures * kLayoutValueClasses, h));
+    layout_value_embedding_ =
+        register_module("layout_value_embedding",
+                        torch::nn::EmbeddingBag(
+                            torch::nn::EmbeddingBagOptions(
+                                kLayoutConfigFeatures * kLayoutValueClasses, h)
+                                .mode(torch::kSum)));
   } else {
     config_input_ = register_module("config_input",
                                     torch::nn::Linear(kTileConfigFeatures, h));
@@ -65,7 +68,11 @@ torch::Tensor CostModelNetImpl::EmbedConfig(const torch::Tensor& config) {
       (config + 1).round().clamp(0, kLayoutValueClasses - 1).to(torch::kLong);
   const torch::Tensor slot_offsets =
       torch::arange(kLayoutConfigFeatures, torch::kLong) * kLayoutValueClasses;
-  return layout_value_embedding_(classes + slot_offsets).sum(2);
+  // A bag per (config, node) sums its 18 rows without materialising them.
+  const torch::Tensor bags =
+      (classes + slot_offsets).reshape({-1, kLayoutConfigFeatures});
+  return layout_value_embedding_(bags).reshape(
+      {config.size(0), config.size(1), -1});
 }
 
 SegmentSums CostModelNetImpl::Segment(const SegmentTensors& segment,
@@ -90,14 +97,24 @@ SegmentSums CostModelNetImpl::Segment(const SegmentTensors& segment,
     x = base.unsqueeze(1).expand({n, c, h});
   }
   x = torch::relu(x);
+  namespace F = torch::nn::functional;
   for (size_t layer = 0; layer < sage_->size(); ++layer) {
-    const torch::Tensor flat = x.reshape({n, c * h});
-    const torch::Tensor from_producers =
-        torch::mm(segment.producer_mean, flat).reshape({n, c, h});
-    const torch::Tensor from_consumers =
-        torch::mm(segment.consumer_mean, flat).reshape({n, c, h});
-    const torch::Tensor update = sage_[layer]->as<torch::nn::Linear>()->forward(
-        torch::cat({x, from_producers, from_consumers}, 2));
+    // W [x, mean of producers, mean of consumers] + b as three products,
+    // so the 3h-wide concatenation is never built; a segment without
+    // edges has all-zero means and skips them.
+    const torch::nn::LinearImpl& linear =
+        *sage_[layer]->as<torch::nn::Linear>();
+    const torch::Tensor& w = linear.weight;
+    torch::Tensor update = F::linear(x, w.narrow(1, 0, h), linear.bias);
+    if (segment.num_edges > 0) {
+      const torch::Tensor flat = x.reshape({n, c * h});
+      update =
+          update +
+          F::linear(torch::mm(segment.producer_mean, flat).reshape({n, c, h}),
+                    w.narrow(1, h, h)) +
+          F::linear(torch::mm(segment.consumer_mean, flat).reshape({n, c, h}),
+                    w.narrow(1, 2 * h, h));
+    }
     x = x + torch::relu(sage_norms_[layer]->as<torch::nn::LayerNorm>()->forward(
                 update));
   }

@@ -28,6 +28,7 @@ struct SegmentTensors {
   torch::Tensor config_nodes;
   torch::Tensor config_slots;
   int64_t num_nodes = 0;
+  int64_t num_edges = 0;  // data edges inside the segment
   int64_t num_config_nodes = 0;
   // config_slots is 0..k-1 for all k configurable nodes of the graph (one
   // segment): the configuration tensor is used as it is.
@@ -66,8 +67,8 @@ class CostModelNetImpl : public torch::nn::Module {
   CostModelOptions options_;
   torch::nn::Embedding opcode_embedding_{nullptr};
   torch::nn::Linear input_{nullptr};
-  torch::nn::Embedding layout_value_embedding_{nullptr};  // layout task
-  torch::nn::Linear config_input_{nullptr};               // tile task
+  torch::nn::EmbeddingBag layout_value_embedding_{nullptr};  // layout task
+  torch::nn::Linear config_input_{nullptr};                  // tile task
   torch::nn::ModuleList sage_;
   torch::nn::ModuleList sage_norms_;
   torch::nn::LayerNorm mean_norm_{nullptr};
