@@ -23,6 +23,10 @@
 namespace gopt::policy::cost_model {
 namespace {
 
+// The predicted log-runtime gain over the default a model needs before the
+// gated choice leaves the default (5%; fixed before any evaluation).
+constexpr double kGateLogGain = 0.04879;  // log(1.05)
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -258,6 +262,7 @@ nlohmann::json RankingMetrics(const std::vector<ConfigGroup>& groups,
   nlohmann::json out;
   out["groups"] = nlohmann::json::array();
   double tau = 0, top1 = 0, top5 = 0, random1 = 0, random5 = 0, base = 0;
+  double gated = 0;
   int with_default = 0;
   int64_t configs = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -276,6 +281,15 @@ nlohmann::json RankingMetrics(const std::vector<ConfigGroup>& groups,
       row["default_top1_slowdown"] =
           (group.runtimes[group.default_config] - best) / best;
       base += row["default_top1_slowdown"].get<double>();
+      // Keep the default unless the model predicts it at least
+      // kGateLogGain slower than its own top-1 (scores ~ log runtime).
+      const std::vector<double>& s = scores[g];
+      const size_t top = std::min_element(s.begin(), s.end()) - s.begin();
+      const size_t chosen = s[group.default_config] - s[top] >= kGateLogGain
+                                ? top
+                                : static_cast<size_t>(group.default_config);
+      row["gated_top1_slowdown"] = (group.runtimes[chosen] - best) / best;
+      gated += row["gated_top1_slowdown"].get<double>();
       ++with_default;
     }
     tau += row["kendall_tau"].get<double>();
@@ -293,6 +307,10 @@ nlohmann::json RankingMetrics(const std::vector<ConfigGroup>& groups,
   out["baseline_top1_slowdown"] =
       with_default > 0 ? nlohmann::json(base / with_default) : nlohmann::json();
   out["baseline_groups_with_default"] = with_default;
+  out["gated_top1_slowdown"] = with_default > 0
+                                   ? nlohmann::json(gated / with_default)
+                                   : nlohmann::json();
+  out["gate_log_gain"] = kGateLogGain;
   out["random_top1_slowdown"] = random1 / n;
   out["random_top5_slowdown"] = random5 / n;
   out["configs_evaluated"] = configs;
