@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/optimizer_client.h"
 #include "gmock/gmock.h"
@@ -190,11 +191,10 @@ TEST(ServerProcessTest, EnvironmentFlagsHealthAndRemoteOptimize) {
 }
 
 TEST(ServerProcessTest, SigtermDrainsAndInFlightRequestCompletes) {
-  ServerProcess server({"--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-                        "--policy_dir=" + EmptyPolicyDir(), "--drain_seconds=3",
-                        "--shutdown_timeout_seconds=60"},
+  ServerProcess server({"--listen=127.0.0.1:0",
+                        "--metrics_listen=", "--policy_dir=" + EmptyPolicyDir(),
+                        "--drain_seconds=3", "--shutdown_timeout_seconds=60"},
                        {});
-  const std::string metrics_port = server.WaitForLog("metrics on port (\\d+)");
   const std::string port = server.WaitForLog("listening on port (\\d+)");
   server.WaitForLog("\\] SERVING");
   client::ClientOptions options;
@@ -212,20 +212,15 @@ TEST(ServerProcessTest, SigtermDrainsAndInFlightRequestCompletes) {
   *request.mutable_graph()->mutable_graph() = graph::GraphToProto(*big);
   request.mutable_topology()->set_preset("v100x4-nvlink");
   absl::StatusOr<gopt::v1::OptimizeResponse> in_flight;
-  std::thread call([&] { in_flight = (*client)->Optimize(request); });
-
-  // In flight once the server counts it.
-  const int metrics = std::stoi(metrics_port);
-  while (true) {
-    absl::StatusOr<std::string> scrape =
-        gopt::testing::HttpGet(metrics, "/metrics");
-    ASSERT_TRUE(scrape.ok()) << scrape.status();
-    if (gopt::testing::PrometheusValue(*scrape, "gopt_inflight_requests") ==
-        1) {
-      break;
-    }
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  // In flight once the server reports its first stage (the import).
+  absl::Notification started;
+  std::thread call([&] {
+    in_flight = (*client)->OptimizeStream(
+        request, [&](const gopt::v1::OptimizeProgress&) {
+          if (!started.HasBeenNotified()) started.Notify();
+        });
+  });
+  started.WaitForNotification();
   server.Signal(SIGTERM);
   server.WaitForLog("health NOT_SERVING, draining");
   EXPECT_EQ(*(*client)->Health(), HealthCheckResponse::NOT_SERVING);
