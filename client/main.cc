@@ -30,6 +30,7 @@
 #include "client/simulate_report.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/native_importer.h"
+#include "policy/go/go_policy.h"
 #include "server/engine.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -82,6 +83,9 @@ ABSL_FLAG(std::string, policy, "",
           "optimize: policy NAME or NAME@VERSION (default: every loaded one)");
 ABSL_FLAG(int32_t, fine_tune_steps, 0,
           "optimize: fine-tune the policy for this many steps (0 = zero-shot)");
+ABSL_FLAG(std::string, policy_dir, GOPT_DEFAULT_POLICY_DIR,
+          "optimize without --server: load policies from this directory "
+          "(one sub-directory with a card.json per policy)");
 ABSL_FLAG(bool, baselines_only, false,
           "optimize: no policy, only the baseline heuristics");
 ABSL_FLAG(bool, allow_partial, false,
@@ -140,7 +144,9 @@ methods: PLACEMENT[+SCHEDULING[+FUSION[+LAYOUT]]], missing parts at the
 framework default (fifo, none, default). Placements: single, round-robin,
 random, expert, metis, heft, m-etf, m-sct; scheduling: fifo, critical-path;
 fusion: none, greedy; layout: default, greedy. best-baseline = the best of
-every combination.
+every combination. bench also runs the GO policy from --policy_dir:
+go-zeroshot, go-finetune (--fine_tune_steps, default 50, at most 60 s) and
+go-zeroshot-1by1 (one task at a time).
 
 exit codes: 0 ok, 1 the server failed, could not be reached or is not
 SERVING, 2 an input (graph, topology, plan, policy) is invalid, 64 usage.
@@ -322,11 +328,25 @@ int RunBench(std::vector<std::string> sources) {
   gopt::client::BenchOptions options;
   options.methods = absl::GetFlag(FLAGS_methods);
   options.seed = absl::GetFlag(FLAGS_seed);
+  bool wants_go = false;
   for (const std::string& method : options.methods) {
-    if (method == "best-baseline") continue;
+    if (gopt::client::IsGoMethod(method)) wants_go = true;
+    if (method == "best-baseline" || gopt::client::IsGoMethod(method)) continue;
     auto parsed =
         gopt::simulator::baselines::ParseBaselineMethod(registry, method);
     if (!parsed.ok()) return Fail("bench", parsed.status(), kExitUsage);
+  }
+  // The go-* methods run the shipped GO policy from --policy_dir.
+  std::unique_ptr<gopt::policy::Policy> go_policy;
+  if (wants_go) {
+    auto loaded = gopt::policy::LoadGoPolicy(absl::GetFlag(FLAGS_policy_dir) +
+                                             "/go-multitask-v1");
+    if (!loaded.ok()) return Fail("bench", loaded.status());
+    go_policy = *std::move(loaded);
+    options.go_policy = go_policy.get();
+    if (absl::GetFlag(FLAGS_fine_tune_steps) > 0) {
+      options.go_fine_tune_steps = absl::GetFlag(FLAGS_fine_tune_steps);
+    }
   }
   std::vector<gopt::client::BenchGraphResult> results;
   for (const std::string& source : sources) {
