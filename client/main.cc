@@ -31,6 +31,7 @@
 #include "graph/import/builtin_importers.h"
 #include "graph/native/native_importer.h"
 #include "policy/go/go_policy.h"
+#include "server/builtin_policies.h"
 #include "server/engine.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -528,8 +529,15 @@ class Backend {
     if (absl::GetFlag(FLAGS_server).empty()) {
       gopt::server::EngineOptions options;
       options.max_graph_nodes = absl::GetFlag(FLAGS_max_nodes);
+      std::shared_ptr<const gopt::server::PolicyRegistry> policies;
+      if (!absl::GetFlag(FLAGS_baselines_only)) {
+        auto loaded =
+            gopt::server::LoadBuiltinPolicies(absl::GetFlag(FLAGS_policy_dir));
+        if (!loaded.ok()) return loaded.status();
+        policies = *std::move(loaded);
+      }
       backend.engine_ =
-          std::make_shared<gopt::server::Engine>(options, nullptr);
+          std::make_shared<gopt::server::Engine>(options, std::move(policies));
       return backend;
     }
     auto client = ConnectFromFlags(/*max_attempts=*/3);
