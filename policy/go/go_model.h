@@ -19,7 +19,7 @@ namespace gopt::policy::go {
 struct GoModelOptions {
   int hidden = 128;          // width of every layer
   int sage_layers = 3;       // GraphSAGE layers of the shared encoder
-  int attention_layers = 1;  // per task stack
+  int attention_layers = 2;  // per task stack
   int attention_dim = 64;    // query/key/value width inside attention
   int heads = 4;             // attention heads (attention_dim % heads == 0)
   int feed_forward = 256;    // width of each attention layer's MLP

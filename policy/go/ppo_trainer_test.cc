@@ -22,6 +22,7 @@ constexpr TaskSet kPlacementOnly{true, false, false, false};
 GoModelOptions SmallOptions(uint64_t seed) {
   GoModelOptions options;
   options.hidden = 32;
+  options.attention_layers = 1;
   options.attention_dim = 16;
   options.heads = 2;
   options.feed_forward = 32;
