@@ -100,8 +100,9 @@ struct PpoGraphStats {
 struct PpoStepStats {
   double mean_reward = 0;  // over all samples of all graphs
   double entropy = 0;      // mean per-node entropy, summed over tasks
-  double kl =
-      0;  // approx. KL(old || new) in the last epoch, after epochs-1 updates
+  // Approximate KL(old || new), measured in the last epoch (after
+  // epochs - 1 updates).
+  double kl = 0;
   int invalid_plans = 0;  // invalid or OOM samples
   std::vector<PpoGraphStats> graphs;
 };
