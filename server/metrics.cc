@@ -198,25 +198,18 @@ Metrics::Metrics(const std::string& version, const std::string& revision)
 Metrics::~Metrics() = default;
 
 absl::Status Metrics::StartExposer(const std::string& address) {
-  if (exposer_ != nullptr) {
+  if (http_ != nullptr) {
     return absl::FailedPreconditionError("the metrics exposer already runs");
   }
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(address);
-  } catch (const std::exception& error) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on '",
-                                               address, "': ", error.what()));
-  }
-  exposer_->RegisterCollectable(registry_);
-  exposer_->RegisterCollectable(process_);
+  auto http = std::make_unique<MetricsHttpServer>([this] { return Scrape(); });
+  absl::StatusOr<int> port = http->Start(address);
+  if (!port.ok()) return port.status();
+  port_ = *port;
+  http_ = std::move(http);
   return absl::OkStatus();
 }
 
-int Metrics::exposer_port() const {
-  if (exposer_ == nullptr) return 0;
-  const std::vector<int> ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
-}
+int Metrics::exposer_port() const { return port_; }
 
 std::string Metrics::Scrape() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();

@@ -138,11 +138,17 @@ std::string EmptyPolicyDir() {
 
 TEST(ServerProcessTest, EnvironmentFlagsHealthAndRemoteOptimize) {
   ServerProcess server(
-      {"--metrics_listen=", "--policy_dir=" + EmptyPolicyDir()},
+      {"--metrics_listen=127.0.0.1:0", "--policy_dir=" + EmptyPolicyDir()},
       {"GOPT_LISTEN=127.0.0.1:0", "GOPT_DRAIN_SECONDS=0",
        "GOPT_QUEUE_LENGTH=7"});
+  const std::string metrics_port = server.WaitForLog("metrics on port (\\d+)");
   const std::string port = server.WaitForLog("listening on port (\\d+)");
   server.WaitForLog("\\] SERVING");
+  // The binary links LibTorch; its metrics port must still serve.
+  absl::StatusOr<std::string> scrape =
+      gopt::testing::HttpGet(std::stoi(metrics_port), "/metrics");
+  ASSERT_TRUE(scrape.ok()) << scrape.status() << "\n" << server.log();
+  EXPECT_THAT(*scrape, HasSubstr("gopt_build_info"));
   EXPECT_THAT(server.log(), HasSubstr("--queue_length=7"));
   EXPECT_THAT(server.log(), HasSubstr("--listen=127.0.0.1:0"));
   const std::string address = "127.0.0.1:" + port;
