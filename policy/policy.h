@@ -33,9 +33,9 @@ struct PolicyInfo {
   // "go" (placement/scheduling/fusion), "cost-model-layout",
   // "cost-model-tile".
   std::string kind;
-  TaskSet tasks;                // tasks it can decide
-  std::string directory;        // where it was loaded from
-  nlohmann::json card;          // the card.json it shipped with
+  TaskSet tasks;          // tasks it can decide
+  std::string directory;  // where it was loaded from
+  nlohmann::json card;    // the card.json it shipped with
 };
 
 // One progress event during Propose (best-so-far), for OptimizeStream.
@@ -65,13 +65,13 @@ struct ProposeOptions {
 };
 
 struct Proposal {
-  simulator::Plan plan;       // plan.method names the policy ("go")
-  double step_time_s = 0;     // simulated step time of `plan`
+  simulator::Plan plan;    // plan.method names the policy ("go")
+  double step_time_s = 0;  // simulated step time of `plan`
   bool oom = false;
   double zero_shot_step_time_s = 0;  // the best zero-shot plan's step time
   int32_t fine_tune_steps_done = 0;
-  double inference_seconds = 0;   // featurize + network, zero-shot
-  double fine_tune_seconds = 0;   // refinement wall time
+  double inference_seconds = 0;  // featurize + network, zero-shot
+  double fine_tune_seconds = 0;  // refinement wall time
   std::vector<std::string> warnings;
 };
 
