@@ -27,11 +27,11 @@ serve: build
 	$(BUILD_DIR)/bin/gopt-server --listen=127.0.0.1:50051 \
 	  --metrics_listen=127.0.0.1:9464 --policy_dir=policy/pretrained
 
-# The shipped GO policy, policy/pretrained/go-multitask-v1: PPO pre-training
+# The shipped GO policy, policy/pretrained/go-multitask-v2: PPO pre-training
 # (30 min wall clock on the shared 2-core host), held-out evaluation written
 # into its card.json, one fine-tune on a held-out graph, and training-curve
 # PNGs (needs gnuplot: apt-get install gnuplot-nox). See the README there.
-GO_DIR = policy/pretrained/go-multitask-v1
+GO_DIR = policy/pretrained/go-multitask-v2
 GO_HELD_OUT = ../shared/data/hlo/mixer_b16_jax_unopt.hlo,../shared/data/hlo/llama2_ptxla_neuron_train_tp1.hlo,../shared/data/onnx/light_shufflenet.onnx,gen:transformer_xl-small,gen:transformer_xl-large
 GO_TRAIN = OMP_WAIT_POLICY=PASSIVE $(BUILD_DIR)/bin/gopt-train
 pretrained-go:
@@ -45,7 +45,7 @@ pretrained-go:
 	  --topologies=v100x4-nvlink --max_steps=50 --max_seconds=60 \
 	  --csv=$(GO_DIR)/finetune_transformer_xl-small.csv
 	policy/go/plot_training.sh $(GO_DIR)/train.csv $(GO_DIR)/train.png \
-	  "go-multitask-v1 pre-training (seed 1)"
+	  "go-multitask-v2 pre-training (seed 1)"
 	policy/go/plot_training.sh $(GO_DIR)/finetune_transformer_xl-small.csv \
 	  $(GO_DIR)/finetune_transformer_xl-small.png \
 	  "fine-tune on held-out transformer_xl-small, v100x4-nvlink"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,10 +20,11 @@ using simulator::baselines::BaselineContext;
 constexpr char kBestBaseline[] = "best-baseline";
 
 // Runs the GO policy for one go-* method; fills `row->fine_tune_steps`.
-absl::StatusOr<simulator::Plan> GoPlan(const std::string& method,
-                                       const simulator::Simulator& sim,
-                                       const BenchOptions& options,
-                                       BenchRow* row) {
+absl::StatusOr<simulator::Plan> GoPlan(
+    const std::string& method, const simulator::Simulator& sim,
+    const BaselineContext& context,
+    const simulator::baselines::BaselineRegistry& registry,
+    const BenchOptions& options, BenchRow* row) {
   if (options.go_policy == nullptr) {
     return absl::FailedPreconditionError(
         "no GO policy loaded (gopt bench --policy_dir)");
@@ -30,10 +32,17 @@ absl::StatusOr<simulator::Plan> GoPlan(const std::string& method,
   policy::ProposeOptions propose;
   propose.num_samples = options.go_samples;
   propose.seed = options.seed;
+  std::optional<simulator::Plan> warm_start;
   if (method == kGoFineTune) {
+    absl::StatusOr<simulator::baselines::BestBaselineResult> best =
+        simulator::baselines::BestBaseline(registry, context);
+    if (best.ok()) warm_start = best->plan;
+  }
+  if (method == kGoFineTune || method == kGoFineTuneCold) {
     propose.fine_tune_steps = options.go_fine_tune_steps;
     propose.deadline =
         absl::Now() + absl::Seconds(options.go_fine_tune_seconds);
+    if (warm_start.has_value()) propose.warm_start = &*warm_start;
   }
   if (method != kGoOneByOne) {
     absl::StatusOr<policy::Proposal> proposal =
@@ -101,7 +110,7 @@ std::map<std::string, Summary> Summarise(
 
 bool IsGoMethod(const std::string& method) {
   return method == kGoZeroShot || method == kGoFineTune ||
-         method == kGoOneByOne;
+         method == kGoFineTuneCold || method == kGoOneByOne;
 }
 
 absl::StatusOr<BenchGraphResult> BenchGraph(
@@ -135,7 +144,7 @@ absl::StatusOr<BenchGraphResult> BenchGraph(
     const absl::Time start = absl::Now();
     absl::StatusOr<simulator::Plan> plan;
     if (IsGoMethod(method)) {
-      plan = GoPlan(method, sim, options, &row);
+      plan = GoPlan(method, sim, context, registry, options, &row);
     } else if (method == kBestBaseline) {
       auto best = simulator::baselines::BestBaseline(registry, context);
       if (best.ok()) {
@@ -193,7 +202,9 @@ nlohmann::json BenchToJson(const std::string& topology,
                           {"method_seconds", row.method_seconds},
                           {"lower_bound_s", graph.lower_bound_s}};
       if (!row.chosen_method.empty()) r["chosen_method"] = row.chosen_method;
-      if (row.method == kGoFineTune) r["fine_tune_steps"] = row.fine_tune_steps;
+      if (row.method == kGoFineTune || row.method == kGoFineTuneCold) {
+        r["fine_tune_steps"] = row.fine_tune_steps;
+      }
       if (row.valid) {
         r["step_time_s"] = row.step_time_s;
         r["ratio_to_default"] = row.ratio_to_default;
@@ -248,7 +259,7 @@ std::string BenchToText(const std::string& topology,
           row.chosen_method.empty()
               ? row.method
               : absl::StrCat(row.method, ": ", row.chosen_method);
-      if (row.method == kGoFineTune) {
+      if (row.method == kGoFineTune || row.method == kGoFineTuneCold) {
         absl::StrAppend(&label, " (", row.fine_tune_steps, " steps)");
       }
       absl::StrAppend(

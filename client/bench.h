@@ -20,12 +20,18 @@ namespace gopt::client {
 //                     fusion jointly, zero-shot (best of go_samples sampled
 //                     plans and the greedy decode);
 //   go-finetune       the same, then PPO fine-tuning on the graph for at
-//                     most go_fine_tune_steps steps / go_fine_tune_seconds;
+//                     most go_fine_tune_steps steps / go_fine_tune_seconds,
+//                     warm-started from the best baseline combination (as
+//                     gopt-server does: the baselines run first), so its
+//                     time includes finding that baseline;
+//   go-finetune-cold  the same fine-tuning, started from the policy's own
+//                     zero-shot plan;
 //   go-zeroshot-1by1  one task at a time: placement alone (default
 //                     scheduling and fusion), then scheduling given that
 //                     placement, then fusion given both, each zero-shot.
 inline constexpr char kGoZeroShot[] = "go-zeroshot";
 inline constexpr char kGoFineTune[] = "go-finetune";
+inline constexpr char kGoFineTuneCold[] = "go-finetune-cold";
 inline constexpr char kGoOneByOne[] = "go-zeroshot-1by1";
 
 // True for the method names above.

@@ -146,8 +146,10 @@ framework default (fifo, none, default). Placements: single, round-robin,
 random, expert, metis, heft, m-etf, m-sct; scheduling: fifo, critical-path;
 fusion: none, greedy; layout: default, greedy. best-baseline = the best of
 every combination. bench also runs the GO policy from --policy_dir:
-go-zeroshot, go-finetune (--fine_tune_steps, default 50, at most 60 s) and
-go-zeroshot-1by1 (one task at a time).
+go-zeroshot, go-finetune (--fine_tune_steps, default 50, at most 60 s;
+warm-started from best-baseline, as gopt-server does), go-finetune-cold (the
+same from the policy's own zero-shot plan) and go-zeroshot-1by1 (one task at
+a time).
 
 exit codes: 0 ok, 1 the server failed, could not be reached or is not
 SERVING, 2 an input (graph, topology, plan, policy) is invalid, 64 usage.
@@ -341,7 +343,7 @@ int RunBench(std::vector<std::string> sources) {
   std::unique_ptr<gopt::policy::Policy> go_policy;
   if (wants_go) {
     auto loaded = gopt::policy::LoadGoPolicy(absl::GetFlag(FLAGS_policy_dir) +
-                                             "/go-multitask-v1");
+                                             "/go-multitask-v2");
     if (!loaded.ok()) return Fail("bench", loaded.status());
     go_policy = *std::move(loaded);
     options.go_policy = go_policy.get();

@@ -50,6 +50,12 @@ struct ProposeOptions {
   // A plan whose decisions for tasks outside `tasks` are kept (e.g. the
   // placement the layout model refines). Null = framework defaults.
   const simulator::Plan* base_plan = nullptr;
+  // A plan refinement may start from, e.g. the best baseline found so far
+  // (the plan must be for the same graph and topology). A policy that
+  // fine-tunes keeps it as the incumbent when it beats the policy's own
+  // zero-shot plan and searches around it; zero-shot results never use it.
+  // Null = refinement starts from the zero-shot plan.
+  const simulator::Plan* warm_start = nullptr;
   // 0 = zero-shot only; else at most this many fine-tuning steps.
   int32_t fine_tune_steps = 0;
   // Refinement (fine-tuning or search) stops at this time.

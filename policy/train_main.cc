@@ -67,7 +67,7 @@ ABSL_FLAG(int32_t, checkpoint_every, 50, "pretrain: steps between saves");
 ABSL_FLAG(int32_t, hidden, 128, "pretrain: network width");
 ABSL_FLAG(int32_t, attention_layers, 2, "pretrain: layers per task stack");
 // GO finetune / eval.
-ABSL_FLAG(std::string, policy_dir, "policy/pretrained/go-multitask-v1",
+ABSL_FLAG(std::string, policy_dir, "policy/pretrained/go-multitask-v2",
           "finetune/eval: a GO policy directory (card.json + checkpoint)");
 ABSL_FLAG(std::vector<std::string>, graph, {},
           "finetune/eval: graph files or gen:PRESET");
@@ -127,8 +127,8 @@ Learned cost model:
 
 SOURCE: a graph file, or gen:PRESET (gopt generate list).
 
-example (the shipped checkpoint; see policy/pretrained/go-multitask-v1):
-  gopt-train pretrain --out_dir=policy/pretrained/go-multitask-v1 --seed=1)";
+example (the shipped checkpoint; see policy/pretrained/go-multitask-v2):
+  gopt-train pretrain --out_dir=policy/pretrained/go-multitask-v2 --seed=1)";
 
 int Fail(const std::string& command, const absl::Status& status) {
   std::cerr << "gopt-train " << command << ": " << status.message() << "\n";
@@ -283,10 +283,10 @@ int RunPretrain(const std::string& command_line) {
   csv << go::TrainLogHeader() << "\n";
 
   nlohmann::json card = {
-      {"format_version", 1},
+      {"format_version", go::kCheckpointFormatVersion},
       {"kind", "go"},
       {"name", "go-multitask"},
-      {"version", "1"},
+      {"version", "2"},
       {"tasks", absl::GetFlag(FLAGS_tasks)},
       {"checkpoint", checkpoint},
       {"training",
@@ -307,8 +307,11 @@ int RunPretrain(const std::string& command_line) {
         {"architecture",
          {{"hidden", model_options.hidden},
           {"sage_layers", model_options.sage_layers},
+          {"message", model_options.message},
           {"attention_layers_per_task", model_options.attention_layers},
+          {"attention_dim", model_options.attention_dim},
           {"heads", model_options.heads},
+          {"feed_forward", model_options.feed_forward},
           {"segment", model_options.segment},
           {"parameters", (*model)->num_parameters()}}},
         {"ppo",

@@ -503,6 +503,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
   policy::ProposeOptions propose;
   propose.tasks = tasks;
   propose.base_plan = best_.has_value() ? &best_->plan : nullptr;
+  propose.warm_start = propose.base_plan;
   if (budget.mode() == gopt::v1::Budget::FINE_TUNE) {
     propose.fine_tune_steps = budget.fine_tune_steps() > 0
                                   ? budget.fine_tune_steps()

@@ -7,7 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "graph/op_kind.h"
 #include "graph/tensor_type.h"
+#include "simulator/baselines/baseline_context.h"
 #include "simulator/baselines/cost_table.h"
+#include "simulator/baselines/heft_placer.h"
+#include "simulator/baselines/metis_placer.h"
 #include "simulator/baselines/upward_rank.h"
 
 namespace gopt::policy::go {
@@ -30,6 +33,19 @@ constexpr int kDeviceFeatures = 5 + 3 + 3 + 2 + 2;
 // log(1 + x) scaled so that typical values fall in [0, 2].
 float LogScaled(double x, double scale) {
   return static_cast<float>(std::log1p(std::max(x, 0.0)) / scale);
+}
+
+// The placement `placer` chooses, or -1 everywhere when it fails: a hint
+// the network can do without, not a reason to refuse the graph.
+std::vector<int32_t> HeuristicPlacement(
+    const simulator::baselines::Placer& placer,
+    const simulator::baselines::BaselineContext& context) {
+  absl::StatusOr<std::vector<int32_t>> device = placer.Place(context);
+  if (!device.ok() ||
+      static_cast<int>(device->size()) != context.graph.num_nodes()) {
+    return std::vector<int32_t>(context.graph.num_nodes(), -1);
+  }
+  return *std::move(device);
 }
 
 }  // namespace
@@ -176,6 +192,13 @@ absl::StatusOr<GraphFeatures> Featurize(
                  total_memory) /
         5);
   }
+
+  const simulator::baselines::BaselineContext context{graph, topology,
+                                                      cost_model, /*seed=*/0};
+  out.heft_device =
+      HeuristicPlacement(simulator::baselines::HeftPlacer(), context);
+  out.metis_device =
+      HeuristicPlacement(simulator::baselines::MetisPlacer(), context);
 
   // Distinct dependencies, grouped by destination (in_edges are).
   out.edge_src.reserve(graph.num_edges());

@@ -56,12 +56,17 @@ struct GraphFeatures {
   // Per node: upward rank / largest upward rank, in [0, 1] (also a node
   // feature; the scheduling head's critical-path prior).
   std::vector<float> upward_rank;
+  // Per node: the device HEFT and METIS k-way partitioning choose for it
+  // (the placement head's heuristic priors, simulator/baselines), or -1
+  // where the heuristic could not place the graph.
+  std::vector<int32_t> heft_device;
+  std::vector<int32_t> metis_device;
 };
 
 // Builds the features of `graph` on `topology`, pricing kernels with
 // `cost_model`. InvalidArgument for an empty graph, a topology without
-// devices or with more than kMaxDevices. O(nodes * devices + edges);
-// thread-safe.
+// devices or with more than kMaxDevices. O((nodes + edges) * devices) plus
+// one HEFT and one METIS placement; thread-safe.
 absl::StatusOr<GraphFeatures> Featurize(
     const graph::Graph& graph, const simulator::Topology& topology,
     const simulator::OpCostModel& cost_model);

@@ -19,10 +19,11 @@ namespace gopt::policy::go {
 struct GoModelOptions {
   int hidden = 128;          // width of every layer
   int sage_layers = 3;       // GraphSAGE layers of the shared encoder
+  int message = 32;          // width of the messages GraphSAGE aggregates
   int attention_layers = 2;  // per task stack
-  int attention_dim = 64;    // query/key/value width inside attention
-  int heads = 4;             // attention heads (attention_dim % heads == 0)
-  int feed_forward = 256;    // width of each attention layer's MLP
+  int attention_dim = 32;    // query/key/value width inside attention
+  int heads = 1;             // attention heads (attention_dim % heads == 0)
+  int feed_forward = 64;     // width of each attention layer's MLP
   int segment = 256;         // nodes per attention segment
   int graph_embedding = 64;  // width of the FiLM conditioning vector
   // Initial scale of the heads' heuristic priors (network.h), relative to
@@ -84,7 +85,7 @@ class GoModel {
 };
 
 // The checkpoint format this code writes and reads.
-inline constexpr int64_t kCheckpointFormatVersion = 1;
+inline constexpr int64_t kCheckpointFormatVersion = 2;
 
 // Sets LibTorch's intra-op thread count (process-wide) and keeps OpenBLAS,
 // when it is the BLAS, on the calling thread (its own pool on top of

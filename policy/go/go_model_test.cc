@@ -79,6 +79,19 @@ TEST(FeaturizeTest, ShapesAndMissingValues) {
   }
 }
 
+TEST(FeaturizeTest, HeuristicHintsAreDevicesOfTheTopology) {
+  const graph::Graph graph = DiamondGraph();
+  const GraphFeatures f = Features(graph, UniformTopology(3));
+  ASSERT_EQ(f.heft_device.size(), static_cast<size_t>(graph.num_nodes()));
+  ASSERT_EQ(f.metis_device.size(), static_cast<size_t>(graph.num_nodes()));
+  for (int n = 0; n < graph.num_nodes(); ++n) {
+    EXPECT_GE(f.heft_device[n], 0);
+    EXPECT_LT(f.heft_device[n], 3);
+    EXPECT_GE(f.metis_device[n], 0);
+    EXPECT_LT(f.metis_device[n], 3);
+  }
+}
+
 TEST(FeaturizeTest, RejectsTooManyDevices) {
   simulator::RooflineCostModel cost_model;
   absl::StatusOr<GraphFeatures> features =
@@ -166,6 +179,30 @@ TEST(GoModelTest, HandlesGraphsLongerThanOneSegment) {
   absl::StatusOr<PolicyOutput> out = (*model)->Run(features, kAllTasks);
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectRowsNormalised(out->placement, graph->num_nodes(), 4);
+}
+
+TEST(GoModelTest, ThreadCountDoesNotChangeTheOutput) {
+  // Inference spreads blocks of segments and rows over LibTorch's threads;
+  // each block computes the same thing whichever thread runs it.
+  absl::StatusOr<graph::Graph> graph =
+      simulator::generators::GenerateModelGraph(
+          {"bert", /*layers=*/1, /*batch=*/1, /*seq=*/8, /*hidden=*/64});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  GoModelOptions options = SmallOptions();
+  options.segment = 8;
+  absl::StatusOr<std::unique_ptr<GoModel>> model = GoModel::Create(options);
+  ASSERT_TRUE(model.ok());
+  const GraphFeatures features = Features(*graph, UniformTopology(4));
+  SetTorchThreads(1);
+  absl::StatusOr<PolicyOutput> one = (*model)->Run(features, kAllTasks);
+  SetTorchThreads(2);
+  absl::StatusOr<PolicyOutput> two = (*model)->Run(features, kAllTasks);
+  SetTorchThreads(1);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(one->placement, two->placement);
+  EXPECT_EQ(one->scheduling, two->scheduling);
+  EXPECT_EQ(one->fusion, two->fusion);
 }
 
 TEST(GoModelTest, SameSeedSameNetworkOtherSeedOtherNetwork) {

@@ -8,6 +8,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/go/go_model.h"
+#include "simulator/baselines/baseline_plan.h"
+#include "simulator/baselines/baseline_registry.h"
 #include "simulator/baselines/test_graphs.h"
 #include "simulator/simulator.h"
 
@@ -21,7 +24,7 @@ using ::testing::HasSubstr;
 
 const std::string& ShippedPolicyDir() {
   static const std::string* dir = new std::string(
-      std::string(GOPT_SOURCE_DIR) + "/policy/pretrained/go-multitask-v1");
+      std::string(GOPT_SOURCE_DIR) + "/policy/pretrained/go-multitask-v2");
   return *dir;
 }
 
@@ -32,12 +35,12 @@ TEST(GoPolicyTest, ShippedCheckpointLoads) {
   const PolicyInfo& info = (*policy)->info();
   EXPECT_EQ(info.kind, "go");
   EXPECT_EQ(info.name, "go-multitask");
-  EXPECT_EQ(info.version, "1");
+  EXPECT_EQ(info.version, "2");
   EXPECT_TRUE(info.tasks.placement);
   EXPECT_TRUE(info.tasks.scheduling);
   EXPECT_TRUE(info.tasks.fusion);
   EXPECT_FALSE(info.tasks.layout);
-  EXPECT_EQ(info.card["format_version"], 1);
+  EXPECT_EQ(info.card["format_version"], go::kCheckpointFormatVersion);
   EXPECT_TRUE(info.card["training"].contains("git_revision"));
 }
 
@@ -70,6 +73,56 @@ TEST(GoPolicyTest, ShippedPolicyAnswersWithMethodGo) {
   ASSERT_EQ(stages.size(), 3u);
   EXPECT_EQ(stages[0], "zero-shot");
   EXPECT_EQ(stages[1], "fine-tune");
+}
+
+TEST(GoPolicyTest, FineTuningKeepsABetterWarmStart) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadGoPolicy(ShippedPolicyDir());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const graph::Graph graph = FanOutGraph(4);
+  const simulator::Topology topology = UniformTopology(4);
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(graph, topology, cost_model);
+  ProposeOptions zero_shot;
+  zero_shot.num_samples = 4;
+  absl::StatusOr<Proposal> alone = (*policy)->Propose(sim, zero_shot);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  // Fine-tuning starts from the better of the zero-shot plan and the warm
+  // start (here the best baseline combination) and never ends slower.
+  simulator::baselines::BaselineRegistry registry;
+  simulator::baselines::RegisterBuiltinBaselines(&registry);
+  absl::StatusOr<simulator::baselines::BestBaselineResult> best =
+      simulator::baselines::BestBaseline(
+          registry, {graph, topology, cost_model, /*seed=*/0});
+  ASSERT_TRUE(best.ok()) << best.status();
+  ProposeOptions options = zero_shot;
+  options.fine_tune_steps = 1;
+  options.warm_start = &best->plan;
+  absl::StatusOr<Proposal> proposal = (*policy)->Propose(sim, options);
+  ASSERT_TRUE(proposal.ok()) << proposal.status();
+  EXPECT_EQ(proposal->plan.method, "go");
+  EXPECT_LE(proposal->step_time_s, best->result.step_time_s);
+  EXPECT_LE(proposal->step_time_s, alone->step_time_s);
+  EXPECT_TRUE(simulator::ValidatePlan(proposal->plan, graph, topology).ok());
+}
+
+TEST(GoPolicyTest, WarmStartForAnotherGraphIsIgnored) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadGoPolicy(ShippedPolicyDir());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const graph::Graph graph = FanOutGraph(4);
+  const simulator::Topology topology = UniformTopology(4);
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(graph, topology, cost_model);
+  const simulator::Plan wrong = simulator::DefaultPlan(FanOutGraph(2));
+  ProposeOptions options;
+  options.num_samples = 4;
+  options.fine_tune_steps = 1;
+  options.warm_start = &wrong;
+  absl::StatusOr<Proposal> proposal = (*policy)->Propose(sim, options);
+  ASSERT_TRUE(proposal.ok()) << proposal.status();
+  EXPECT_TRUE(simulator::ValidatePlan(proposal->plan, graph, topology).ok());
+  EXPECT_EQ(proposal->fine_tune_steps_done, 1);
 }
 
 TEST(GoPolicyTest, KeepsTheBasePlanForTasksNotAskedFor) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <utility>
 
@@ -19,16 +20,61 @@ namespace nn = torch::nn;
 // Masked logits: low enough to vanish in softmax, finite so that
 // probability * log-probability stays 0 rather than NaN.
 constexpr float kMaskedLogit = -1e9f;
-// Segments per attention batch: bounds the [segments, heads, L, 2L] score
-// tensor (8 segments of 256, 4 heads: 16 MiB). Tensors that large are
-// recycled by malloc instead of being mapped afresh on every call.
-constexpr int64_t kSegmentChunk = 8;
+// Segments per attention block: bounds the [segments, heads, L, 2L] score
+// tensor (4 segments of 256, one head: 2 MiB) and gives the intra-op
+// threads several blocks to share; each block recomputes the keys and
+// values of one segment before it (its memory).
+constexpr int64_t kSegmentChunk = 4;
+
+// Rows per block of row-wise work in ConcatBlocks.
+constexpr int64_t kRowBlock = 2048;
+
+// Evaluates `block(begin, end)` for consecutive ranges of [0, count) of
+// `grain` items and concatenates the results along dimension 0. Without
+// gradient recording (inference) the blocks run on LibTorch's intra-op
+// threads: BLAS runs on the calling thread (SetTorchThreads), so this is
+// what spreads the network's matrix products over the cores. The result
+// does not depend on the thread count. With gradients the blocks run in
+// order on this thread, since autograd state is per thread.
+torch::Tensor ConcatBlocks(
+    int64_t count, int64_t grain,
+    const std::function<torch::Tensor(int64_t, int64_t)>& block) {
+  const int64_t blocks = (count + grain - 1) / grain;
+  std::vector<torch::Tensor> results(blocks);
+  auto run = [&](int64_t first, int64_t last) {
+    for (int64_t b = first; b < last; ++b) {
+      results[b] = block(b * grain, std::min(count, (b + 1) * grain));
+    }
+  };
+  if (torch::GradMode::is_enabled() || blocks < 2) {
+    run(0, blocks);
+  } else {
+    at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+      torch::NoGradGuard no_grad;
+      run(first, last);
+    });
+  }
+  return blocks == 1 ? results[0] : torch::cat(results, 0);
+}
 
 torch::Tensor FromFloats(const std::vector<float>& values, int64_t rows,
                          int64_t cols) {
   return torch::from_blob(const_cast<float*>(values.data()), {rows, cols},
                           torch::kFloat32)
       .clone();
+}
+
+// [n, d] float: 1 at (node, device[node]), rows of zeros where the device
+// is -1 or the vector is not filled.
+torch::Tensor OneHotDevices(const std::vector<int32_t>& device, int64_t n,
+                            int64_t d) {
+  std::vector<float> one_hot(static_cast<size_t>(n * d), 0.0f);
+  if (static_cast<int64_t>(device.size()) == n) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (device[i] >= 0 && device[i] < d) one_hot[i * d + device[i]] = 1.0f;
+    }
+  }
+  return FromFloats(one_hot, n, d);
 }
 
 }  // namespace
@@ -66,6 +112,8 @@ FeatureTensors ToTensors(const GraphFeatures& features) {
       torch::from_blob(const_cast<float*>(features.upward_rank.data()), {n},
                        torch::kFloat32)
           .clone();
+  t.heft_hint = OneHotDevices(features.heft_device, n, d);
+  t.metis_hint = OneHotDevices(features.metis_device, n, d);
   return t;
 }
 
@@ -85,8 +133,11 @@ torch::Tensor FilmImpl::forward(const torch::Tensor& x,
 }
 
 SageLayerImpl::SageLayerImpl(const SageLayerOptions& options) {
+  message_ = register_module("message",
+                             nn::Linear(options.hidden(), options.message()));
   combine_ = register_module(
-      "combine", nn::Linear(5 * options.hidden(), options.hidden()));
+      "combine",
+      nn::Linear(options.hidden() + 4 * options.message(), options.hidden()));
   norm_ = register_module(
       "norm", nn::LayerNorm(nn::LayerNormOptions({options.hidden()})));
   film_ = register_module(
@@ -96,30 +147,35 @@ SageLayerImpl::SageLayerImpl(const SageLayerOptions& options) {
 torch::Tensor SageLayerImpl::forward(const torch::Tensor& h,
                                      const FeatureTensors& graph,
                                      const torch::Tensor& g) {
-  torch::Tensor mean_pred = torch::zeros_like(h);
-  torch::Tensor max_pred = torch::zeros_like(h);
-  torch::Tensor mean_succ = torch::zeros_like(h);
-  torch::Tensor max_succ = torch::zeros_like(h);
+  torch::Tensor m = message_->forward(h);
+  torch::Tensor mean_pred = torch::zeros_like(m);
+  torch::Tensor max_pred = torch::zeros_like(m);
+  torch::Tensor mean_succ = torch::zeros_like(m);
+  torch::Tensor max_succ = torch::zeros_like(m);
   if (graph.edge_src.numel() > 0) {
-    const int64_t hidden = h.size(1);
+    const int64_t width = m.size(1);
     // Messages from predecessors, gathered at each edge's destination.
-    torch::Tensor from_src = h.index_select(0, graph.edge_src);
-    torch::Tensor dst_index = graph.edge_dst.unsqueeze(1).expand({-1, hidden});
+    torch::Tensor from_src = m.index_select(0, graph.edge_src);
+    torch::Tensor dst_index = graph.edge_dst.unsqueeze(1).expand({-1, width});
     mean_pred =
         mean_pred.index_add(0, graph.edge_dst, from_src) / graph.in_degree;
     max_pred = max_pred.scatter_reduce(0, dst_index, from_src, "amax",
                                        /*include_self=*/false);
     // Messages from successors, gathered at each edge's source.
-    torch::Tensor from_dst = h.index_select(0, graph.edge_dst);
-    torch::Tensor src_index = graph.edge_src.unsqueeze(1).expand({-1, hidden});
+    torch::Tensor from_dst = m.index_select(0, graph.edge_dst);
+    torch::Tensor src_index = graph.edge_src.unsqueeze(1).expand({-1, width});
     mean_succ =
         mean_succ.index_add(0, graph.edge_src, from_dst) / graph.out_degree;
     max_succ = max_succ.scatter_reduce(0, src_index, from_dst, "amax",
                                        /*include_self=*/false);
   }
-  torch::Tensor z = torch::relu(combine_->forward(
-      torch::cat({h, mean_pred, max_pred, mean_succ, max_succ}, 1)));
-  return norm_->forward(h + film_->forward(z, g));
+  torch::Tensor joined =
+      torch::cat({h, mean_pred, max_pred, mean_succ, max_succ}, 1);
+  return ConcatBlocks(h.size(0), kRowBlock, [&](int64_t begin, int64_t end) {
+    torch::Tensor z =
+        torch::relu(combine_->forward(joined.slice(0, begin, end)));
+    return norm_->forward(h.slice(0, begin, end) + film_->forward(z, g));
+  });
 }
 
 SegmentAttentionImpl::SegmentAttentionImpl(
@@ -146,20 +202,6 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
   const int64_t head_dim = a / heads;
   const int64_t segments = (n + length - 1) / length;
   const int64_t padded = segments * length;
-  torch::Tensor q_all = query_->forward(x);
-  torch::Tensor kv_all = key_value_->forward(x);
-  if (padded > n) {
-    q_all = torch::cat({q_all, torch::zeros({padded - n, a}, x.options())}, 0);
-    kv_all =
-        torch::cat({kv_all, torch::zeros({padded - n, 2 * a}, x.options())}, 0);
-  }
-  q_all = q_all.view({segments, length, a});
-  kv_all = kv_all.view({segments, length, 2 * a});
-  // Memory: the previous segment's keys and values, without gradient.
-  torch::Tensor memory =
-      torch::cat({torch::zeros({1, length, 2 * a}, x.options()),
-                  kv_all.slice(0, 0, segments - 1).detach()},
-                 0);
   torch::Tensor position =
       torch::arange(padded, torch::kInt64).view({segments, length});
   torch::Tensor current_valid = position < n;
@@ -168,34 +210,57 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
                                    .expand({segments, length});
   torch::Tensor key_valid = torch::cat({memory_valid, current_valid}, 1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-
-  std::vector<torch::Tensor> chunks;
-  for (int64_t begin = 0; begin < segments; begin += kSegmentChunk) {
-    const int64_t end = std::min(segments, begin + kSegmentChunk);
-    const int64_t c = end - begin;
-    torch::Tensor q = q_all.slice(0, begin, end)
-                          .view({c, length, heads, head_dim})
-                          .transpose(1, 2);
-    torch::Tensor kv = torch::cat(
-        {memory.slice(0, begin, end), kv_all.slice(0, begin, end)}, 1);
-    std::vector<torch::Tensor> k_v = kv.chunk(2, -1);
-    torch::Tensor k =
-        k_v[0].reshape({c, 2 * length, heads, head_dim}).transpose(1, 2);
-    torch::Tensor v =
-        k_v[1].reshape({c, 2 * length, heads, head_dim}).transpose(1, 2);
-    torch::Tensor scores = torch::matmul(q * scale, k.transpose(-1, -2));
-    torch::Tensor mask = key_valid.slice(0, begin, end)
-                             .logical_not()
-                             .view({c, 1, 1, 2 * length});
-    scores = scores.masked_fill(mask, kMaskedLogit);
-    torch::Tensor attended = torch::matmul(torch::softmax(scores, -1), v);
-    chunks.push_back(attended.transpose(1, 2).reshape({c * length, a}));
-  }
-  torch::Tensor attention =
-      output_->forward(torch::cat(chunks, 0).slice(0, 0, n));
-  torch::Tensor y = norm1_->forward(x + attention);
-  torch::Tensor ff = ff2_->forward(torch::relu(ff1_->forward(y)));
-  return norm2_->forward(y + film_->forward(ff, g));
+  torch::Tensor x_padded =
+      padded > n
+          ? torch::cat({x, torch::zeros({padded - n, x.size(1)}, x.options())},
+                       0)
+          : x;
+  // Each chunk of segments runs the whole layer (attention, then the
+  // row-wise output projection, norms and feed-forward) on its own rows.
+  torch::Tensor out =
+      ConcatBlocks(segments, kSegmentChunk, [&](int64_t begin, int64_t end) {
+        const int64_t c = end - begin;
+        torch::Tensor rows = x_padded.slice(0, begin * length, end * length);
+        torch::Tensor q = query_->forward(rows)
+                              .view({c, length, heads, head_dim})
+                              .transpose(1, 2);
+        torch::Tensor current =
+            key_value_->forward(rows).view({c, length, 2 * a});
+        // Memory: the previous segment's keys and values, without
+        // gradient (the chunk's first segment recomputes its memory from
+        // the previous chunk's last rows; the first segment has none).
+        torch::Tensor first_memory =
+            begin == 0 ? torch::zeros({1, length, 2 * a}, x.options())
+                       : key_value_
+                             ->forward(x_padded.slice(0, (begin - 1) * length,
+                                                      begin * length))
+                             .view({1, length, 2 * a});
+        torch::Tensor memory =
+            torch::cat({first_memory, current.slice(0, 0, c - 1)}, 0).detach();
+        torch::Tensor kv = torch::cat({memory, current}, 1);
+        std::vector<torch::Tensor> k_v = kv.chunk(2, -1);
+        torch::Tensor k =
+            k_v[0].reshape({c, 2 * length, heads, head_dim}).transpose(1, 2);
+        torch::Tensor v =
+            k_v[1].reshape({c, 2 * length, heads, head_dim}).transpose(1, 2);
+        torch::Tensor scores = torch::matmul(q * scale, k.transpose(-1, -2));
+        // Only the first segment (no memory) and the padded last one have
+        // keys to hide; the score tensor is the largest in the network, so
+        // the others skip the masking pass.
+        if (begin == 0 || (end == segments && padded > n)) {
+          torch::Tensor mask = key_valid.slice(0, begin, end)
+                                   .logical_not()
+                                   .view({c, 1, 1, 2 * length});
+          scores.masked_fill_(mask, kMaskedLogit);
+        }
+        torch::Tensor attended = torch::matmul(torch::softmax(scores, -1), v)
+                                     .transpose(1, 2)
+                                     .reshape({c * length, a});
+        torch::Tensor y = norm1_->forward(rows + output_->forward(attended));
+        torch::Tensor ff = ff2_->forward(torch::relu(ff1_->forward(y)));
+        return norm2_->forward(y + film_->forward(ff, g));
+      });
+  return out.slice(0, 0, n);
 }
 
 GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
@@ -206,7 +271,7 @@ GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
   input_ = register_module("input", nn::Linear(options.node_features, h));
   sage_ = register_module("sage", nn::ModuleList());
   for (int i = 0; i < m.sage_layers; ++i) {
-    sage_->push_back(SageLayer(SageLayerOptions(h, c)));
+    sage_->push_back(SageLayer(SageLayerOptions(h, m.message, c)));
   }
   device_mlp_ = register_module(
       "device_mlp", nn::Sequential(nn::Linear(options.device_features, h),
@@ -229,7 +294,19 @@ GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
   placement_action_ = register_module("placement_action", nn::Linear(h, h));
   const float strength = m.prior_strength;
   placement_prior_scale_ = register_parameter(
-      "placement_prior_scale", torch::full({1}, 6.0f * strength));
+      "placement_prior_scale", torch::full({1}, 0.25f * strength));
+  heft_prior_scale_ =
+      register_parameter("heft_prior_scale", torch::full({1}, 0.5f * strength));
+  metis_prior_scale_ = register_parameter("metis_prior_scale",
+                                          torch::full({1}, 6.0f * strength));
+  // Zero-initialised: every gate starts at exp(0) = 1.
+  placement_prior_gate_ =
+      register_module("placement_prior_gate", nn::Linear(c, 3));
+  {
+    torch::NoGradGuard no_grad;
+    placement_prior_gate_->weight.zero_();
+    placement_prior_gate_->bias.zero_();
+  }
   scheduling_prior_scale_ = register_parameter(
       "scheduling_prior_scale", torch::full({1}, 2.0f * strength));
   fusion_prior_scale_ = register_parameter("fusion_prior_scale",
@@ -272,11 +349,14 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
     torch::Tensor logits =
         torch::matmul(placement_query_->forward(y), devices.t()) * scale;
     if (d > 1) {
+      torch::Tensor gate = placement_prior_gate_->forward(g).squeeze(0).exp();
       torch::Tensor centers =
           (torch::arange(d, torch::kFloat32) + 0.5) / static_cast<double>(d);
       torch::Tensor distance =
           (graph.work_position.unsqueeze(1) - centers.unsqueeze(0)) * d;
-      logits = logits - placement_prior_scale_ * distance * distance;
+      logits = logits - placement_prior_scale_ * gate[0] * distance * distance +
+               heft_prior_scale_ * gate[1] * graph.heft_hint +
+               metis_prior_scale_ * gate[2] * graph.metis_hint;
     }
     logits = logits.masked_fill(graph.allowed.logical_not(), kMaskedLogit);
     out.placement = torch::log_softmax(logits, -1);
@@ -318,6 +398,10 @@ namespace {
 
 constexpr char kVersionKey[] = "gopt_go_format_version";
 constexpr char kArchitectureKey[] = "gopt_go_architecture";
+// hidden, sage_layers, attention_layers, heads, feed_forward, segment,
+// graph_embedding, node features, device features, seed, attention_dim,
+// message.
+constexpr int64_t kArchitectureFields = 12;
 
 // Parameter initialisation draws from LibTorch's global generator.
 std::mutex& SeedMutex() {
@@ -326,15 +410,15 @@ std::mutex& SeedMutex() {
 }
 
 absl::Status CheckOptions(const GoModelOptions& o) {
-  if (o.hidden <= 0 || o.sage_layers < 0 || o.attention_layers < 0 ||
-      o.attention_dim <= 0 || o.heads <= 0 || o.feed_forward <= 0 ||
-      o.segment <= 0 || o.graph_embedding <= 0 ||
+  if (o.hidden <= 0 || o.message <= 0 || o.sage_layers < 0 ||
+      o.attention_layers < 0 || o.attention_dim <= 0 || o.heads <= 0 ||
+      o.feed_forward <= 0 || o.segment <= 0 || o.graph_embedding <= 0 ||
       o.attention_dim % o.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "bad GO architecture: hidden ", o.hidden, ", sage_layers ",
-        o.sage_layers, ", attention_layers ", o.attention_layers,
-        ", attention_dim ", o.attention_dim, ", heads ", o.heads,
-        ", feed_forward ", o.feed_forward, ", segment ", o.segment,
+        "bad GO architecture: hidden ", o.hidden, ", message ", o.message,
+        ", sage_layers ", o.sage_layers, ", attention_layers ",
+        o.attention_layers, ", attention_dim ", o.attention_dim, ", heads ",
+        o.heads, ", feed_forward ", o.feed_forward, ", segment ", o.segment,
         ", graph_embedding ", o.graph_embedding,
         " (widths must be positive and attention_dim a multiple of heads)"));
   }
@@ -413,7 +497,8 @@ absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Load(
           "; this build reads version ", kCheckpointFormatVersion));
     }
     torch::Tensor arch;
-    if (!archive.try_read(kArchitectureKey, arch) || arch.numel() != 11) {
+    if (!archive.try_read(kArchitectureKey, arch) ||
+        arch.numel() != kArchitectureFields) {
       return absl::DataLossError(
           absl::StrCat(where, " has no valid architecture record"));
     }
@@ -428,6 +513,7 @@ absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Load(
     options.graph_embedding = arch[6].item<int64_t>();
     options.seed = static_cast<uint64_t>(arch[9].item<int64_t>());
     options.attention_dim = arch[10].item<int64_t>();
+    options.message = arch[11].item<int64_t>();
     if (arch[7].item<int64_t>() != NumNodeFeatures() ||
         arch[8].item<int64_t>() != NumDeviceFeatures()) {
       return absl::DataLossError(absl::StrCat(
@@ -484,7 +570,8 @@ absl::Status GoModel::Save(const std::string& path) const {
             options_.hidden, options_.sage_layers, options_.attention_layers,
             options_.heads, options_.feed_forward, options_.segment,
             options_.graph_embedding, NumNodeFeatures(), NumDeviceFeatures(),
-            static_cast<int64_t>(options_.seed), options_.attention_dim}));
+            static_cast<int64_t>(options_.seed), options_.attention_dim,
+            options_.message}));
     impl_->network->save(archive);
     archive.save_to(path);
   } catch (const c10::Error& e) {

@@ -25,6 +25,8 @@ struct FeatureTensors {
   torch::Tensor allowed;        // [N, D] bool
   torch::Tensor work_position;  // [N] float
   torch::Tensor upward_rank;    // [N] float
+  torch::Tensor heft_hint;      // [N, D] float: 1 at HEFT's device
+  torch::Tensor metis_hint;     // [N, D] float: 1 at METIS's device
 };
 
 FeatureTensors ToTensors(const GraphFeatures& features);
@@ -57,14 +59,18 @@ class FilmImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Film);
 
-// One GraphSAGE layer: mean and max over predecessors and, separately,
-// over successors, concatenated with the node's own state, a linear layer
-// + ReLU, FiLM, then residual + LayerNorm. Aggregation runs over the sparse
-// edge list (index_add / scatter_reduce), O(E * hidden).
+// One GraphSAGE layer: each node's state is projected to a message of
+// `message` features; mean and max of the messages over predecessors and,
+// separately, over successors are concatenated with the node's own state,
+// then a linear layer + ReLU, FiLM, residual + LayerNorm. Aggregation runs
+// over the sparse edge list (index_add / scatter_reduce), O(E * message);
+// narrow messages keep the layer at O(N * hidden * (hidden + 4 * message))
+// multiply-adds instead of O(N * 5 * hidden^2).
 struct SageLayerOptions {
-  SageLayerOptions(int64_t hidden, int64_t condition)
-      : hidden_(hidden), condition_(condition) {}
+  SageLayerOptions(int64_t hidden, int64_t message, int64_t condition)
+      : hidden_(hidden), message_(message), condition_(condition) {}
   TORCH_ARG(int64_t, hidden);
+  TORCH_ARG(int64_t, message);
   TORCH_ARG(int64_t, condition);
 };
 
@@ -75,6 +81,7 @@ class SageLayerImpl : public torch::nn::Module {
                         const torch::Tensor& g);
 
  private:
+  torch::nn::Linear message_{nullptr};
   torch::nn::Linear combine_{nullptr};
   torch::nn::LayerNorm norm_{nullptr};
   Film film_{nullptr};
@@ -138,12 +145,15 @@ TORCH_MODULE(SegmentAttention);
 //   sampled plan; a fixed placement is embedded exactly);
 //   heads: placement logits = node query . device embedding / sqrt(hidden)
 //   masked by device constraints; scheduling and fusion: 16 priority
-//   levels. Each head adds a heuristic prior with a learned scale, so that
-//   an untrained network starts near expert placement + critical-path
+//   levels. Each head adds heuristic priors with learned scales, so that
+//   an untrained network starts near the classic heuristics + critical-path
 //   scheduling + greedy fusion and PPO refines from there: placement
 //   favours the device whose share of the cumulative work axis holds the
-//   node; scheduling favours the level matching the node's upward rank;
-//   fusion favours high (eager) levels.
+//   node (expert), the device HEFT chooses and the device METIS chooses,
+//   the three weighted by learned scales times a gate computed from the
+//   graph embedding (so the policy learns which heuristic to trust for
+//   which graph and machine); scheduling favours the level matching the
+//   node's upward rank; fusion favours high (eager) levels.
 struct GoNetworkOptions {
   GoModelOptions model;
   int64_t node_features = 0;
@@ -176,6 +186,9 @@ class GoNetworkImpl : public torch::nn::Module {
   torch::nn::Linear placement_query_{nullptr};
   torch::nn::Linear placement_action_{nullptr};
   torch::Tensor placement_prior_scale_;
+  torch::Tensor heft_prior_scale_;
+  torch::Tensor metis_prior_scale_;
+  torch::nn::Linear placement_prior_gate_{nullptr};
   torch::nn::Linear scheduling_head_{nullptr};
   torch::Tensor scheduling_prior_scale_;
   torch::Tensor fusion_prior_scale_;

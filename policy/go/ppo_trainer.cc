@@ -116,15 +116,19 @@ absl::StatusOr<std::unique_ptr<TrainingInstance>> MakeInstanceForSimulator(
 
 ScoredPlan ScoreActions(const TrainingInstance& instance,
                         const Actions& actions) {
-  ScoredPlan scored;
   absl::StatusOr<simulator::Plan> plan =
       ActionsToPlan(instance.graph(), actions, instance.base_plan.get());
-  if (!plan.ok()) return scored;
+  if (!plan.ok()) return ScoredPlan();
+  return ScorePlan(instance, *std::move(plan));
+}
+
+ScoredPlan ScorePlan(const TrainingInstance& instance, simulator::Plan plan) {
+  ScoredPlan scored;
   simulator::SimulationOptions options;
   options.record_timeline = false;
   absl::StatusOr<simulator::SimulationResult> result =
-      instance.simulator->Simulate(*plan, options);
-  scored.plan = *std::move(plan);
+      instance.simulator->Simulate(plan, options);
+  scored.plan = std::move(plan);
   if (!result.ok()) return scored;
   scored.valid = true;
   scored.step_time_s = result->step_time_s;

@@ -71,6 +71,10 @@ struct ScoredPlan {
 ScoredPlan ScoreActions(const TrainingInstance& instance,
                         const Actions& actions);
 
+// Simulates `plan` on the instance (not valid when the simulator rejects
+// it, e.g. a plan for another graph).
+ScoredPlan ScorePlan(const TrainingInstance& instance, simulator::Plan plan);
+
 // Samples `count` plans from `output` with `rng` (sequentially, so the
 // result is deterministic) and scores them on up to `threads` threads.
 std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
