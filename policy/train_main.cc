@@ -72,6 +72,10 @@ ABSL_FLAG(std::string, policy_dir, "policy/pretrained/go-multitask-v2",
 ABSL_FLAG(std::vector<std::string>, graph, {},
           "finetune/eval: graph files or gen:PRESET");
 ABSL_FLAG(std::string, csv, "", "pretrain/finetune: training log CSV");
+ABSL_FLAG(double, placement_prior_factor, 1.0,
+          "finetune: reset the placement priors' gate and multiply their "
+          "learned scales by this before fine-tuning (below 1 = samples "
+          "stray further from the priors' placement)");
 ABSL_FLAG(bool, update_card, false,
           "eval: write the results into the policy card's metrics");
 // Learned cost model (costmodel, costmodel-eval).
@@ -435,6 +439,8 @@ int RunFinetune() {
   go::FineTuneOptions options;
   options.ppo = *ppo;
   options.max_steps = absl::GetFlag(FLAGS_max_steps);
+  options.placement_prior_factor =
+      static_cast<float>(absl::GetFlag(FLAGS_placement_prior_factor));
   options.deadline =
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_max_seconds));
   options.on_step = [&](const go::TrainLogRow& row, const go::ScoredPlan&) {

@@ -60,6 +60,14 @@ class GoModel {
   // Internal when the file cannot be written.
   absl::Status Save(const std::string& path) const;
 
+  // Resets the graph-conditioned gate of the placement head's heuristic
+  // priors (network.h) to 1 and multiplies their learned scales by `factor`
+  // (> 0): sampled placements then stray from the heuristics' choices with
+  // a few percent probability per node at factor 1, more below 1 (used to
+  // make fine-tuning explore). InvalidArgument for factor <= 0; Internal
+  // for a LibTorch failure.
+  absl::Status ScalePlacementPriors(float factor);
+
   // A deep copy (independent parameters), e.g. for a per-request fine-tune.
   absl::StatusOr<std::unique_ptr<GoModel>> Clone() const;
 

@@ -318,6 +318,15 @@ GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
   fusion_head_ = register_module("fusion_head", nn::Linear(h, kPriorityLevels));
 }
 
+void GoNetworkImpl::ScalePlacementPriors(float factor) {
+  torch::NoGradGuard no_grad;
+  placement_prior_gate_->weight.zero_();
+  placement_prior_gate_->bias.zero_();
+  placement_prior_scale_.mul_(factor);
+  heft_prior_scale_.mul_(factor);
+  metis_prior_scale_.mul_(factor);
+}
+
 torch::Tensor GoNetworkImpl::RunStack(nn::ModuleList& stack, torch::Tensor x,
                                       const torch::Tensor& g) {
   for (const std::shared_ptr<nn::Module>& layer : *stack) {
@@ -577,6 +586,20 @@ absl::Status GoModel::Save(const std::string& path) const {
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("writing GO checkpoint '", path,
                                             "': ", e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GoModel::ScalePlacementPriors(float factor) {
+  if (!(factor > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement prior factor must be > 0, got ", factor));
+  }
+  try {
+    impl_->network->ScalePlacementPriors(factor);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("scaling placement priors: ", e.what_without_backtrace()));
   }
   return absl::OkStatus();
 }

@@ -171,6 +171,9 @@ class GoNetworkImpl : public torch::nn::Module {
 
   const GoNetworkOptions& options() const { return options_; }
 
+  // See GoModel::ScalePlacementPriors.
+  void ScalePlacementPriors(float factor);
+
  private:
   torch::Tensor RunStack(torch::nn::ModuleList& stack, torch::Tensor x,
                          const torch::Tensor& g);

@@ -258,6 +258,11 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
                                         const TrainingInstance& instance,
                                         const ScoredPlan& start,
                                         const FineTuneOptions& options) {
+  {
+    absl::Status status =
+        model->ScalePlacementPriors(options.placement_prior_factor);
+    if (!status.ok()) return status;
+  }
   PpoTrainer trainer(model, options.ppo);
   FineTuneResult result;
   result.best = start;

@@ -113,6 +113,14 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
 struct FineTuneOptions {
   PpoOptions ppo;
   int max_steps = 50;
+  // Before the first step the placement priors' graph-conditioned gate is
+  // reset to 1 and their scales are multiplied by this
+  // (GoModel::ScalePlacementPriors). Pre-training drives the gate up until
+  // the placement is certain, so every sample would be the same plan; at
+  // the trained scales each node leaves its prior's device with a few
+  // percent probability, a local search around it. The best plan seen is
+  // kept whatever the samples score.
+  float placement_prior_factor = 1.0f;
   absl::Time deadline = absl::InfiniteFuture();
   const std::atomic<bool>* cancelled = nullptr;
   // Called after every step with its log row and the best plan so far.
