@@ -262,7 +262,7 @@ class OptimizeRun {
   absl::StatusOr<OptimizeResponse> Finish();
   // Asks every loaded policy that chooses tile sizes for the fused kernels
   // of the answer's plan (response_.kernel_tiles); a policy that fails adds
-  // a warning, never an error.
+  // a warning, never an error. Nothing once the work should stop.
   void AddKernelTiles();
 
   const EngineOptions& options_;
@@ -663,7 +663,8 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
 
 void OptimizeRun::AddKernelTiles() {
   if (policies_ == nullptr || best_->plan.fusion_group.empty() ||
-      request_.budget().mode() == gopt::v1::Budget::BASELINES_ONLY) {
+      request_.budget().mode() == gopt::v1::Budget::BASELINES_ONLY ||
+      !CheckStop("tile sizes").ok()) {
     return;
   }
   for (const policy::Policy* policy : policies_->policies()) {
