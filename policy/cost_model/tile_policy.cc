@@ -56,17 +56,20 @@ class TileCostModelPolicy final : public Policy {
   double default_margin_;
 };
 
-// The group's root: the last node (in graph order) whose output leaves the
-// group or is a graph output; the last node when none does.
+// The group's root: the last node (in graph order) whose value leaves the
+// group or is a graph output (no data consumer); the last node when none
+// is.
 graph::NodeId KernelRoot(const graph::Graph& graph,
                          const std::vector<graph::NodeId>& nodes,
                          const std::vector<int32_t>& fusion_group) {
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    const auto out = graph.out_edges(*it);
-    if (out.empty()) return *it;
-    for (const graph::Edge& edge : out) {
+    bool consumed = false;
+    for (const graph::Edge& edge : graph.out_edges(*it)) {
+      if (edge.control) continue;
+      consumed = true;
       if (fusion_group[edge.dst] != fusion_group[*it]) return *it;
     }
+    if (!consumed) return *it;
   }
   return nodes.back();
 }
