@@ -5,7 +5,8 @@ BUILD_DIR ?= build
 JOBS ?= 2
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps configure build test serve fuzz clean pretrained-go
+.PHONY: all deps configure build test serve fuzz clean pretrained-go \
+	pretrained-costmodel-tile
 
 all: build
 
@@ -49,6 +50,22 @@ pretrained-go:
 	policy/go/plot_training.sh $(GO_DIR)/finetune_transformer_xl-small.csv \
 	  $(GO_DIR)/finetune_transformer_xl-small.png \
 	  "fine-tune on held-out transformer_xl-small, v100x4-nvlink"
+
+# The shipped tile cost model, policy/pretrained/costmodel-tile-v1: the tile
+# protocol on op_tuning_data.pb (leave-one-kernel-out over its 15 kernels,
+# default margins by inner leave-one-kernel-out; its metrics go into the
+# card), then one model trained on all 15 kernels, served with the margin the
+# protocol's scores choose (card.json decision.default_margin).
+TILE_DIR = policy/pretrained/costmodel-tile-v1
+pretrained-costmodel-tile:
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train
+	$(GO_TRAIN) costmodel --task=tile \
+	  --data=../shared/data/tpugraphs/op_tuning_data.pb \
+	  --costmodel_out=$(TILE_DIR) --costmodel_name=costmodel-tile \
+	  --costmodel_tile_protocol --costmodel_tile_relative \
+	  --costmodel_loss=hinge+listmle --costmodel_steps=300 \
+	  --costmodel_attention=false --seed=0 --json
 
 # libFuzzer targets (clang): make fuzz, then see tests/fuzz/README.md.
 fuzz:

@@ -81,6 +81,20 @@ struct Proposal {
   std::vector<std::string> warnings;
 };
 
+// Tile sizes proposed for one fused kernel: a fusion group of a plan.
+struct KernelTile {
+  int32_t fusion_group = -1;
+  std::vector<int32_t> nodes;  // the group's nodes, in graph order
+  // Tile extent per output dimension of the kernel's root (major to minor),
+  // the chosen one and gopt's default (see the policy that proposes them).
+  std::vector<int64_t> output_tile;
+  std::vector<int64_t> default_output_tile;
+  // The predicted runtime gain of output_tile over default_output_tile
+  // (0.05 = 5% faster); 0 when the default is kept.
+  double predicted_gain_over_default = 0;
+  int32_t candidates_scored = 0;
+};
+
 // A loaded, ready-to-serve policy. Implementations are immutable after
 // loading: Propose is const and thread-safe (a fine-tune copies the weights
 // it changes), so one Policy serves concurrent requests.
@@ -100,6 +114,19 @@ class Policy {
   virtual absl::StatusOr<Proposal> Propose(
       const simulator::Simulator& simulator,
       const ProposeOptions& options) const = 0;
+
+  // Tile sizes for the fused kernels (fusion groups) of `plan` on the
+  // simulator's graph, one entry per group. Policies that do not choose
+  // tile sizes return Unimplemented (this default). InvalidArgument when
+  // `plan` does not fit the graph.
+  virtual absl::StatusOr<std::vector<KernelTile>> ProposeKernelTiles(
+      const simulator::Simulator& simulator,
+      const simulator::Plan& plan) const {
+    (void)simulator;
+    (void)plan;
+    return absl::UnimplementedError(info().name +
+                                    " does not choose tile sizes");
+  }
 
  protected:
   Policy() = default;

@@ -97,7 +97,8 @@ ABSL_FLAG(bool, costmodel_half_split, false,
 ABSL_FLAG(int32_t, costmodel_steps, 300, "costmodel: training steps");
 ABSL_FLAG(int32_t, costmodel_configs_per_step, 16,
           "costmodel: configurations per step");
-ABSL_FLAG(std::string, costmodel_loss, "listmle", "costmodel: listmle|hinge");
+ABSL_FLAG(std::string, costmodel_loss, "listmle",
+          "costmodel: listmle|hinge|hinge+listmle");
 ABSL_FLAG(double, costmodel_lr, 2e-3, "costmodel: Adam learning rate");
 ABSL_FLAG(double, costmodel_tie_tolerance, 0,
           "costmodel: relative runtime difference counted as a tie (hinge)");
@@ -111,6 +112,18 @@ ABSL_FLAG(int32_t, costmodel_segment_size, 0,
 ABSL_FLAG(bool, costmodel_attention, true,
           "costmodel: cross-configuration attention");
 ABSL_FLAG(int32_t, costmodel_threads, 1, "costmodel: LibTorch threads");
+ABSL_FLAG(bool, costmodel_tile_relative, false,
+          "costmodel: tile configs also relative to the kernel's default "
+          "(+ is-default flag)");
+ABSL_FLAG(int32_t, costmodel_ensemble, 1,
+          "costmodel-eval tile: models per fold (seeds seed, seed+1, ...), "
+          "scores averaged");
+ABSL_FLAG(bool, costmodel_tile_protocol, false,
+          "costmodel tile: run the tile protocol first; its metrics and "
+          "default margin go into the card");
+ABSL_FLAG(bool, costmodel_default_margin_cv, false,
+          "costmodel-eval tile: default margin chosen by inner "
+          "leave-one-kernel-out on the training kernels");
 
 namespace {
 
@@ -584,6 +597,8 @@ absl::Status CostModelOptionsFromFlags(cm::CostModelOptions* model,
   model->prune_hops = absl::GetFlag(FLAGS_costmodel_prune_hops);
   model->segment_size = absl::GetFlag(FLAGS_costmodel_segment_size);
   model->cross_config_attention = absl::GetFlag(FLAGS_costmodel_attention);
+  model->tile_relative_to_default =
+      absl::GetFlag(FLAGS_costmodel_tile_relative);
   train->loss = *loss;
   train->steps = absl::GetFlag(FLAGS_costmodel_steps);
   train->configs_per_step = absl::GetFlag(FLAGS_costmodel_configs_per_step);
@@ -614,6 +629,7 @@ int RunCostModelTrainCommand(const std::string& command_line) {
   request.layout_half_split = absl::GetFlag(FLAGS_costmodel_half_split);
   request.output_dir = absl::GetFlag(FLAGS_costmodel_out);
   request.name = absl::GetFlag(FLAGS_costmodel_name);
+  request.tile_protocol = absl::GetFlag(FLAGS_costmodel_tile_protocol);
   request.command = command_line;
   absl::StatusOr<nlohmann::json> result = cm::RunCostModelTrain(request);
   if (!result.ok()) return Fail("costmodel", result.status());
@@ -628,6 +644,8 @@ int RunCostModelEvalCommand() {
   request.task = request.model.task;
   request.data = absl::GetFlag(FLAGS_data);
   request.checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  request.ensemble = absl::GetFlag(FLAGS_costmodel_ensemble);
+  request.default_margin_cv = absl::GetFlag(FLAGS_costmodel_default_margin_cv);
   absl::StatusOr<nlohmann::json> result = cm::RunCostModelEval(request);
   if (!result.ok()) return Fail("costmodel-eval", result.status());
   return PrintCostModelResult(*result);

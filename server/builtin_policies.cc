@@ -2,14 +2,17 @@
 
 #include "graph/status_macros.h"
 #include "policy/cost_model/layout_policy.h"
+#include "policy/cost_model/tile_policy.h"
 #include "policy/go/go_policy.h"
 
 namespace gopt::server {
 
 absl::Status RegisterBuiltinPolicies(PolicyRegistry* registry) {
   RETURN_IF_ERROR(registry->RegisterFactory("go", policy::GoPolicyFactory()));
-  return registry->RegisterFactory("cost-model-layout",
-                                   policy::LayoutCostModelFactory());
+  RETURN_IF_ERROR(registry->RegisterFactory("cost-model-layout",
+                                            policy::LayoutCostModelFactory()));
+  return registry->RegisterFactory("cost-model-tile",
+                                   policy::TileCostModelFactory());
 }
 
 absl::StatusOr<std::shared_ptr<const PolicyRegistry>> LoadBuiltinPolicies(

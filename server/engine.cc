@@ -260,6 +260,10 @@ class OptimizeRun {
   // answer when allowed and a plan exists.
   absl::Status Stop(const absl::Status& stop);
   absl::StatusOr<OptimizeResponse> Finish();
+  // Asks every loaded policy that chooses tile sizes for the fused kernels
+  // of the answer's plan (response_.kernel_tiles); a policy that fails adds
+  // a warning, never an error. Nothing once the work should stop.
+  void AddKernelTiles();
 
   const EngineOptions& options_;
   const graph::ImporterRegistry& importers_;
@@ -650,11 +654,46 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
     response_.set_speedup_over_default(response_.default_step_time_s() /
                                        result.step_time_s);
   }
+  AddKernelTiles();
   response_.set_partial(partial_);
   gopt::v1::StageTiming* total = response_.add_timings();
   total->set_stage("total");
   total->set_seconds(SecondsSince(start_));
   return std::move(response_);
+}
+
+void OptimizeRun::AddKernelTiles() {
+  if (policies_ == nullptr || best_->plan.fusion_group.empty() ||
+      request_.budget().mode() == gopt::v1::Budget::BASELINES_ONLY ||
+      !CheckStop("tile sizes").ok()) {
+    return;
+  }
+  for (const policy::Policy* policy : policies_->policies()) {
+    const absl::Time tile_start = absl::Now();
+    absl::StatusOr<std::vector<policy::KernelTile>> tiles =
+        policy->ProposeKernelTiles(*simulator_, best_->plan);
+    if (absl::IsUnimplemented(tiles.status())) continue;
+    const std::string& name = policy->info().name;
+    AddTiming(absl::StrCat("tiles:", name), tile_start);
+    if (!tiles.ok()) {
+      response_.add_warnings(
+          absl::StrCat("policy '", name,
+                       "' chose no tile sizes: ", tiles.status().message()));
+      continue;
+    }
+    for (const policy::KernelTile& tile : *tiles) {
+      gopt::v1::KernelTile* proto = response_.add_kernel_tiles();
+      proto->set_fusion_group(tile.fusion_group);
+      proto->mutable_nodes()->Add(tile.nodes.begin(), tile.nodes.end());
+      proto->mutable_output_tile()->Add(tile.output_tile.begin(),
+                                        tile.output_tile.end());
+      proto->mutable_default_output_tile()->Add(
+          tile.default_output_tile.begin(), tile.default_output_tile.end());
+      proto->set_predicted_gain_over_default(tile.predicted_gain_over_default);
+      proto->set_candidates_scored(tile.candidates_scored);
+      proto->set_policy(name);
+    }
+  }
 }
 
 }  // namespace

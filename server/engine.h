@@ -68,7 +68,11 @@ class PolicyTimeEstimates {
 // the request names), and answers with the fastest plan that fits in
 // memory; that plan is never predicted slower than the default plan. With
 // no policy loaded it answers with the best baseline, says so in `method`
-// ("best-baseline:PLAN") and adds a warning.
+// ("best-baseline:PLAN") and adds a warning. When a loaded policy chooses
+// tile sizes (Policy::ProposeKernelTiles, e.g. a "cost-model-tile" policy)
+// and the answer's plan fuses nodes, the response's kernel_tiles carry them
+// (not with Budget BASELINES_ONLY, nor once the deadline passed or the
+// client cancelled); a failure there is a warning.
 //
 // Errors (absl codes, converted once to gRPC by the server):
 //   InvalidArgument  bad graph (naming node and field), bad topology, plan,

@@ -1,12 +1,15 @@
 // The checkpoints shipped in policy/pretrained, served for real: gopt-server
 // (in-process, real gRPC on a loopback port) loads them the way it does at
 // start, lists them, and answers Optimize on real graphs with the GO
-// policy's and the layout model's own results beside the baselines'.
+// policy's and the layout model's own results beside the baselines', and
+// the tile model's tile sizes for the answer's fused kernels.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -84,6 +87,35 @@ TEST_F(ShippedPoliciesTest, ListPoliciesShowsTheShippedCheckpoints) {
   }
   EXPECT_THAT(kinds, HasSubstr("go-multitask:go"));
   EXPECT_THAT(kinds, HasSubstr("costmodel-layout:cost-model-layout"));
+  EXPECT_THAT(kinds, HasSubstr("costmodel-tile:cost-model-tile"));
+}
+
+TEST_F(ShippedPoliciesTest, FusedKernelsGetTileSizesFromTheTileModel) {
+  ASSERT_NE(client_, nullptr);
+  auto response = client_->Optimize(Request("hlo/maml_flax_train_step.hlo"));
+  ASSERT_TRUE(response.ok()) << response.status();
+  std::set<int32_t> groups;
+  for (int32_t group : response->plan().fusion_group()) {
+    if (group >= 0) groups.insert(group);
+  }
+  ASSERT_FALSE(groups.empty()) << "the answer fuses nothing";
+  ASSERT_EQ(response->kernel_tiles_size(),
+            static_cast<int>(std::min<size_t>(groups.size(), 256)));
+  for (const gopt::v1::KernelTile& tile : response->kernel_tiles()) {
+    EXPECT_EQ(tile.policy(), "costmodel-tile");
+    EXPECT_TRUE(groups.count(tile.fusion_group())) << tile.fusion_group();
+    EXPECT_GT(tile.nodes_size(), 0);
+    for (int32_t node : tile.nodes()) {
+      EXPECT_EQ(response->plan().fusion_group(node), tile.fusion_group());
+    }
+    EXPECT_GT(tile.candidates_scored(), 0);
+    EXPECT_EQ(tile.output_tile_size(), tile.default_output_tile_size());
+    EXPECT_GE(tile.predicted_gain_over_default(), 0);
+    if (tile.predicted_gain_over_default() == 0) {
+      EXPECT_THAT(tile.output_tile(),
+                  ::testing::ElementsAreArray(tile.default_output_tile()));
+    }
+  }
 }
 
 TEST_F(ShippedPoliciesTest, OptimizeRunsTheGoPolicyOnARealHloGraph) {

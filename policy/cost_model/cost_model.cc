@@ -163,21 +163,44 @@ std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
 }
 
 // Configurations `configs` of `features` as the network's input tensor.
-torch::Tensor ConfigTensor(const std::vector<float>& features, Task task,
+// Tile rows of a tile_relative_to_default model get the kernel default
+// (`default_tile`, kTileConfigFeatures values, or empty when unknown) and
+// the known flag appended (network.h, kTileRelativeRowWidth).
+torch::Tensor ConfigTensor(const std::vector<float>& features,
+                           const CostModelOptions& options,
                            int64_t num_configurable,
-                           const std::vector<int64_t>& configs) {
+                           const std::vector<int64_t>& configs,
+                           const std::vector<float>& default_tile) {
+  const Task task = options.task;
   const int64_t width = task == Task::kTile
                             ? kTileConfigFeatures
                             : num_configurable * kLayoutConfigFeatures;
-  std::vector<float> batch(configs.size() * width);
+  const bool relative = task == Task::kTile && options.tile_relative_to_default;
+  const int64_t row = relative ? kTileRelativeRowWidth : width;
+  const bool known = default_tile.size() == kTileConfigFeatures;
+  std::vector<float> batch(configs.size() * row, 0.0f);
   for (size_t i = 0; i < configs.size(); ++i) {
     std::copy_n(features.begin() + configs[i] * width, width,
-                batch.begin() + i * width);
+                batch.begin() + i * row);
+    if (relative && known) {
+      std::copy(default_tile.begin(), default_tile.end(),
+                batch.begin() + i * row + kTileConfigFeatures);
+      batch[i * row + 2 * kTileConfigFeatures] = 1.0f;
+    }
   }
   torch::Tensor t = torch::tensor(batch);
   const int64_t c = static_cast<int64_t>(configs.size());
-  if (task == Task::kTile) return t.reshape({c, kTileConfigFeatures});
+  if (task == Task::kTile) return t.reshape({c, row});
   return t.reshape({c, num_configurable, kLayoutConfigFeatures});
+}
+
+// The default configuration's features of a tile group, empty when the
+// group has no default.
+std::vector<float> DefaultTileConfig(const ConfigGroup& group) {
+  if (group.task != Task::kTile || group.default_config < 0) return {};
+  const auto begin = group.config_features.begin() +
+                     group.default_config * kTileConfigFeatures;
+  return std::vector<float>(begin, begin + kTileConfigFeatures);
 }
 
 // Scores under the ranking loss are divided by the spread of the group's
@@ -217,7 +240,8 @@ nlohmann::json CostModelOptions::ToJson() const {
           {"sage_layers", sage_layers},
           {"cross_config_attention", cross_config_attention},
           {"prune_hops", prune_hops},
-          {"segment_size", segment_size}};
+          {"segment_size", segment_size},
+          {"tile_relative_to_default", tile_relative_to_default}};
 }
 
 absl::StatusOr<CostModelOptions> CostModelOptions::FromJson(
@@ -231,6 +255,8 @@ absl::StatusOr<CostModelOptions> CostModelOptions::FromJson(
     o.cross_config_attention = json.at("cross_config_attention").get<bool>();
     o.prune_hops = json.at("prune_hops").get<int32_t>();
     o.segment_size = json.at("segment_size").get<int32_t>();
+    // Absent from checkpoints written before the option existed.
+    o.tile_relative_to_default = json.value("tile_relative_to_default", false);
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("cost model options: ", e.what()));
@@ -242,8 +268,22 @@ absl::StatusOr<CostModelOptions> CostModelOptions::FromJson(
 absl::StatusOr<RankingLoss> ParseRankingLoss(absl::string_view name) {
   if (name == "hinge") return RankingLoss::kPairwiseHinge;
   if (name == "listmle") return RankingLoss::kListMle;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown ranking loss '", name, "' (expected hinge or listmle)"));
+  if (name == "hinge+listmle") return RankingLoss::kHingeListMle;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown ranking loss '", name,
+                   "' (expected hinge, listmle or hinge+listmle)"));
+}
+
+absl::string_view RankingLossName(RankingLoss loss) {
+  switch (loss) {
+    case RankingLoss::kPairwiseHinge:
+      return "hinge";
+    case RankingLoss::kListMle:
+      return "listmle";
+    case RankingLoss::kHingeListMle:
+      return "hinge+listmle";
+  }
+  return "hinge";
 }
 
 CostModel::CostModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -354,7 +394,8 @@ int32_t CostModel::PreparedSegments(const PreparedGraph& graph) {
 
 absl::StatusOr<std::vector<double>> CostModel::Score(
     const PreparedGraph& graph, const std::vector<float>& config_features,
-    int32_t num_configs, int32_t batch_size) const {
+    int32_t num_configs, int32_t batch_size,
+    const std::vector<float>& default_tile_config) const {
   const Task task = impl_->options.task;
   const int64_t width = task == Task::kTile
                             ? kTileConfigFeatures
@@ -365,6 +406,14 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
         "scoring: ", config_features.size(), " config features for ",
         num_configs, " configurations of width ", width));
   }
+  if (!default_tile_config.empty() &&
+      default_tile_config.size() != kTileConfigFeatures) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scoring: the default tile configuration has ",
+        default_tile_config.size(), " features, not ", kTileConfigFeatures));
+  }
+  const bool relative =
+      task == Task::kTile && impl_->options.tile_relative_to_default;
   std::vector<double> scores;
   scores.reserve(num_configs);
   try {
@@ -373,7 +422,6 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
          start += std::max(batch_size, 1)) {
       const int32_t end =
           std::min(num_configs, start + std::max(batch_size, 1));
-      // A view of the caller's features: no copy.
       std::vector<int64_t> shape = {end - start};
       if (task == Task::kTile) {
         shape.push_back(kTileConfigFeatures);
@@ -381,9 +429,19 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
         shape.push_back(graph.num_configurable);
         shape.push_back(kLayoutConfigFeatures);
       }
-      const torch::Tensor config = torch::from_blob(
-          const_cast<float*>(config_features.data()) + start * width, shape,
-          torch::kFloat);
+      torch::Tensor config;
+      if (relative) {
+        std::vector<int64_t> rows(end - start);
+        std::iota(rows.begin(), rows.end(), start);
+        config =
+            ConfigTensor(config_features, impl_->options,
+                         graph.num_configurable, rows, default_tile_config);
+      } else {
+        // A view of the caller's features: no copy.
+        config = torch::from_blob(
+            const_cast<float*>(config_features.data()) + start * width, shape,
+            torch::kFloat);
+      }
       SegmentSums totals;
       for (const SegmentTensors& segment : graph.segments) {
         SegmentSums part = impl_->net->Segment(segment, config);
@@ -407,7 +465,8 @@ absl::StatusOr<std::vector<double>> CostModel::ScoreGroup(
     const ConfigGroup& group, int32_t batch_size) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const PreparedGraph> prepared,
                    Prepare(group.graph));
-  return Score(*prepared, group.config_features, group.num_configs, batch_size);
+  return Score(*prepared, group.config_features, group.num_configs, batch_size,
+               DefaultTileConfig(group));
 }
 
 absl::StatusOr<TrainReport> CostModel::Train(
@@ -431,6 +490,7 @@ absl::StatusOr<TrainReport> CostModel::Train(
     std::mt19937_64 rng(options.seed);
     std::vector<std::shared_ptr<PreparedGraph>> prepared;
     std::vector<double> spreads;
+    std::vector<std::vector<float>> default_tiles;
     // GST historical embedding table: per group (configs, segments, 2h)
     // sums, and whether each entry has been computed.
     std::vector<torch::Tensor> history;
@@ -439,6 +499,7 @@ absl::StatusOr<TrainReport> CostModel::Train(
     for (const ConfigGroup& group : groups) {
       prepared.push_back(PrepareGraph(group.graph, impl_->options));
       spreads.push_back(LogRuntimeSpread(group.runtimes));
+      default_tiles.push_back(DefaultTileConfig(group));
       const int64_t segments =
           static_cast<int64_t>(prepared.back()->segments.size());
       history.push_back(segments > 1
@@ -464,8 +525,9 @@ absl::StatusOr<TrainReport> CostModel::Train(
       if (configs.size() < 2) continue;
       std::vector<double> runtimes;
       for (int64_t c : configs) runtimes.push_back(group.runtimes[c]);
-      const torch::Tensor config = ConfigTensor(
-          group.config_features, group.task, graph.num_configurable, configs);
+      const torch::Tensor config =
+          ConfigTensor(group.config_features, impl_->options,
+                       graph.num_configurable, configs, default_tiles[g]);
 
       const int64_t num_segments = static_cast<int64_t>(graph.segments.size());
       const int64_t trained =
@@ -515,6 +577,9 @@ absl::StatusOr<TrainReport> CostModel::Train(
               ? ListMleLoss(scaled, rt)
               : PairwiseHingeLoss(scaled, rt, options.hinge_margin,
                                   options.tie_tolerance);
+      if (options.loss == RankingLoss::kHingeListMle) {
+        loss = loss + ListMleLoss(scaled, rt);
+      }
       if (options.regression_weight > 0) {
         loss = loss + options.regression_weight *
                           CentredLogRuntimeLoss(scaled, rt, spreads[g]);

@@ -38,6 +38,13 @@ struct CostModelOptions {
   // GNN on its own induced subgraph and the pooled sums are added. 0 = one
   // segment per graph. Default 0.
   int32_t segment_size = 0;
+  // Tile task: besides its own 24 features, each configuration is described
+  // relative to the kernel's default tile configuration (its signed-log
+  // features minus the default's) with an is-default flag, so a model can
+  // learn how far from the default a configuration is. Needs the default
+  // when scoring (see CostModel::Score); without one the relative part and
+  // the flag are 0. Default false (checkpoints without the key read false).
+  bool tile_relative_to_default = false;
 
   nlohmann::json ToJson() const;
   // InvalidArgument naming the field when `json` is malformed or a value
@@ -45,10 +52,14 @@ struct CostModelOptions {
   static absl::StatusOr<CostModelOptions> FromJson(const nlohmann::json& json);
 };
 
-enum class RankingLoss { kPairwiseHinge, kListMle };
+// kHingeListMle is the sum of both losses.
+enum class RankingLoss { kPairwiseHinge, kListMle, kHingeListMle };
 
-// "hinge" / "listmle"; ParseRankingLoss is InvalidArgument otherwise.
+// "hinge" / "listmle" / "hinge+listmle"; ParseRankingLoss is
+// InvalidArgument otherwise.
 absl::StatusOr<RankingLoss> ParseRankingLoss(absl::string_view name);
+// The name ParseRankingLoss reads.
+absl::string_view RankingLossName(RankingLoss loss);
 
 struct TrainOptions {
   RankingLoss loss = RankingLoss::kListMle;
@@ -128,13 +139,17 @@ class CostModel {
 
   // Scores `num_configs` configurations (config_features laid out as in
   // ConfigGroup) of a prepared graph, `batch_size` at a time (cross-
-  // configuration attention sees one batch). InvalidArgument when the
-  // feature count does not match.
+  // configuration attention sees one batch). `default_tile_config` is the
+  // kernel's default tile configuration (kTileConfigFeatures values) for
+  // models with tile_relative_to_default, empty when unknown; other models
+  // ignore it. InvalidArgument when a feature count does not match.
   absl::StatusOr<std::vector<double>> Score(
       const PreparedGraph& graph, const std::vector<float>& config_features,
-      int32_t num_configs, int32_t batch_size = 128) const;
+      int32_t num_configs, int32_t batch_size = 128,
+      const std::vector<float>& default_tile_config = {}) const;
 
-  // Prepare + Score for a whole group.
+  // Prepare + Score for a whole group (its default configuration, when it
+  // has one, as the tile default).
   absl::StatusOr<std::vector<double>> ScoreGroup(
       const ConfigGroup& group, int32_t batch_size = 128) const;
 

@@ -142,6 +142,85 @@ TEST(CostModelTest, CorruptOrMissingCheckpointIsAClearError) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 }
 
+// A tile group on a 6-node chain: config 0 is the default; runtime grows
+// with the distance of feature 8 from the default's.
+ConfigGroup ToyTileGroup() {
+  ConfigGroup group;
+  group.task = Task::kTile;
+  group.graph.name = "kernel";
+  group.graph.num_nodes = 6;
+  group.graph.node_features.assign(6 * kNodeFeatures, 1.0f);
+  for (int n = 0; n < 6; ++n) {
+    group.graph.opcodes.push_back(n == 0 ? 1 : 2);
+    if (n > 0) {
+      group.graph.edge_src.push_back(n - 1);
+      group.graph.edge_dst.push_back(n);
+    }
+  }
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> f(kTileConfigFeatures, 0.0f);
+    f[8] = static_cast<float>(4 + c);
+    f[9] = 8;
+    f[14] = f[8] + f[9];
+    f[15] = f[8] * f[9];
+    group.config_features.insert(group.config_features.end(), f.begin(),
+                                 f.end());
+    group.runtimes.push_back(1.0 + 0.1 * c);
+    ++group.num_configs;
+  }
+  group.default_config = 0;
+  return group;
+}
+
+TEST(CostModelTest, TileRelativeToDefaultScoresAgainstTheDefault) {
+  CostModelOptions options = SmallOptions();
+  options.task = Task::kTile;
+  options.tile_relative_to_default = true;
+  absl::StatusOr<std::unique_ptr<CostModel>> model =
+      CostModel::Create(options, /*seed=*/2);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ConfigGroup group = ToyTileGroup();
+  TrainOptions train;
+  train.steps = 20;
+  ASSERT_TRUE((*model)->Train({group}, train).ok());
+  absl::StatusOr<std::shared_ptr<const PreparedGraph>> prepared =
+      (*model)->Prepare(group.graph);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  const std::vector<float> default_config(
+      group.config_features.begin(),
+      group.config_features.begin() + kTileConfigFeatures);
+  absl::StatusOr<std::vector<double>> with_default =
+      (*model)->Score(**prepared, group.config_features, group.num_configs,
+                      /*batch_size=*/128, default_config);
+  absl::StatusOr<std::vector<double>> unknown =
+      (*model)->Score(**prepared, group.config_features, group.num_configs);
+  ASSERT_TRUE(with_default.ok() && unknown.ok());
+  // ScoreGroup passes the group's default.
+  EXPECT_EQ((*model)->ScoreGroup(group).value(), *with_default);
+  EXPECT_NE(*with_default, *unknown);
+  EXPECT_EQ((*model)
+                ->Score(**prepared, group.config_features, group.num_configs,
+                        128, std::vector<float>(3, 1.0f))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // The option survives a checkpoint; older option JSON without it reads
+  // false.
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "tile_relative.pt")
+          .string();
+  ASSERT_TRUE((*model)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<CostModel>> loaded = CostModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->options().tile_relative_to_default);
+  EXPECT_EQ((*loaded)->ScoreGroup(group).value(), *with_default);
+  nlohmann::json old = options.ToJson();
+  old.erase("tile_relative_to_default");
+  EXPECT_FALSE(
+      CostModelOptions::FromJson(old).value().tile_relative_to_default);
+}
+
 TEST(CostModelTest, RejectsGroupsOfTheOtherTask) {
   CostModelOptions options = SmallOptions();
   options.task = Task::kTile;

@@ -148,7 +148,7 @@ nlohmann::json TrainJson(const TrainOptions& options, int32_t steps,
                          double wall_seconds) {
   return {{"steps", steps},
           {"seed", options.seed},
-          {"loss", options.loss == RankingLoss::kListMle ? "listmle" : "hinge"},
+          {"loss", std::string(RankingLossName(options.loss))},
           {"configs_per_step", options.configs_per_step},
           {"wall_seconds", wall_seconds}};
 }
@@ -342,10 +342,21 @@ absl::StatusOr<nlohmann::json> RunCostModelTrain(
       eval.push_back(std::move(second));
     }
   }
+  nlohmann::json protocol = nullptr;
+  if (request.tile_protocol && task == Task::kTile) {
+    CostModelEvalRequest eval_request;
+    eval_request.task = Task::kTile;
+    eval_request.data = request.data;
+    eval_request.model = request.model;
+    eval_request.train = request.train;
+    eval_request.default_margin_cv = true;
+    ASSIGN_OR_RETURN(protocol, RunCostModelEval(eval_request));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
                    CostModel::Create(request.model, request.train.seed));
   ASSIGN_OR_RETURN(TrainReport report, model->Train(train, request.train));
   nlohmann::json out;
+  out["protocol"] = protocol;
   out["train"] = TrainJson(request.train, report.steps, report.wall_seconds);
   out["train"]["first_loss"] = report.first_loss;
   out["train"]["final_loss"] = report.final_loss;
@@ -379,7 +390,16 @@ absl::StatusOr<nlohmann::json> RunCostModelTrain(
           {"steps", report.steps},
           {"wall_seconds", report.wall_seconds},
           {"git_revision", GitRevision()}}},
-        {"metrics", out["eval"]}};
+        {"metrics", protocol.is_null() ? out["eval"] : protocol}};
+    if (!protocol.is_null()) {
+      card["decision"] = {
+          {"default_margin", protocol["loko_default_margin"]},
+          {"how",
+           "the margin whose top-1 slowdown is lowest over the "
+           "leave-one-kernel-out scores of the training kernels "
+           "(metrics.loko_default_margin); metrics are the protocol's, with "
+           "margins chosen without the held-out kernel"}};
+    }
     std::ofstream file(request.output_dir + "/card.json");
     file << card.dump(2) << "\n";
     if (!file) {
@@ -419,21 +439,96 @@ absl::StatusOr<nlohmann::json> RunCostModelEval(
   if (request.task == Task::kTile) {
     ASSIGN_OR_RETURN(std::vector<ConfigGroup> groups,
                      LoadConfigGroups(request.data, request.task, seed));
-    std::vector<std::vector<double>> scores;
-    for (size_t held = 0; held < groups.size(); ++held) {
+    const size_t n = groups.size();
+    // Scores of `scored` by the (ensemble) model trained on every group but
+    // those in `left_out`.
+    auto train_and_score = [&](const std::vector<size_t>& left_out,
+                               const std::vector<size_t>& scored)
+        -> absl::StatusOr<std::vector<std::vector<double>>> {
       std::vector<ConfigGroup> train;
-      for (size_t g = 0; g < groups.size(); ++g) {
-        if (g != held) train.push_back(groups[g]);
+      for (size_t g = 0; g < n; ++g) {
+        if (std::find(left_out.begin(), left_out.end(), g) == left_out.end()) {
+          train.push_back(groups[g]);
+        }
       }
-      ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
-                       CostModel::Create(model_options, seed));
-      ASSIGN_OR_RETURN(TrainReport report, model->Train(train, request.train));
-      steps += report.steps;
-      ASSIGN_OR_RETURN(std::vector<double> s, model->ScoreGroup(groups[held]));
-      scores.push_back(std::move(s));
+      std::vector<std::vector<double>> sums(scored.size());
+      const int32_t members = std::max(request.ensemble, 1);
+      for (int32_t member = 0; member < members; ++member) {
+        TrainOptions train_options = request.train;
+        train_options.seed = seed + member;
+        ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
+                         CostModel::Create(model_options, seed + member));
+        ASSIGN_OR_RETURN(TrainReport report,
+                         model->Train(train, train_options));
+        steps += report.steps;
+        for (size_t i = 0; i < scored.size(); ++i) {
+          ASSIGN_OR_RETURN(std::vector<double> s,
+                           model->ScoreGroup(groups[scored[i]]));
+          if (sums[i].empty()) sums[i].assign(s.size(), 0.0);
+          for (size_t c = 0; c < s.size(); ++c) sums[i][c] += s[c] / members;
+        }
+      }
+      return sums;
+    };
+    std::vector<std::vector<double>> raw(n);
+    for (size_t held = 0; held < n; ++held) {
+      ASSIGN_OR_RETURN(auto s, train_and_score({held}, {held}));
+      raw[held] = std::move(s[0]);
+    }
+    std::vector<std::vector<double>> runtimes;
+    std::vector<int> defaults;
+    for (const ConfigGroup& group : groups) {
+      runtimes.push_back(group.runtimes);
+      defaults.push_back(group.default_config);
+    }
+    std::vector<std::vector<double>> scores = raw;
+    nlohmann::json margins = nlohmann::json::array();
+    if (request.default_margin_cv) {
+      // inner[a][b]: scores of kernel b by the model trained without a and
+      // b, which serves both outer folds a and b (neither sees the other's
+      // held-out kernel).
+      std::vector<std::vector<std::vector<double>>> inner(
+          n, std::vector<std::vector<double>>(n));
+      for (size_t a = 0; a < n; ++a) {
+        for (size_t b = a + 1; b < n; ++b) {
+          ASSIGN_OR_RETURN(auto s, train_and_score({a, b}, {a, b}));
+          inner[b][a] = std::move(s[0]);
+          inner[a][b] = std::move(s[1]);
+        }
+      }
+      for (size_t held = 0; held < n; ++held) {
+        std::vector<std::vector<double>> s;
+        std::vector<std::vector<double>> r;
+        std::vector<int> d;
+        for (size_t g = 0; g < n; ++g) {
+          if (g == held) continue;
+          s.push_back(inner[held][g]);
+          r.push_back(runtimes[g]);
+          d.push_back(defaults[g]);
+        }
+        const double margin = ChooseDefaultMargin(s, r, d);
+        margins.push_back(margin);
+        scores[held] = WithDefaultMargin(raw[held], defaults[held], margin);
+      }
     }
     out = RankingMetrics(groups, scores);
-    out["protocol"] = "leave-one-kernel-out";
+    double network_top1 = 0;
+    for (size_t g = 0; g < n; ++g) {
+      const double t = TopKSlowdown(raw[g], runtimes[g], 1);
+      out["groups"][g]["network_top1_slowdown"] = t;
+      if (request.default_margin_cv) {
+        out["groups"][g]["default_margin"] = margins[g];
+      }
+      network_top1 += t / n;
+    }
+    out["network_top1_slowdown"] = network_top1;
+    out["default_margins"] = margins;
+    out["loko_default_margin"] = ChooseDefaultMargin(raw, runtimes, defaults);
+    out["ensemble"] = std::max(request.ensemble, 1);
+    out["protocol"] = request.default_margin_cv
+                          ? "leave-one-kernel-out, default margin by inner "
+                            "leave-one-kernel-out"
+                          : "leave-one-kernel-out";
   } else {
     std::vector<ConfigGroup> full;
     std::vector<ConfigGroup> train;

@@ -59,12 +59,18 @@ struct CostModelTrainRequest {
   // kind cost-model-<task>, name, version "1", tasks, checkpoint, training
   // {command, data, seed, steps, wall_seconds, git_revision}, metrics).
   std::string output_dir;
+  // Tile: before training, run the tile protocol (RunCostModelEval with
+  // default_margin_cv) on `data`; its metrics go to the card's "metrics"
+  // and its loko_default_margin to the card's decision.default_margin,
+  // which the served tile policy applies.
+  bool tile_protocol = false;
   std::string name = "costmodel-layout";
   std::string command;  // the command line, recorded in the card
 };
 
 // Trains as requested and returns {"train": {...}, "eval": RankingMetrics
-// or null, "checkpoint": path or null}. Errors: those of the loaders,
+// or null, "protocol": the tile protocol's result or null, "checkpoint":
+// path or null}. Errors: those of the loaders,
 // CostModel::Train, and Internal when the output cannot be written.
 absl::StatusOr<nlohmann::json> RunCostModelTrain(
     const CostModelTrainRequest& request);
@@ -76,11 +82,24 @@ struct CostModelEvalRequest {
   std::string checkpoint;  // when set: score `data` with this model only
   CostModelOptions model;  // architecture when training (task overridden)
   TrainOptions train;
+  // Tile protocol: models per fold, seeds train.seed, train.seed + 1, ...;
+  // their scores are averaged. Default 1.
+  int32_t ensemble = 1;
+  // Tile protocol: per held-out kernel, choose a default margin
+  // (ChooseDefaultMargin) by an inner leave-one-kernel-out over the
+  // training kernels only, and apply it to the held-out kernel's scores.
+  bool default_margin_cv = false;
 };
 
 // Without a checkpoint, runs the protocol for the data:
-//  - tile: leave-one-kernel-out over the groups (a fresh model per held-out
-//    kernel, trained on all others);
+//  - tile: leave-one-kernel-out over the groups (a fresh model, or
+//    `ensemble` of them, per held-out kernel, trained on all others; with
+//    default_margin_cv the margin for a held-out kernel comes from models
+//    trained without it, scored on the other training kernels). Adds
+//    network_top1_slowdown (the scores before the margin), default_margins
+//    (per held-out kernel) and loko_default_margin (the margin the outer
+//    folds' scores themselves would choose: what a model trained on every
+//    kernel ships with);
 //  - layout from a tuning protobuf: train on one hash half of each group's
 //    valid configurations, evaluate on the other half; adds
 //    top1_in_fastest_cluster (runtimes clustered at their two largest gaps);

@@ -72,4 +72,41 @@ double RandomTopKSlowdown(const std::vector<double>& runtimes, int k) {
   return expected;
 }
 
+std::vector<double> WithDefaultMargin(const std::vector<double>& scores,
+                                      int default_config, double margin) {
+  std::vector<double> out = scores;
+  if (default_config >= 0 && default_config < static_cast<int>(out.size())) {
+    out[default_config] -= margin;
+  }
+  return out;
+}
+
+const std::vector<double>& DefaultMarginGrid() {
+  static const auto* grid = new std::vector<double>{
+      0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 10.0};
+  return *grid;
+}
+
+double ChooseDefaultMargin(const std::vector<std::vector<double>>& scores,
+                           const std::vector<std::vector<double>>& runtimes,
+                           const std::vector<int>& default_configs) {
+  const std::vector<double>& grid = DefaultMarginGrid();
+  double best_margin = grid.back();
+  double best_slowdown = 0;
+  // From the largest margin down, so a tie keeps the larger one.
+  for (auto it = grid.rbegin(); it != grid.rend(); ++it) {
+    double slowdown = 0;
+    for (size_t g = 0; g < scores.size(); ++g) {
+      slowdown +=
+          TopKSlowdown(WithDefaultMargin(scores[g], default_configs[g], *it),
+                       runtimes[g], 1);
+    }
+    if (it == grid.rbegin() || slowdown < best_slowdown) {
+      best_slowdown = slowdown;
+      best_margin = *it;
+    }
+  }
+  return best_margin;
+}
+
 }  // namespace gopt::policy::cost_model

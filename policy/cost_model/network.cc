@@ -34,8 +34,11 @@ CostModelNetImpl::CostModelNetImpl(const CostModelOptions& options)
                                 kLayoutConfigFeatures * kLayoutValueClasses, h)
                                 .mode(torch::kSum)));
   } else {
-    config_input_ = register_module("config_input",
-                                    torch::nn::Linear(kTileConfigFeatures, h));
+    const int64_t inputs = options.tile_relative_to_default
+                               ? 2 * kTileConfigFeatures + 1
+                               : kTileConfigFeatures;
+    config_input_ =
+        register_module("config_input", torch::nn::Linear(inputs, h));
   }
   for (int i = 0; i < options.sage_layers; ++i) {
     sage_->push_back(torch::nn::Linear(3 * h, h));
@@ -63,7 +66,20 @@ CostModelNetImpl::CostModelNetImpl(const CostModelOptions& options)
 }
 
 torch::Tensor CostModelNetImpl::EmbedConfig(const torch::Tensor& config) {
-  if (options_.task == Task::kTile) return config_input_(SignedLog(config));
+  if (options_.task == Task::kTile) {
+    if (!options_.tile_relative_to_default) {
+      return config_input_(SignedLog(config));
+    }
+    const torch::Tensor own =
+        SignedLog(config.narrow(1, 0, kTileConfigFeatures));
+    const torch::Tensor reference =
+        SignedLog(config.narrow(1, kTileConfigFeatures, kTileConfigFeatures));
+    const torch::Tensor known = config.narrow(1, 2 * kTileConfigFeatures, 1);
+    const torch::Tensor is_default =
+        known * (own == reference).all(1, /*keepdim=*/true).to(own.dtype());
+    return config_input_(
+        torch::cat({own, (own - reference) * known, is_default}, 1));
+  }
   const torch::Tensor classes =
       (config + 1).round().clamp(0, kLayoutValueClasses - 1).to(torch::kLong);
   const torch::Tensor slot_offsets =

@@ -44,13 +44,20 @@ struct SegmentSums {
   double num_config_nodes = 0;
 };
 
+// Width of a tile configuration row for models with
+// tile_relative_to_default: the configuration's kTileConfigFeatures values,
+// the kernel default's, and 1 when the default is known (else 0 and the
+// default's values are 0).
+inline constexpr int64_t kTileRelativeRowWidth = 2 * kTileConfigFeatures + 1;
+
 class CostModelNetImpl : public torch::nn::Module {
  public:
   explicit CostModelNetImpl(const CostModelOptions& options);
 
   // Runs the GNN over one segment for a batch of C configurations:
-  // `config` is (C, num configurable nodes of the graph, 18) for layout or
-  // (C, 24) for tile.
+  // `config` is (C, num configurable nodes of the graph, 18) for layout,
+  // (C, 24) for tile, or (C, kTileRelativeRowWidth) for tile with
+  // tile_relative_to_default.
   SegmentSums Segment(const SegmentTensors& segment,
                       const torch::Tensor& config);
 
@@ -61,7 +68,8 @@ class CostModelNetImpl : public torch::nn::Module {
  private:
   // (C, k, 18) layout values in -1..5 -> (C, k, hidden): the sum of one
   // learned row per (slot, value); (C, 24) tile bounds -> (C, hidden): a
-  // linear layer over their signed log.
+  // linear layer over their signed log (with tile_relative_to_default, over
+  // [signed log, signed log minus the default's, is-default]).
   torch::Tensor EmbedConfig(const torch::Tensor& config);
 
   CostModelOptions options_;

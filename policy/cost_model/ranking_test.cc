@@ -32,6 +32,26 @@ TEST(MetricsTest, TopKSlowdown) {
   EXPECT_NEAR(RandomTopKSlowdown(runtimes, 3), 0.1 / 4, 1e-12);
 }
 
+TEST(MetricsTest, DefaultMarginLowersOnlyTheDefault) {
+  EXPECT_EQ(WithDefaultMargin({0.0, -0.03}, /*default_config=*/0, 0.05),
+            (std::vector<double>{-0.05, -0.03}));
+  EXPECT_EQ(WithDefaultMargin({0.0, -0.03}, /*default_config=*/-1, 0.05),
+            (std::vector<double>{0.0, -0.03}));
+}
+
+TEST(MetricsTest, ChooseDefaultMarginPrefersTheLargestBestMargin) {
+  // Group 0: the model predicts a 0.2 gain and it is real (2x faster).
+  // Group 1: it predicts a 0.04 gain that is a loss (1.5x slower). Margins
+  // 0.05 .. 0.15 get both right; the largest of them wins the tie.
+  const std::vector<std::vector<double>> scores = {{0.0, -0.2}, {0.0, -0.04}};
+  const std::vector<std::vector<double>> runtimes = {{1.0, 0.5}, {1.0, 1.5}};
+  EXPECT_DOUBLE_EQ(ChooseDefaultMargin(scores, runtimes, {0, 0}), 0.15);
+  // Only group 1: never leave the default.
+  EXPECT_DOUBLE_EQ(ChooseDefaultMargin({scores[1]}, {runtimes[1]}, {0}),
+                   DefaultMarginGrid().back());
+  EXPECT_DOUBLE_EQ(ChooseDefaultMargin({}, {}, {}), DefaultMarginGrid().back());
+}
+
 TEST(RankingLossTest, PairwiseHingeIsZeroOnlyForTheRightOrderWithMargin) {
   const std::vector<double> runtimes = {1, 2, 3};
   EXPECT_DOUBLE_EQ(PairwiseHingeLossValue({0, 1, 2}, runtimes, 0.5), 0.0);
@@ -112,6 +132,14 @@ void ExpectLearnsToyOrder(RankingLoss loss) {
 
 TEST(RankingLossTest, PairwiseHingeTrainingRecoversAKnownOrder) {
   ExpectLearnsToyOrder(RankingLoss::kPairwiseHinge);
+}
+
+TEST(RankingLossTest, ParsesAndNamesEveryLoss) {
+  for (RankingLoss loss : {RankingLoss::kPairwiseHinge, RankingLoss::kListMle,
+                           RankingLoss::kHingeListMle}) {
+    EXPECT_EQ(ParseRankingLoss(RankingLossName(loss)).value(), loss);
+  }
+  EXPECT_FALSE(ParseRankingLoss("mse").ok());
 }
 
 TEST(RankingLossTest, ListMleTrainingRecoversAKnownOrder) {
