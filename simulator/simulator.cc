@@ -38,7 +38,7 @@ struct Event {
   int32_t id() const { return static_cast<int32_t>((tag >> 1) & 0x7fffffff); }
   bool is_transfer() const { return tag & 1; }
   bool Before(const Event& o) const {
-    return time != o.time ? time < o.time : tag < o.tag;
+    return (time < o.time) | ((time == o.time) & (tag < o.tag));
   }
 };
 
@@ -63,22 +63,28 @@ class EventQueue {
     heap_[i] = event;
   }
   // Removes and returns the earliest event; the queue must not be empty.
+  // The hole at the root first sinks to a leaf along the earlier children
+  // (a loop of fixed length, without the unpredictable early exit of a
+  // textbook sift-down), then the last event rises from there; it rarely
+  // rises far, as the last event is usually a late one.
   Event Pop() {
     const Event top = heap_.front();
     const Event last = heap_.back();
-    heap_.pop_back();
-    const size_t size = heap_.size();
-    if (size == 0) return top;
+    const size_t size = heap_.size() - 1;  // heap_[size] is `last`
     size_t i = 0;
-    while (true) {
-      size_t child = 2 * i + 1;
-      if (child >= size) break;
-      if (child + 1 < size && heap_[child + 1].Before(heap_[child])) ++child;
-      if (!heap_[child].Before(last)) break;
+    for (size_t child = 1; child < size; child = 2 * i + 1) {
+      child += (child + 1 < size) & heap_[child + 1].Before(heap_[child]);
       heap_[i] = heap_[child];
       i = child;
     }
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!last.Before(heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
     heap_[i] = last;
+    heap_.pop_back();
     return top;
   }
 
@@ -101,9 +107,9 @@ struct Transfer {
 };
 
 // What the event loop keeps per unit (a fusion group or an unfused node),
-// in one cache line: a unit's fields are read and written together when it
-// becomes ready, starts and finishes, so separate arrays would cost a cache
-// miss each.
+// together: a unit's fields are read and written at once when it becomes
+// ready, starts and finishes, so separate arrays would cost a cache miss
+// each.
 struct UnitState {
   double duration = 0;
   double start = 0;
@@ -111,10 +117,15 @@ struct UnitState {
   double ready_at = 0;
   Cause ready_cause;
   Cause start_cause;
-  int32_t pending = 0;  // inputs from other units not yet available
-  int32_t rank = 0;     // order in the ready queues (see below)
-  int32_t device = 0;
+  int32_t rank = 0;  // order in the ready queues (see below)
   int32_t priority = std::numeric_limits<int32_t>::min();
+};
+
+// What a producer touches in each consumer unit when it finishes, apart
+// from the rest (8 units per cache line: consumers are often neighbours).
+struct UnitInputs {
+  int32_t pending = 0;  // inputs from other units not yet available
+  int32_t device = 0;
 };
 
 // What only the set-up reads per unit: the summed work of its members.
@@ -180,6 +191,7 @@ struct Scratch {
   std::vector<int32_t> unit_of, unit_first, member_offsets, members, fill;
   std::vector<UnitWork> work;
   std::vector<UnitState> units;
+  std::vector<UnitInputs> inputs;
   std::vector<int64_t> memory;
   std::vector<uint8_t> materialized, device_busy;
   std::vector<int32_t> local_uses;
@@ -388,6 +400,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   if (fused) work.assign(num_units, UnitWork{});
   auto& units = scratch.units;
   units.assign(num_units, UnitState{});
+  auto& inputs = scratch.inputs;
+  inputs.assign(num_units, UnitInputs{});
   auto& local_uses = scratch.local_uses;  // per node: local consumers + sends
   local_uses.assign(n, 0);
   auto& materialized = scratch.materialized;
@@ -414,7 +428,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     const int32_t u = unit_of[id];
     UnitState& unit = units[u];
     const int32_t device = plan.device[id];
-    unit.device = device;
+    inputs[u].device = device;
     unit.priority =
         std::max(unit.priority, plan.priority.empty() ? 0 : plan.priority[id]);
     UnitWork node_work;
@@ -441,7 +455,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         if (!edge.control) node_work.bytes -= EdgeBytes(edge);
         continue;
       }
-      ++unit.pending;
+      ++inputs[u].pending;
       if (!edge.control && plan.device[edge.src] == device) {
         ++local_uses[edge.src];
       }
@@ -484,7 +498,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   }
   if (fused) {
     for (int u = 0; u < num_units; ++u) {
-      units[u].duration = kernel_seconds(work[u], units[u].device);
+      units[u].duration = kernel_seconds(work[u], inputs[u].device);
     }
   }
 
@@ -588,7 +602,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
 
   auto start_unit = [&](int32_t u, double now) {
     UnitState& unit = units[u];
-    const int32_t device = unit.device;
+    const int32_t device = inputs[u].device;
     unit.start = now;
     unit.end = now + unit.duration;
     unit.start_cause = now > unit.ready_at && device_last_unit[device] >= 0
@@ -617,8 +631,9 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       free_stack.push_back(u);
       return;
     }
-    ready[unit.device].Insert(unit.rank);
-    dirty_devices.push_back(unit.device);
+    const int32_t device = inputs[u].device;
+    ready[device].Insert(unit.rank);
+    dirty_devices.push_back(device);
   };
   // The inputs of node `id` (in unit `u`) from other units: same-device
   // producers lose a use (pushed on release_stack), received copies lose a
@@ -659,7 +674,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   // Finishing unit u at `now`: consumers, transfers, memory.
   auto finish_unit = [&](int32_t u, double now) {
     ++completed_units;
-    const int32_t device = units[u].device;
+    const int32_t device = inputs[u].device;
     for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
       const NodeId id = members[m];
       // A kernel's inputs are released when it finishes; a free op's only
@@ -679,7 +694,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         const bool control = out_dst_[e] < 0;
         const int32_t v = unit_of[control ? ~out_dst_[e] : out_dst_[e]];
         if (v == u) continue;
-        UnitState& consumer = units[v];
+        UnitInputs& consumer = inputs[v];
         const int32_t dst_device = consumer.device;
         if (dst_device == device || control) {
           if (--consumer.pending == 0) {
@@ -765,7 +780,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     for (int32_t e = begin; e < end; ++e) {
       if (out_transfer[e] != index) continue;
       const int32_t v = unit_of[out_dst_[e]];  // a data edge: no complement
-      if (--units[v].pending == 0) {
+      if (--inputs[v].pending == 0) {
         make_ready(v, now, Cause{Cause::kTransfer, index});
       }
     }
@@ -786,7 +801,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     dirty_devices.clear();
   };
   for (int u = 0; u < num_units; ++u) {
-    if (units[u].pending == 0) make_ready(u, 0, Cause{});
+    if (inputs[u].pending == 0) make_ready(u, 0, Cause{});
   }
   drain_free(0);
   dispatch(0);
