@@ -268,41 +268,6 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
     longest_path_s = std::max(longest_path_s, longest[id]);
   }
   output_offsets_.push_back(static_cast<int32_t>(output_sizes_.size()));
-  // Pair each out-edge with the same edge in in-edge order. Destinations
-  // are visited in increasing order and a producer's out-edges are sorted
-  // by destination, so the first out-edge of each producer not yet paired
-  // (its cursor) starts the run of edges to the current destination.
-  in_src_.reserve(graph.num_edges());
-  for (const Edge& edge : graph.edges()) {
-    in_src_.push_back(edge.control ? ~edge.src : edge.src);
-  }
-  out_dst_.reserve(graph.num_edges());
-  for (NodeId id = 0; id < n; ++id) {
-    for (const Edge& edge : graph.out_edges(id)) {
-      out_dst_.push_back(edge.control ? ~edge.dst : edge.dst);
-    }
-  }
-  in_index_of_out_edge_.assign(graph.num_edges(), -1);
-  if (n > 0) {
-    const Edge* out_base = graph.out_edges(0).data();
-    const Edge* in_base = graph.edges().data();
-    std::vector<int32_t> cursor(n);
-    for (NodeId id = 0; id < n; ++id) {
-      cursor[id] = static_cast<int32_t>(graph.out_edges(id).data() - out_base);
-    }
-    for (NodeId dst = 0; dst < n; ++dst) {
-      for (const Edge& edge : graph.in_edges(dst)) {
-        int32_t& first = cursor[edge.src];
-        int32_t e = first;
-        while (in_index_of_out_edge_[e] >= 0 || !(out_base[e] == edge)) ++e;
-        in_index_of_out_edge_[e] = static_cast<int32_t>(&edge - in_base);
-        while (first < static_cast<int32_t>(in_index_of_out_edge_.size()) &&
-               in_index_of_out_edge_[first] >= 0) {
-          ++first;
-        }
-      }
-    }
-  }
   // Memory traffic no plan avoids: weights read by kernels (each weight
   // once, and no more than the kernel's own bytes_read leaves for them:
   // gathers and slices read only part of a table), and the outputs nobody
@@ -341,6 +306,41 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
   if (total_bandwidth > 0) {
     lower_bound_s_ =
         std::max(lower_bound_s_, unavoidable_bytes / total_bandwidth);
+  }
+  in_src_.reserve(graph.num_edges());
+  for (const Edge& edge : graph.edges()) {
+    in_src_.push_back(edge.control ? ~edge.src : edge.src);
+  }
+  out_dst_.reserve(graph.num_edges());
+  for (NodeId id = 0; id < n; ++id) {
+    for (const Edge& edge : graph.out_edges(id)) {
+      out_dst_.push_back(edge.control ? ~edge.dst : edge.dst);
+    }
+  }
+  // Pair each out-edge with the same edge in in-edge order. Destinations
+  // are visited in increasing order and a producer's out-edges are sorted
+  // by destination, so the first out-edge of each producer not yet paired
+  // (its cursor) starts the run of edges to the current destination.
+  in_index_of_out_edge_.assign(graph.num_edges(), -1);
+  if (n > 0) {
+    const Edge* out_base = graph.out_edges(0).data();
+    const Edge* in_base = graph.edges().data();
+    std::vector<int32_t> cursor(n);
+    for (NodeId id = 0; id < n; ++id) {
+      cursor[id] = static_cast<int32_t>(graph.out_edges(id).data() - out_base);
+    }
+    for (NodeId dst = 0; dst < n; ++dst) {
+      for (const Edge& edge : graph.in_edges(dst)) {
+        int32_t& first = cursor[edge.src];
+        int32_t e = first;
+        while (in_index_of_out_edge_[e] >= 0 || !(out_base[e] == edge)) ++e;
+        in_index_of_out_edge_[e] = static_cast<int32_t>(&edge - in_base);
+        while (first < static_cast<int32_t>(in_index_of_out_edge_.size()) &&
+               in_index_of_out_edge_[first] >= 0) {
+          ++first;
+        }
+      }
+    }
   }
 }
 
