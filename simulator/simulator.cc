@@ -535,8 +535,9 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       for (int32_t u = 0; u < num_units; ++u) {
         units[u].rank = unit_of_rank[u] = u;
       }
-    } else if (span <= (int64_t{1} << 16)) {
-      // Counting sort by descending priority, stable in unit order.
+    } else if (span <= std::max<int64_t>(int64_t{1} << 16, 2 * num_units)) {
+      // Counting sort by descending priority, stable in unit order (O(units
+      // + span): plans that rank every node, such as m-sct's, take it too).
       auto& count = scratch.rank_count;
       count.assign(span + 1, 0);
       for (int32_t u = 0; u < num_units; ++u) {
