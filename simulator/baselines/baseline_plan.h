@@ -95,7 +95,8 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
     const BestBaselineOptions& options = {});
 
 // The methods `gopt bench` reports by default: every placement alone (the
-// framework's scheduling, no fusion, default layouts), plus the stronger
+// framework's scheduling, or the placer's own order for m-etf and m-sct; no
+// fusion, default layouts), plus the stronger
 // placements with critical-path scheduling and greedy fusion, and the
 // single-device plan with greedy fusion (what a fusing compiler does on one
 // device).
