@@ -1,10 +1,7 @@
 #include "simulator/simulator.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
-#include <queue>
-#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,14 +22,74 @@ struct Cause {
   int32_t id = -1;
 };
 
+// A kernel's end or a transfer's arrival. Events at equal times pop in
+// creation order (seq). 16 bytes: seq, id and kind share one word whose
+// order is seq's, since seq is unique (seq < 2^32: seq counts kernels and
+// transfers, at most nodes + edges).
 struct Event {
   double time;
-  int64_t seq;
-  bool is_transfer;
-  int32_t id;
-  bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : seq > o.seq;
+  uint64_t tag;  // seq << 32 | id << 1 | is_transfer
+
+  static Event Make(double time, int64_t seq, int32_t id, bool is_transfer) {
+    return Event{time, static_cast<uint64_t>(seq) << 32 |
+                           static_cast<uint64_t>(id) << 1 |
+                           static_cast<uint64_t>(is_transfer)};
   }
+  int32_t id() const { return static_cast<int32_t>((tag >> 1) & 0x7fffffff); }
+  bool is_transfer() const { return tag & 1; }
+  bool Before(const Event& o) const {
+    return (time < o.time) | ((time == o.time) & (tag < o.tag));
+  }
+};
+
+// A binary min-heap of events. The simulator keeps it small (one event per
+// device and per link), so a plain array heap with the comparisons inlined
+// beats std::push_heap's out-of-line calls.
+class EventQueue {
+ public:
+  void Clear() { heap_.clear(); }
+  bool empty() const { return heap_.empty(); }
+  // The earliest event; the queue must not be empty.
+  const Event& top() const { return heap_.front(); }
+  void Push(Event event) {
+    size_t i = heap_.size();
+    heap_.push_back(event);
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!event.Before(heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = event;
+  }
+  // Removes and returns the earliest event; the queue must not be empty.
+  // The hole at the root first sinks to a leaf along the earlier children
+  // (a loop of fixed length, without the unpredictable early exit of a
+  // textbook sift-down), then the last event rises from there; it rarely
+  // rises far, as the last event is usually a late one.
+  Event Pop() {
+    const Event top = heap_.front();
+    const Event last = heap_.back();
+    const size_t size = heap_.size() - 1;  // heap_[size] is `last`
+    size_t i = 0;
+    for (size_t child = 1; child < size; child = 2 * i + 1) {
+      child += (child + 1 < size) & heap_[child + 1].Before(heap_[child]);
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!last.Before(heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = last;
+    heap_.pop_back();
+    return top;
+  }
+
+ private:
+  std::vector<Event> heap_;
 };
 
 struct Transfer {
@@ -43,8 +100,43 @@ struct Transfer {
   int64_t bytes;
   double start_s;
   double end_s;
-  int32_t remote_uses;  // consumer edges on dst still to finish
+  int64_t seq;           // its arrival event's place among equal times
+  int32_t remote_uses;   // consumer edges on dst still to finish
+  int32_t next_on_link;  // the transfer queued behind it on its link, or -1
   Cause cause;
+};
+
+// What the event loop keeps per unit (a fusion group or an unfused node),
+// together: a unit's fields are read and written at once when it becomes
+// ready, starts and finishes, so separate arrays would cost a cache miss
+// each.
+struct UnitState {
+  double duration = 0;
+  double start = 0;
+  double end = 0;
+  double ready_at = 0;
+  Cause ready_cause;
+  Cause start_cause;
+  int32_t rank = 0;  // order in the ready queues (see below)
+  int32_t priority = std::numeric_limits<int32_t>::min();
+};
+
+// What a producer touches in each consumer unit when it finishes, apart
+// from the rest (8 units per cache line: consumers are often neighbours).
+struct UnitInputs {
+  int32_t pending = 0;  // inputs from other units not yet available
+  int32_t device = 0;
+};
+
+// What only the set-up reads per unit: the summed work of its members.
+struct UnitWork {
+  double flops = 0;
+  double best_flops = -1;  // the largest member's FLOPs (it sets the dtype)
+  double efficiency = 1.0;
+  double copy_s = 0;  // layout copies before the kernel
+  int64_t bytes = 0;
+  graph::DType dtype = graph::DType::kF32;
+  uint8_t free = 1;  // no member launches a kernel
 };
 
 // A set of integers in [0, size) with O(log64 size) insert and pop-min by
@@ -54,13 +146,15 @@ class MinBitTree {
  public:
   // Empties the set and sizes it for [0, size).
   void Reset(int64_t size) {
-    levels_.clear();
+    size_t depth = 0;
     int64_t words = std::max<int64_t>(1, (size + 63) / 64);
     while (true) {
-      levels_.emplace_back(words, 0);
+      if (levels_.size() <= depth) levels_.emplace_back();
+      levels_[depth++].assign(words, 0);
       if (words == 1) break;
       words = (words + 63) / 64;
     }
+    levels_.resize(depth);
   }
   bool empty() const { return levels_.back()[0] == 0; }
   void Insert(int64_t value) {
@@ -95,19 +189,20 @@ class MinBitTree {
 // vectors per call would cost page faults on every call.
 struct Scratch {
   std::vector<int32_t> unit_of, unit_first, member_offsets, members, fill;
-  std::vector<double> flops, best_flops, efficiency, copy_s, duration;
-  std::vector<int64_t> bytes, memory;
-  std::vector<graph::DType> dtype;
-  std::vector<uint8_t> unit_free, materialized, device_busy;
-  std::vector<int32_t> priority, pending, local_uses;
-  std::vector<Event> events;
+  std::vector<UnitWork> work;
+  std::vector<UnitState> units;
+  std::vector<UnitInputs> inputs;
+  std::vector<int64_t> memory;
+  std::vector<uint8_t> materialized, device_busy;
+  std::vector<int32_t> local_uses;
+  EventQueue events;
   std::vector<MinBitTree> ready;
-  std::vector<int32_t> rank, unit_of_rank, rank_count;
-  std::vector<int32_t> device_last_unit, link_last_transfer;
-  std::vector<double> link_free, start, end, ready_at;
-  std::vector<Cause> ready_cause, start_cause;
+  std::vector<int32_t> unit_of_rank, rank_count;
+  std::vector<int32_t> device_last_unit, link_last_transfer, link_tail;
+  std::vector<double> link_free;
   std::vector<Transfer> transfers;
-  std::vector<int32_t> transfer_begin, transfer_end, free_stack, dirty_devices;
+  std::vector<int32_t> out_transfer, in_transfer;
+  std::vector<int32_t> free_stack, dirty_devices;
   std::vector<NodeId> release_stack;
 };
 
@@ -212,6 +307,41 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
     lower_bound_s_ =
         std::max(lower_bound_s_, unavoidable_bytes / total_bandwidth);
   }
+  in_src_.reserve(graph.num_edges());
+  for (const Edge& edge : graph.edges()) {
+    in_src_.push_back(edge.control ? ~edge.src : edge.src);
+  }
+  out_dst_.reserve(graph.num_edges());
+  for (NodeId id = 0; id < n; ++id) {
+    for (const Edge& edge : graph.out_edges(id)) {
+      out_dst_.push_back(edge.control ? ~edge.dst : edge.dst);
+    }
+  }
+  // Pair each out-edge with the same edge in in-edge order. Destinations
+  // are visited in increasing order and a producer's out-edges are sorted
+  // by destination, so the first out-edge of each producer not yet paired
+  // (its cursor) starts the run of edges to the current destination.
+  in_index_of_out_edge_.assign(graph.num_edges(), -1);
+  if (n > 0) {
+    const Edge* out_base = graph.out_edges(0).data();
+    const Edge* in_base = graph.edges().data();
+    std::vector<int32_t> cursor(n);
+    for (NodeId id = 0; id < n; ++id) {
+      cursor[id] = static_cast<int32_t>(graph.out_edges(id).data() - out_base);
+    }
+    for (NodeId dst = 0; dst < n; ++dst) {
+      for (const Edge& edge : graph.in_edges(dst)) {
+        int32_t& first = cursor[edge.src];
+        int32_t e = first;
+        while (in_index_of_out_edge_[e] >= 0 || !(out_base[e] == edge)) ++e;
+        in_index_of_out_edge_[e] = static_cast<int32_t>(&edge - in_base);
+        while (first < static_cast<int32_t>(in_index_of_out_edge_.size()) &&
+               in_index_of_out_edge_[first] >= 0) {
+          ++first;
+        }
+      }
+    }
+  }
 }
 
 absl::StatusOr<SimulationResult> Simulator::Simulate(
@@ -227,11 +357,15 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   unit_of.assign(n, 0);
   auto& unit_first = scratch.unit_first;
   unit_first.clear();
-  {
+  if (plan.fusion_group.empty()) {
+    for (NodeId id = 0; id < n; ++id) {
+      unit_of[id] = id;
+      unit_first.push_back(id);
+    }
+  } else {
     absl::flat_hash_map<int32_t, int32_t> unit_of_group;
     for (NodeId id = 0; id < n; ++id) {
-      const int32_t group =
-          plan.fusion_group.empty() ? -1 : plan.fusion_group[id];
+      const int32_t group = plan.fusion_group[id];
       if (group < 0) {
         unit_of[id] = static_cast<int32_t>(unit_first.size());
         unit_first.push_back(id);
@@ -258,47 +392,58 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     for (NodeId id = 0; id < n; ++id) members[fill[unit_of[id]]++] = id;
   }
 
-  // Work, duration, priority and pending inputs per unit.
-  auto& flops = scratch.flops;
-  flops.assign(num_units, 0);
-  auto& bytes = scratch.bytes;
-  bytes.assign(num_units, 0);
-  auto& best_flops = scratch.best_flops;
-  best_flops.assign(num_units, -1);
-  auto& dtype = scratch.dtype;
-  dtype.assign(num_units, graph::DType::kF32);
-  auto& efficiency = scratch.efficiency;
-  efficiency.assign(num_units, 1.0);
-  auto& copy_s = scratch.copy_s;
-  copy_s.assign(num_units, 0);
-  auto& unit_free = scratch.unit_free;
-  unit_free.assign(num_units, 1);
-  auto& priority = scratch.priority;
-  priority.assign(num_units, std::numeric_limits<int32_t>::min());
-  auto& pending = scratch.pending;
-  pending.assign(num_units, 0);
+  // Priority, pending inputs and duration per unit. Without fusion every
+  // node is its own kernel and gets its duration right away; with fusion
+  // the members' work is summed per unit first.
+  const bool fused = !plan.fusion_group.empty();
+  auto& work = scratch.work;
+  if (fused) work.assign(num_units, UnitWork{});
+  auto& units = scratch.units;
+  units.assign(num_units, UnitState{});
+  auto& inputs = scratch.inputs;
+  inputs.assign(num_units, UnitInputs{});
   auto& local_uses = scratch.local_uses;  // per node: local consumers + sends
   local_uses.assign(n, 0);
   auto& materialized = scratch.materialized;
   materialized.assign(n, 0);
 
+  SimulationResult result;
+  result.device_busy_s.assign(num_devices, 0);
+  result.peak_memory_bytes.assign(num_devices, 0);
+  // Seconds of one kernel (0 for a free unit without layout copies).
+  auto kernel_seconds = [&](const UnitWork& w, int32_t device) {
+    if (w.free && w.copy_s == 0) return 0.0;
+    KernelWork kernel;
+    kernel.flops = w.flops;
+    kernel.bytes = std::max<int64_t>(0, w.bytes);
+    kernel.dtype = w.dtype;
+    kernel.efficiency_factor = w.efficiency;
+    result.layout_copy_s += w.copy_s;
+    if (w.free) return w.copy_s;
+    ++result.num_kernels;
+    return cost_model_.KernelSeconds(kernel, topology_.devices[device]) +
+           w.copy_s;
+  };
   for (NodeId id = 0; id < n; ++id) {
     const int32_t u = unit_of[id];
+    UnitState& unit = units[u];
     const int32_t device = plan.device[id];
-    priority[u] =
-        std::max(priority[u], plan.priority.empty() ? 0 : plan.priority[id]);
-    if (!free_[id]) unit_free[u] = 0;
-    flops[u] += flops_[id];
-    bytes[u] += traffic_bytes_[id];
-    if (flops_[id] > best_flops[u]) {
-      best_flops[u] = flops_[id];
-      dtype[u] = dtype_[id];
-    }
+    inputs[u].device = device;
+    unit.priority =
+        std::max(unit.priority, plan.priority.empty() ? 0 : plan.priority[id]);
+    UnitWork node_work;
+    node_work.free = free_[id];
+    node_work.flops = flops_[id];
+    node_work.best_flops = flops_[id];
+    node_work.dtype = dtype_[id];
+    node_work.bytes = traffic_bytes_[id];
     const bool explicit_layout =
         !plan.layout.empty() && !plan.layout[id].empty();
-    if (explicit_layout && compute_kind_[id]) efficiency[u] = 0.9;
+    if (explicit_layout && compute_kind_[id]) node_work.efficiency = 0.9;
+    // A group's layout copies add up in one sum, in member order.
+    double& copy_s = fused ? work[u].copy_s : node_work.copy_s;
     bool consumed_outside = true;
-    if (!plan.fusion_group.empty() && plan.fusion_group[id] >= 0) {
+    if (fused && plan.fusion_group[id] >= 0) {
       consumed_outside = graph_.out_edges(id).empty();
       for (const Edge& edge : graph_.out_edges(id)) {
         if (unit_of[edge.dst] != u) consumed_outside = true;
@@ -307,10 +452,10 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     for (const Edge& edge : graph_.in_edges(id)) {
       const int32_t src_unit = unit_of[edge.src];
       if (src_unit == u) {
-        if (!edge.control) bytes[u] -= EdgeBytes(edge);
+        if (!edge.control) node_work.bytes -= EdgeBytes(edge);
         continue;
       }
-      ++pending[u];
+      ++inputs[u].pending;
       if (!edge.control && plan.device[edge.src] == device) {
         ++local_uses[edge.src];
       }
@@ -327,37 +472,34 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       if (NormalizedLayout(plan.layout[edge.src], rank) !=
           NormalizedLayout(plan.layout[id], rank)) {
         const DeviceProfile& profile = topology_.devices[device];
-        copy_s[u] += 2.0 * static_cast<double>(EdgeBytes(edge)) /
-                         profile.memory_bandwidth_bytes_per_s +
-                     profile.launch_overhead_s;
+        copy_s += 2.0 * static_cast<double>(EdgeBytes(edge)) /
+                      profile.memory_bandwidth_bytes_per_s +
+                  profile.launch_overhead_s;
       }
     }
     if (!consumed_outside) {
-      bytes[u] -= written_bytes_[id];  // stays inside the fused kernel
+      node_work.bytes -= written_bytes_[id];  // stays inside the fused kernel
     } else {
       materialized[id] = 1;
     }
+    if (!fused) {
+      unit.duration = kernel_seconds(node_work, device);
+      continue;
+    }
+    UnitWork& w = work[u];
+    if (!node_work.free) w.free = 0;
+    w.flops += node_work.flops;
+    w.bytes += node_work.bytes;
+    if (node_work.flops > w.best_flops) {
+      w.best_flops = node_work.flops;
+      w.dtype = node_work.dtype;
+    }
+    if (node_work.efficiency != 1.0) w.efficiency = node_work.efficiency;
   }
-
-  auto& duration = scratch.duration;
-  duration.assign(num_units, 0);
-  SimulationResult result;
-  result.device_busy_s.assign(num_devices, 0);
-  result.peak_memory_bytes.assign(num_devices, 0);
-  for (int u = 0; u < num_units; ++u) {
-    if (unit_free[u] && copy_s[u] == 0) continue;
-    const int32_t device = plan.device[unit_first[u]];
-    KernelWork work;
-    work.flops = flops[u];
-    work.bytes = std::max<int64_t>(0, bytes[u]);
-    work.dtype = dtype[u];
-    work.efficiency_factor = efficiency[u];
-    duration[u] = (unit_free[u] ? 0
-                                : cost_model_.KernelSeconds(
-                                      work, topology_.devices[device])) +
-                  copy_s[u];
-    result.layout_copy_s += copy_s[u];
-    if (!unit_free[u]) ++result.num_kernels;
+  if (fused) {
+    for (int u = 0; u < num_units; ++u) {
+      units[u].duration = kernel_seconds(work[u], inputs[u].device);
+    }
   }
 
   // Memory: resident inputs from the start.
@@ -373,48 +515,58 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     if (resident_[id]) allocate(plan.device[id], output_bytes_[id]);
   }
 
-  // Event loop.
-  // Min-heap of events (std::push_heap / pop_heap with greater).
-  auto& events = scratch.events;
-  events.clear();
-  int64_t seq = 0;
   // Ready kernels per device, ordered by rank: highest priority first, then
   // lowest first NodeId (units are numbered in first-NodeId order, so
   // without priorities the rank is the unit index).
-  auto& rank = scratch.rank;
   auto& unit_of_rank = scratch.unit_of_rank;
-  rank.resize(num_units);
   unit_of_rank.resize(num_units);
   {
     int32_t lowest = 0;
     int32_t highest = 0;
-    if (!plan.priority.empty()) {
-      lowest = *std::min_element(priority.begin(), priority.end());
-      highest = *std::max_element(priority.begin(), priority.end());
+    if (!plan.priority.empty() && num_units > 0) {
+      lowest = highest = units[0].priority;
+      for (const UnitState& unit : units) {
+        lowest = std::min(lowest, unit.priority);
+        highest = std::max(highest, unit.priority);
+      }
     }
     const int64_t span = static_cast<int64_t>(highest) - lowest + 1;
     if (span == 1) {
-      for (int32_t u = 0; u < num_units; ++u) rank[u] = unit_of_rank[u] = u;
-    } else if (span <= (int64_t{1} << 16)) {
-      // Counting sort by descending priority, stable in unit order.
+      for (int32_t u = 0; u < num_units; ++u) {
+        units[u].rank = unit_of_rank[u] = u;
+      }
+    } else if (span <= std::max<int64_t>(int64_t{1} << 16, 2 * num_units)) {
+      // Counting sort by descending priority, stable in unit order (O(units
+      // + span): plans that rank every node, such as m-sct's, take it too).
       auto& count = scratch.rank_count;
       count.assign(span + 1, 0);
-      for (int32_t u = 0; u < num_units; ++u)
-        ++count[highest - priority[u] + 1];
+      for (int32_t u = 0; u < num_units; ++u) {
+        ++count[highest - units[u].priority + 1];
+      }
       for (int64_t p = 0; p < span; ++p) count[p + 1] += count[p];
       for (int32_t u = 0; u < num_units; ++u) {
-        const int32_t r = count[highest - priority[u]]++;
-        rank[u] = r;
+        const int32_t r = count[highest - units[u].priority]++;
+        units[u].rank = r;
         unit_of_rank[r] = u;
       }
     } else {
       for (int32_t u = 0; u < num_units; ++u) unit_of_rank[u] = u;
-      std::stable_sort(
-          unit_of_rank.begin(), unit_of_rank.end(),
-          [&](int32_t a, int32_t b) { return priority[a] > priority[b]; });
-      for (int32_t r = 0; r < num_units; ++r) rank[unit_of_rank[r]] = r;
+      std::stable_sort(unit_of_rank.begin(), unit_of_rank.end(),
+                       [&](int32_t a, int32_t b) {
+                         return units[a].priority > units[b].priority;
+                       });
+      for (int32_t r = 0; r < num_units; ++r) units[unit_of_rank[r]].rank = r;
     }
   }
+
+  // Event loop. The queue holds at most one event per device (its running
+  // kernel) and one per link (the transfer at the head of the link's
+  // queue): a link's transfers arrive in the order they were queued, so the
+  // others wait in the link's list and join the queue when their
+  // predecessor arrives. Events pop in (time, seq) order all the same.
+  auto& events = scratch.events;
+  events.Clear();
+  int64_t seq = 0;
   auto& ready = scratch.ready;
   ready.resize(num_devices);
   for (MinBitTree& queue : ready) queue.Reset(num_units);
@@ -427,22 +579,19 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   link_free.assign(num_links, 0);
   auto& link_last_transfer = scratch.link_last_transfer;
   link_last_transfer.assign(num_links, -1);
-  auto& start = scratch.start;
-  start.assign(num_units, 0);
-  auto& end = scratch.end;
-  end.assign(num_units, 0);
-  auto& ready_at = scratch.ready_at;
-  ready_at.assign(num_units, 0);
-  auto& ready_cause = scratch.ready_cause;
-  ready_cause.assign(num_units, Cause{});
-  auto& start_cause = scratch.start_cause;
-  start_cause.assign(num_units, Cause{});
+  auto& link_tail = scratch.link_tail;  // last queued transfer not arrived
+  link_tail.assign(num_links, -1);
   auto& transfers = scratch.transfers;
   transfers.clear();
-  auto& transfer_begin = scratch.transfer_begin;
-  transfer_begin.assign(n, 0);
-  auto& transfer_end = scratch.transfer_end;
-  transfer_end.assign(n, 0);
+  // Per out-edge: the transfer carrying it (-1: none); per in-edge: the
+  // same, for remote inputs. Written when the producer finishes, before any
+  // read, so they need no clearing between calls.
+  auto& out_transfer = scratch.out_transfer;
+  out_transfer.resize(graph_.num_edges());
+  auto& in_transfer = scratch.in_transfer;
+  in_transfer.resize(graph_.num_edges());
+  const Edge* const out_base = n > 0 ? graph_.out_edges(0).data() : nullptr;
+  const Edge* const in_base = graph_.edges().data();
   auto& free_stack = scratch.free_stack;
   free_stack.clear();
   // Devices whose queue or state changed at the current instant. They pick
@@ -452,52 +601,40 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   dirty_devices.clear();
   int completed_units = 0;
 
-  auto push_event = [&](Event event) {
-    events.push_back(event);
-    std::push_heap(events.begin(), events.end(), std::greater<Event>());
-  };
   auto start_unit = [&](int32_t u, double now) {
-    const int32_t device = plan.device[unit_first[u]];
-    start[u] = now;
-    end[u] = now + duration[u];
-    start_cause[u] = now > ready_at[u] && device_last_unit[device] >= 0
-                         ? Cause{Cause::kUnit, device_last_unit[device]}
-                         : ready_cause[u];
+    UnitState& unit = units[u];
+    const int32_t device = inputs[u].device;
+    unit.start = now;
+    unit.end = now + unit.duration;
+    unit.start_cause = now > unit.ready_at && device_last_unit[device] >= 0
+                           ? Cause{Cause::kUnit, device_last_unit[device]}
+                           : unit.ready_cause;
     device_busy[device] = 1;
     device_last_unit[device] = u;
-    result.device_busy_s[device] += duration[u];
+    result.device_busy_s[device] += unit.duration;
     for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
       const NodeId id = members[m];
       if (materialized[id] && !resident_[id] && !free_[id]) {
         allocate(device, output_bytes_[id]);
       }
     }
-    push_event(Event{end[u], seq++, false, u});
+    events.Push(Event::Make(unit.end, seq++, u, /*is_transfer=*/false));
   };
   auto try_start = [&](int32_t device, double now) {
     if (device_busy[device] || ready[device].empty()) return;
     start_unit(unit_of_rank[ready[device].PopMin()], now);
   };
   auto make_ready = [&](int32_t u, double now, Cause cause) {
-    ready_at[u] = now;
-    ready_cause[u] = cause;
-    if (duration[u] == 0) {
+    UnitState& unit = units[u];
+    unit.ready_at = now;
+    unit.ready_cause = cause;
+    if (unit.duration == 0) {
       free_stack.push_back(u);
       return;
     }
-    const int32_t device = plan.device[unit_first[u]];
-    ready[device].Insert(rank[u]);
+    const int32_t device = inputs[u].device;
+    ready[device].Insert(unit.rank);
     dirty_devices.push_back(device);
-  };
-  // All transfers of one producer are created together when it finishes,
-  // so they form a contiguous range of `transfers`; a short scan finds one.
-  auto find_transfer = [&](NodeId id, int32_t output, int32_t device) {
-    for (int32_t t = transfer_begin[id]; t < transfer_end[id]; ++t) {
-      if (transfers[t].output == output && transfers[t].dst_device == device) {
-        return t;
-      }
-    }
-    return int32_t{-1};
   };
   // The inputs of node `id` (in unit `u`) from other units: same-device
   // producers lose a use (pushed on release_stack), received copies lose a
@@ -506,16 +643,18 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   release_stack.clear();
   auto release_inputs = [&](NodeId id, int32_t u) {
     const int32_t device = plan.device[id];
-    for (const Edge& edge : graph_.in_edges(id)) {
-      if (edge.control || unit_of[edge.src] == u) continue;
-      if (plan.device[edge.src] == device) {
-        release_stack.push_back(edge.src);
+    const absl::Span<const Edge> in = graph_.in_edges(id);
+    const int32_t begin = static_cast<int32_t>(in.data() - in_base);
+    const int32_t end = begin + static_cast<int32_t>(in.size());
+    for (int32_t j = begin; j < end; ++j) {
+      const NodeId src = in_src_[j];
+      if (src < 0 || unit_of[src] == u) continue;  // control, or fused
+      if (plan.device[src] == device) {
+        release_stack.push_back(src);
         continue;
       }
-      const int32_t t = find_transfer(edge.src, edge.src_output, device);
-      if (t >= 0 && --transfers[t].remote_uses == 0) {
-        memory[device] -= transfers[t].bytes;
-      }
+      Transfer& t = transfers[in_transfer[j]];
+      if (--t.remote_uses == 0) memory[device] -= t.bytes;
     }
   };
   // Drops the uses on release_stack. A free op (reshape, tuple, ...)
@@ -536,7 +675,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   // Finishing unit u at `now`: consumers, transfers, memory.
   auto finish_unit = [&](int32_t u, double now) {
     ++completed_units;
-    const int32_t device = plan.device[unit_first[u]];
+    const int32_t device = inputs[u].device;
     for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
       const NodeId id = members[m];
       // A kernel's inputs are released when it finishes; a free op's only
@@ -545,17 +684,35 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         release_inputs(id, u);
         drain_releases();
       }
-      transfer_begin[id] = transfer_end[id] =
-          static_cast<int32_t>(transfers.size());
-      for (const Edge& edge : graph_.out_edges(id)) {
-        const int32_t v = unit_of[edge.dst];
+      // This node's sends are the transfers created from here on; one per
+      // (output, remote device).
+      const int32_t first_transfer = static_cast<int32_t>(transfers.size());
+      const absl::Span<const Edge> out = graph_.out_edges(id);
+      const int32_t begin = static_cast<int32_t>(out.data() - out_base);
+      const int32_t end = begin + static_cast<int32_t>(out.size());
+      for (int32_t e = begin; e < end; ++e) {
+        out_transfer[e] = -1;
+        const bool control = out_dst_[e] < 0;
+        const int32_t v = unit_of[control ? ~out_dst_[e] : out_dst_[e]];
         if (v == u) continue;
-        const int32_t dst_device = plan.device[edge.dst];
-        if (dst_device == device || edge.control) {
-          if (--pending[v] == 0) make_ready(v, now, Cause{Cause::kUnit, u});
+        UnitInputs& consumer = inputs[v];
+        const int32_t dst_device = consumer.device;
+        if (dst_device == device || control) {
+          if (--consumer.pending == 0) {
+            make_ready(v, now, Cause{Cause::kUnit, u});
+          }
           continue;
         }
-        int32_t index = find_transfer(id, edge.src_output, dst_device);
+        const Edge& edge = out_base[e];
+        int32_t index = -1;
+        for (int32_t t = first_transfer;
+             t < static_cast<int32_t>(transfers.size()); ++t) {
+          if (transfers[t].output == edge.src_output &&
+              transfers[t].dst_device == dst_device) {
+            index = t;
+            break;
+          }
+        }
         if (index < 0) {
           index = static_cast<int32_t>(transfers.size());
           const size_t link_index =
@@ -570,7 +727,9 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           t.start_s = std::max(now, link_free[link_index]);
           t.end_s = t.start_s + link.latency_s +
                     static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
+          t.seq = seq++;
           t.remote_uses = 0;
+          t.next_on_link = -1;
           t.cause =
               t.start_s > now && link_last_transfer[link_index] >= 0
                   ? Cause{Cause::kTransfer, link_last_transfer[link_index]}
@@ -580,15 +739,22 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           ++local_uses[id];  // the send holds the source buffer
           allocate(dst_device, t.bytes);
           result.bytes_moved += t.bytes;
-          push_event(Event{t.end_s, seq++, true, index});
+          if (link_tail[link_index] < 0) {
+            events.Push(
+                Event::Make(t.end_s, t.seq, index, /*is_transfer=*/true));
+          } else {
+            transfers[link_tail[link_index]].next_on_link = index;
+          }
+          link_tail[link_index] = index;
           transfers.push_back(t);
-          transfer_end[id] = index + 1;
         }
         ++transfers[index].remote_uses;
+        out_transfer[e] = index;
+        in_transfer[in_index_of_out_edge_[e]] = index;
       }
       // An output nobody consumes (a graph output) stays allocated.
     }
-    if (duration[u] > 0) {
+    if (units[u].duration > 0) {
       device_busy[device] = 0;
       dirty_devices.push_back(device);
     }
@@ -597,9 +763,37 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     while (!free_stack.empty()) {
       const int32_t u = free_stack.back();
       free_stack.pop_back();
-      start[u] = end[u] = now;
-      start_cause[u] = ready_cause[u];
+      units[u].start = units[u].end = now;
+      units[u].start_cause = units[u].ready_cause;
       finish_unit(u, now);
+    }
+  };
+  // Transfer `index` has arrived at `now`: the sender's buffer loses a use,
+  // the consumers it feeds lose a pending input, and the next transfer on
+  // its link becomes the link's event.
+  auto arrive = [&](int32_t index, double now) {
+    const NodeId id = transfers[index].node;
+    release_stack.push_back(id);  // the send no longer holds the buffer
+    drain_releases();
+    const absl::Span<const Edge> out = graph_.out_edges(id);
+    const int32_t begin = static_cast<int32_t>(out.data() - out_base);
+    const int32_t end = begin + static_cast<int32_t>(out.size());
+    for (int32_t e = begin; e < end; ++e) {
+      if (out_transfer[e] != index) continue;
+      const int32_t v = unit_of[out_dst_[e]];  // a data edge: no complement
+      if (--inputs[v].pending == 0) {
+        make_ready(v, now, Cause{Cause::kTransfer, index});
+      }
+    }
+    const Transfer& t = transfers[index];
+    const size_t link_index =
+        static_cast<size_t>(t.src_device) * num_devices + t.dst_device;
+    if (t.next_on_link >= 0) {
+      const Transfer& next = transfers[t.next_on_link];
+      events.Push(Event::Make(next.end_s, next.seq, t.next_on_link,
+                              /*is_transfer=*/true));
+    } else {
+      link_tail[link_index] = -1;
     }
   };
 
@@ -608,37 +802,21 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     dirty_devices.clear();
   };
   for (int u = 0; u < num_units; ++u) {
-    if (pending[u] == 0) make_ready(u, 0, Cause{});
+    if (inputs[u].pending == 0) make_ready(u, 0, Cause{});
   }
   drain_free(0);
   dispatch(0);
   double now = 0;
   while (!events.empty()) {
-    std::pop_heap(events.begin(), events.end(), std::greater<Event>());
-    const Event event = events.back();
-    events.pop_back();
+    const Event event = events.Pop();
     now = event.time;
-    if (event.is_transfer) {
-      const Transfer& t = transfers[event.id];
-      const NodeId id = t.node;
-      release_stack.push_back(id);  // the send no longer holds the buffer
-      drain_releases();
-      for (const Edge& edge : graph_.out_edges(id)) {
-        const int32_t v = unit_of[edge.dst];
-        if (edge.control || v == unit_of[id] ||
-            plan.device[edge.dst] != t.dst_device ||
-            edge.src_output != t.output) {
-          continue;
-        }
-        if (--pending[v] == 0) {
-          make_ready(v, now, Cause{Cause::kTransfer, event.id});
-        }
-      }
+    if (event.is_transfer()) {
+      arrive(event.id(), now);
     } else {
-      finish_unit(event.id, now);
+      finish_unit(event.id(), now);
     }
     drain_free(now);
-    if (events.empty() || events.front().time > now) dispatch(now);
+    if (events.empty() || events.top().time > now) dispatch(now);
   }
   if (completed_units != num_units) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -650,9 +828,9 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   // Step time and the critical path (backwards from the last finisher).
   int32_t last = -1;
   for (int u = 0; u < num_units; ++u) {
-    if (last < 0 || end[u] > end[last]) last = u;
+    if (last < 0 || units[u].end > units[last].end) last = u;
   }
-  result.step_time_s = last >= 0 ? end[last] : 0;
+  result.step_time_s = last >= 0 ? units[last].end : 0;
   for (const Transfer& t : transfers) {
     result.step_time_s = std::max(result.step_time_s, t.end_s);
   }
@@ -662,11 +840,11 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
          path.size() <= static_cast<size_t>(n) + transfers.size()) {
     if (cursor.type == Cause::kUnit) {
       const int32_t u = cursor.id;
-      result.critical_path_busy_s += duration[u];
+      result.critical_path_busy_s += units[u].duration;
       for (int32_t m = member_offsets[u + 1] - 1; m >= member_offsets[u]; --m) {
         path.push_back(members[m]);
       }
-      cursor = start_cause[u];
+      cursor = units[u].start_cause;
     } else {
       const Transfer& t = transfers[cursor.id];
       result.critical_path_busy_s += t.end_s - t.start_s;
@@ -686,8 +864,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     result.node_start_s.resize(n);
     result.node_end_s.resize(n);
     for (NodeId id = 0; id < n; ++id) {
-      result.node_start_s[id] = start[unit_of[id]];
-      result.node_end_s[id] = end[unit_of[id]];
+      result.node_start_s[id] = units[unit_of[id]].start;
+      result.node_end_s[id] = units[unit_of[id]].end;
     }
     result.transfers.reserve(transfers.size());
     for (const Transfer& t : transfers) {

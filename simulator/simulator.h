@@ -110,6 +110,14 @@ class Simulator {
   std::vector<int64_t> output_bytes_;    // all outputs of a node
   std::vector<int32_t> output_offsets_;  // CSR into output_sizes_
   std::vector<int64_t> output_sizes_;    // bytes of each output
+  // Per edge in out-edge order (Graph::out_edges), its index in in-edge
+  // order (Graph::edges): lets a producer tell each consumer's input which
+  // transfer carries it without searching.
+  std::vector<int32_t> in_index_of_out_edge_;
+  // The event loop's view of the edges, 4 bytes each instead of an Edge's
+  // 20: per in-edge its src, per out-edge its dst; ~node for control edges.
+  std::vector<graph::NodeId> in_src_;
+  std::vector<graph::NodeId> out_dst_;
   double lower_bound_s_ = 0;
 
   // Bytes `edge` carries (Graph::EdgeBytes, precomputed).

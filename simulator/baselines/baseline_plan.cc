@@ -12,14 +12,26 @@
 namespace gopt::simulator::baselines {
 namespace {
 
-// The placer's devices with every colocation group moved onto one device
+// The placer's placement with every colocation group moved onto one device
 // (heuristics place nodes one by one; TF's colocation constraints bind the
 // group as a whole).
-absl::StatusOr<std::vector<int32_t>> PlaceColocated(
-    const Placer& placer, const BaselineContext& context) {
-  ASSIGN_OR_RETURN(std::vector<int32_t> device, placer.Place(context));
-  ColocateGroups(context.graph, context.topology, &device);
-  return device;
+absl::StatusOr<Placement> PlaceColocated(const Placer& placer,
+                                         const BaselineContext& context) {
+  ASSIGN_OR_RETURN(Placement placement, placer.PlaceInOrder(context));
+  ColocateGroups(context.graph, context.topology, &placement.device);
+  return placement;
+}
+
+// The priorities of `scheduling` for `placement`: the placer's own order
+// for kPlacementOrder, else the registered scheduler's.
+absl::StatusOr<std::vector<int32_t>> Schedule(const BaselineRegistry& registry,
+                                              absl::string_view scheduling,
+                                              const BaselineContext& context,
+                                              const Placement& placement) {
+  if (scheduling == kPlacementOrder) return placement.priority;
+  ASSIGN_OR_RETURN(const Scheduler* scheduler,
+                   registry.FindScheduler(scheduling));
+  return scheduler->Schedule(context, placement.device);
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -72,13 +84,28 @@ absl::StatusOr<BaselineMethod> ParseBaselineMethod(
   }
   BaselineMethod parsed;
   parsed.placement = std::string(parts[0]);
-  if (parts.size() > 1) parsed.scheduling = std::string(parts[1]);
   if (parts.size() > 2) parsed.fusion = std::string(parts[2]);
   if (parts.size() > 3) parsed.layout = std::string(parts[3]);
-  RETURN_IF_ERROR(
-      CheckPart(method, registry.FindPlacer(parsed.placement).status()));
-  RETURN_IF_ERROR(
-      CheckPart(method, registry.FindScheduler(parsed.scheduling).status()));
+  const absl::StatusOr<const Placer*> placer =
+      registry.FindPlacer(parsed.placement);
+  RETURN_IF_ERROR(CheckPart(method, placer.status()));
+  const bool ordered = (*placer)->AssumesOrder();
+  if (parts.size() > 1) {
+    parsed.scheduling = std::string(parts[1]);
+  } else if (ordered) {
+    parsed.scheduling = std::string(kPlacementOrder);
+  }
+  if (parsed.scheduling == kPlacementOrder) {
+    if (!ordered) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "method '", method, "': scheduling '", kPlacementOrder,
+          "' needs a placement that decides an order (m-etf, m-sct); '",
+          parsed.placement, "' does not"));
+    }
+  } else {
+    RETURN_IF_ERROR(
+        CheckPart(method, registry.FindScheduler(parsed.scheduling).status()));
+  }
   RETURN_IF_ERROR(
       CheckPart(method, registry.FindFuser(parsed.fusion).status()));
   RETURN_IF_ERROR(
@@ -93,18 +120,16 @@ absl::StatusOr<Plan> MakeBaselinePlan(const BaselineRegistry& registry,
                    ParseBaselineMethod(registry, method));
   const std::string name = parsed.FullName();
   const Placer* placer = *registry.FindPlacer(parsed.placement);
-  const Scheduler* scheduler = *registry.FindScheduler(parsed.scheduling);
   const Fuser* fuser = *registry.FindFuser(parsed.fusion);
   const LayoutAssigner* assigner = *registry.FindLayoutAssigner(parsed.layout);
   Plan plan;
   plan.method = name;
-  absl::StatusOr<std::vector<int32_t>> device =
-      PlaceColocated(*placer, context);
-  if (!device.ok()) return Annotate(device.status(), name);
-  plan.device = *std::move(device);
+  absl::StatusOr<Placement> placement = PlaceColocated(*placer, context);
+  if (!placement.ok()) return Annotate(placement.status(), name);
   absl::StatusOr<std::vector<int32_t>> priority =
-      scheduler->Schedule(context, plan.device);
+      Schedule(registry, parsed.scheduling, context, *placement);
   if (!priority.ok()) return Annotate(priority.status(), name);
+  plan.device = std::move(placement->device);
   plan.priority = *std::move(priority);
   absl::StatusOr<std::vector<int32_t>> groups =
       fuser->Fuse(context, plan.device);
@@ -128,7 +153,11 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
   std::vector<BaselineMethod> methods;
   if (options.methods.empty()) {
     for (const std::string& p : registry.PlacerNames()) {
-      for (const std::string& s : registry.SchedulerNames()) {
+      std::vector<std::string> schedulings = registry.SchedulerNames();
+      if ((*registry.FindPlacer(p))->AssumesOrder()) {
+        schedulings.emplace_back(kPlacementOrder);
+      }
+      for (const std::string& s : schedulings) {
         for (const std::string& f : registry.FuserNames()) {
           for (const std::string& l : registry.LayoutAssignerNames()) {
             methods.push_back(BaselineMethod{p, s, f, l});
@@ -150,7 +179,7 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
   quick.record_timeline = false;
   // Each heuristic runs once per placement; keys are "placement" or
   // "placement|other".
-  std::map<std::string, Part<std::vector<int32_t>>> placements;
+  std::map<std::string, Part<Placement>> placements;
   std::map<std::string, Part<std::vector<int32_t>>> schedules;
   std::map<std::string, Part<std::vector<int32_t>>> fusions;
   std::map<std::string, Part<std::vector<std::vector<int32_t>>>> layouts;
@@ -169,8 +198,8 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
     auto [placed, new_placement] = placements.try_emplace(method.placement);
     if (new_placement) {
       const Placer* placer = *registry.FindPlacer(method.placement);
-      placed->second = Timed<std::vector<int32_t>>(
-          [&] { return PlaceColocated(*placer, context); });
+      placed->second =
+          Timed<Placement>([&] { return PlaceColocated(*placer, context); });
     }
     trial.method_seconds = placed->second.seconds;
     if (!placed->second.value.ok()) {
@@ -178,15 +207,16 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
       best.trials.push_back(std::move(trial));
       continue;
     }
-    const std::vector<int32_t>& device = *placed->second.value;
+    const Placement& placement = *placed->second.value;
+    const std::vector<int32_t>& device = placement.device;
     const std::string prefix = method.placement + "|";
 
     auto [scheduled, new_schedule] =
         schedules.try_emplace(prefix + method.scheduling);
     if (new_schedule) {
-      const Scheduler* scheduler = *registry.FindScheduler(method.scheduling);
-      scheduled->second = Timed<std::vector<int32_t>>(
-          [&] { return scheduler->Schedule(context, device); });
+      scheduled->second = Timed<std::vector<int32_t>>([&] {
+        return Schedule(registry, method.scheduling, context, placement);
+      });
     }
     auto [fused, new_fusion] = fusions.try_emplace(prefix + method.fusion);
     if (new_fusion) {

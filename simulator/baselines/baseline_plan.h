@@ -13,9 +13,15 @@
 
 namespace gopt::simulator::baselines {
 
+// The scheduling that runs each device's ops in the order the placement
+// heuristic assumed (Placer::PlaceInOrder); valid only with a placement
+// whose AssumesOrder() is true, and the default scheduling for those.
+inline constexpr absl::string_view kPlacementOrder = "placement-order";
+
 // A baseline method: one heuristic per task. Written
 // PLACEMENT[+SCHEDULING[+FUSION[+LAYOUT]]]; missing parts take the
-// framework defaults "fifo", "none" and "default".
+// framework defaults "fifo" (kPlacementOrder for a placement that assumes an
+// order, such as m-sct), "none" and "default".
 struct BaselineMethod {
   std::string placement;
   std::string scheduling = "fifo";
@@ -26,13 +32,15 @@ struct BaselineMethod {
   std::string FullName() const;
 };
 
-// Parses a method name and checks that every part is registered.
+// Parses a method name and checks that every part is registered (or is
+// kPlacementOrder with a placement that assumes an order).
 // InvalidArgument for an empty method, an empty part or more than four
 // parts, and for an unknown name, naming the part and listing the valid
 // names ("method 'metis+lifo': unknown scheduling 'lifo'; known: fifo,
 // critical-path").
 //
 //   ParseBaselineMethod(registry, "expert")  // expert+fifo+none+default
+//   ParseBaselineMethod(registry, "m-sct")   // m-sct+placement-order+...
 absl::StatusOr<BaselineMethod> ParseBaselineMethod(
     const BaselineRegistry& registry, absl::string_view method);
 
@@ -62,7 +70,9 @@ struct BaselineTrial {
 
 struct BestBaselineOptions {
   // Methods to try (ParseBaselineMethod syntax). Default (empty): every
-  // combination of registered placement x scheduling x fusion x layout.
+  // combination of registered placement x scheduling x fusion x layout,
+  // with kPlacementOrder as one more scheduling for the placements that
+  // assume an order.
   std::vector<std::string> methods;
 };
 
@@ -85,7 +95,8 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
     const BestBaselineOptions& options = {});
 
 // The methods `gopt bench` reports by default: every placement alone (the
-// framework's scheduling, no fusion, default layouts), plus the stronger
+// framework's scheduling, or the placer's own order for m-etf and m-sct; no
+// fusion, default layouts), plus the stronger
 // placements with critical-path scheduling and greedy fusion, and the
 // single-device plan with greedy fusion (what a fusing compiler does on one
 // device).

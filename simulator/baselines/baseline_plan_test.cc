@@ -28,7 +28,11 @@ std::vector<std::string> AllMethods() {
   std::vector<std::string> methods;
   const BaselineRegistry& r = Registry();
   for (const std::string& p : r.PlacerNames()) {
-    for (const std::string& s : r.SchedulerNames()) {
+    std::vector<std::string> schedulings = r.SchedulerNames();
+    if ((*r.FindPlacer(p))->AssumesOrder()) {
+      schedulings.emplace_back(kPlacementOrder);
+    }
+    for (const std::string& s : schedulings) {
       for (const std::string& f : r.FuserNames()) {
         for (const std::string& l : r.LayoutAssignerNames()) {
           methods.push_back(absl::StrCat(p, "+", s, "+", f, "+", l));
@@ -91,6 +95,44 @@ TEST(BaselinePlanTest, MissingPartsTakeFrameworkDefaults) {
   method = ParseBaselineMethod(Registry(), "metis+critical-path+greedy");
   ASSERT_TRUE(method.ok()) << method.status();
   EXPECT_EQ(method->FullName(), "metis+critical-path+greedy+default");
+  // A placement that decides an order runs in it unless told otherwise.
+  method = ParseBaselineMethod(Registry(), "m-sct");
+  ASSERT_TRUE(method.ok()) << method.status();
+  EXPECT_EQ(method->FullName(), "m-sct+placement-order+none+default");
+  method = ParseBaselineMethod(Registry(), "m-etf+fifo");
+  ASSERT_TRUE(method.ok()) << method.status();
+  EXPECT_EQ(method->FullName(), "m-etf+fifo+none+default");
+}
+
+TEST(BaselinePlanTest, MemoryConstrainedPlansRunInThePlacersOrder) {
+  // One 1 GB device; a1 and b1 write 600 MB each, read by a2 and b2. FIFO
+  // runs a1 and b1 before either reader and overflows.
+  GraphMaker g("two-chains");
+  const int input = g.Param("input", 1000);
+  const int a1 = g.Op("a1", 1e9, {input}, /*elements=*/150'000'000);
+  const int b1 = g.Op("b1", 1e9, {input}, /*elements=*/150'000'000);
+  g.Op("a2", 1e9, {a1});
+  g.Op("b2", 1e9, {b1});
+  const graph::Graph graph = g.Build();
+  const Topology topology = UniformTopology(1, /*memory_bytes=*/1'000'000'000);
+  const RooflineCostModel cost_model;
+  const BaselineContext context{graph, topology, cost_model, /*seed=*/0};
+  const Simulator simulator(graph, topology, cost_model);
+  for (const char* placement : {"m-etf", "m-sct"}) {
+    SCOPED_TRACE(placement);
+    absl::StatusOr<Plan> plan =
+        MakeBaselinePlan(Registry(), placement, context);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->method,
+              absl::StrCat(placement, "+placement-order+none+default"));
+    EXPECT_FALSE(simulator.Simulate(*plan)->oom);
+    // A scheduler named explicitly replaces the placer's order.
+    plan =
+        MakeBaselinePlan(Registry(), absl::StrCat(placement, "+fifo"), context);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(plan->priority.empty());
+    EXPECT_TRUE(simulator.Simulate(*plan)->oom);
+  }
 }
 
 TEST(BaselinePlanTest, BadMethodNamesNameThePartAndListValidNames) {
@@ -106,6 +148,9 @@ TEST(BaselinePlanTest, BadMethodNamesNameThePartAndListValidNames) {
            {"metis+lifo",
             "unknown scheduling 'lifo'; known: fifo, "
             "critical-path"},
+           {"expert+placement-order",
+            "scheduling 'placement-order' needs a placement that decides an "
+            "order"},
            {"heft+fifo+all", "unknown fusion 'all'; known: none, greedy"},
            {"heft+fifo+none+nchw",
             "unknown layout 'nchw'; known: default, "

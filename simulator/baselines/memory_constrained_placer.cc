@@ -10,6 +10,8 @@
 #include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/upward_rank.h"
+#include "simulator/plan.h"
+#include "simulator/simulator.h"
 
 namespace gopt::simulator::baselines {
 namespace {
@@ -59,7 +61,7 @@ struct StartableOrder {  // most preferred on top
 class Run {
  public:
   Run(const CostTable& costs, bool small_communication_times,
-      absl::string_view name)
+      absl::string_view name, std::vector<int64_t> budget_bytes)
       : costs_(costs),
         graph_(costs.graph()),
         name_(name),
@@ -76,11 +78,14 @@ class Run {
         copy_devices_(n_),
         device_free_s_(num_devices_, 0),
         memory_used_(num_devices_, 0),
+        peak_used_(num_devices_, 0),
         freed_since_block_(num_devices_, 0),
         min_shortfall_(num_devices_, kNoShortfall),
+        budget_bytes_(std::move(budget_bytes)),
         waiting_(num_devices_),
         startable_(num_devices_),
         blocked_(num_devices_) {
+    order_.reserve(n_);
     for (NodeId id = 0; id < n_; ++id) {
       // Only parameters that may go anywhere wait for their consumer; a
       // constrained one is placed like any free node.
@@ -100,7 +105,12 @@ class Run {
     }
   }
 
-  absl::StatusOr<std::vector<int32_t>> Place() {
+  // Per device: the estimate's peak (valid after Place).
+  const std::vector<int64_t>& peak_bytes() const { return peak_used_; }
+
+  // The devices, and the order nodes were committed in as priorities (the
+  // first committed highest; parameters placed with their consumer, 0).
+  absl::StatusOr<Placement> Place() {
     for (NodeId id = 0; id < n_; ++id) {
       for (const Edge& edge : graph_.in_edges(id)) {
         if (!deferred_[edge.src]) ++pending_[id];
@@ -163,7 +173,13 @@ class Run {
       }
       RETURN_IF_ERROR(PlaceUnconsumedParameter(id));
     }
-    return std::move(device_);
+    Placement placement;
+    placement.priority.assign(n_, 0);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      placement.priority[order_[i]] = static_cast<int32_t>(n_ - i);
+    }
+    placement.device = std::move(device_);
+    return placement;
   }
 
  private:
@@ -190,9 +206,16 @@ class Run {
 
   // Bytes that placing `id` on `d` adds to d's estimate: its own output,
   // the unplaced parameters that come along, and one copy of each remote
-  // input not yet received on d.
-  int64_t NeedBytes(NodeId id, int32_t d) {
-    int64_t need = costs_.OutputMemoryBytes(id);
+  // input not yet received on d. Parameters and constants (`resident`)
+  // are held from the start of the step, as the simulator holds them.
+  struct Need {
+    int64_t transient = 0;
+    int64_t resident = 0;
+  };
+  Need NeedBytes(NodeId id, int32_t d) {
+    Need need;
+    (costs_.IsResident(id) ? need.resident : need.transient) +=
+        costs_.OutputMemoryBytes(id);
     for (const Edge& edge : graph_.in_edges(id)) {
       const NodeId src = edge.src;
       const bool unplaced = device_[src] < 0;
@@ -200,9 +223,10 @@ class Run {
       if (seen_[src] == id) continue;
       seen_[src] = id;
       if (unplaced) {
-        need += costs_.OutputMemoryBytes(src);
+        (costs_.IsResident(src) ? need.resident : need.transient) +=
+            costs_.OutputMemoryBytes(src);
       } else if (!HasCopy(src, d)) {
-        need += graph_.node(src).output_bytes();
+        need.transient += graph_.node(src).output_bytes();
       }
     }
     // Later evaluations of the same node must see every input again.
@@ -210,10 +234,19 @@ class Run {
     return need;
   }
 
-  // How many bytes d lacks to hold `id` now (<= 0: it fits).
+  // How many bytes d lacks to hold `id` now (<= 0: it fits). Resident
+  // bytes placed now were there all along, so they also raise every earlier
+  // moment, whose worst is peak_used_[d].
   int64_t Shortfall(NodeId id, int32_t d) {
-    return memory_used_[d] + NeedBytes(id, d) -
-           costs_.topology().devices[d].memory_bytes;
+    const Need need = NeedBytes(id, d);
+    return std::max(memory_used_[d] + need.transient + need.resident,
+                    peak_used_[d] + need.resident) -
+           budget_bytes_[d];
+  }
+
+  void Allocate(int32_t d, const Need& need) {
+    memory_used_[d] += need.transient + need.resident;
+    peak_used_[d] = std::max(peak_used_[d] + need.resident, memory_used_[d]);
   }
 
   bool HasCopy(NodeId id, int32_t d) const {
@@ -283,7 +316,7 @@ class Run {
 
   void Commit(NodeId id, int32_t d, double start_s) {
     freed_any_ = false;
-    memory_used_[d] += NeedBytes(id, d);
+    Allocate(d, NeedBytes(id, d));
     for (const Edge& edge : graph_.in_edges(id)) {
       if (device_[edge.src] < 0) {
         device_[edge.src] = d;
@@ -294,6 +327,7 @@ class Run {
       }
     }
     device_[id] = d;
+    order_.push_back(id);
     finish_s_[id] = start_s + costs_.ComputeSeconds(id, d);
     if (!costs_.IsFree(id)) {
       device_free_s_[d] = finish_s_[id];
@@ -356,15 +390,14 @@ class Run {
     int32_t best_device = -1;
     int64_t best_room = -1;
     for (int32_t d : costs_.AllowedDevices(id)) {
-      const int64_t room =
-          costs_.topology().devices[d].memory_bytes - memory_used_[d];
+      const int64_t room = budget_bytes_[d] - memory_used_[d];
       if (room > best_room && Shortfall(id, d) <= 0) {
         best_room = room;
         best_device = d;
       }
     }
     if (best_device < 0) return NoRoom(id);
-    memory_used_[best_device] += costs_.OutputMemoryBytes(id);
+    Allocate(best_device, NeedBytes(id, best_device));
     device_[id] = best_device;
     return absl::OkStatus();
   }
@@ -372,9 +405,9 @@ class Run {
   absl::Status NoRoom(NodeId id) {
     std::string devices;
     for (int32_t d = 0; d < num_devices_; ++d) {
-      absl::StrAppend(
-          &devices, d == 0 ? "" : ", ", "device ", d, ": ", memory_used_[d],
-          " of ", costs_.topology().devices[d].memory_bytes, " bytes in use");
+      absl::StrAppend(&devices, d == 0 ? "" : ", ", "device ", d, ": ",
+                      memory_used_[d], " of ", budget_bytes_[d],
+                      " bytes in use");
     }
     return absl::ResourceExhaustedError(absl::StrCat(
         name_, ": node '", graph_.node(id).name, "' (output ",
@@ -401,6 +434,11 @@ class Run {
   std::vector<std::vector<int32_t>> copy_devices_;
   std::vector<double> device_free_s_;
   std::vector<int64_t> memory_used_;
+  // Per device: the largest memory_used_ so far, raised by every resident
+  // byte placed since (those are held from the start).
+  std::vector<int64_t> peak_used_;
+  const std::vector<int64_t> budget_bytes_;  // per device: the most to use
+  std::vector<NodeId> order_;                // nodes as committed
   std::vector<int64_t> freed_since_block_;
   std::vector<int64_t> min_shortfall_;
   bool freed_any_ = false;
@@ -424,10 +462,67 @@ absl::string_view MemoryConstrainedPlacer::name() const {
 
 absl::StatusOr<std::vector<int32_t>> MemoryConstrainedPlacer::Place(
     const BaselineContext& context) const {
+  ASSIGN_OR_RETURN(Placement placement, PlaceInOrder(context));
+  return std::move(placement.device);
+}
+
+absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceInOrder(
+    const BaselineContext& context) const {
   RETURN_IF_ERROR(CheckTopology(context.topology));
   const CostTable costs(context.graph, context.topology, context.cost_model);
-  Run run(costs, variant_ == Variant::kSmallCommunicationTimes, name());
-  return run.Place();
+  const Simulator simulator(context.graph, context.topology,
+                            context.cost_model);
+  SimulationOptions quick;
+  quick.record_timeline = false;
+  const int num_devices = context.topology.num_devices();
+  std::vector<int64_t> budget(num_devices);
+  for (int d = 0; d < num_devices; ++d) {
+    budget[d] = context.topology.devices[d].memory_bytes;
+  }
+  std::string tightened;  // what the retries changed, for error messages
+  for (int attempt = 1;; ++attempt) {
+    Run run(costs, variant_ == Variant::kSmallCommunicationTimes, name(),
+            budget);
+    absl::StatusOr<Placement> placement = run.Place();
+    if (!placement.ok()) {
+      if (tightened.empty()) return placement.status();
+      return absl::Status(
+          placement.status().code(),
+          absl::StrCat(placement.status().message(), "; ", tightened));
+    }
+    // Check the plan the way MakeBaselinePlan builds it: colocation groups
+    // joined, the placer's order, no fusion, default layouts.
+    ColocateGroups(context.graph, context.topology, &placement->device);
+    Plan plan;
+    plan.device = placement->device;
+    plan.priority = placement->priority;
+    ASSIGN_OR_RETURN(const SimulationResult result,
+                     simulator.Simulate(plan, quick));
+    if (!result.oom) return placement;
+    // The simulator's execution strays from the list schedule (transfers
+    // queue on links while their copies are already held, ready ops
+    // overtake late ones): cap each device that overflowed at its estimated
+    // peak less the overflow (the budget alone may lie far above the
+    // estimate, so lowering it would change nothing) and place again.
+    std::string overflows;
+    for (int d = 0; d < num_devices; ++d) {
+      const int64_t over = result.peak_memory_bytes[d] -
+                           context.topology.devices[d].memory_bytes;
+      if (over <= 0) continue;
+      budget[d] = std::min(budget[d], run.peak_bytes()[d]) - over;
+      absl::StrAppend(&overflows, overflows.empty() ? "" : ", ", "device ", d,
+                      " by ", over, " bytes");
+    }
+    tightened =
+        absl::StrCat("after ", attempt,
+                     " simulated plan(s) overflowed memory (last: ", overflows,
+                     "), device budgets were tightened");
+    if (attempt == kMaxAttempts) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          name(),
+          ": no placement whose simulation fits in memory: ", tightened));
+    }
+  }
 }
 
 }  // namespace gopt::simulator::baselines

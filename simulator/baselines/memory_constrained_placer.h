@@ -25,9 +25,11 @@ namespace gopt::simulator::baselines {
 // device when communication would dominate) without its LP relaxation.
 //
 // Memory: a node is never placed on a device where the running estimate
-// would exceed the device's memory_bytes. The estimate follows the list
+// would exceed the device's budget (at first its memory_bytes). The
+// estimate follows the list
 // schedule being built, as the simulator's accounting follows execution:
-//   + parameters and constants placed there, for the whole step;
+//   + parameters and constants placed there, for the whole step: from its
+//     start, so placing one also raises the estimate's earlier peak;
 //   + the output of every kernel placed there, from its placement until
 //     every consumer of it is placed (views such as reshapes alias their
 //     input and keep it alive until their own consumers are placed);
@@ -37,25 +39,47 @@ namespace gopt::simulator::baselines {
 // parameters that come along with it. A ready node that does not fit a
 // device waits until enough memory is freed there; when every remaining
 // ready node waits, the placer gives up with ResourceExhausted naming one
-// of them (e.g. weights larger than any device). The estimate assumes ops
-// run in the order they were placed; the simulator runs each device's
-// ready ops in priority order (FIFO by default), so its peak may differ and
-// a plan is not guaranteed to be free of OOM there.
+// of them (e.g. weights larger than any device).
+//
+// The estimate assumes ops run in the order they were placed, so the
+// placer also returns that order as priorities (PlaceInOrder; the first
+// placed highest), and a method that names no scheduling runs in it
+// ("m-sct" = "m-sct+placement-order"). The simulator still strays from the
+// list schedule: transfers contend for links, a received copy is held from
+// its arrival rather than from its consumer's placement, and a ready op
+// overtakes an earlier-placed one whose inputs are late. So the placer
+// simulates its plan (placement, its order, no fusion, default layouts)
+// and, while some device overflows, places again with that device's budget
+// lowered by the overflow, up to kMaxAttempts times; then it gives up with
+// ResourceExhausted. A plan it returns is free of OOM in the simulator under
+// its own order; another scheduler, fusion or layout (e.g.
+// "m-sct+critical-path+greedy") changes the order and the buffers, and
+// carries no such guarantee.
 //
 // Free nodes (reshapes, tuples, ...) take no device time and are placed
 // where their inputs arrive first; parameters and constants are placed with
 // their first consumer. Transfers are priced per edge without link
-// contention. O((nodes + edges) * devices * log nodes). Stateless and
-// thread-safe.
+// contention. O((nodes + edges) * devices * log nodes) per attempt, plus
+// one simulation. Stateless and thread-safe.
 class MemoryConstrainedPlacer final : public Placer {
  public:
   enum class Variant { kEarliestTaskFirst, kSmallCommunicationTimes };
 
   explicit MemoryConstrainedPlacer(Variant variant) : variant_(variant) {}
 
+  // Retries of the placement with tightened budgets (see the class comment).
+  static constexpr int kMaxAttempts = 8;
+
   // "m-etf" or "m-sct".
   absl::string_view name() const override;
+  // PlaceInOrder's devices.
   absl::StatusOr<std::vector<int32_t>> Place(
+      const BaselineContext& context) const override;
+  bool AssumesOrder() const override { return true; }
+  // The devices and the list-schedule order, checked in the simulator.
+  // ResourceExhausted when a node fits no device, or when kMaxAttempts
+  // placements all overflow in simulation.
+  absl::StatusOr<Placement> PlaceInOrder(
       const BaselineContext& context) const override;
 
  private:

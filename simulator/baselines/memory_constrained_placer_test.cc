@@ -153,5 +153,51 @@ TEST(MemoryConstrainedPlacerTest, SctGivesTheParentsDeviceToTheFavouriteChild) {
   EXPECT_NE((*sct)[small], (*sct)[u]);
 }
 
+// Two independent chains on one 1 GB device: a1 and b1 each write 600 MB,
+// read only by a2 and b2. FIFO (NodeId order: a1, b1, a2, b2) runs both
+// producers first and holds 1.2 GB; the list schedule finishes one chain
+// before starting the other.
+graph::Graph TwoChainsGraph() {
+  GraphMaker g("two-chains");
+  const int input = g.Param("input", 1000);
+  const int a1 = g.Op("a1", 1e9, {input}, /*elements=*/150'000'000);
+  const int b1 = g.Op("b1", 1e9, {input}, /*elements=*/150'000'000);
+  g.Op("a2", 1e9, {a1});
+  g.Op("b2", 1e9, {b1});
+  return g.Build();
+}
+
+TEST(MemoryConstrainedPlacerTest, ItsOrderKeepsThePlanInMemory) {
+  const graph::Graph graph = TwoChainsGraph();
+  const Topology topology = UniformTopology(1, /*memory_bytes=*/1'000'000'000);
+  const RooflineCostModel cost_model;
+  const Simulator simulator(graph, topology, cost_model);
+  Plan fifo = DefaultPlan(graph);
+  EXPECT_TRUE(simulator.Simulate(fifo)->oom);
+  const NodeId a1 = *graph.FindNode("a1");
+  const NodeId a2 = *graph.FindNode("a2");
+  const NodeId b1 = *graph.FindNode("b1");
+  const NodeId b2 = *graph.FindNode("b2");
+  for (Variant variant : kVariants) {
+    const MemoryConstrainedPlacer placer(variant);
+    SCOPED_TRACE(placer.name());
+    EXPECT_TRUE(placer.AssumesOrder());
+    const auto placement =
+        placer.PlaceInOrder({graph, topology, cost_model, /*seed=*/0});
+    ASSERT_TRUE(placement.ok()) << placement.status();
+    const std::vector<int32_t>& priority = placement->priority;
+    ASSERT_EQ(priority.size(), graph.num_nodes());
+    EXPECT_GT(priority[a1], priority[a2]);
+    EXPECT_GT(priority[a2], priority[b1]);
+    EXPECT_GT(priority[b1], priority[b2]);
+    Plan plan = DefaultPlan(graph);
+    plan.device = placement->device;
+    // Without the order (FIFO), the same placement overflows.
+    EXPECT_TRUE(simulator.Simulate(plan)->oom);
+    plan.priority = priority;
+    EXPECT_FALSE(simulator.Simulate(plan)->oom);
+  }
+}
+
 }  // namespace
 }  // namespace gopt::simulator::baselines
