@@ -142,9 +142,11 @@ TF.js model.json (tfjs), gopt.v1.Graph binary/JSON (gopt), TpuGraphs
 tuning protobufs (tpugraphs).
 
 methods: PLACEMENT[+SCHEDULING[+FUSION[+LAYOUT]]], missing parts at the
-framework default (fifo, none, default). Placements: single, round-robin,
-random, expert, metis, heft, m-etf, m-sct; scheduling: fifo, critical-path;
-fusion: none, greedy; layout: default, greedy. best-baseline = the best of
+framework default (fifo, none, default; m-etf and m-sct default to
+placement-order, the order their memory check assumed). Placements: single,
+round-robin, random, expert, metis, heft, m-etf, m-sct; scheduling: fifo,
+critical-path, placement-order (m-etf, m-sct only); fusion: none, greedy;
+layout: default, greedy. best-baseline = the best of
 every combination. bench also runs the GO policy from --policy_dir:
 go-zeroshot, go-finetune (--fine_tune_steps, default 50, at most 60 s;
 warm-started from best-baseline, as gopt-server does), go-finetune-cold (the
