@@ -124,7 +124,8 @@ class OutOfLine {
 // ConvolutionDimensions).
 //
 // Attributes most ops have are public fields. Those of few ops (window,
-// convolution and dot dimension numbers, slices, padding) are kept out of
+// convolution and dot dimension numbers, slices, padding, custom-call
+// target, comparison direction) are kept out of
 // line, because a graph holds one OpAttributes per node: read them with
 // window(), dot(), ... (an empty or default value when absent) and write
 // them with mutable_window(), mutable_dot(), ... (which allocate on first
@@ -150,8 +151,6 @@ class OpAttributes {
   // Iterations of a loop (while / Loop / TF1 frame); -1 = unknown (costed
   // as one iteration, with a warning on the graph).
   int64_t trip_count = -1;
-  std::string custom_call_target;  // custom-call
-  std::string comparison;          // compare direction ("LT", ...)
 
   // Convolution, reduce-window: one entry per spatial dimension.
   const std::vector<WindowDimension>& window() const { return window_.get(); }
@@ -205,6 +204,18 @@ class OpAttributes {
     return padding_.mutable_get();
   }
 
+  // Custom-call: the target's name.
+  const std::string& custom_call_target() const {
+    return custom_call_target_.get();
+  }
+  std::string* mutable_custom_call_target() {
+    return custom_call_target_.mutable_get();
+  }
+
+  // Compare: the direction ("LT", "EQ", ...).
+  const std::string& comparison() const { return comparison_.get(); }
+  std::string* mutable_comparison() { return comparison_.mutable_get(); }
+
   bool operator==(const OpAttributes& o) const {
     return dimensions == o.dimensions && window_ == o.window_ &&
            has_convolution_dimensions == o.has_convolution_dimensions &&
@@ -219,8 +230,8 @@ class OpAttributes {
            padding_ == o.padding_ && parameter_number == o.parameter_number &&
            tuple_index == o.tuple_index && is_stable == o.is_stable &&
            is_root == o.is_root && trip_count == o.trip_count &&
-           custom_call_target == o.custom_call_target &&
-           comparison == o.comparison;
+           custom_call_target_ == o.custom_call_target_ &&
+           comparison_ == o.comparison_;
   }
 
  private:
@@ -232,6 +243,8 @@ class OpAttributes {
   OutOfLine<std::vector<int64_t>> slice_strides_;
   OutOfLine<std::vector<int64_t>> dynamic_slice_sizes_;
   OutOfLine<std::vector<PaddingDimension>> padding_;
+  OutOfLine<std::string> custom_call_target_;
+  OutOfLine<std::string> comparison_;
 };
 
 }  // namespace gopt::graph

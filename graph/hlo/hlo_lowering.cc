@@ -459,7 +459,7 @@ class Lowering {
                        Standalone(called[1], depth + 1));
       node.subgraphs = {Attach(target, body), Attach(target, condition)};
       const std::optional<int64_t> trip =
-          KnownTripCount(instruction.backend_config);
+          KnownTripCount(instruction.backend_config.get());
       node.attributes.trip_count = trip.value_or(-1);
       if (!trip.has_value()) {
         warnings_.push_back(
@@ -494,7 +494,7 @@ class Lowering {
       cost.unknown = body.unknown;
     } else if (node.kind == OpKind::kCustomCall) {
       const std::string& target_name =
-          instruction.attributes.custom_call_target;
+          instruction.attributes.custom_call_target();
       if (custom_call_targets_.insert(target_name).second) {
         warnings_.push_back(absl::StrCat(
             "custom-call target '", target_name,

@@ -113,7 +113,8 @@ void AppendInstruction(const HloModule& module,
   if (instruction.opcode == "parameter") {
     absl::StrAppend(out, a.parameter_number);
   } else if (instruction.opcode == "constant") {
-    out->append(instruction.literal.empty() ? "{...}" : instruction.literal);
+    out->append(instruction.literal.get().empty() ? "{...}"
+                                                  : instruction.literal.get());
   } else {
     for (size_t k = 0; k < instruction.operands.size(); ++k) {
       if (k > 0) out->append(", ");
@@ -180,18 +181,20 @@ void AppendInstruction(const HloModule& module,
     absl::StrAppend(out, ", padding=", absl::StrJoin(parts, "x"));
   }
   if (a.is_stable) out->append(", is_stable=true");
-  if (!a.comparison.empty()) absl::StrAppend(out, ", direction=", a.comparison);
-  if (!instruction.fusion_kind.empty()) {
-    absl::StrAppend(out, ", kind=", instruction.fusion_kind);
+  if (!a.comparison().empty()) {
+    absl::StrAppend(out, ", direction=", a.comparison());
+  }
+  if (!instruction.fusion_kind.get().empty()) {
+    absl::StrAppend(out, ", kind=", instruction.fusion_kind.get());
   }
   AppendCalls(module, instruction, out);
-  if (!a.custom_call_target.empty()) {
+  if (!a.custom_call_target().empty()) {
     out->append(", custom_call_target=");
-    AppendQuoted(a.custom_call_target, out);
+    AppendQuoted(a.custom_call_target(), out);
   }
-  if (!instruction.backend_config.empty()) {
+  if (!instruction.backend_config.get().empty()) {
     out->append(", backend_config=");
-    AppendQuoted(instruction.backend_config, out);
+    AppendQuoted(instruction.backend_config.get(), out);
   }
   out->push_back('\n');
 }

@@ -169,10 +169,18 @@ void ConvertAttributes(const xla::HloInstructionProto& proto,
     attributes.tuple_index = proto.tuple_index();
   }
   attributes.is_stable = proto.is_stable();
-  attributes.custom_call_target = proto.custom_call_target();
-  attributes.comparison = proto.comparison_direction();
-  instruction->backend_config = proto.backend_config();
-  instruction->fusion_kind = proto.fusion_kind();
+  if (!proto.custom_call_target().empty()) {
+    *attributes.mutable_custom_call_target() = proto.custom_call_target();
+  }
+  if (!proto.comparison_direction().empty()) {
+    *attributes.mutable_comparison() = proto.comparison_direction();
+  }
+  if (!proto.backend_config().empty()) {
+    *instruction->backend_config.mutable_get() = proto.backend_config();
+  }
+  if (!proto.fusion_kind().empty()) {
+    *instruction->fusion_kind.mutable_get() = proto.fusion_kind();
+  }
 }
 
 }  // namespace

@@ -605,7 +605,7 @@ class Parser {
       return absl::OkStatus();
     }
     if (key == "direction") {
-      attributes.comparison = std::string(ParseName());
+      *attributes.mutable_comparison() = std::string(ParseName());
       return absl::OkStatus();
     }
     if (key == "window") return ParseWindow(&attributes);
@@ -651,20 +651,21 @@ class Parser {
       return absl::OkStatus();
     }
     if (key == "custom_call_target") {
-      ASSIGN_OR_RETURN(attributes.custom_call_target, ParseString());
+      ASSIGN_OR_RETURN(*attributes.mutable_custom_call_target(), ParseString());
       return absl::OkStatus();
     }
     if (key == "backend_config") {
       if (Peek() == '"') {
-        ASSIGN_OR_RETURN(instruction->backend_config, ParseString());
+        ASSIGN_OR_RETURN(*instruction->backend_config.mutable_get(),
+                         ParseString());
       } else {
         ASSIGN_OR_RETURN(absl::string_view value, RawValue());
-        instruction->backend_config = std::string(value);
+        *instruction->backend_config.mutable_get() = std::string(value);
       }
       return absl::OkStatus();
     }
     if (key == "kind" && instruction->opcode == "fusion") {
-      instruction->fusion_kind = std::string(ParseName());
+      *instruction->fusion_kind.mutable_get() = std::string(ParseName());
       return absl::OkStatus();
     }
     if (key == "to_apply" || key == "calls") {
@@ -710,7 +711,7 @@ class Parser {
     if (instruction->opcode == "constant") {
       pos_ = open;
       RETURN_IF_ERROR(SkipBalanced());
-      instruction->literal =
+      *instruction->literal.mutable_get() =
           std::string(text_.substr(open + 1, pos_ - open - 2));
       return absl::OkStatus();
     }

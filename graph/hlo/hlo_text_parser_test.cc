@@ -63,7 +63,7 @@ TEST(HloTextParserTest, ParsesCurrentSyntax) {
   EXPECT_TRUE(t.shape.is_tuple);
   EXPECT_EQ(t.shape.ToString(), "(f32[2]{0}, f32[2,3])");
   EXPECT_EQ(Find(*module, "g").attributes.tuple_index, 0);
-  EXPECT_EQ(Find(*module, "zero").literal, "0");
+  EXPECT_EQ(Find(*module, "zero").literal.get(), "0");
 }
 
 constexpr absl::string_view kOlderSyntax =
@@ -102,10 +102,11 @@ TEST(HloTextParserTest, ParsesOlderSyntax) {
   EXPECT_EQ(w.opcode, "while");
   // Body first, then condition, as XLA orders them.
   EXPECT_EQ(w.called_computations, (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(w.backend_config, R"({"known_trip_count":{"n":"10"},"x":"}{"})");
+  EXPECT_EQ(w.backend_config.get(),
+            R"({"known_trip_count":{"n":"10"},"x":"}{"})");
   EXPECT_EQ(Find(*module, "init").shape.tuple_shapes.size(), 3u);
   EXPECT_EQ(Find(*module, "init").operands, (std::vector<int32_t>{0, 1, 0}));
-  EXPECT_EQ(Find(*module, "lt").attributes.comparison, "LT");
+  EXPECT_EQ(Find(*module, "lt").attributes.comparison(), "LT");
   EXPECT_EQ(Find(*module, "next").operands, (std::vector<int32_t>{1, 3}));
 }
 
@@ -253,7 +254,7 @@ TEST(HloTextParserTest, PrintedModuleParsesToTheSameModule) {
       EXPECT_EQ(x.operands, y.operands);
       EXPECT_EQ(x.called_computations, y.called_computations);
       EXPECT_TRUE(x.attributes == y.attributes) << x.name;
-      EXPECT_EQ(x.backend_config, y.backend_config);
+      EXPECT_EQ(x.backend_config.get(), y.backend_config.get());
     }
   }
   EXPECT_EQ(PrintHloModule(*again), printed);

@@ -100,8 +100,8 @@ void AttributesToProto(const OpAttributes& attrs, gopt::v1::OpAttributes* p) {
   p->set_is_stable(attrs.is_stable);
   p->set_is_root(attrs.is_root);
   if (attrs.trip_count >= 0) p->set_trip_count(attrs.trip_count);
-  p->set_custom_call_target(attrs.custom_call_target);
-  p->set_comparison(attrs.comparison);
+  p->set_custom_call_target(attrs.custom_call_target());
+  p->set_comparison(attrs.comparison());
 }
 
 OpAttributes AttributesFromProto(const gopt::v1::OpAttributes& p) {
@@ -166,8 +166,10 @@ OpAttributes AttributesFromProto(const gopt::v1::OpAttributes& p) {
   attrs.is_stable = p.is_stable();
   attrs.is_root = p.is_root();
   attrs.trip_count = p.has_trip_count() ? p.trip_count() : -1;
-  attrs.custom_call_target = p.custom_call_target();
-  attrs.comparison = p.comparison();
+  if (!p.custom_call_target().empty()) {
+    *attrs.mutable_custom_call_target() = p.custom_call_target();
+  }
+  if (!p.comparison().empty()) *attrs.mutable_comparison() = p.comparison();
   return attrs;
 }
 

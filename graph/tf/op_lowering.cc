@@ -418,7 +418,7 @@ absl::StatusOr<LoweredOp> LowerOp(
           new absl::flat_hash_map<std::string, std::string>{
               {"Less", "LT"},         {"LessEqual", "LE"}, {"Greater", "GT"},
               {"GreaterEqual", "GE"}, {"Equal", "EQ"},     {"NotEqual", "NE"}};
-      attrs.comparison = kDirections->at(op);
+      *attrs.mutable_comparison() = kDirections->at(op);
       break;
     }
     case OpKind::kSort:
