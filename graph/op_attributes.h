@@ -153,16 +153,16 @@ class OpAttributes {
   int64_t trip_count = -1;
 
   // Convolution, reduce-window: one entry per spatial dimension.
-  const std::vector<WindowDimension>& window() const { return window_.get(); }
+  const std::vector<WindowDimension>& window() const { return rare().window; }
   std::vector<WindowDimension>* mutable_window() {
-    return window_.mutable_get();
+    return &mutable_rare()->window;
   }
 
   const ConvolutionDimensions& convolution() const {
-    return convolution_.get();
+    return rare().convolution;
   }
   ConvolutionDimensions* mutable_convolution() {
-    return convolution_.mutable_get();
+    return &mutable_rare()->convolution;
   }
 
   const DotDimensions& dot() const { return dot_.get(); }
@@ -170,81 +170,95 @@ class OpAttributes {
 
   // Slice: start, limit (exclusive) and stride of each dimension.
   const std::vector<int64_t>& slice_starts() const {
-    return slice_starts_.get();
+    return rare().slice_starts;
   }
   std::vector<int64_t>* mutable_slice_starts() {
-    return slice_starts_.mutable_get();
+    return &mutable_rare()->slice_starts;
   }
   const std::vector<int64_t>& slice_limits() const {
-    return slice_limits_.get();
+    return rare().slice_limits;
   }
   std::vector<int64_t>* mutable_slice_limits() {
-    return slice_limits_.mutable_get();
+    return &mutable_rare()->slice_limits;
   }
   const std::vector<int64_t>& slice_strides() const {
-    return slice_strides_.get();
+    return rare().slice_strides;
   }
   std::vector<int64_t>* mutable_slice_strides() {
-    return slice_strides_.mutable_get();
+    return &mutable_rare()->slice_strides;
   }
 
   // Dynamic-slice: the size of each dimension of the result.
   const std::vector<int64_t>& dynamic_slice_sizes() const {
-    return dynamic_slice_sizes_.get();
+    return rare().dynamic_slice_sizes;
   }
   std::vector<int64_t>* mutable_dynamic_slice_sizes() {
-    return dynamic_slice_sizes_.mutable_get();
+    return &mutable_rare()->dynamic_slice_sizes;
   }
 
   // Pad: one entry per dimension.
   const std::vector<PaddingDimension>& padding() const {
-    return padding_.get();
+    return rare().padding;
   }
   std::vector<PaddingDimension>* mutable_padding() {
-    return padding_.mutable_get();
+    return &mutable_rare()->padding;
   }
 
   // Custom-call: the target's name.
   const std::string& custom_call_target() const {
-    return custom_call_target_.get();
+    return rare().custom_call_target;
   }
   std::string* mutable_custom_call_target() {
-    return custom_call_target_.mutable_get();
+    return &mutable_rare()->custom_call_target;
   }
 
   // Compare: the direction ("LT", "EQ", ...).
-  const std::string& comparison() const { return comparison_.get(); }
-  std::string* mutable_comparison() { return comparison_.mutable_get(); }
+  const std::string& comparison() const { return rare().comparison; }
+  std::string* mutable_comparison() { return &mutable_rare()->comparison; }
 
   bool operator==(const OpAttributes& o) const {
-    return dimensions == o.dimensions && window_ == o.window_ &&
+    return dimensions == o.dimensions &&
            has_convolution_dimensions == o.has_convolution_dimensions &&
-           convolution_ == o.convolution_ &&
+           has_dot_dimensions == o.has_dot_dimensions &&
+           is_stable == o.is_stable && is_root == o.is_root &&
            feature_group_count == o.feature_group_count &&
            batch_group_count == o.batch_group_count &&
-           has_dot_dimensions == o.has_dot_dimensions && dot_ == o.dot_ &&
-           slice_starts_ == o.slice_starts_ &&
-           slice_limits_ == o.slice_limits_ &&
-           slice_strides_ == o.slice_strides_ &&
-           dynamic_slice_sizes_ == o.dynamic_slice_sizes_ &&
-           padding_ == o.padding_ && parameter_number == o.parameter_number &&
-           tuple_index == o.tuple_index && is_stable == o.is_stable &&
-           is_root == o.is_root && trip_count == o.trip_count &&
-           custom_call_target_ == o.custom_call_target_ &&
-           comparison_ == o.comparison_;
+           parameter_number == o.parameter_number &&
+           tuple_index == o.tuple_index && trip_count == o.trip_count &&
+           dot_ == o.dot_ && rare_ == o.rare_;
   }
 
  private:
-  OutOfLine<std::vector<WindowDimension>> window_;
-  OutOfLine<ConvolutionDimensions> convolution_;
+  // The attributes of the less common ops, allocated together on first
+  // write. Dot dimensions are apart: dots are common in ML graphs and need
+  // none of these.
+  struct Rare {
+    std::vector<WindowDimension> window;
+    ConvolutionDimensions convolution;
+    std::vector<int64_t> slice_starts;
+    std::vector<int64_t> slice_limits;
+    std::vector<int64_t> slice_strides;
+    std::vector<int64_t> dynamic_slice_sizes;
+    std::vector<PaddingDimension> padding;
+    std::string custom_call_target;
+    std::string comparison;
+
+    bool operator==(const Rare& o) const {
+      return window == o.window && convolution == o.convolution &&
+             slice_starts == o.slice_starts && slice_limits == o.slice_limits &&
+             slice_strides == o.slice_strides &&
+             dynamic_slice_sizes == o.dynamic_slice_sizes &&
+             padding == o.padding &&
+             custom_call_target == o.custom_call_target &&
+             comparison == o.comparison;
+    }
+  };
+
+  const Rare& rare() const { return rare_.get(); }
+  Rare* mutable_rare() { return rare_.mutable_get(); }
+
   OutOfLine<DotDimensions> dot_;
-  OutOfLine<std::vector<int64_t>> slice_starts_;
-  OutOfLine<std::vector<int64_t>> slice_limits_;
-  OutOfLine<std::vector<int64_t>> slice_strides_;
-  OutOfLine<std::vector<int64_t>> dynamic_slice_sizes_;
-  OutOfLine<std::vector<PaddingDimension>> padding_;
-  OutOfLine<std::string> custom_call_target_;
-  OutOfLine<std::string> comparison_;
+  OutOfLine<Rare> rare_;
 };
 
 }  // namespace gopt::graph
