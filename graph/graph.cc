@@ -36,10 +36,42 @@ int64_t Graph::EdgeBytes(const Edge& edge) const {
   return src.outputs[edge.src_output].size_bytes();
 }
 
+namespace {
+
+// An empty name index over `nodes`, with room for `size` names.
+NodeNameIndex MakeNameIndex(const std::vector<Node>& nodes, size_t size) {
+  return NodeNameIndex(size, NodeNameHash{nodes.data()},
+                       NodeNameEq{nodes.data()});
+}
+
+}  // namespace
+
+Graph::Graph(const Graph& other) { *this = other; }
+
+Graph& Graph::operator=(const Graph& other) {
+  if (this == &other) return *this;
+  name_ = other.name_;
+  format_ = other.format_;
+  nodes_ = other.nodes_;
+  in_edges_ = other.in_edges_;
+  in_offsets_ = other.in_offsets_;
+  out_edges_ = other.out_edges_;
+  out_offsets_ = other.out_offsets_;
+  index_by_name_ = MakeNameIndex(nodes_, nodes_.size());
+  for (NodeId i = 0; i < num_nodes(); ++i) index_by_name_.insert(i);
+  subgraphs_ = other.subgraphs_;
+  loops_ = other.loops_;
+  colocation_groups_ = other.colocation_groups_;
+  warnings_ = other.warnings_;
+  total_flops_ = other.total_flops_;
+  total_bytes_ = other.total_bytes_;
+  return *this;
+}
+
 std::optional<NodeId> Graph::FindNode(absl::string_view name) const {
   auto it = index_by_name_.find(name);
   if (it == index_by_name_.end()) return std::nullopt;
-  return it->second;
+  return *it;
 }
 
 GraphBuilder::GraphBuilder(std::string name, std::string format)
@@ -197,19 +229,18 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
         absl::StrCat("graph '", name_, "' has ", n,
                      " nodes, more than the limit of ", limits.max_nodes));
   }
-  absl::flat_hash_map<std::string, NodeId> index_by_name;
-  index_by_name.reserve(n);
+  NodeNameIndex index_by_name = MakeNameIndex(nodes_, n);
   for (int i = 0; i < n; ++i) {
     const Node& node = nodes_[i];
     if (node.name.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("node #", i, " (op '", node.op, "') has no name"));
     }
-    auto [it, inserted] = index_by_name.emplace(node.name, i);
+    auto [it, inserted] = index_by_name.insert(i);
     if (!inserted) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("duplicate node name '", node.name, "' (nodes #",
-                       it->second, " and #", i, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("duplicate node name '",
+                                                     node.name, "' (nodes #",
+                                                     *it, " and #", i, ")"));
     }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       absl::Status status = ValidateTensorType(node.outputs[o]);
@@ -299,10 +330,13 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
                            std::make_tuple(b.dst, b.dst_input);
                   });
   edges_ = std::vector<Edge>();
-  if (!already_ordered) {
-    for (auto& [name, id] : index_by_name) id = new_id[id];
+  if (already_ordered) {
+    // Still valid: it indexes the node buffer the graph now owns.
+    graph.index_by_name_ = std::move(index_by_name);
+  } else {
+    graph.index_by_name_ = MakeNameIndex(graph.nodes_, n);
+    for (NodeId i = 0; i < n; ++i) graph.index_by_name_.insert(i);
   }
-  graph.index_by_name_ = std::move(index_by_name);
   for (const Node& node : graph.nodes_) {
     graph.total_flops_ += node.flops;
     graph.total_bytes_ += node.bytes_read + node.bytes_written;
