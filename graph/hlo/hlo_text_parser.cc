@@ -582,6 +582,39 @@ class Parser {
     return pending->calls.back();
   }
 
+  // True for the attributes that name called computations.
+  static bool NamesComputations(absl::string_view key) {
+    return key == "to_apply" || key == "calls" ||
+           key == "called_computations" || key == "branch_computations" ||
+           key == "body" || key == "condition" || key == "true_computation" ||
+           key == "false_computation" || key == "select" || key == "scatter";
+  }
+
+  // Parses the value of an attribute for which NamesComputations(key).
+  absl::Status ParseCallAttribute(absl::string_view key, PendingCalls* calls) {
+    if (key == "to_apply" || key == "calls") {
+      if (Peek() == '{') return ParseComputationList(&calls->generic);
+      calls->generic.emplace_back();
+      return ParseComputationRef(&calls->generic.back());
+    }
+    if (key == "called_computations") {
+      return ParseComputationList(&calls->generic);
+    }
+    if (key == "branch_computations") {
+      return ParseComputationList(&calls->branches);
+    }
+    if (key == "body") return ParseComputationRef(&calls->body);
+    if (key == "condition") return ParseComputationRef(&calls->condition);
+    if (key == "true_computation") {
+      return ParseComputationRef(&calls->true_branch);
+    }
+    if (key == "false_computation") {
+      return ParseComputationRef(&calls->false_branch);
+    }
+    if (key == "select") return ParseComputationRef(&calls->select);
+    return ParseComputationRef(&calls->scatter);
+  }
+
   absl::Status ParseAttribute(HloInstruction* instruction, int32_t index,
                               size_t name_pos, PendingComputation* pending) {
     SkipSpace();
@@ -624,10 +657,12 @@ class Parser {
     if (key == "rhs_contracting_dims") {
       return ParseIntList(&attributes.mutable_dot()->rhs_contracting);
     }
-    if (key == "lhs_batch_dims")
+    if (key == "lhs_batch_dims") {
       return ParseIntList(&attributes.mutable_dot()->lhs_batch);
-    if (key == "rhs_batch_dims")
+    }
+    if (key == "rhs_batch_dims") {
       return ParseIntList(&attributes.mutable_dot()->rhs_batch);
+    }
     if (key == "slice") return ParseSlice(&attributes);
     if (key == "dynamic_slice_sizes") {
       return ParseIntList(attributes.mutable_dynamic_slice_sizes());
@@ -668,35 +703,9 @@ class Parser {
       *instruction->fusion_kind.mutable_get() = std::string(ParseName());
       return absl::OkStatus();
     }
-    if (key == "to_apply" || key == "calls") {
-      if (Peek() == '{')
-        return ParseComputationList(&CallsOf(pending, index, name_pos).generic);
-      CallsOf(pending, index, name_pos).generic.emplace_back();
-      return ParseComputationRef(
-          &CallsOf(pending, index, name_pos).generic.back());
+    if (NamesComputations(key)) {
+      return ParseCallAttribute(key, &CallsOf(pending, index, name_pos));
     }
-    if (key == "called_computations") {
-      return ParseComputationList(&CallsOf(pending, index, name_pos).generic);
-    }
-    if (key == "branch_computations") {
-      return ParseComputationList(&CallsOf(pending, index, name_pos).branches);
-    }
-    if (key == "body")
-      return ParseComputationRef(&CallsOf(pending, index, name_pos).body);
-    if (key == "condition")
-      return ParseComputationRef(&CallsOf(pending, index, name_pos).condition);
-    if (key == "true_computation") {
-      return ParseComputationRef(
-          &CallsOf(pending, index, name_pos).true_branch);
-    }
-    if (key == "false_computation") {
-      return ParseComputationRef(
-          &CallsOf(pending, index, name_pos).false_branch);
-    }
-    if (key == "select")
-      return ParseComputationRef(&CallsOf(pending, index, name_pos).select);
-    if (key == "scatter")
-      return ParseComputationRef(&CallsOf(pending, index, name_pos).scatter);
     return SkipValue();
   }
 

@@ -122,20 +122,19 @@ OpAttributes AttributesFromProto(const gopt::v1::OpAttributes& p) {
   if (p.has_convolution()) {
     const gopt::v1::ConvolutionDimensions& c = p.convolution();
     attrs.has_convolution_dimensions = true;
-    attrs.mutable_convolution()->input_batch = c.input_batch();
-    attrs.mutable_convolution()->input_feature = c.input_feature();
-    attrs.mutable_convolution()->input_spatial.assign(c.input_spatial().begin(),
-                                                      c.input_spatial().end());
-    attrs.mutable_convolution()->kernel_input_feature =
-        c.kernel_input_feature();
-    attrs.mutable_convolution()->kernel_output_feature =
-        c.kernel_output_feature();
-    attrs.mutable_convolution()->kernel_spatial.assign(
-        c.kernel_spatial().begin(), c.kernel_spatial().end());
-    attrs.mutable_convolution()->output_batch = c.output_batch();
-    attrs.mutable_convolution()->output_feature = c.output_feature();
-    attrs.mutable_convolution()->output_spatial.assign(
-        c.output_spatial().begin(), c.output_spatial().end());
+    ConvolutionDimensions& conv = *attrs.mutable_convolution();
+    conv.input_batch = c.input_batch();
+    conv.input_feature = c.input_feature();
+    conv.input_spatial.assign(c.input_spatial().begin(),
+                              c.input_spatial().end());
+    conv.kernel_input_feature = c.kernel_input_feature();
+    conv.kernel_output_feature = c.kernel_output_feature();
+    conv.kernel_spatial.assign(c.kernel_spatial().begin(),
+                               c.kernel_spatial().end());
+    conv.output_batch = c.output_batch();
+    conv.output_feature = c.output_feature();
+    conv.output_spatial.assign(c.output_spatial().begin(),
+                               c.output_spatial().end());
   }
   attrs.feature_group_count = or_one(p.feature_group_count());
   attrs.batch_group_count = or_one(p.batch_group_count());
