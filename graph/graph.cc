@@ -36,10 +36,42 @@ int64_t Graph::EdgeBytes(const Edge& edge) const {
   return src.outputs[edge.src_output].size_bytes();
 }
 
+namespace {
+
+// An empty name index over `nodes`, with room for `size` names.
+NodeNameIndex MakeNameIndex(const std::vector<Node>& nodes, size_t size) {
+  return NodeNameIndex(size, NodeNameHash{nodes.data()},
+                       NodeNameEq{nodes.data()});
+}
+
+}  // namespace
+
+Graph::Graph(const Graph& other) { *this = other; }
+
+Graph& Graph::operator=(const Graph& other) {
+  if (this == &other) return *this;
+  name_ = other.name_;
+  format_ = other.format_;
+  nodes_ = other.nodes_;
+  in_edges_ = other.in_edges_;
+  in_offsets_ = other.in_offsets_;
+  out_edges_ = other.out_edges_;
+  out_offsets_ = other.out_offsets_;
+  index_by_name_ = MakeNameIndex(nodes_, nodes_.size());
+  for (NodeId i = 0; i < num_nodes(); ++i) index_by_name_.insert(i);
+  subgraphs_ = other.subgraphs_;
+  loops_ = other.loops_;
+  colocation_groups_ = other.colocation_groups_;
+  warnings_ = other.warnings_;
+  total_flops_ = other.total_flops_;
+  total_bytes_ = other.total_bytes_;
+  return *this;
+}
+
 std::optional<NodeId> Graph::FindNode(absl::string_view name) const {
   auto it = index_by_name_.find(name);
   if (it == index_by_name_.end()) return std::nullopt;
-  return it->second;
+  return *it;
 }
 
 GraphBuilder::GraphBuilder(std::string name, std::string format)
@@ -122,6 +154,72 @@ std::string DescribeCycle(const std::vector<Node>& nodes,
   return absl::StrJoin(names, " -> ");
 }
 
+// Kahn's algorithm with a min-heap on insertion index: the order is
+// deterministic and equals insertion order when that is already topological.
+// InvalidArgument naming the nodes of a cycle when there is one.
+absl::StatusOr<std::vector<int>> TopologicalOrder(
+    const std::string& graph_name, const std::vector<Node>& nodes,
+    const std::vector<Edge>& edges) {
+  const int n = static_cast<int>(nodes.size());
+  std::vector<int> in_degree(n, 0);
+  std::vector<int> succ_offsets(n + 1, 0);
+  for (const Edge& edge : edges) {
+    ++succ_offsets[edge.src + 1];
+    ++in_degree[edge.dst];
+  }
+  for (int i = 0; i < n; ++i) succ_offsets[i + 1] += succ_offsets[i];
+  std::vector<int> succs(edges.size());
+  std::vector<int> cursor(succ_offsets.begin(), succ_offsets.end() - 1);
+  for (const Edge& edge : edges) succs[cursor[edge.src]++] = edge.dst;
+
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (in_degree[i] == 0) ready.push(i);
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  std::vector<int> remaining = std::move(in_degree);
+  while (!ready.empty()) {
+    const int current = ready.top();
+    ready.pop();
+    order.push_back(current);
+    for (int k = succ_offsets[current]; k < succ_offsets[current + 1]; ++k) {
+      if (--remaining[succs[k]] == 0) ready.push(succs[k]);
+    }
+  }
+  if (static_cast<int>(order.size()) != n) {
+    std::vector<std::vector<int>> preds(n);
+    for (const Edge& edge : edges) preds[edge.dst].push_back(edge.src);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph '", graph_name,
+        "' has a cycle: ", DescribeCycle(nodes, preds, remaining)));
+  }
+  return order;
+}
+
+// Groups `edges` by `key` (a node id in 0..num_nodes-1) into `*sorted` and
+// returns the CSR offsets (size num_nodes + 1). Within a group edges are
+// ordered by `less`, ties kept in their order in `edges`: the same result as
+// a stable sort by (key, less), without its buffer. Groups are usually in
+// order already, as importers add edges node by node.
+template <typename Less>
+std::vector<int32_t> SortEdgesBy(const std::vector<Edge>& edges, int num_nodes,
+                                 NodeId Edge::*key, std::vector<Edge>* sorted,
+                                 Less less) {
+  std::vector<int32_t> offsets(num_nodes + 1, 0);
+  for (const Edge& edge : edges) ++offsets[edge.*key + 1];
+  for (int i = 0; i < num_nodes; ++i) offsets[i + 1] += offsets[i];
+  std::vector<int32_t> cursor(offsets.begin(), offsets.end() - 1);
+  sorted->resize(edges.size());
+  for (const Edge& edge : edges) (*sorted)[cursor[edge.*key]++] = edge;
+  for (int i = 0; i < num_nodes; ++i) {
+    const auto begin = sorted->begin() + offsets[i];
+    const auto end = sorted->begin() + offsets[i + 1];
+    if (!std::is_sorted(begin, end, less)) std::stable_sort(begin, end, less);
+  }
+  return offsets;
+}
+
 }  // namespace
 
 absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
@@ -131,19 +229,18 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
         absl::StrCat("graph '", name_, "' has ", n,
                      " nodes, more than the limit of ", limits.max_nodes));
   }
-  absl::flat_hash_map<std::string, NodeId> index_by_name;
-  index_by_name.reserve(n);
+  NodeNameIndex index_by_name = MakeNameIndex(nodes_, n);
   for (int i = 0; i < n; ++i) {
     const Node& node = nodes_[i];
     if (node.name.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("node #", i, " (op '", node.op, "') has no name"));
     }
-    auto [it, inserted] = index_by_name.emplace(node.name, i);
+    auto [it, inserted] = index_by_name.insert(i);
     if (!inserted) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("duplicate node name '", node.name, "' (nodes #",
-                       it->second, " and #", i, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("duplicate node name '",
+                                                     node.name, "' (nodes #",
+                                                     *it, " and #", i, ")"));
     }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       absl::Status status = ValidateTensorType(node.outputs[o]);
@@ -167,8 +264,9 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
     }
   }
 
-  std::vector<int> in_degree(n, 0);
-  std::vector<std::vector<int>> succs(n), preds(n);
+  // Importers add nodes in file order, so every edge usually points
+  // forward and insertion order is already topological.
+  bool forward_only = true;
   for (const Edge& edge : edges_) {
     if (edge.src < 0 || edge.src >= n || edge.dst < 0 || edge.dst >= n) {
       return absl::InvalidArgumentError(
@@ -184,35 +282,17 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
           " reads output ", edge.src_output, " of '", src.name, "', which has ",
           src.outputs.size(), " output(s)"));
     }
-    succs[edge.src].push_back(edge.dst);
-    preds[edge.dst].push_back(edge.src);
-    ++in_degree[edge.dst];
+    forward_only = forward_only && edge.src < edge.dst;
   }
 
-  // Kahn's algorithm with a min-heap on insertion index: the order is
-  // deterministic and equals insertion order when that is already
-  // topological (importers add nodes in file order).
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int i = 0; i < n; ++i) {
-    if (in_degree[i] == 0) ready.push(i);
-  }
   std::vector<int> order;
-  order.reserve(n);
-  std::vector<int> remaining = in_degree;
-  while (!ready.empty()) {
-    const int current = ready.top();
-    ready.pop();
-    order.push_back(current);
-    for (int succ : succs[current]) {
-      if (--remaining[succ] == 0) ready.push(succ);
-    }
+  if (forward_only) {
+    // Kahn's algorithm below would return exactly this order.
+    order.resize(n);
+    for (int i = 0; i < n; ++i) order[i] = i;
+  } else {
+    ASSIGN_OR_RETURN(order, TopologicalOrder(name_, nodes_, edges_));
   }
-  if (static_cast<int>(order.size()) != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "graph '", name_,
-        "' has a cycle: ", DescribeCycle(nodes_, preds, remaining)));
-  }
-
   std::vector<NodeId> new_id(n);
   for (int i = 0; i < n; ++i) new_id[order[i]] = i;
 
@@ -237,30 +317,27 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
     edge.src = new_id[edge.src];
     edge.dst = new_id[edge.dst];
   }
-  graph.in_edges_ = edges_;
-  std::stable_sort(graph.in_edges_.begin(), graph.in_edges_.end(),
-                   [](const Edge& a, const Edge& b) {
-                     return std::make_tuple(a.dst, a.control, a.dst_input) <
-                            std::make_tuple(b.dst, b.control, b.dst_input);
-                   });
-  graph.out_edges_ = std::move(edges_);
-  std::stable_sort(graph.out_edges_.begin(), graph.out_edges_.end(),
-                   [](const Edge& a, const Edge& b) {
-                     return std::make_tuple(a.src, a.dst, a.dst_input) <
-                            std::make_tuple(b.src, b.dst, b.dst_input);
-                   });
-  graph.in_offsets_.assign(n + 1, 0);
-  graph.out_offsets_.assign(n + 1, 0);
-  for (const Edge& edge : graph.in_edges_) ++graph.in_offsets_[edge.dst + 1];
-  for (const Edge& edge : graph.out_edges_) ++graph.out_offsets_[edge.src + 1];
-  for (int i = 0; i < n; ++i) {
-    graph.in_offsets_[i + 1] += graph.in_offsets_[i];
-    graph.out_offsets_[i + 1] += graph.out_offsets_[i];
+  graph.in_offsets_ =
+      SortEdgesBy(edges_, n, &Edge::dst, &graph.in_edges_,
+                  [](const Edge& a, const Edge& b) {
+                    return std::make_tuple(a.control, a.dst_input) <
+                           std::make_tuple(b.control, b.dst_input);
+                  });
+  graph.out_offsets_ =
+      SortEdgesBy(edges_, n, &Edge::src, &graph.out_edges_,
+                  [](const Edge& a, const Edge& b) {
+                    return std::make_tuple(a.dst, a.dst_input) <
+                           std::make_tuple(b.dst, b.dst_input);
+                  });
+  edges_ = std::vector<Edge>();
+  if (already_ordered) {
+    // Still valid: it indexes the node buffer the graph now owns.
+    graph.index_by_name_ = std::move(index_by_name);
+  } else {
+    graph.index_by_name_ = MakeNameIndex(graph.nodes_, n);
+    for (NodeId i = 0; i < n; ++i) graph.index_by_name_.insert(i);
   }
-  graph.index_by_name_.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    const Node& node = graph.nodes_[i];
-    graph.index_by_name_.emplace(node.name, i);
+  for (const Node& node : graph.nodes_) {
     graph.total_flops_ += node.flops;
     graph.total_bytes_ += node.bytes_read + node.bytes_written;
   }

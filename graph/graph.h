@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -57,6 +58,34 @@ struct Node {
   int64_t output_bytes() const;
 };
 
+// Hashes and compares node ids by the names of the nodes they index in
+// `nodes`, and looks them up by name: a name index that holds 4 bytes per
+// node instead of a copy of every name. `nodes` must outlive the index.
+struct NodeNameHash {
+  using is_transparent = void;
+  const Node* nodes = nullptr;
+
+  size_t operator()(int32_t id) const { return (*this)(nodes[id].name); }
+  size_t operator()(absl::string_view name) const {
+    return absl::Hash<absl::string_view>()(name);
+  }
+};
+struct NodeNameEq {
+  using is_transparent = void;
+  const Node* nodes = nullptr;
+
+  bool operator()(int32_t a, int32_t b) const {
+    return nodes[a].name == nodes[b].name;
+  }
+  bool operator()(int32_t id, absl::string_view name) const {
+    return nodes[id].name == name;
+  }
+  bool operator()(absl::string_view name, int32_t id) const {
+    return nodes[id].name == name;
+  }
+};
+using NodeNameIndex = absl::flat_hash_set<int32_t, NodeNameHash, NodeNameEq>;
+
 // A data or control dependency from output `src_output` of `src` to input
 // `dst_input` of `dst`. Control edges carry no data (src_output = -1,
 // dst_input = -1). `src_output` = kAllOutputs means the consumer reads the
@@ -91,6 +120,12 @@ struct LoopInfo {
 class Graph {
  public:
   Graph() = default;
+  // A copy re-indexes its own nodes; a move keeps the index, which points
+  // into the node buffer that moves with it.
+  Graph(const Graph& other);
+  Graph& operator=(const Graph& other);
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
 
   const std::string& name() const { return name_; }
   // Source format ("hlo", "hlo-proto", "onnx", "graphdef", "tfjs", "gopt",
@@ -147,7 +182,7 @@ class Graph {
   std::vector<int32_t> in_offsets_;   // size num_nodes + 1
   std::vector<Edge> out_edges_;       // sorted by (src, dst, dst_input)
   std::vector<int32_t> out_offsets_;  // size num_nodes + 1
-  absl::flat_hash_map<std::string, NodeId> index_by_name_;
+  NodeNameIndex index_by_name_;       // over nodes_
   std::vector<std::shared_ptr<const Graph>> subgraphs_;
   std::vector<LoopInfo> loops_;
   std::vector<std::string> colocation_groups_;

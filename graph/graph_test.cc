@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 namespace gopt::graph {
 namespace {
 
@@ -42,6 +45,33 @@ TEST(GraphBuilderTest, SortsTopologicallyAndKeepsInsertionOrderOtherwise) {
   EXPECT_FALSE(graph->FindNode("zz").has_value());
   EXPECT_EQ(graph->total_flops(), 18);
   EXPECT_EQ(graph->total_bytes(), 3 * 48);
+}
+
+TEST(GraphBuilderTest, FindsNodesByNameInReorderedGraph) {
+  GraphBuilder builder("g", "generated");
+  const int late = builder.AddNode(MakeNode("late"));
+  const int early = builder.AddNode(MakeNode("early"));
+  builder.AddEdge(early, 0, late, 0);
+  auto graph = std::move(builder).Build(GraphLimits());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->FindNode("early"), std::optional<NodeId>(0));
+  EXPECT_EQ(graph->FindNode("late"), std::optional<NodeId>(1));
+  EXPECT_EQ(graph->FindNode("missing"), std::nullopt);
+}
+
+TEST(GraphTest, CopyFindsNodesAfterTheOriginalIsGone) {
+  GraphBuilder builder("g", "generated");
+  builder.AddNode(MakeNode("x"));
+  builder.AddNode(MakeNode("y"));
+  auto built = std::move(builder).Build(GraphLimits());
+  ASSERT_TRUE(built.ok()) << built.status();
+  auto original = std::make_unique<Graph>(*std::move(built));
+  const Graph copy = *original;
+  Graph moved = std::move(*original);
+  original.reset();
+  EXPECT_EQ(copy.FindNode("y"), std::optional<NodeId>(1));
+  EXPECT_EQ(moved.FindNode("x"), std::optional<NodeId>(0));
+  EXPECT_EQ(moved.FindNode("z"), std::nullopt);
 }
 
 TEST(GraphBuilderTest, EdgeBytesOfWholeTupleSumsOutputs) {

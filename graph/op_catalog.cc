@@ -53,7 +53,7 @@ absl::StatusOr<OpCost> DotCost(const OpCostQuery& query,
   const TensorType& lhs = *query.operands[0];
   double contracted = 1;
   if (attrs.has_dot_dimensions) {
-    for (int64_t dim : attrs.dot.lhs_contracting) {
+    for (int64_t dim : attrs.dot().lhs_contracting) {
       if (absl::Status s = CheckDimension(dim, lhs, "lhs_contracting");
           !s.ok()) {
         return s;
@@ -75,7 +75,7 @@ absl::StatusOr<OpCost> ConvolutionCost(const OpCostQuery& query,
   const TensorType& kernel = *query.operands[1];
   double per_output = 1;
   if (attrs.has_convolution_dimensions) {
-    const ConvolutionDimensions& dims = attrs.convolution;
+    const ConvolutionDimensions& dims = attrs.convolution();
     if (absl::Status s = CheckDimension(dims.kernel_input_feature, kernel,
                                         "kernel_input_feature");
         !s.ok()) {
@@ -107,7 +107,7 @@ absl::StatusOr<OpCost> ConvolutionCost(const OpCostQuery& query,
 
 double WindowElements(const OpAttributes& attrs) {
   double size = 1;
-  for (const WindowDimension& dim : attrs.window) {
+  for (const WindowDimension& dim : attrs.window()) {
     size *= static_cast<double>(dim.size);
   }
   return size;

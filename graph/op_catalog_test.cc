@@ -13,8 +13,8 @@ TEST(OpCatalogTest, DotCountsTwoFlopsPerMultiplyAdd) {
   const TensorType out = MakeTensorType(DType::kF32, {8, 32});
   OpAttributes attrs;
   attrs.has_dot_dimensions = true;
-  attrs.dot.lhs_contracting = {1};
-  attrs.dot.rhs_contracting = {0};
+  attrs.mutable_dot()->lhs_contracting = {1};
+  attrs.mutable_dot()->rhs_contracting = {0};
   auto cost = ComputeOpCost({OpKind::kDot, &attrs, {&lhs, &rhs}, {&out}});
   ASSERT_TRUE(cost.ok()) << cost.status();
   EXPECT_EQ(cost->flops, 2.0 * 8 * 32 * 16);
@@ -27,7 +27,7 @@ TEST(OpCatalogTest, DotRejectsContractingDimOutsideRank) {
   const TensorType out = MakeTensorType(DType::kF32, {8});
   OpAttributes attrs;
   attrs.has_dot_dimensions = true;
-  attrs.dot.lhs_contracting = {5};
+  attrs.mutable_dot()->lhs_contracting = {5};
   auto cost = ComputeOpCost({OpKind::kDot, &attrs, {&lhs, &lhs}, {&out}});
   ASSERT_FALSE(cost.ok());
   EXPECT_THAT(cost.status().message(), ::testing::HasSubstr("lhs_contracting"));
@@ -41,7 +41,7 @@ TEST(OpCatalogTest, GroupedConvolutionUsesKernelInputFeatures) {
   const TensorType out = MakeTensorType(DType::kF32, {1, 64, 8, 8});
   OpAttributes attrs;
   attrs.has_convolution_dimensions = true;
-  attrs.convolution = {0, 1, {2, 3}, 1, 0, {2, 3}, 0, 1, {2, 3}};
+  *attrs.mutable_convolution() = {0, 1, {2, 3}, 1, 0, {2, 3}, 0, 1, {2, 3}};
   attrs.feature_group_count = 4;
   auto cost =
       ComputeOpCost({OpKind::kConvolution, &attrs, {&input, &kernel}, {&out}});

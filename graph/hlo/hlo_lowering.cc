@@ -62,7 +62,7 @@ absl::Status CheckDeclaredShape(const HloInstruction& instruction, OpKind kind,
         return absl::InvalidArgumentError("dot needs two array operands");
       }
       ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                       DotOutputDims(array(0)->dims, array(1)->dims, a.dot));
+                       DotOutputDims(array(0)->dims, array(1)->dims, a.dot()));
       return CheckDims(instruction, dims);
     }
     case OpKind::kConvolution: {
@@ -71,11 +71,11 @@ absl::Status CheckDeclaredShape(const HloInstruction& instruction, OpKind kind,
             "convolution needs two array operands");
       }
       if (!a.has_convolution_dimensions) return absl::OkStatus();
-      std::vector<WindowDimension> window = a.window;
-      if (window.empty()) window.resize(a.convolution.input_spatial.size());
+      std::vector<WindowDimension> window = a.window();
+      if (window.empty()) window.resize(a.convolution().input_spatial.size());
       ASSIGN_OR_RETURN(std::vector<int64_t> dims,
                        ConvolutionOutputDims(
-                           array(0)->dims, array(1)->dims, a.convolution,
+                           array(0)->dims, array(1)->dims, a.convolution(),
                            window, a.feature_group_count, a.batch_group_count));
       return CheckDims(instruction, dims);
     }
@@ -138,19 +138,20 @@ absl::Status CheckDeclaredShape(const HloInstruction& instruction, OpKind kind,
     }
     case OpKind::kSlice: {
       const HloShape* operand = array(0);
-      if (operand == nullptr || a.slice_starts.empty()) return absl::OkStatus();
+      if (operand == nullptr || a.slice_starts().empty())
+        return absl::OkStatus();
       const size_t rank = operand->dims.size();
-      if (a.slice_starts.size() != rank || a.slice_limits.size() != rank ||
-          a.slice_strides.size() != rank) {
+      if (a.slice_starts().size() != rank || a.slice_limits().size() != rank ||
+          a.slice_strides().size() != rank) {
         return absl::InvalidArgumentError(
-            absl::StrCat("slice has ", a.slice_starts.size(),
+            absl::StrCat("slice has ", a.slice_starts().size(),
                          " dimensions for operand ", operand->ToString()));
       }
       std::vector<int64_t> dims(rank);
       for (size_t i = 0; i < rank; ++i) {
-        const int64_t start = a.slice_starts[i];
-        const int64_t limit = a.slice_limits[i];
-        const int64_t stride = a.slice_strides[i];
+        const int64_t start = a.slice_starts()[i];
+        const int64_t limit = a.slice_limits()[i];
+        const int64_t stride = a.slice_strides()[i];
         if (start < 0 || limit < start || limit > operand->dims[i] ||
             stride < 1) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -188,10 +189,13 @@ class Lowering {
           static_cast<int64_t>(module_.computations[entry].instructions.size());
       builder.Reserve(instructions, 2 * instructions);
     }
+    // Names are recorded only when locations are asked for: a record is a
+    // copy of every node name.
+    record_locations_ = locations != nullptr;
     GraphRecord record;
     Target target;
     target.builder = &builder;
-    target.record = &record;
+    target.record = record_locations_ ? &record : nullptr;
     active_[entry] = 1;
     Value root;
     RETURN_IF_ERROR(LowerInto(&target, entry, nullptr, "", 0, &root));
@@ -280,7 +284,8 @@ class Lowering {
     }
     active_[computation] = 1;
     GraphBuilder builder(c.name, options_.format);
-    auto record = std::make_unique<GraphRecord>();
+    std::unique_ptr<GraphRecord> record;
+    if (record_locations_) record = std::make_unique<GraphRecord>();
     Target target;
     target.builder = &builder;
     target.record = record.get();
@@ -295,7 +300,7 @@ class Lowering {
     }
     active_[computation] = 0;
     auto shared = std::make_shared<const Graph>(*std::move(graph));
-    records_.emplace(shared.get(), std::move(record));
+    if (record != nullptr) records_.emplace(shared.get(), std::move(record));
     standalone_[computation] = shared;
     return shared;
   }
@@ -420,16 +425,25 @@ class Lowering {
     }
     RETURN_IF_ERROR(CheckDeclaredShape(instruction, node.kind, operand_shapes));
 
-    std::vector<TensorType> operand_types;
-    operand_types.reserve(operands.size());
-    for (const HloShape* shape : operand_shapes) {
-      operand_types.push_back(shape->ToTensorType());
+    // An array operand's type is its producer's output type, already built;
+    // only whole-tuple operands need one made.
+    std::vector<TensorType> tuple_types;
+    for (const Value& operand : operands) {
+      if (operand.output == Edge::kAllOutputs) {
+        tuple_types.push_back(operand.shape->ToTensorType());
+      }
     }
     OpCostQuery query;
     query.kind = node.kind;
     query.attributes = &node.attributes;
-    for (const TensorType& type : operand_types)
-      query.operands.push_back(&type);
+    query.operands.reserve(operands.size());
+    size_t next_tuple = 0;
+    for (const Value& operand : operands) {
+      query.operands.push_back(
+          operand.output == Edge::kAllOutputs
+              ? &tuple_types[next_tuple++]
+              : &target->builder->node(operand.node).outputs[operand.output]);
+    }
     for (const TensorType& type : node.outputs) query.outputs.push_back(&type);
     ASSIGN_OR_RETURN(OpCost cost, ComputeOpCost(query));
 
@@ -445,7 +459,7 @@ class Lowering {
                        Standalone(called[1], depth + 1));
       node.subgraphs = {Attach(target, body), Attach(target, condition)};
       const std::optional<int64_t> trip =
-          KnownTripCount(instruction.backend_config);
+          KnownTripCount(instruction.backend_config.get());
       node.attributes.trip_count = trip.value_or(-1);
       if (!trip.has_value()) {
         warnings_.push_back(
@@ -480,7 +494,7 @@ class Lowering {
       cost.unknown = body.unknown;
     } else if (node.kind == OpKind::kCustomCall) {
       const std::string& target_name =
-          instruction.attributes.custom_call_target;
+          instruction.attributes.custom_call_target();
       if (custom_call_targets_.insert(target_name).second) {
         warnings_.push_back(absl::StrCat(
             "custom-call target '", target_name,
@@ -489,7 +503,10 @@ class Lowering {
     }
     SetNodeCost(cost, &node);
 
-    const std::string name = node.name;
+    if (target->record != nullptr) {
+      target->record->emplace_back(HloInstructionRef{computation_index, index},
+                                   node.name);
+    }
     const OpKind kind = node.kind;
     const int id = target->builder->AddNode(std::move(node));
     for (size_t k = 0; k < operands.size(); ++k) {
@@ -498,8 +515,6 @@ class Lowering {
       target->builder->AddEdge(operands[k].node, output, id,
                                static_cast<int32_t>(k));
     }
-    target->record->emplace_back(HloInstructionRef{computation_index, index},
-                                 name);
     *value = Value{id, instruction.shape.is_tuple ? Edge::kAllOutputs : 0,
                    &instruction.shape};
     return absl::OkStatus();
@@ -544,6 +559,8 @@ class Lowering {
   std::vector<std::shared_ptr<const Graph>> standalone_;
   // Computations being lowered right now (to reject call cycles).
   std::vector<char> active_;
+  // Whether nodes are recorded for FillLocations.
+  bool record_locations_ = false;
   absl::flat_hash_map<const Graph*, std::unique_ptr<GraphRecord>> records_;
   std::vector<std::string> warnings_;
   absl::flat_hash_set<std::string> custom_call_targets_;

@@ -195,7 +195,7 @@ ENTRY main {
   const Node& a = NodeNamed(*graph, "a");
   EXPECT_TRUE(a.cost_unknown);
   EXPECT_EQ(a.bytes_read, 16);
-  EXPECT_EQ(a.attributes.custom_call_target, "Foo");
+  EXPECT_EQ(a.attributes.custom_call_target(), "Foo");
   EXPECT_THAT(graph->warnings(),
               ElementsAre(HasSubstr("'Foo'"), HasSubstr("'Bar'")));
 }

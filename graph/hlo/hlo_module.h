@@ -61,11 +61,14 @@ struct HloInstruction {
   // calls}.
   std::vector<int32_t> called_computations;
   OpAttributes attributes;
-  std::string backend_config;  // raw (JSON for most XLA backends)
-  std::string fusion_kind;     // "kLoop", "kOutput", ... for fusion
-  // A constant's literal as written in HLO text ("0", "{1, 2}"); empty when
-  // read from a proto (literals are not kept).
-  std::string literal;
+  // Strings few instructions have, out of line (empty when absent):
+  // the raw backend config (JSON for most XLA backends),
+  OutOfLine<std::string> backend_config;
+  // "kLoop", "kOutput", ... for fusion,
+  OutOfLine<std::string> fusion_kind;
+  // and a constant's literal as written in HLO text ("0", "{1, 2}"); empty
+  // when read from a proto (literals are not kept).
+  OutOfLine<std::string> literal;
   int64_t id = -1;  // the proto's unique id; -1 for text
 };
 

@@ -113,7 +113,8 @@ void AppendInstruction(const HloModule& module,
   if (instruction.opcode == "parameter") {
     absl::StrAppend(out, a.parameter_number);
   } else if (instruction.opcode == "constant") {
-    out->append(instruction.literal.empty() ? "{...}" : instruction.literal);
+    out->append(instruction.literal.get().empty() ? "{...}"
+                                                  : instruction.literal.get());
   } else {
     for (size_t k = 0; k < instruction.operands.size(); ++k) {
       if (k > 0) out->append(", ");
@@ -130,9 +131,9 @@ void AppendInstruction(const HloModule& module,
   } else if (!a.dimensions.empty()) {
     AppendList("dimensions", a.dimensions, out);
   }
-  if (!a.window.empty()) AppendWindow(a.window, out);
+  if (!a.window().empty()) AppendWindow(a.window(), out);
   if (a.has_convolution_dimensions) {
-    const ConvolutionDimensions& c = a.convolution;
+    const ConvolutionDimensions& c = a.convolution();
     const int64_t rank = static_cast<int64_t>(c.input_spatial.size()) + 2;
     absl::StrAppend(
         out, ", dim_labels=",
@@ -151,47 +152,49 @@ void AppendInstruction(const HloModule& module,
     absl::StrAppend(out, ", batch_group_count=", a.batch_group_count);
   }
   if (a.has_dot_dimensions) {
-    if (!a.dot.lhs_batch.empty()) {
-      AppendList("lhs_batch_dims", a.dot.lhs_batch, out);
+    if (!a.dot().lhs_batch.empty()) {
+      AppendList("lhs_batch_dims", a.dot().lhs_batch, out);
     }
-    AppendList("lhs_contracting_dims", a.dot.lhs_contracting, out);
-    if (!a.dot.rhs_batch.empty()) {
-      AppendList("rhs_batch_dims", a.dot.rhs_batch, out);
+    AppendList("lhs_contracting_dims", a.dot().lhs_contracting, out);
+    if (!a.dot().rhs_batch.empty()) {
+      AppendList("rhs_batch_dims", a.dot().rhs_batch, out);
     }
-    AppendList("rhs_contracting_dims", a.dot.rhs_contracting, out);
+    AppendList("rhs_contracting_dims", a.dot().rhs_contracting, out);
   }
-  if (!a.slice_starts.empty()) {
+  if (!a.slice_starts().empty()) {
     std::vector<std::string> parts;
-    for (size_t i = 0; i < a.slice_starts.size(); ++i) {
-      parts.push_back(absl::StrCat("[", a.slice_starts[i], ":",
-                                   a.slice_limits[i], ":", a.slice_strides[i],
-                                   "]"));
+    for (size_t i = 0; i < a.slice_starts().size(); ++i) {
+      parts.push_back(absl::StrCat("[", a.slice_starts()[i], ":",
+                                   a.slice_limits()[i], ":",
+                                   a.slice_strides()[i], "]"));
     }
     absl::StrAppend(out, ", slice={", absl::StrJoin(parts, ", "), "}");
   }
-  if (!a.dynamic_slice_sizes.empty()) {
-    AppendList("dynamic_slice_sizes", a.dynamic_slice_sizes, out);
+  if (!a.dynamic_slice_sizes().empty()) {
+    AppendList("dynamic_slice_sizes", a.dynamic_slice_sizes(), out);
   }
-  if (!a.padding.empty() && instruction.opcode == "pad") {
+  if (!a.padding().empty() && instruction.opcode == "pad") {
     std::vector<std::string> parts;
-    for (const PaddingDimension& dim : a.padding) {
+    for (const PaddingDimension& dim : a.padding()) {
       parts.push_back(absl::StrCat(dim.low, "_", dim.high, "_", dim.interior));
     }
     absl::StrAppend(out, ", padding=", absl::StrJoin(parts, "x"));
   }
   if (a.is_stable) out->append(", is_stable=true");
-  if (!a.comparison.empty()) absl::StrAppend(out, ", direction=", a.comparison);
-  if (!instruction.fusion_kind.empty()) {
-    absl::StrAppend(out, ", kind=", instruction.fusion_kind);
+  if (!a.comparison().empty()) {
+    absl::StrAppend(out, ", direction=", a.comparison());
+  }
+  if (!instruction.fusion_kind.get().empty()) {
+    absl::StrAppend(out, ", kind=", instruction.fusion_kind.get());
   }
   AppendCalls(module, instruction, out);
-  if (!a.custom_call_target.empty()) {
+  if (!a.custom_call_target().empty()) {
     out->append(", custom_call_target=");
-    AppendQuoted(a.custom_call_target, out);
+    AppendQuoted(a.custom_call_target(), out);
   }
-  if (!instruction.backend_config.empty()) {
+  if (!instruction.backend_config.get().empty()) {
     out->append(", backend_config=");
-    AppendQuoted(instruction.backend_config, out);
+    AppendQuoted(instruction.backend_config.get(), out);
   }
   out->push_back('\n');
 }

@@ -112,12 +112,12 @@ void ConvertAttributes(const xla::HloInstructionProto& proto,
     window.window_dilation = OneIfZero(dim.window_dilation());
     window.base_dilation = OneIfZero(dim.base_dilation());
     window.reversal = dim.window_reversal();
-    attributes.window.push_back(window);
+    attributes.mutable_window()->push_back(window);
   }
   if (opcode == "convolution") {
     const xla::ConvolutionDimensionNumbers& c =
         proto.convolution_dimension_numbers();
-    ConvolutionDimensions& dims = attributes.convolution;
+    ConvolutionDimensions& dims = *attributes.mutable_convolution();
     attributes.has_convolution_dimensions = true;
     dims.input_batch = c.input_batch_dimension();
     dims.input_feature = c.input_feature_dimension();
@@ -137,30 +137,30 @@ void ConvertAttributes(const xla::HloInstructionProto& proto,
   if (opcode == "dot") {
     const xla::DotDimensionNumbers& d = proto.dot_dimension_numbers();
     attributes.has_dot_dimensions = true;
-    attributes.dot.lhs_batch.assign(d.lhs_batch_dimensions().begin(),
-                                    d.lhs_batch_dimensions().end());
-    attributes.dot.rhs_batch.assign(d.rhs_batch_dimensions().begin(),
-                                    d.rhs_batch_dimensions().end());
-    attributes.dot.lhs_contracting.assign(
+    attributes.mutable_dot()->lhs_batch.assign(d.lhs_batch_dimensions().begin(),
+                                               d.lhs_batch_dimensions().end());
+    attributes.mutable_dot()->rhs_batch.assign(d.rhs_batch_dimensions().begin(),
+                                               d.rhs_batch_dimensions().end());
+    attributes.mutable_dot()->lhs_contracting.assign(
         d.lhs_contracting_dimensions().begin(),
         d.lhs_contracting_dimensions().end());
-    attributes.dot.rhs_contracting.assign(
+    attributes.mutable_dot()->rhs_contracting.assign(
         d.rhs_contracting_dimensions().begin(),
         d.rhs_contracting_dimensions().end());
   }
   for (const auto& slice : proto.slice_dimensions()) {
-    attributes.slice_starts.push_back(slice.start());
-    attributes.slice_limits.push_back(slice.limit());
-    attributes.slice_strides.push_back(OneIfZero(slice.stride()));
+    attributes.mutable_slice_starts()->push_back(slice.start());
+    attributes.mutable_slice_limits()->push_back(slice.limit());
+    attributes.mutable_slice_strides()->push_back(OneIfZero(slice.stride()));
   }
-  attributes.dynamic_slice_sizes.assign(proto.dynamic_slice_sizes().begin(),
-                                        proto.dynamic_slice_sizes().end());
+  attributes.mutable_dynamic_slice_sizes()->assign(
+      proto.dynamic_slice_sizes().begin(), proto.dynamic_slice_sizes().end());
   for (const auto& dim : proto.padding_config().dimensions()) {
     PaddingDimension padding;
     padding.low = dim.edge_padding_low();
     padding.high = dim.edge_padding_high();
     padding.interior = dim.interior_padding();
-    attributes.padding.push_back(padding);
+    attributes.mutable_padding()->push_back(padding);
   }
   if (opcode == "parameter") {
     attributes.parameter_number = proto.parameter_number();
@@ -169,10 +169,18 @@ void ConvertAttributes(const xla::HloInstructionProto& proto,
     attributes.tuple_index = proto.tuple_index();
   }
   attributes.is_stable = proto.is_stable();
-  attributes.custom_call_target = proto.custom_call_target();
-  attributes.comparison = proto.comparison_direction();
-  instruction->backend_config = proto.backend_config();
-  instruction->fusion_kind = proto.fusion_kind();
+  if (!proto.custom_call_target().empty()) {
+    *attributes.mutable_custom_call_target() = proto.custom_call_target();
+  }
+  if (!proto.comparison_direction().empty()) {
+    *attributes.mutable_comparison() = proto.comparison_direction();
+  }
+  if (!proto.backend_config().empty()) {
+    *instruction->backend_config.mutable_get() = proto.backend_config();
+  }
+  if (!proto.fusion_kind().empty()) {
+    *instruction->fusion_kind.mutable_get() = proto.fusion_kind();
+  }
 }
 
 }  // namespace

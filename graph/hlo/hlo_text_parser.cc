@@ -32,19 +32,27 @@ struct PendingRef {
 // Called computations of one instruction by role; their order in
 // HloInstruction::called_computations depends on the opcode.
 struct PendingCalls {
+  int32_t instruction = 0;          // index in the computation
+  size_t pos = 0;                   // where the instruction's name starts
   std::vector<PendingRef> generic;  // to_apply, calls, called_computations
   std::vector<PendingRef> branches;
   PendingRef body, condition, true_branch, false_branch, select, scatter;
 };
 
-struct PendingInstruction {
-  size_t pos = 0;  // where the instruction's name starts
-  std::vector<PendingRef> operands;
-  PendingCalls calls;
+// An operand named before its definition (or never defined), resolved when
+// its computation is complete.
+struct ForwardOperand {
+  int32_t instruction = 0;  // index in the computation
+  int32_t operand = 0;      // index in the instruction's operands
+  PendingRef ref;
 };
 
+// What one computation leaves to resolve. Only instructions that call
+// computations and operands defined later have entries: a large computation
+// costs nothing here beyond them.
 struct PendingComputation {
-  std::vector<PendingInstruction> instructions;
+  std::vector<ForwardOperand> forward_operands;
+  std::vector<PendingCalls> calls;  // in instruction order
 };
 
 // Recursive-descent scanner over the text. Every loop consumes input, and
@@ -397,7 +405,7 @@ class Parser {
     SkipSpace();
     const size_t start = pos_;
     if (!Consume('{')) return Error(start, "expected '{' to start a window");
-    std::vector<WindowDimension>& window = attributes->window;
+    std::vector<WindowDimension>& window = *attributes->mutable_window();
     window.clear();
     while (true) {
       SkipSpace();
@@ -491,7 +499,7 @@ class Parser {
         arrow == absl::string_view::npos || arrow < underscore) {
       return Error(start, "dim_labels must look like 'b01f_01io->b01f'");
     }
-    ConvolutionDimensions& dims = attributes->convolution;
+    ConvolutionDimensions& dims = *attributes->mutable_convolution();
     std::vector<int64_t> kernel_spatial, output_spatial;
     RETURN_IF_ERROR(ParseLabels(value.substr(0, underscore), start, 'b', 'f',
                                 &dims.input_batch, &dims.input_feature,
@@ -515,9 +523,9 @@ class Parser {
   absl::Status ParseSlice(OpAttributes* attributes) {
     SkipSpace();
     if (!Consume('{')) return Error(pos_, "expected '{' to start a slice");
-    attributes->slice_starts.clear();
-    attributes->slice_limits.clear();
-    attributes->slice_strides.clear();
+    attributes->mutable_slice_starts()->clear();
+    attributes->mutable_slice_limits()->clear();
+    attributes->mutable_slice_strides()->clear();
     while (true) {
       SkipSpace();
       if (Consume('}')) return absl::OkStatus();
@@ -530,9 +538,9 @@ class Parser {
         ASSIGN_OR_RETURN(stride, ParseInt());
       }
       if (!Consume(']')) return Error(pos_, "expected ']' in slice");
-      attributes->slice_starts.push_back(start);
-      attributes->slice_limits.push_back(limit);
-      attributes->slice_strides.push_back(stride);
+      attributes->mutable_slice_starts()->push_back(start);
+      attributes->mutable_slice_limits()->push_back(limit);
+      attributes->mutable_slice_strides()->push_back(stride);
       SkipSpace();
       Consume(',');
     }
@@ -562,8 +570,53 @@ class Parser {
     }
   }
 
-  absl::Status ParseAttribute(HloInstruction* instruction,
-                              PendingInstruction* pending) {
+  // The pending calls of instruction `index` (name at `pos`), created on
+  // first use.
+  static PendingCalls& CallsOf(PendingComputation* pending, int32_t index,
+                               size_t pos) {
+    if (pending->calls.empty() || pending->calls.back().instruction != index) {
+      PendingCalls& calls = pending->calls.emplace_back();
+      calls.instruction = index;
+      calls.pos = pos;
+    }
+    return pending->calls.back();
+  }
+
+  // True for the attributes that name called computations.
+  static bool NamesComputations(absl::string_view key) {
+    return key == "to_apply" || key == "calls" ||
+           key == "called_computations" || key == "branch_computations" ||
+           key == "body" || key == "condition" || key == "true_computation" ||
+           key == "false_computation" || key == "select" || key == "scatter";
+  }
+
+  // Parses the value of an attribute for which NamesComputations(key).
+  absl::Status ParseCallAttribute(absl::string_view key, PendingCalls* calls) {
+    if (key == "to_apply" || key == "calls") {
+      if (Peek() == '{') return ParseComputationList(&calls->generic);
+      calls->generic.emplace_back();
+      return ParseComputationRef(&calls->generic.back());
+    }
+    if (key == "called_computations") {
+      return ParseComputationList(&calls->generic);
+    }
+    if (key == "branch_computations") {
+      return ParseComputationList(&calls->branches);
+    }
+    if (key == "body") return ParseComputationRef(&calls->body);
+    if (key == "condition") return ParseComputationRef(&calls->condition);
+    if (key == "true_computation") {
+      return ParseComputationRef(&calls->true_branch);
+    }
+    if (key == "false_computation") {
+      return ParseComputationRef(&calls->false_branch);
+    }
+    if (key == "select") return ParseComputationRef(&calls->select);
+    return ParseComputationRef(&calls->scatter);
+  }
+
+  absl::Status ParseAttribute(HloInstruction* instruction, int32_t index,
+                              size_t name_pos, PendingComputation* pending) {
     SkipSpace();
     const size_t key_pos = pos_;
     const absl::string_view key = ParseName();
@@ -574,7 +627,6 @@ class Parser {
     }
     SkipSpace();
     OpAttributes& attributes = instruction->attributes;
-    PendingCalls& calls = pending->calls;
     if (key == "dimensions") return ParseIntList(&attributes.dimensions);
     if (key == "iota_dimension") {
       ASSIGN_OR_RETURN(int64_t dim, ParseInt());
@@ -586,7 +638,7 @@ class Parser {
       return absl::OkStatus();
     }
     if (key == "direction") {
-      attributes.comparison = std::string(ParseName());
+      *attributes.mutable_comparison() = std::string(ParseName());
       return absl::OkStatus();
     }
     if (key == "window") return ParseWindow(&attributes);
@@ -600,27 +652,31 @@ class Parser {
       return absl::OkStatus();
     }
     if (key == "lhs_contracting_dims") {
-      return ParseIntList(&attributes.dot.lhs_contracting);
+      return ParseIntList(&attributes.mutable_dot()->lhs_contracting);
     }
     if (key == "rhs_contracting_dims") {
-      return ParseIntList(&attributes.dot.rhs_contracting);
+      return ParseIntList(&attributes.mutable_dot()->rhs_contracting);
     }
-    if (key == "lhs_batch_dims") return ParseIntList(&attributes.dot.lhs_batch);
-    if (key == "rhs_batch_dims") return ParseIntList(&attributes.dot.rhs_batch);
+    if (key == "lhs_batch_dims") {
+      return ParseIntList(&attributes.mutable_dot()->lhs_batch);
+    }
+    if (key == "rhs_batch_dims") {
+      return ParseIntList(&attributes.mutable_dot()->rhs_batch);
+    }
     if (key == "slice") return ParseSlice(&attributes);
     if (key == "dynamic_slice_sizes") {
-      return ParseIntList(&attributes.dynamic_slice_sizes);
+      return ParseIntList(attributes.mutable_dynamic_slice_sizes());
     }
     if (key == "padding" && instruction->opcode == "pad") {
       std::vector<std::vector<int64_t>> groups;
       RETURN_IF_ERROR(ParseXList(3, &groups));
-      attributes.padding.clear();
+      attributes.mutable_padding()->clear();
       for (const std::vector<int64_t>& group : groups) {
         PaddingDimension dim;
         dim.low = group[0];
         dim.high = group[1];
         dim.interior = group.size() > 2 ? group[2] : 0;
-        attributes.padding.push_back(dim);
+        attributes.mutable_padding()->push_back(dim);
       }
       return absl::OkStatus();
     }
@@ -630,54 +686,41 @@ class Parser {
       return absl::OkStatus();
     }
     if (key == "custom_call_target") {
-      ASSIGN_OR_RETURN(attributes.custom_call_target, ParseString());
+      ASSIGN_OR_RETURN(*attributes.mutable_custom_call_target(), ParseString());
       return absl::OkStatus();
     }
     if (key == "backend_config") {
       if (Peek() == '"') {
-        ASSIGN_OR_RETURN(instruction->backend_config, ParseString());
+        ASSIGN_OR_RETURN(*instruction->backend_config.mutable_get(),
+                         ParseString());
       } else {
         ASSIGN_OR_RETURN(absl::string_view value, RawValue());
-        instruction->backend_config = std::string(value);
+        *instruction->backend_config.mutable_get() = std::string(value);
       }
       return absl::OkStatus();
     }
     if (key == "kind" && instruction->opcode == "fusion") {
-      instruction->fusion_kind = std::string(ParseName());
+      *instruction->fusion_kind.mutable_get() = std::string(ParseName());
       return absl::OkStatus();
     }
-    if (key == "to_apply" || key == "calls") {
-      if (Peek() == '{') return ParseComputationList(&calls.generic);
-      calls.generic.emplace_back();
-      return ParseComputationRef(&calls.generic.back());
+    if (NamesComputations(key)) {
+      return ParseCallAttribute(key, &CallsOf(pending, index, name_pos));
     }
-    if (key == "called_computations") {
-      return ParseComputationList(&calls.generic);
-    }
-    if (key == "branch_computations") {
-      return ParseComputationList(&calls.branches);
-    }
-    if (key == "body") return ParseComputationRef(&calls.body);
-    if (key == "condition") return ParseComputationRef(&calls.condition);
-    if (key == "true_computation") {
-      return ParseComputationRef(&calls.true_branch);
-    }
-    if (key == "false_computation") {
-      return ParseComputationRef(&calls.false_branch);
-    }
-    if (key == "select") return ParseComputationRef(&calls.select);
-    if (key == "scatter") return ParseComputationRef(&calls.scatter);
     return SkipValue();
   }
 
-  absl::Status ParseOperands(HloInstruction* instruction,
-                             PendingInstruction* pending) {
+  // Operands defined earlier in the computation (`names`) are resolved at
+  // once; others are left in `pending` until the computation is complete.
+  absl::Status ParseOperands(
+      HloInstruction* instruction, int32_t index,
+      const absl::flat_hash_map<absl::string_view, int32_t>& names,
+      PendingComputation* pending) {
     const size_t open = pos_;
     if (!Consume('(')) return Error(pos_, "expected '(' after the opcode");
     if (instruction->opcode == "constant") {
       pos_ = open;
       RETURN_IF_ERROR(SkipBalanced());
-      instruction->literal =
+      *instruction->literal.mutable_get() =
           std::string(text_.substr(open + 1, pos_ - open - 2));
       return absl::OkStatus();
     }
@@ -709,7 +752,14 @@ class Parser {
         ref.name = ParseName();
       }
       if (ref.name.empty()) return Error(ref.pos, "expected an operand name");
-      pending->operands.push_back(ref);
+      auto it = names.find(ref.name);
+      if (it != names.end()) {
+        instruction->operands.push_back(it->second);
+      } else {
+        pending->forward_operands.push_back(ForwardOperand{
+            index, static_cast<int32_t>(instruction->operands.size()), ref});
+        instruction->operands.push_back(-1);
+      }
       SkipSpace();
       if (!Consume(',') && Peek() != ')') {
         return Error(pos_, "expected ',' or ')' after an operand");
@@ -733,9 +783,6 @@ class Parser {
                                 "' in computation '", computation->name, "'"));
     }
     HloInstruction& instruction = scratch_.emplace_back();
-    PendingInstruction& pending =
-        pending_computation->instructions.emplace_back();
-    pending.pos = name_pos;
     instruction.name = std::string(name);
     SkipSpace();
     if (!Consume('=')) {
@@ -748,11 +795,18 @@ class Parser {
     if (instruction.opcode.empty()) {
       return Error(opcode_pos, "expected an opcode");
     }
-    RETURN_IF_ERROR(ParseOperands(&instruction, &pending));
+    RETURN_IF_ERROR(
+        ParseOperands(&instruction, index, *names, pending_computation));
     while (true) {
       SkipSpace();
       if (!Consume(',')) break;
-      RETURN_IF_ERROR(ParseAttribute(&instruction, &pending));
+      RETURN_IF_ERROR(
+          ParseAttribute(&instruction, index, name_pos, pending_computation));
+    }
+    // A while names its body and condition; it needs an entry even when
+    // both are missing, so that ResolveCalls reports them.
+    if (instruction.opcode == "while") {
+      CallsOf(pending_computation, index, name_pos);
     }
     if (instruction.opcode == "dot") {
       instruction.attributes.has_dot_dimensions = true;
@@ -836,21 +890,18 @@ class Parser {
       computation.root =
           static_cast<int32_t>(computation.instructions.size()) - 1;
     }
-    for (size_t i = 0; i < computation.instructions.size(); ++i) {
-      HloInstruction& instruction = computation.instructions[i];
-      const PendingInstruction& p = pending.instructions[i];
-      instruction.operands.reserve(p.operands.size());
-      for (size_t k = 0; k < p.operands.size(); ++k) {
-        auto it = names.find(p.operands[k].name);
-        if (it == names.end()) {
-          return Error(
-              p.operands[k].pos,
-              absl::StrCat("instruction '%", instruction.name, "' operand ", k,
-                           " '%", p.operands[k].name,
-                           "' is not defined in computation '", name, "'"));
-        }
-        instruction.operands.push_back(it->second);
+    for (const ForwardOperand& forward : pending.forward_operands) {
+      HloInstruction& instruction =
+          computation.instructions[forward.instruction];
+      auto it = names.find(forward.ref.name);
+      if (it == names.end()) {
+        return Error(
+            forward.ref.pos,
+            absl::StrCat("instruction '%", instruction.name, "' operand ",
+                         forward.operand, " '%", forward.ref.name,
+                         "' is not defined in computation '", name, "'"));
       }
+      instruction.operands[forward.operand] = it->second;
     }
     return absl::OkStatus();
   }
@@ -871,15 +922,15 @@ class Parser {
   absl::Status ResolveCalls() {
     for (size_t c = 0; c < module_.computations.size(); ++c) {
       HloComputation& computation = module_.computations[c];
-      for (size_t i = 0; i < computation.instructions.size(); ++i) {
-        HloInstruction& instruction = computation.instructions[i];
-        const PendingInstruction& p = pending_computations_[c].instructions[i];
-        const PendingCalls& calls = p.calls;
+      for (const PendingCalls& calls : pending_computations_[c].calls) {
+        HloInstruction& instruction =
+            computation.instructions[calls.instruction];
         std::vector<PendingRef> ordered;
         if (instruction.opcode == "while") {
           if (calls.body.name.empty() || calls.condition.name.empty()) {
-            return Error(p.pos, absl::StrCat("while '%", instruction.name,
-                                             "' needs body= and condition="));
+            return Error(calls.pos,
+                         absl::StrCat("while '%", instruction.name,
+                                      "' needs body= and condition="));
           }
           ordered = {calls.body, calls.condition};
         } else if (!calls.branches.empty()) {
@@ -888,7 +939,7 @@ class Parser {
                    !calls.false_branch.name.empty()) {
           if (calls.true_branch.name.empty() ||
               calls.false_branch.name.empty()) {
-            return Error(p.pos,
+            return Error(calls.pos,
                          absl::StrCat("conditional '%", instruction.name,
                                       "' needs both true_computation= and "
                                       "false_computation="));
@@ -896,7 +947,7 @@ class Parser {
           ordered = {calls.true_branch, calls.false_branch};
         } else if (!calls.select.name.empty() || !calls.scatter.name.empty()) {
           if (calls.select.name.empty() || calls.scatter.name.empty()) {
-            return Error(p.pos,
+            return Error(calls.pos,
                          absl::StrCat("select-and-scatter '%", instruction.name,
                                       "' needs select= and scatter="));
           }

@@ -63,7 +63,7 @@ TEST(HloTextParserTest, ParsesCurrentSyntax) {
   EXPECT_TRUE(t.shape.is_tuple);
   EXPECT_EQ(t.shape.ToString(), "(f32[2]{0}, f32[2,3])");
   EXPECT_EQ(Find(*module, "g").attributes.tuple_index, 0);
-  EXPECT_EQ(Find(*module, "zero").literal, "0");
+  EXPECT_EQ(Find(*module, "zero").literal.get(), "0");
 }
 
 constexpr absl::string_view kOlderSyntax =
@@ -102,10 +102,11 @@ TEST(HloTextParserTest, ParsesOlderSyntax) {
   EXPECT_EQ(w.opcode, "while");
   // Body first, then condition, as XLA orders them.
   EXPECT_EQ(w.called_computations, (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(w.backend_config, R"({"known_trip_count":{"n":"10"},"x":"}{"})");
+  EXPECT_EQ(w.backend_config.get(),
+            R"({"known_trip_count":{"n":"10"},"x":"}{"})");
   EXPECT_EQ(Find(*module, "init").shape.tuple_shapes.size(), 3u);
   EXPECT_EQ(Find(*module, "init").operands, (std::vector<int32_t>{0, 1, 0}));
-  EXPECT_EQ(Find(*module, "lt").attributes.comparison, "LT");
+  EXPECT_EQ(Find(*module, "lt").attributes.comparison(), "LT");
   EXPECT_EQ(Find(*module, "next").operands, (std::vector<int32_t>{1, 3}));
 }
 
@@ -125,32 +126,32 @@ ENTRY e {
 )");
   ASSERT_TRUE(module.ok()) << module.status();
   const OpAttributes& c = Find(*module, "c").attributes;
-  ASSERT_EQ(c.window.size(), 2u);
-  EXPECT_EQ(c.window[0].size, 3);
-  EXPECT_EQ(c.window[0].stride, 2);
-  EXPECT_EQ(c.window[1].padding_low, 0);
-  EXPECT_EQ(c.window[1].padding_high, -1);
-  EXPECT_EQ(c.window[0].window_dilation, 2);
-  EXPECT_TRUE(c.window[1].reversal);
+  ASSERT_EQ(c.window().size(), 2u);
+  EXPECT_EQ(c.window()[0].size, 3);
+  EXPECT_EQ(c.window()[0].stride, 2);
+  EXPECT_EQ(c.window()[1].padding_low, 0);
+  EXPECT_EQ(c.window()[1].padding_high, -1);
+  EXPECT_EQ(c.window()[0].window_dilation, 2);
+  EXPECT_TRUE(c.window()[1].reversal);
   ASSERT_TRUE(c.has_convolution_dimensions);
-  EXPECT_EQ(c.convolution.input_batch, 0);
-  EXPECT_EQ(c.convolution.input_feature, 3);
-  EXPECT_EQ(c.convolution.input_spatial, (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(c.convolution.kernel_input_feature, 2);
-  EXPECT_EQ(c.convolution.kernel_output_feature, 3);
-  EXPECT_EQ(c.convolution.kernel_spatial, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(c.convolution().input_batch, 0);
+  EXPECT_EQ(c.convolution().input_feature, 3);
+  EXPECT_EQ(c.convolution().input_spatial, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(c.convolution().kernel_input_feature, 2);
+  EXPECT_EQ(c.convolution().kernel_output_feature, 3);
+  EXPECT_EQ(c.convolution().kernel_spatial, (std::vector<int64_t>{0, 1}));
   const OpAttributes& d = Find(*module, "d").attributes;
   EXPECT_TRUE(d.has_dot_dimensions);
-  EXPECT_EQ(d.dot.lhs_contracting, (std::vector<int64_t>{1}));
-  EXPECT_EQ(d.dot.rhs_contracting, (std::vector<int64_t>{0}));
+  EXPECT_EQ(d.dot().lhs_contracting, (std::vector<int64_t>{1}));
+  EXPECT_EQ(d.dot().rhs_contracting, (std::vector<int64_t>{0}));
   const OpAttributes& s = Find(*module, "s").attributes;
-  EXPECT_EQ(s.slice_starts, (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(s.slice_limits, (std::vector<int64_t>{4, 3}));
-  EXPECT_EQ(s.slice_strides, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(s.slice_starts(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(s.slice_limits(), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(s.slice_strides(), (std::vector<int64_t>{2, 1}));
   const OpAttributes& p = Find(*module, "p").attributes;
-  ASSERT_EQ(p.padding.size(), 2u);
-  EXPECT_EQ(p.padding[0], (PaddingDimension{1, 2, 0}));
-  EXPECT_EQ(p.padding[1], (PaddingDimension{0, 1, 2}));
+  ASSERT_EQ(p.padding().size(), 2u);
+  EXPECT_EQ(p.padding()[0], (PaddingDimension{1, 2, 0}));
+  EXPECT_EQ(p.padding()[1], (PaddingDimension{0, 1, 2}));
 }
 
 TEST(HloTextParserTest, UndefinedOperandNamesLineAndColumn) {
@@ -253,7 +254,7 @@ TEST(HloTextParserTest, PrintedModuleParsesToTheSameModule) {
       EXPECT_EQ(x.operands, y.operands);
       EXPECT_EQ(x.called_computations, y.called_computations);
       EXPECT_TRUE(x.attributes == y.attributes) << x.name;
-      EXPECT_EQ(x.backend_config, y.backend_config);
+      EXPECT_EQ(x.backend_config.get(), y.backend_config.get());
     }
   }
   EXPECT_EQ(PrintHloModule(*again), printed);

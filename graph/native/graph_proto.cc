@@ -51,7 +51,7 @@ absl::StatusOr<TensorType> TensorTypeFromProto(
 
 void AttributesToProto(const OpAttributes& attrs, gopt::v1::OpAttributes* p) {
   for (int64_t d : attrs.dimensions) p->add_dimensions(d);
-  for (const WindowDimension& w : attrs.window) {
+  for (const WindowDimension& w : attrs.window()) {
     gopt::v1::WindowDimension* dim = p->add_window();
     dim->set_size(w.size);
     dim->set_stride(w.stride);
@@ -62,7 +62,7 @@ void AttributesToProto(const OpAttributes& attrs, gopt::v1::OpAttributes* p) {
     dim->set_reversal(w.reversal);
   }
   if (attrs.has_convolution_dimensions) {
-    const ConvolutionDimensions& c = attrs.convolution;
+    const ConvolutionDimensions& c = attrs.convolution();
     gopt::v1::ConvolutionDimensions* pc = p->mutable_convolution();
     pc->set_input_batch(c.input_batch);
     pc->set_input_feature(c.input_feature);
@@ -78,16 +78,16 @@ void AttributesToProto(const OpAttributes& attrs, gopt::v1::OpAttributes* p) {
   p->set_batch_group_count(attrs.batch_group_count);
   if (attrs.has_dot_dimensions) {
     gopt::v1::DotDimensions* pd = p->mutable_dot();
-    for (int64_t d : attrs.dot.lhs_batch) pd->add_lhs_batch(d);
-    for (int64_t d : attrs.dot.rhs_batch) pd->add_rhs_batch(d);
-    for (int64_t d : attrs.dot.lhs_contracting) pd->add_lhs_contracting(d);
-    for (int64_t d : attrs.dot.rhs_contracting) pd->add_rhs_contracting(d);
+    for (int64_t d : attrs.dot().lhs_batch) pd->add_lhs_batch(d);
+    for (int64_t d : attrs.dot().rhs_batch) pd->add_rhs_batch(d);
+    for (int64_t d : attrs.dot().lhs_contracting) pd->add_lhs_contracting(d);
+    for (int64_t d : attrs.dot().rhs_contracting) pd->add_rhs_contracting(d);
   }
-  for (int64_t d : attrs.slice_starts) p->add_slice_starts(d);
-  for (int64_t d : attrs.slice_limits) p->add_slice_limits(d);
-  for (int64_t d : attrs.slice_strides) p->add_slice_strides(d);
-  for (int64_t d : attrs.dynamic_slice_sizes) p->add_dynamic_slice_sizes(d);
-  for (const PaddingDimension& pad : attrs.padding) {
+  for (int64_t d : attrs.slice_starts()) p->add_slice_starts(d);
+  for (int64_t d : attrs.slice_limits()) p->add_slice_limits(d);
+  for (int64_t d : attrs.slice_strides()) p->add_slice_strides(d);
+  for (int64_t d : attrs.dynamic_slice_sizes()) p->add_dynamic_slice_sizes(d);
+  for (const PaddingDimension& pad : attrs.padding()) {
     gopt::v1::PaddingDimension* pp = p->add_padding();
     pp->set_low(pad.low);
     pp->set_high(pad.high);
@@ -100,8 +100,8 @@ void AttributesToProto(const OpAttributes& attrs, gopt::v1::OpAttributes* p) {
   p->set_is_stable(attrs.is_stable);
   p->set_is_root(attrs.is_root);
   if (attrs.trip_count >= 0) p->set_trip_count(attrs.trip_count);
-  p->set_custom_call_target(attrs.custom_call_target);
-  p->set_comparison(attrs.comparison);
+  p->set_custom_call_target(attrs.custom_call_target());
+  p->set_comparison(attrs.comparison());
 }
 
 OpAttributes AttributesFromProto(const gopt::v1::OpAttributes& p) {
@@ -117,53 +117,58 @@ OpAttributes AttributesFromProto(const gopt::v1::OpAttributes& p) {
     dim.window_dilation = or_one(w.window_dilation());
     dim.base_dilation = or_one(w.base_dilation());
     dim.reversal = w.reversal();
-    attrs.window.push_back(dim);
+    attrs.mutable_window()->push_back(dim);
   }
   if (p.has_convolution()) {
     const gopt::v1::ConvolutionDimensions& c = p.convolution();
     attrs.has_convolution_dimensions = true;
-    attrs.convolution.input_batch = c.input_batch();
-    attrs.convolution.input_feature = c.input_feature();
-    attrs.convolution.input_spatial.assign(c.input_spatial().begin(),
-                                           c.input_spatial().end());
-    attrs.convolution.kernel_input_feature = c.kernel_input_feature();
-    attrs.convolution.kernel_output_feature = c.kernel_output_feature();
-    attrs.convolution.kernel_spatial.assign(c.kernel_spatial().begin(),
-                                            c.kernel_spatial().end());
-    attrs.convolution.output_batch = c.output_batch();
-    attrs.convolution.output_feature = c.output_feature();
-    attrs.convolution.output_spatial.assign(c.output_spatial().begin(),
-                                            c.output_spatial().end());
+    ConvolutionDimensions& conv = *attrs.mutable_convolution();
+    conv.input_batch = c.input_batch();
+    conv.input_feature = c.input_feature();
+    conv.input_spatial.assign(c.input_spatial().begin(),
+                              c.input_spatial().end());
+    conv.kernel_input_feature = c.kernel_input_feature();
+    conv.kernel_output_feature = c.kernel_output_feature();
+    conv.kernel_spatial.assign(c.kernel_spatial().begin(),
+                               c.kernel_spatial().end());
+    conv.output_batch = c.output_batch();
+    conv.output_feature = c.output_feature();
+    conv.output_spatial.assign(c.output_spatial().begin(),
+                               c.output_spatial().end());
   }
   attrs.feature_group_count = or_one(p.feature_group_count());
   attrs.batch_group_count = or_one(p.batch_group_count());
   if (p.has_dot()) {
     attrs.has_dot_dimensions = true;
-    attrs.dot.lhs_batch.assign(p.dot().lhs_batch().begin(),
-                               p.dot().lhs_batch().end());
-    attrs.dot.rhs_batch.assign(p.dot().rhs_batch().begin(),
-                               p.dot().rhs_batch().end());
-    attrs.dot.lhs_contracting.assign(p.dot().lhs_contracting().begin(),
-                                     p.dot().lhs_contracting().end());
-    attrs.dot.rhs_contracting.assign(p.dot().rhs_contracting().begin(),
-                                     p.dot().rhs_contracting().end());
+    attrs.mutable_dot()->lhs_batch.assign(p.dot().lhs_batch().begin(),
+                                          p.dot().lhs_batch().end());
+    attrs.mutable_dot()->rhs_batch.assign(p.dot().rhs_batch().begin(),
+                                          p.dot().rhs_batch().end());
+    attrs.mutable_dot()->lhs_contracting.assign(
+        p.dot().lhs_contracting().begin(), p.dot().lhs_contracting().end());
+    attrs.mutable_dot()->rhs_contracting.assign(
+        p.dot().rhs_contracting().begin(), p.dot().rhs_contracting().end());
   }
-  attrs.slice_starts.assign(p.slice_starts().begin(), p.slice_starts().end());
-  attrs.slice_limits.assign(p.slice_limits().begin(), p.slice_limits().end());
-  attrs.slice_strides.assign(p.slice_strides().begin(),
-                             p.slice_strides().end());
-  attrs.dynamic_slice_sizes.assign(p.dynamic_slice_sizes().begin(),
-                                   p.dynamic_slice_sizes().end());
+  attrs.mutable_slice_starts()->assign(p.slice_starts().begin(),
+                                       p.slice_starts().end());
+  attrs.mutable_slice_limits()->assign(p.slice_limits().begin(),
+                                       p.slice_limits().end());
+  attrs.mutable_slice_strides()->assign(p.slice_strides().begin(),
+                                        p.slice_strides().end());
+  attrs.mutable_dynamic_slice_sizes()->assign(p.dynamic_slice_sizes().begin(),
+                                              p.dynamic_slice_sizes().end());
   for (const gopt::v1::PaddingDimension& pad : p.padding()) {
-    attrs.padding.push_back({pad.low(), pad.high(), pad.interior()});
+    attrs.mutable_padding()->push_back({pad.low(), pad.high(), pad.interior()});
   }
   attrs.parameter_number = p.has_parameter_number() ? p.parameter_number() : -1;
   attrs.tuple_index = p.has_tuple_index() ? p.tuple_index() : -1;
   attrs.is_stable = p.is_stable();
   attrs.is_root = p.is_root();
   attrs.trip_count = p.has_trip_count() ? p.trip_count() : -1;
-  attrs.custom_call_target = p.custom_call_target();
-  attrs.comparison = p.comparison();
+  if (!p.custom_call_target().empty()) {
+    *attrs.mutable_custom_call_target() = p.custom_call_target();
+  }
+  if (!p.comparison().empty()) *attrs.mutable_comparison() = p.comparison();
   return attrs;
 }
 

@@ -45,8 +45,8 @@ Graph MakeSampleGraph() {
   dot.outputs = {MakeTensorType(DType::kF32, {4, 16}),
                  MakeTensorType(DType::kS32, {})};
   dot.attributes.has_dot_dimensions = true;
-  dot.attributes.dot.lhs_contracting = {1};
-  dot.attributes.dot.rhs_contracting = {0};
+  dot.attributes.mutable_dot()->lhs_contracting = {1};
+  dot.attributes.mutable_dot()->rhs_contracting = {0};
   dot.flops = 1024;
   dot.bytes_read = 640;
   dot.bytes_written = 256;

@@ -187,13 +187,13 @@ TEST(OnnxImporterTest, ConvBecomesNchwConvolution) {
   EXPECT_EQ(node.kind, OpKind::kConvolution);
   EXPECT_EQ(node.outputs[0], MakeTensorType(DType::kF32, {1, 8, 16, 16}));
   EXPECT_TRUE(node.attributes.has_convolution_dimensions);
-  EXPECT_EQ(node.attributes.convolution.kernel_output_feature, 0);
-  EXPECT_EQ(node.attributes.convolution.kernel_input_feature, 1);
-  EXPECT_EQ(node.attributes.convolution.input_spatial,
+  EXPECT_EQ(node.attributes.convolution().kernel_output_feature, 0);
+  EXPECT_EQ(node.attributes.convolution().kernel_input_feature, 1);
+  EXPECT_EQ(node.attributes.convolution().input_spatial,
             (std::vector<int64_t>{2, 3}));
-  ASSERT_EQ(node.attributes.window.size(), 2u);
-  EXPECT_EQ(node.attributes.window[0].stride, 2);
-  EXPECT_EQ(node.attributes.window[0].padding_low, 1);
+  ASSERT_EQ(node.attributes.window().size(), 2u);
+  EXPECT_EQ(node.attributes.window()[0].stride, 2);
+  EXPECT_EQ(node.attributes.window()[0].padding_low, 1);
   // 2 * (1*8*16*16 outputs) * (3 input channels * 3*3 window).
   EXPECT_DOUBLE_EQ(node.flops, 2.0 * 8 * 16 * 16 * 3 * 9);
   EXPECT_TRUE(node.attributes.is_root);
@@ -215,8 +215,8 @@ TEST(OnnxImporterTest, DepthwiseConvWithSameUpperPadding) {
   // ceil(15 / 2) = 8; total padding (8-1)*2 + 3 - 15 = 2, split 1/1.
   EXPECT_EQ(node.outputs[0].dims, (std::vector<int64_t>{1, 8, 8, 8}));
   EXPECT_EQ(node.attributes.feature_group_count, 8);
-  EXPECT_EQ(node.attributes.window[1].padding_low, 1);
-  EXPECT_EQ(node.attributes.window[1].padding_high, 1);
+  EXPECT_EQ(node.attributes.window()[1].padding_low, 1);
+  EXPECT_EQ(node.attributes.window()[1].padding_high, 1);
   EXPECT_DOUBLE_EQ(node.flops, 2.0 * 8 * 8 * 8 * 1 * 9);
 }
 
@@ -234,8 +234,8 @@ TEST(OnnxImporterTest, ConvTransposeWithOutputPadding) {
   const Node& up = NodeNamed(*graph, "up");
   // 2*(5-1) + 1 + 3 - 1 - 1 = 10.
   EXPECT_EQ(up.outputs[0].dims, (std::vector<int64_t>{1, 2, 10, 10}));
-  EXPECT_EQ(up.attributes.window[0].base_dilation, 2);
-  EXPECT_TRUE(up.attributes.window[0].reversal);
+  EXPECT_EQ(up.attributes.window()[0].base_dilation, 2);
+  EXPECT_TRUE(up.attributes.window()[0].reversal);
   // Dense over the dilated input: 2 * 200 outputs * 4 input channels * 9.
   EXPECT_DOUBLE_EQ(up.flops, 2.0 * 200 * 4 * 9);
 }
@@ -253,8 +253,8 @@ TEST(OnnxImporterTest, GemmWithTransposedB) {
   const Node& fc = NodeNamed(*graph, "fc");
   EXPECT_EQ(fc.kind, OpKind::kDot);
   EXPECT_EQ(fc.outputs[0].dims, (std::vector<int64_t>{2, 10}));
-  EXPECT_EQ(fc.attributes.dot.lhs_contracting, (std::vector<int64_t>{1}));
-  EXPECT_EQ(fc.attributes.dot.rhs_contracting, (std::vector<int64_t>{1}));
+  EXPECT_EQ(fc.attributes.dot().lhs_contracting, (std::vector<int64_t>{1}));
+  EXPECT_EQ(fc.attributes.dot().rhs_contracting, (std::vector<int64_t>{1}));
   EXPECT_DOUBLE_EQ(fc.flops, 2.0 * 2 * 10 * 64);
 }
 

@@ -739,7 +739,7 @@ absl::Status ConvRule(const NodeContext& context, OpInference* result) {
   ApplyAutoPad(input_spatial, &window);
   OpAttributes& attrs = result->attributes;
   attrs.has_convolution_dimensions = true;
-  attrs.convolution = NchwDimensions(spatial);
+  *attrs.mutable_convolution() = NchwDimensions(spatial);
   attrs.feature_group_count = group;
   for (int64_t i = 0; i < spatial; ++i) {
     WindowDimension dim;
@@ -748,11 +748,11 @@ absl::Status ConvRule(const NodeContext& context, OpInference* result) {
     dim.window_dilation = window.dilations[i];
     dim.padding_low = window.pads_low[i];
     dim.padding_high = window.pads_high[i];
-    attrs.window.push_back(dim);
+    attrs.mutable_window()->push_back(dim);
   }
   absl::StatusOr<Dims> out =
-      ConvolutionOutputDims(x->type.dims, w->type.dims, attrs.convolution,
-                            attrs.window, group, /*batch_group_count=*/1);
+      ConvolutionOutputDims(x->type.dims, w->type.dims, attrs.convolution(),
+                            attrs.window(), group, /*batch_group_count=*/1);
   if (!out.ok()) return out.status();
   if (const Value* bias = context.input(2)) {
     if (bias->type.dims != Dims{w->type.dims[0]}) {
@@ -861,12 +861,12 @@ absl::Status ConvTransposeRule(const NodeContext& context,
     dim.padding_low = extent - 1 - window.pads_low[i];
     dim.padding_high = extent - 1 - window.pads_high[i] + extra[i];
     dim.reversal = true;
-    attrs.window.push_back(dim);
+    attrs.mutable_window()->push_back(dim);
   }
   attrs.has_convolution_dimensions = true;
-  attrs.convolution = NchwDimensions(spatial);
-  attrs.convolution.kernel_input_feature = 0;
-  attrs.convolution.kernel_output_feature = 1;
+  *attrs.mutable_convolution() = NchwDimensions(spatial);
+  attrs.mutable_convolution()->kernel_input_feature = 0;
+  attrs.mutable_convolution()->kernel_output_feature = 1;
   attrs.feature_group_count = group;
   result->kind = OpKind::kConvolution;
   result->outputs.push_back(MakeValue(x->type.dtype, std::move(out_dims)));
@@ -895,7 +895,7 @@ absl::Status GemmRule(const NodeContext& context, OpInference* result) {
   }
   result->kind = OpKind::kDot;
   result->attributes.has_dot_dimensions = true;
-  result->attributes.dot = dot;
+  *result->attributes.mutable_dot() = dot;
   result->outputs.push_back(MakeValue(a->type.dtype, *std::move(out)));
   return absl::OkStatus();
 }
@@ -918,7 +918,7 @@ absl::Status MatMulRule(const NodeContext& context, OpInference* result) {
   }
   result->kind = OpKind::kDot;
   result->attributes.has_dot_dimensions = true;
-  result->attributes.dot = std::move(dot);
+  *result->attributes.mutable_dot() = std::move(dot);
   result->outputs.push_back(MakeValue(
       context.node().op_type() == "MatMulInteger" ? DType::kS32 : a->type.dtype,
       *std::move(out)));
@@ -1052,7 +1052,7 @@ absl::Status PoolRule(const NodeContext& context, OpInference* result) {
   }
   ApplyAutoPad(input_spatial, &window);
   OpAttributes& attrs = result->attributes;
-  attrs.window.resize(2);
+  attrs.mutable_window()->resize(2);
   Dims out_dims = {x->type.dims[0], x->type.dims[1]};
   for (int64_t i = 0; i < spatial; ++i) {
     WindowDimension dim;
@@ -1078,7 +1078,7 @@ absl::Status PoolRule(const NodeContext& context, OpInference* result) {
                                          input_spatial[i] - dim.padding_low);
     }
     out_dims.push_back(out);
-    attrs.window.push_back(dim);
+    attrs.mutable_window()->push_back(dim);
   }
   result->kind = OpKind::kReduceWindow;
   result->outputs.push_back(MakeValue(x->type.dtype, out_dims));
@@ -1093,11 +1093,11 @@ absl::Status GlobalPoolRule(const NodeContext& context, OpInference* result) {
   RETURN_IF_ERROR(RequireRank(x, "X", 3, -1));
   Dims out_dims = x->type.dims;
   OpAttributes& attrs = result->attributes;
-  attrs.window.resize(2);
+  attrs.mutable_window()->resize(2);
   for (int64_t i = 2; i < x->type.rank(); ++i) {
     WindowDimension dim;
     dim.size = std::max<int64_t>(x->type.dims[i], 1);
-    attrs.window.push_back(dim);
+    attrs.mutable_window()->push_back(dim);
     out_dims[i] = 1;
   }
   result->kind = OpKind::kReduceWindow;
@@ -1438,9 +1438,9 @@ absl::Status SliceRule(const NodeContext& context, OpInference* result) {
   }
   const int64_t rank = x->type.rank();
   OpAttributes& attrs = result->attributes;
-  attrs.slice_starts.assign(static_cast<size_t>(rank), 0);
-  attrs.slice_limits = x->type.dims;
-  attrs.slice_strides.assign(static_cast<size_t>(rank), 1);
+  attrs.mutable_slice_starts()->assign(static_cast<size_t>(rank), 0);
+  *attrs.mutable_slice_limits() = x->type.dims;
+  attrs.mutable_slice_strides()->assign(static_cast<size_t>(rank), 1);
   Dims out = x->type.dims;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   int64_t first_start = 0;
@@ -1477,15 +1477,15 @@ absl::Status SliceRule(const NodeContext& context, OpInference* result) {
     }
     out[axis] = count;
     if (step > 0) {
-      attrs.slice_starts[axis] = start;
-      attrs.slice_limits[axis] =
+      (*attrs.mutable_slice_starts())[axis] = start;
+      (*attrs.mutable_slice_limits())[axis] =
           count == 0 ? start : start + (count - 1) * stride + 1;
-      attrs.slice_strides[axis] = stride;
+      (*attrs.mutable_slice_strides())[axis] = stride;
     } else {
       const int64_t low = count == 0 ? 0 : start - (count - 1) * stride;
-      attrs.slice_starts[axis] = low;
-      attrs.slice_limits[axis] = count == 0 ? 0 : start + 1;
-      attrs.slice_strides[axis] = stride;
+      (*attrs.mutable_slice_starts())[axis] = low;
+      (*attrs.mutable_slice_limits())[axis] = count == 0 ? 0 : start + 1;
+      (*attrs.mutable_slice_strides())[axis] = stride;
     }
     first_start = start;
     first_step = step > 0 ? stride : -stride;
@@ -1610,7 +1610,8 @@ absl::Status PadRule(const NodeContext& context, OpInference* result) {
   }
   Dims out = x->type.dims;
   OpAttributes& attrs = result->attributes;
-  attrs.padding.assign(static_cast<size_t>(rank), PaddingDimension());
+  attrs.mutable_padding()->assign(static_cast<size_t>(rank),
+                                  PaddingDimension());
   for (int64_t i = 0; i < n; ++i) {
     ASSIGN_OR_RETURN(int64_t axis, Axis(axes[i], rank, "axes"));
     const int64_t low = (*pads)[i];
@@ -1624,8 +1625,8 @@ absl::Status PadRule(const NodeContext& context, OpInference* result) {
           absl::StrCat("pads make dimension ", axis, " negative (", size, ")"));
     }
     out[axis] = size;
-    attrs.padding[axis].low = low;
-    attrs.padding[axis].high = high;
+    (*attrs.mutable_padding())[axis].low = low;
+    (*attrs.mutable_padding())[axis].high = high;
   }
   result->kind = OpKind::kPad;
   result->outputs.push_back(MakeValue(x->type.dtype, std::move(out)));

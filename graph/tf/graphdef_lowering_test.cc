@@ -74,16 +74,16 @@ TEST(GraphDefLoweringTest, Conv2DNhwcSamePadding) {
   EXPECT_DOUBLE_EQ(conv.flops, 2.0 * 256 * 27);
   const OpAttributes& attrs = conv.attributes;
   ASSERT_TRUE(attrs.has_convolution_dimensions);
-  EXPECT_EQ(attrs.convolution.input_feature, 3);
-  EXPECT_EQ(attrs.convolution.input_spatial, (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(attrs.convolution.kernel_input_feature, 2);
-  EXPECT_EQ(attrs.convolution.kernel_output_feature, 3);
-  ASSERT_EQ(attrs.window.size(), 2u);
+  EXPECT_EQ(attrs.convolution().input_feature, 3);
+  EXPECT_EQ(attrs.convolution().input_spatial, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(attrs.convolution().kernel_input_feature, 2);
+  EXPECT_EQ(attrs.convolution().kernel_output_feature, 3);
+  ASSERT_EQ(attrs.window().size(), 2u);
   // SAME: 4 outputs of stride 2 over 8 need (4-1)*2+3-8 = 1 padding cell,
   // which TensorFlow puts at the high end.
-  EXPECT_EQ(attrs.window[0].stride, 2);
-  EXPECT_EQ(attrs.window[0].padding_low, 0);
-  EXPECT_EQ(attrs.window[0].padding_high, 1);
+  EXPECT_EQ(attrs.window()[0].stride, 2);
+  EXPECT_EQ(attrs.window()[0].padding_low, 0);
+  EXPECT_EQ(attrs.window()[0].padding_high, 1);
   EXPECT_EQ(attrs.feature_group_count, 1);
   EXPECT_EQ(graph->format(), "graphdef");
 }
@@ -109,8 +109,8 @@ TEST(GraphDefLoweringTest, DepthwiseNchwExplicitPaddingAndDilation) {
   // Height: 9 + 1 + 1 - ((3-1)*2+1) + 1 = 7; width: 9 + 4 - 5 + 1 = 9.
   EXPECT_EQ(dw.outputs[0], MakeTensorType(DType::kF32, {2, 8, 7, 9}));
   EXPECT_EQ(dw.attributes.feature_group_count, 4);
-  EXPECT_EQ(dw.attributes.convolution.input_feature, 1);
-  EXPECT_EQ(dw.attributes.window[0].window_dilation, 2);
+  EXPECT_EQ(dw.attributes.convolution().input_feature, 1);
+  EXPECT_EQ(dw.attributes.window()[0].window_dilation, 2);
   // Each output reads a 3x3 window of one channel: 2 * 2*8*7*9 * 9.
   EXPECT_DOUBLE_EQ(dw.flops, 2.0 * (2 * 8 * 7 * 9) * 9);
 }
@@ -126,7 +126,7 @@ TEST(GraphDefLoweringTest, MatMulTransposeB) {
   const Node& mm = NodeNamed(*graph, "mm");
   EXPECT_EQ(mm.kind, OpKind::kDot);
   EXPECT_EQ(mm.outputs[0], MakeTensorType(DType::kF32, {2, 3}));
-  EXPECT_EQ(mm.attributes.dot.rhs_contracting, (std::vector<int64_t>{1}));
+  EXPECT_EQ(mm.attributes.dot().rhs_contracting, (std::vector<int64_t>{1}));
   EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 2 * 3 * 5);
 }
 

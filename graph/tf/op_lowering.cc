@@ -157,7 +157,7 @@ absl::Status LowerConvolution(const NodeDef& node,
   }
   OpAttributes& attrs = lowered->attributes;
   attrs.has_convolution_dimensions = true;
-  ConvolutionDimensions& dims = attrs.convolution;
+  ConvolutionDimensions& dims = *attrs.mutable_convolution();
   dims.input_batch = 0;
   dims.input_feature = feature;
   dims.input_spatial = {layout[1], layout[2]};
@@ -179,7 +179,7 @@ absl::Status LowerConvolution(const NodeDef& node,
       w.padding_low = explicit_paddings[2 * d];
       w.padding_high = explicit_paddings[2 * d + 1];
     }
-    attrs.window.push_back(w);
+    attrs.mutable_window()->push_back(w);
   }
   if (absl::StrContains(node.op(), "Depthwise")) {
     attrs.feature_group_count = std::max<int64_t>(k.dims[2], 1);
@@ -221,7 +221,7 @@ absl::Status LowerPool(const NodeDef& node,
       w.padding_low = explicit_paddings[2 * d];
       w.padding_high = explicit_paddings[2 * d + 1];
     }
-    lowered->attributes.window.push_back(w);
+    lowered->attributes.mutable_window()->push_back(w);
   }
   return absl::OkStatus();
 }
@@ -231,7 +231,7 @@ absl::Status LowerDot(const NodeDef& node,
                       LoweredOp* lowered) {
   OpAttributes& attrs = lowered->attributes;
   attrs.has_dot_dimensions = true;
-  DotDimensions& dot = attrs.dot;
+  DotDimensions& dot = *attrs.mutable_dot();
   const TensorType& a = *inputs[0];
   const TensorType& b = *inputs[1];
   if (node.op() == "MatMul" || node.op() == "_FusedMatMul") {
@@ -392,7 +392,7 @@ absl::StatusOr<LoweredOp> LowerOp(
       if (auto pads = Known(info(1));
           pads.has_value() && static_cast<int64_t>(pads->size()) == 2 * rank0) {
         for (int64_t d = 0; d < rank0; ++d) {
-          attrs.padding.push_back(
+          attrs.mutable_padding()->push_back(
               PaddingDimension{(*pads)[2 * d], (*pads)[2 * d + 1], 0});
         }
       }
@@ -402,13 +402,13 @@ absl::StatusOr<LoweredOp> LowerOp(
         auto begin = Known(info(1));
         if (begin.has_value() && static_cast<int64_t>(begin->size()) == rank0 &&
             !output_types.empty() && output_types[0].rank() == rank0) {
-          attrs.slice_starts = *begin;
+          *attrs.mutable_slice_starts() = *begin;
           for (int64_t d = 0; d < rank0; ++d) {
-            attrs.slice_limits.push_back(static_cast<int64_t>(
+            attrs.mutable_slice_limits()->push_back(static_cast<int64_t>(
                 std::min<__int128>(static_cast<__int128>((*begin)[d]) +
                                        output_types[0].dims[d],
                                    INT64_MAX)));
-            attrs.slice_strides.push_back(1);
+            attrs.mutable_slice_strides()->push_back(1);
           }
         }
       }
@@ -418,7 +418,7 @@ absl::StatusOr<LoweredOp> LowerOp(
           new absl::flat_hash_map<std::string, std::string>{
               {"Less", "LT"},         {"LessEqual", "LE"}, {"Greater", "GT"},
               {"GreaterEqual", "GE"}, {"Equal", "EQ"},     {"NotEqual", "NE"}};
-      attrs.comparison = kDirections->at(op);
+      *attrs.mutable_comparison() = kDirections->at(op);
       break;
     }
     case OpKind::kSort:

@@ -86,12 +86,12 @@ TEST(TfImportersTest, KwsDsCnnFirstConvolutionByHand) {
   EXPECT_EQ(conv.kind, OpKind::kConvolution);
   EXPECT_EQ(conv.outputs[0], MakeTensorType(DType::kF32, {1, 25, 5, 64}));
   EXPECT_DOUBLE_EQ(conv.flops, 640'000);
-  ASSERT_EQ(conv.attributes.window.size(), 2u);
-  EXPECT_EQ(conv.attributes.window[0].size, 10);
-  EXPECT_EQ(conv.attributes.window[0].stride, 2);
+  ASSERT_EQ(conv.attributes.window().size(), 2u);
+  EXPECT_EQ(conv.attributes.window()[0].size, 10);
+  EXPECT_EQ(conv.attributes.window()[0].stride, 2);
   // SAME over 49 with window 10, stride 2: (25-1)*2 + 10 - 49 = 9 cells.
-  EXPECT_EQ(conv.attributes.window[0].padding_low, 4);
-  EXPECT_EQ(conv.attributes.window[0].padding_high, 5);
+  EXPECT_EQ(conv.attributes.window()[0].padding_low, 4);
+  EXPECT_EQ(conv.attributes.window()[0].padding_high, 5);
   const Node& depthwise =
       NodeNamed(graph, "MobileNet/conv_ds_1/depthwise_conv/depthwise");
   EXPECT_EQ(depthwise.attributes.feature_group_count, 64);

@@ -344,18 +344,18 @@ std::vector<float> FeaturizeNode(const graph::Node& node) {
       [](const W& d) { return d.window_dilation; },
       [](const W& d) { return d.base_dilation; }};
   for (size_t i = 0; i < window_fields.size(); ++i) {
-    PutListSumProduct(WindowField(a.window, window_fields[i]), 6,
+    PutListSumProduct(WindowField(a.window(), window_fields[i]), 6,
                       kWindow + 8 * static_cast<int>(i), out);
   }
   const std::vector<int64_t> reversal =
-      WindowField(a.window, [](const W& d) -> int64_t { return d.reversal; });
+      WindowField(a.window(), [](const W& d) -> int64_t { return d.reversal; });
   PutList(reversal, 6, kWindowReversal, out);
   const auto reversed = std::count(reversal.begin(), reversal.end(), 1);
   out[kWindowReversal + 6] = static_cast<float>(reversed);
   out[kWindowReversal + 7] = static_cast<float>(reversal.size() - reversed);
 
   if (a.has_convolution_dimensions) {
-    const graph::ConvolutionDimensions& c = a.convolution;
+    const graph::ConvolutionDimensions& c = a.convolution();
     const std::vector<int64_t> roles = {
         c.input_batch,           c.input_feature, c.kernel_input_feature,
         c.kernel_output_feature, c.output_batch,  c.output_feature};
@@ -365,13 +365,13 @@ std::vector<float> FeaturizeNode(const graph::Node& node) {
     out[kFeatureGroupCount] = static_cast<float>(a.feature_group_count);
     out[kBatchGroupCount] = static_cast<float>(a.batch_group_count);
   }
-  PutListSumProduct(a.slice_starts, 2, kSlice, out);
-  PutListSumProduct(a.slice_strides, 2, kSlice + 4, out);
-  PutListSumProduct(a.slice_limits, 2, kSlice + 8, out);
-  PutList(a.dynamic_slice_sizes, 4, kDynamicSliceSizes, out);
+  PutListSumProduct(a.slice_starts(), 2, kSlice, out);
+  PutListSumProduct(a.slice_strides(), 2, kSlice + 4, out);
+  PutListSumProduct(a.slice_limits(), 2, kSlice + 8, out);
+  PutList(a.dynamic_slice_sizes(), 4, kDynamicSliceSizes, out);
   std::vector<int64_t> low;
   std::vector<int64_t> high;
-  for (const graph::PaddingDimension& p : a.padding) {
+  for (const graph::PaddingDimension& p : a.padding()) {
     low.push_back(p.low);
     high.push_back(p.high);
   }

@@ -268,15 +268,17 @@ Tensor ModelBuilder::MatMulNode(std::string name, Tensor a, Tensor b,
   OpAttributes attributes;
   attributes.has_dot_dimensions = true;
   for (int i = 0; i < rank - 2; ++i) {
-    attributes.dot.lhs_batch.push_back(i);
-    attributes.dot.rhs_batch.push_back(i);
+    attributes.mutable_dot()->lhs_batch.push_back(i);
+    attributes.mutable_dot()->rhs_batch.push_back(i);
   }
-  attributes.dot.lhs_contracting.push_back(transpose_a ? rank - 2 : rank - 1);
-  attributes.dot.rhs_contracting.push_back(transpose_b ? rank - 1 : rank - 2);
+  attributes.mutable_dot()->lhs_contracting.push_back(transpose_a ? rank - 2
+                                                                  : rank - 1);
+  attributes.mutable_dot()->rhs_contracting.push_back(transpose_b ? rank - 1
+                                                                  : rank - 2);
   // DotOutputDims puts lhs free dims before rhs free dims, which is the
   // matmul order for either transpose.
   absl::StatusOr<std::vector<int64_t>> dims =
-      graph::DotOutputDims(ta.dims, tb.dims, attributes.dot);
+      graph::DotOutputDims(ta.dims, tb.dims, attributes.dot());
   if (!dims.ok()) {
     Fail(absl::InvalidArgumentError(
         absl::StrCat("MatMul '", name, "': ", dims.status().message())));
@@ -311,14 +313,14 @@ Tensor ModelBuilder::ConvNode(std::string name, absl::string_view op, Tensor x,
   }
   OpAttributes attributes;
   attributes.has_convolution_dimensions = true;
-  attributes.convolution = ChannelsLastDims(2);
+  *attributes.mutable_convolution() = ChannelsLastDims(2);
   for (int i = 0; i < 2; ++i) {
-    attributes.window.push_back(
+    attributes.mutable_window()->push_back(
         MakeWindow(tx.dims[i + 1], tk.dims[i], stride, dilation, padding));
   }
   if (depthwise) attributes.feature_group_count = tx.dims[3];
   absl::StatusOr<std::vector<int64_t>> dims = graph::ConvolutionOutputDims(
-      tx.dims, tk.dims, attributes.convolution, attributes.window,
+      tx.dims, tk.dims, attributes.convolution(), attributes.window(),
       attributes.feature_group_count, attributes.batch_group_count);
   if (!dims.ok()) {
     Fail(absl::InvalidArgumentError(
@@ -385,7 +387,7 @@ Tensor ModelBuilder::Pool(absl::string_view name, Tensor x, PoolKind kind,
       return Tensor{};
     }
     dims[d] = *size;
-    attributes.window.push_back(w);
+    attributes.mutable_window()->push_back(w);
   }
   Tensor y =
       Emit1(full_name, kind == PoolKind::kMax ? "MaxPool" : "AvgPool",
@@ -793,9 +795,10 @@ Tensor ModelBuilder::Slice(absl::string_view name, Tensor x, int axis,
   OpAttributes attributes;
   std::vector<int64_t> dims = tx.dims;
   for (int d = 0; d < tx.rank(); ++d) {
-    attributes.slice_starts.push_back(d == a ? start : 0);
-    attributes.slice_limits.push_back(d == a ? start + size : tx.dims[d]);
-    attributes.slice_strides.push_back(1);
+    attributes.mutable_slice_starts()->push_back(d == a ? start : 0);
+    attributes.mutable_slice_limits()->push_back(d == a ? start + size
+                                                        : tx.dims[d]);
+    attributes.mutable_slice_strides()->push_back(1);
   }
   dims[a] = size;
   Tensor y = Emit1(full_name, "Slice", OpKind::kSlice, {x}, std::move(dims),
@@ -925,8 +928,8 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
       const TensorType tg = types_[g.id];
       const bool strided_pointwise = !e.depthwise && tw.dims[0] == 1 &&
                                      tw.dims[1] == 1 && e.stride > 1 &&
-                                     forward.window[0].padding_low == 0 &&
-                                     forward.window[1].padding_low == 0;
+                                     forward.window()[0].padding_low == 0 &&
+                                     forward.window()[1].padding_low == 0;
       if (needs(0) && strided_pointwise) {
         // A strided 1x1 convolution reads every stride-th pixel, so its input
         // gradient is a 1x1 convolution of the output gradient scattered
@@ -934,20 +937,21 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
         // would be costed over all the stride's zeros.
         OpAttributes attrs;
         attrs.has_convolution_dimensions = true;
-        attrs.convolution = ChannelsLastDims(2);
-        std::swap(attrs.convolution.kernel_input_feature,
-                  attrs.convolution.kernel_output_feature);
-        attrs.window.resize(2);
+        *attrs.mutable_convolution() = ChannelsLastDims(2);
+        std::swap(attrs.mutable_convolution()->kernel_input_feature,
+                  attrs.mutable_convolution()->kernel_output_feature);
+        attrs.mutable_window()->resize(2);
         std::vector<int64_t> dims = tg.dims;
         dims[3] = tx.dims[3];
         const Tensor dense =
             Emit1(GradName(e, "Conv2DBackpropInput"), "Conv2DBackpropInput",
                   OpKind::kConvolution, {g, w}, dims, std::move(attrs));
         OpAttributes pad;
-        pad.padding.resize(4);
+        pad.mutable_padding()->resize(4);
         for (int i = 1; i <= 2; ++i) {
-          pad.padding[i].interior = e.stride - 1;
-          pad.padding[i].high = tx.dims[i] - ((tg.dims[i] - 1) * e.stride + 1);
+          (*pad.mutable_padding())[i].interior = e.stride - 1;
+          (*pad.mutable_padding())[i].high =
+              tx.dims[i] - ((tg.dims[i] - 1) * e.stride + 1);
         }
         AccumulateGradient(
             x, Emit1(GradName(e, "Conv2DBackpropInput_pad"), "Pad",
@@ -957,15 +961,15 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
         // stride, convolved with the spatially reversed kernel.
         OpAttributes attrs;
         attrs.has_convolution_dimensions = true;
-        attrs.convolution = ChannelsLastDims(2);
+        *attrs.mutable_convolution() = ChannelsLastDims(2);
         if (!e.depthwise) {
-          std::swap(attrs.convolution.kernel_input_feature,
-                    attrs.convolution.kernel_output_feature);
+          std::swap(attrs.mutable_convolution()->kernel_input_feature,
+                    attrs.mutable_convolution()->kernel_output_feature);
         } else {
           attrs.feature_group_count = tx.dims[3];
         }
         for (int i = 0; i < 2; ++i) {
-          const WindowDimension& f = forward.window[i];
+          const WindowDimension& f = forward.window()[i];
           WindowDimension w_dim;
           w_dim.size = f.size;
           w_dim.base_dilation = f.stride;
@@ -976,7 +980,7 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
           w_dim.padding_high = tx.dims[i + 1] + span -
                                (tg.dims[i + 1] - 1) * f.stride - 1 -
                                w_dim.padding_low;
-          attrs.window.push_back(w_dim);
+          attrs.mutable_window()->push_back(w_dim);
         }
         AccumulateGradient(
             x,
@@ -992,7 +996,7 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
         // forward stride becomes the window dilation.
         OpAttributes attrs;
         attrs.has_convolution_dimensions = true;
-        graph::ConvolutionDimensions& d = attrs.convolution;
+        graph::ConvolutionDimensions& d = *attrs.mutable_convolution();
         d.input_batch = 3;
         d.input_feature = 0;
         d.input_spatial = {1, 2};
@@ -1004,7 +1008,7 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
         d.output_spatial = {0, 1};
         if (e.depthwise) attrs.batch_group_count = tx.dims[3];
         for (int i = 0; i < 2; ++i) {
-          const WindowDimension& f = forward.window[i];
+          const WindowDimension& f = forward.window()[i];
           WindowDimension w_dim;
           w_dim.size = tg.dims[i + 1];
           w_dim.stride = f.window_dilation;
@@ -1013,7 +1017,7 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
           w_dim.padding_high = (f.size - 1) * f.window_dilation +
                                (tg.dims[i + 1] - 1) * f.stride + 1 -
                                tx.dims[i + 1] - f.padding_low;
-          attrs.window.push_back(w_dim);
+          attrs.mutable_window()->push_back(w_dim);
         }
         AccumulateGradient(
             w, Emit1(GradName(e, e.depthwise
@@ -1204,7 +1208,7 @@ void ModelBuilder::Backprop(const TapeEntry& e) {
           pad.low = e.start;
           pad.high = tx.dims[d] - e.start - types_[g.id].dims[d];
         }
-        attrs.padding.push_back(pad);
+        attrs.mutable_padding()->push_back(pad);
       }
       AccumulateGradient(e.inputs[0],
                          Emit1(GradName(e, "Pad"), "Pad", OpKind::kPad, {g},

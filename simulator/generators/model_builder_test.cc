@@ -112,7 +112,7 @@ TEST(ModelBuilderTest, StridedConvolutionBackpropInputIsDilatedLikeXla) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   const Node& dx = NodeNamed(*graph, "gradients/conv_grad/Conv2DBackpropInput");
   EXPECT_EQ(dx.outputs[0].dims, (std::vector<int64_t>{2, 15, 15, 8}));
-  EXPECT_EQ(dx.attributes.window[0].base_dilation, 2);
+  EXPECT_EQ(dx.attributes.window()[0].base_dilation, 2);
   // A dense kernel visits the stride's zeros too (the catalog's rule).
   EXPECT_DOUBLE_EQ(dx.flops, 2.0 * 2 * 15 * 15 * 8 * (3 * 3 * 4));
   const Node& dw =
@@ -138,8 +138,8 @@ TEST(ModelBuilderTest, StridedPointwiseBackpropInputCostsTheForwardFlops) {
       NodeNamed(*graph, "gradients/conv_grad/Conv2DBackpropInput_pad");
   EXPECT_EQ(pad.kind, OpKind::kPad);
   EXPECT_EQ(pad.outputs[0].dims, (std::vector<int64_t>{2, 14, 14, 16}));
-  EXPECT_EQ(pad.attributes.padding[1].interior, 1);
-  EXPECT_EQ(pad.attributes.padding[1].high, 1);
+  EXPECT_EQ(pad.attributes.padding()[1].interior, 1);
+  EXPECT_EQ(pad.attributes.padding()[1].high, 1);
 }
 
 TEST(ModelBuilderTest, DepthwiseGradientsUseFeatureAndBatchGroups) {
