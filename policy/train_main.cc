@@ -300,7 +300,7 @@ int RunPretrain(const std::string& command_line) {
   csv << go::TrainLogHeader() << "\n";
 
   nlohmann::json card = {
-      {"format_version", go::kCheckpointFormatVersion},
+      {"format_version", 1},
       {"kind", "go"},
       {"name", "go-multitask"},
       {"version", "2"},

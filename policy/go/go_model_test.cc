@@ -182,8 +182,8 @@ TEST(GoModelTest, HandlesGraphsLongerThanOneSegment) {
 }
 
 TEST(GoModelTest, ThreadCountDoesNotChangeTheOutput) {
-  // Inference spreads blocks of segments and rows over LibTorch's threads;
-  // each block computes the same thing whichever thread runs it.
+  // LibTorch's intra-op threads split element-wise work; the decisions
+  // must not depend on how many there are.
   absl::StatusOr<graph::Graph> graph =
       simulator::generators::GenerateModelGraph(
           {"bert", /*layers=*/1, /*batch=*/1, /*seq=*/8, /*hidden=*/64});
