@@ -58,8 +58,15 @@ TEST(EngineTest, WithoutPoliciesAnswersWithBestBaselineAndSaysSo) {
             "best-baseline:" + response->best_baseline_method());
   EXPECT_THAT(response->warnings(),
               ::testing::Contains(HasSubstr("no policy for")));
-  // 8 placements x 2 schedulings x 2 fusions, layout not requested.
-  EXPECT_EQ(response->baselines_size(), 32);
+  // 8 placements x 2 schedulings x 2 fusions, plus m-etf and m-sct in their
+  // own placement order x 2 fusions; layout not requested.
+  EXPECT_EQ(response->baselines_size(), 36);
+  std::vector<std::string> methods;
+  for (const auto& baseline : response->baselines()) {
+    methods.push_back(baseline.method());
+  }
+  EXPECT_THAT(methods,
+              ::testing::Contains("m-sct+placement-order+greedy+default"));
   EXPECT_LE(response->step_time_s(), response->default_step_time_s());
   EXPECT_GT(response->speedup_over_default(), 1.0);
   EXPECT_EQ(response->peak_memory_bytes_size(), 2);
