@@ -44,14 +44,24 @@ TEST(GoPolicyTest, ShippedCheckpointLoads) {
   EXPECT_TRUE(info.card["training"].contains("git_revision"));
 }
 
-TEST(GoPolicyTest, ShippedPolicyAnswersWithMethodGo) {
-  absl::StatusOr<std::unique_ptr<Policy>> policy =
-      LoadGoPolicy(ShippedPolicyDir());
-  ASSERT_TRUE(policy.ok()) << policy.status();
+// The shipped policy and a simulator for a 4-way fan-out on 4 devices.
+class ShippedPolicyOnFanOutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Policy>> loaded =
+        LoadGoPolicy(ShippedPolicyDir());
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    policy = *std::move(loaded);
+  }
+
+  std::unique_ptr<Policy> policy;
   const graph::Graph graph = FanOutGraph(4);
   const simulator::Topology topology = UniformTopology(4);
-  simulator::RooflineCostModel cost_model;
-  simulator::Simulator sim(graph, topology, cost_model);
+  const simulator::RooflineCostModel cost_model;
+  const simulator::Simulator sim{graph, topology, cost_model};
+};
+
+TEST_F(ShippedPolicyOnFanOutTest, ShippedPolicyAnswersWithMethodGo) {
   ProposeOptions options;
   options.num_samples = 4;
   options.fine_tune_steps = 2;
@@ -59,7 +69,7 @@ TEST(GoPolicyTest, ShippedPolicyAnswersWithMethodGo) {
   options.on_progress = [&](const ProposeProgress& progress) {
     stages.push_back(progress.stage);
   };
-  absl::StatusOr<Proposal> proposal = (*policy)->Propose(sim, options);
+  absl::StatusOr<Proposal> proposal = policy->Propose(sim, options);
   ASSERT_TRUE(proposal.ok()) << proposal.status();
   EXPECT_EQ(proposal->plan.method, "go");
   EXPECT_TRUE(simulator::ValidatePlan(proposal->plan, graph, topology).ok());
@@ -75,17 +85,10 @@ TEST(GoPolicyTest, ShippedPolicyAnswersWithMethodGo) {
   EXPECT_EQ(stages[1], "fine-tune");
 }
 
-TEST(GoPolicyTest, FineTuningKeepsABetterWarmStart) {
-  absl::StatusOr<std::unique_ptr<Policy>> policy =
-      LoadGoPolicy(ShippedPolicyDir());
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  const graph::Graph graph = FanOutGraph(4);
-  const simulator::Topology topology = UniformTopology(4);
-  simulator::RooflineCostModel cost_model;
-  simulator::Simulator sim(graph, topology, cost_model);
+TEST_F(ShippedPolicyOnFanOutTest, FineTuningKeepsABetterWarmStart) {
   ProposeOptions zero_shot;
   zero_shot.num_samples = 4;
-  absl::StatusOr<Proposal> alone = (*policy)->Propose(sim, zero_shot);
+  absl::StatusOr<Proposal> alone = policy->Propose(sim, zero_shot);
   ASSERT_TRUE(alone.ok()) << alone.status();
   // Fine-tuning starts from the better of the zero-shot plan and the warm
   // start (here the best baseline combination) and never ends slower.
@@ -98,7 +101,7 @@ TEST(GoPolicyTest, FineTuningKeepsABetterWarmStart) {
   ProposeOptions options = zero_shot;
   options.fine_tune_steps = 1;
   options.warm_start = &best->plan;
-  absl::StatusOr<Proposal> proposal = (*policy)->Propose(sim, options);
+  absl::StatusOr<Proposal> proposal = policy->Propose(sim, options);
   ASSERT_TRUE(proposal.ok()) << proposal.status();
   EXPECT_EQ(proposal->plan.method, "go");
   EXPECT_LE(proposal->step_time_s, best->result.step_time_s);
@@ -106,20 +109,13 @@ TEST(GoPolicyTest, FineTuningKeepsABetterWarmStart) {
   EXPECT_TRUE(simulator::ValidatePlan(proposal->plan, graph, topology).ok());
 }
 
-TEST(GoPolicyTest, WarmStartForAnotherGraphIsIgnored) {
-  absl::StatusOr<std::unique_ptr<Policy>> policy =
-      LoadGoPolicy(ShippedPolicyDir());
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  const graph::Graph graph = FanOutGraph(4);
-  const simulator::Topology topology = UniformTopology(4);
-  simulator::RooflineCostModel cost_model;
-  simulator::Simulator sim(graph, topology, cost_model);
+TEST_F(ShippedPolicyOnFanOutTest, WarmStartForAnotherGraphIsIgnored) {
   const simulator::Plan wrong = simulator::DefaultPlan(FanOutGraph(2));
   ProposeOptions options;
   options.num_samples = 4;
   options.fine_tune_steps = 1;
   options.warm_start = &wrong;
-  absl::StatusOr<Proposal> proposal = (*policy)->Propose(sim, options);
+  absl::StatusOr<Proposal> proposal = policy->Propose(sim, options);
   ASSERT_TRUE(proposal.ok()) << proposal.status();
   EXPECT_TRUE(simulator::ValidatePlan(proposal->plan, graph, topology).ok());
   EXPECT_EQ(proposal->fine_tune_steps_done, 1);
