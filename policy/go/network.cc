@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -30,21 +31,25 @@ constexpr int64_t kSegmentChunk = 4;
 // Rows per block of row-wise work in ConcatBlocks.
 constexpr int64_t kRowBlock = 2048;
 
-// Evaluates `block(begin, end)` for consecutive ranges of [0, count) of
-// `grain` items and concatenates the results along dimension 0, so that the
-// temporaries of one block (the attention scores above all) stay small.
-// Without gradient (inference) the blocks are shared among LibTorch's
-// intra-op threads, each block running its operators on one thread: a few
-// large tasks per layer instead of a parallel region per small operator.
-// With gradient (training) they run in order on the calling thread.
+// Evaluates `block(begin, end)` over [0, count) split into near-equal
+// ranges of at most `grain` items and concatenates the results along
+// dimension 0, so that the temporaries of one block (the attention scores
+// above all) stay small. The split depends only on `count` and `grain`, so
+// the result does not depend on the thread count; it is even (when there
+// is more than one block) so that two threads get equal shares. Without
+// gradient (inference) the blocks are shared among LibTorch's intra-op
+// threads, each block running its operators on one thread: a few large
+// tasks per layer instead of a parallel region per small operator. With
+// gradient (training) they run in order on the calling thread.
 torch::Tensor ConcatBlocks(
     int64_t count, int64_t grain,
     const std::function<torch::Tensor(int64_t, int64_t)>& block) {
-  const int64_t blocks = (count + grain - 1) / grain;
+  int64_t blocks = (count + grain - 1) / grain;
+  if (blocks > 1 && blocks % 2 == 1) ++blocks;
   std::vector<torch::Tensor> results(blocks);
   auto run = [&](int64_t first, int64_t last) {
     for (int64_t b = first; b < last; ++b) {
-      results[b] = block(b * grain, std::min(count, (b + 1) * grain));
+      results[b] = block(count * b / blocks, count * (b + 1) / blocks);
     }
   };
   if (torch::GradMode::is_enabled() || blocks < 2) {
@@ -59,6 +64,59 @@ torch::Tensor ConcatBlocks(
                      });
   }
   return blocks == 1 ? results[0] : torch::cat(results, 0);
+}
+
+// Groups the edges (src[e], dst[e]) by `key` (src or dst): `target` is the
+// key node, `neighbour` the other end. A stable order keeps each node's
+// edges in their original order, so sums over them add up as before.
+EdgeGroups GroupEdges(const std::vector<int64_t>& key,
+                      const std::vector<int64_t>& other, int64_t n) {
+  const int64_t e = static_cast<int64_t>(key.size());
+  EdgeGroups groups;
+  groups.offsets.assign(n + 1, 0);
+  for (int64_t k : key) ++groups.offsets[k + 1];
+  for (int64_t i = 0; i < n; ++i) {
+    groups.offsets[i + 1] += groups.offsets[i];
+  }
+  std::vector<int64_t> target(e), neighbour(e);
+  std::vector<int64_t> next(groups.offsets.begin(), groups.offsets.end() - 1);
+  for (int64_t i = 0; i < e; ++i) {
+    const int64_t slot = next[key[i]]++;
+    target[slot] = key[i];
+    neighbour[slot] = other[i];
+  }
+  std::vector<float> degree(n);
+  for (int64_t i = 0; i < n; ++i) {
+    degree[i] = static_cast<float>(
+        std::max<int64_t>(1, groups.offsets[i + 1] - groups.offsets[i]));
+  }
+  groups.target = torch::tensor(target, torch::kInt64);
+  groups.neighbour = torch::tensor(neighbour, torch::kInt64);
+  groups.degree = torch::tensor(degree, torch::kFloat32).unsqueeze(1);
+  return groups;
+}
+
+// Mean and max of the messages `m` of the neighbours of rows [begin, end),
+// as [end - begin, 2 * width] (mean, then max; zeros where a node has no
+// neighbours).
+torch::Tensor Aggregate(const torch::Tensor& m, const EdgeGroups& groups,
+                        int64_t begin, int64_t end) {
+  const int64_t rows = end - begin;
+  const int64_t width = m.size(1);
+  torch::Tensor mean = torch::zeros({rows, width}, m.options());
+  torch::Tensor max = torch::zeros({rows, width}, m.options());
+  const int64_t first = groups.offsets[begin];
+  const int64_t last = groups.offsets[end];
+  if (last > first) {
+    torch::Tensor messages =
+        m.index_select(0, groups.neighbour.slice(0, first, last));
+    torch::Tensor local = groups.target.slice(0, first, last) - begin;
+    mean =
+        mean.index_add(0, local, messages) / groups.degree.slice(0, begin, end);
+    max = max.scatter_reduce(0, local.unsqueeze(1).expand({-1, width}),
+                             messages, "amax", /*include_self=*/false);
+  }
+  return torch::cat({mean, max}, 1);
 }
 
 torch::Tensor FromFloats(const std::vector<float>& values, int64_t rows,
@@ -89,22 +147,8 @@ FeatureTensors ToTensors(const GraphFeatures& features) {
   FeatureTensors t;
   t.node = FromFloats(features.node, n, NumNodeFeatures());
   t.device = FromFloats(features.device, d, NumDeviceFeatures());
-  const int64_t e = static_cast<int64_t>(features.edge_src.size());
-  t.edge_src = torch::from_blob(const_cast<int64_t*>(features.edge_src.data()),
-                                {e}, torch::kInt64)
-                   .clone();
-  t.edge_dst = torch::from_blob(const_cast<int64_t*>(features.edge_dst.data()),
-                                {e}, torch::kInt64)
-                   .clone();
-  torch::Tensor ones = torch::ones({e}, torch::kFloat32);
-  t.in_degree = torch::zeros({n}, torch::kFloat32)
-                    .index_add_(0, t.edge_dst, ones)
-                    .clamp_min(1)
-                    .unsqueeze(1);
-  t.out_degree = torch::zeros({n}, torch::kFloat32)
-                     .index_add_(0, t.edge_src, ones)
-                     .clamp_min(1)
-                     .unsqueeze(1);
+  t.predecessors = GroupEdges(features.edge_dst, features.edge_src, n);
+  t.successors = GroupEdges(features.edge_src, features.edge_dst, n);
   t.allowed = torch::from_blob(const_cast<uint8_t*>(features.allowed.data()),
                                {n, d}, torch::kUInt8)
                   .to(torch::kBool);
@@ -151,34 +195,19 @@ SageLayerImpl::SageLayerImpl(const SageLayerOptions& options) {
 torch::Tensor SageLayerImpl::forward(const torch::Tensor& h,
                                      const FeatureTensors& graph,
                                      const torch::Tensor& g) {
-  torch::Tensor m = message_->forward(h);
-  torch::Tensor mean_pred = torch::zeros_like(m);
-  torch::Tensor max_pred = torch::zeros_like(m);
-  torch::Tensor mean_succ = torch::zeros_like(m);
-  torch::Tensor max_succ = torch::zeros_like(m);
-  if (graph.edge_src.numel() > 0) {
-    const int64_t width = m.size(1);
-    // Messages from predecessors, gathered at each edge's destination.
-    torch::Tensor from_src = m.index_select(0, graph.edge_src);
-    torch::Tensor dst_index = graph.edge_dst.unsqueeze(1).expand({-1, width});
-    mean_pred =
-        mean_pred.index_add(0, graph.edge_dst, from_src) / graph.in_degree;
-    max_pred = max_pred.scatter_reduce(0, dst_index, from_src, "amax",
-                                       /*include_self=*/false);
-    // Messages from successors, gathered at each edge's source.
-    torch::Tensor from_dst = m.index_select(0, graph.edge_dst);
-    torch::Tensor src_index = graph.edge_src.unsqueeze(1).expand({-1, width});
-    mean_succ =
-        mean_succ.index_add(0, graph.edge_src, from_dst) / graph.out_degree;
-    max_succ = max_succ.scatter_reduce(0, src_index, from_dst, "amax",
-                                       /*include_self=*/false);
-  }
-  torch::Tensor joined =
-      torch::cat({h, mean_pred, max_pred, mean_succ, max_succ}, 1);
+  // Every node's message first: a block aggregates messages from anywhere.
+  torch::Tensor m =
+      ConcatBlocks(h.size(0), kRowBlock, [&](int64_t begin, int64_t end) {
+        return message_->forward(h.slice(0, begin, end));
+      });
   return ConcatBlocks(h.size(0), kRowBlock, [&](int64_t begin, int64_t end) {
-    torch::Tensor z =
-        torch::relu(combine_->forward(joined.slice(0, begin, end)));
-    return norm_->forward(h.slice(0, begin, end) + film_->forward(z, g));
+    torch::Tensor rows = h.slice(0, begin, end);
+    torch::Tensor joined =
+        torch::cat({rows, Aggregate(m, graph.predecessors, begin, end),
+                    Aggregate(m, graph.successors, begin, end)},
+                   1);
+    torch::Tensor z = torch::relu(combine_->forward(joined));
+    return norm_->forward(rows + film_->forward(z, g));
   });
 }
 

@@ -15,13 +15,21 @@
 namespace gopt::policy::go {
 
 // GraphFeatures as tensors (CPU).
+// The dependencies as seen from the nodes that aggregate over them: the
+// edges of node i are [offsets[i], offsets[i + 1]), so a block of rows reads
+// one contiguous range of edges.
+struct EdgeGroups {
+  torch::Tensor neighbour;       // [E] int64: the node whose message is read
+  torch::Tensor target;          // [E] int64: the node that aggregates it
+  torch::Tensor degree;          // [N, 1] float, at least 1
+  std::vector<int64_t> offsets;  // N + 1 entries
+};
+
 struct FeatureTensors {
   torch::Tensor node;           // [N, F] float
   torch::Tensor device;         // [D, Fd] float
-  torch::Tensor edge_src;       // [E] int64
-  torch::Tensor edge_dst;       // [E] int64
-  torch::Tensor in_degree;      // [N, 1] float, at least 1
-  torch::Tensor out_degree;     // [N, 1] float, at least 1
+  EdgeGroups predecessors;      // grouped by destination
+  EdgeGroups successors;        // grouped by source
   torch::Tensor allowed;        // [N, D] bool
   torch::Tensor work_position;  // [N] float
   torch::Tensor upward_rank;    // [N] float
