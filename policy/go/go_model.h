@@ -97,10 +97,11 @@ inline constexpr int64_t kCheckpointFormatVersion = 2;
 
 // Sets LibTorch's intra-op thread count (process-wide) and keeps OpenBLAS,
 // when it is the BLAS, on the calling thread (its own pool on top of
-// LibTorch's oversubscribes small hosts). Training and serving on this
-// 2-core host use 2 or fewer. Set OMP_WAIT_POLICY=PASSIVE in the
-// environment on a shared host: spinning OpenMP workers burn the cores
-// other processes need.
+// LibTorch's oversubscribes small hosts; creating or loading a GoModel does
+// that too). Inference shares the network's row and segment blocks among
+// these threads; training runs them on the calling thread. Set
+// OMP_WAIT_POLICY=PASSIVE in the environment on a shared host: spinning OpenMP
+// workers burn the cores other processes need.
 void SetTorchThreads(int threads);
 
 // Keeps freed memory in the process for reuse (glibc mallopt): the network's

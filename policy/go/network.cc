@@ -374,7 +374,13 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
   const int64_t n = graph.node.size(0);
   const int64_t d = graph.device.size(0);
   const double scale = 1.0 / std::sqrt(double(options_.model.hidden));
-  torch::Tensor x0 = torch::relu(input_->forward(graph.node));
+  // Row-wise work over all nodes, in blocks (see ConcatBlocks).
+  auto by_rows = [n](const std::function<torch::Tensor(int64_t, int64_t)>& f) {
+    return ConcatBlocks(n, kRowBlock, f);
+  };
+  torch::Tensor x0 = by_rows([&](int64_t begin, int64_t end) {
+    return torch::relu(input_->forward(graph.node.slice(0, begin, end)));
+  });
   torch::Tensor devices = device_mlp_->forward(graph.device);
   torch::Tensor g = graph_mlp_->forward(
       torch::cat({x0.mean(0), devices.mean(0)}).unsqueeze(0));
@@ -388,21 +394,33 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
   torch::Tensor previous;  // embedding of the decided tasks' actions
   if (tasks.placement) {
     torch::Tensor y = RunStack(placement_stack_, x, g);
-    torch::Tensor logits =
-        torch::matmul(placement_query_->forward(y), devices.t()) * scale;
-    if (d > 1) {
-      torch::Tensor gate = placement_prior_gate_->forward(g).squeeze(0).exp();
-      torch::Tensor centers =
-          (torch::arange(d, torch::kFloat32) + 0.5) / static_cast<double>(d);
-      torch::Tensor distance =
-          (graph.work_position.unsqueeze(1) - centers.unsqueeze(0)) * d;
-      logits = logits - placement_prior_scale_ * gate[0] * distance * distance +
-               heft_prior_scale_ * gate[1] * graph.heft_hint +
-               metis_prior_scale_ * gate[2] * graph.metis_hint;
-    }
-    logits = logits.masked_fill(graph.allowed.logical_not(), kMaskedLogit);
-    out.placement = torch::log_softmax(logits, -1);
-    previous = torch::matmul(out.placement.exp(), device_actions);
+    torch::Tensor centers =
+        (torch::arange(d, torch::kFloat32) + 0.5) / static_cast<double>(d);
+    torch::Tensor gate = placement_prior_gate_->forward(g).squeeze(0).exp();
+    out.placement = by_rows([&](int64_t begin, int64_t end) {
+      torch::Tensor logits =
+          torch::matmul(placement_query_->forward(y.slice(0, begin, end)),
+                        devices.t()) *
+          scale;
+      if (d > 1) {
+        torch::Tensor distance =
+            (graph.work_position.slice(0, begin, end).unsqueeze(1) -
+             centers.unsqueeze(0)) *
+            d;
+        logits =
+            logits - placement_prior_scale_ * gate[0] * distance * distance +
+            heft_prior_scale_ * gate[1] * graph.heft_hint.slice(0, begin, end) +
+            metis_prior_scale_ * gate[2] *
+                graph.metis_hint.slice(0, begin, end);
+      }
+      logits = logits.masked_fill(
+          graph.allowed.slice(0, begin, end).logical_not(), kMaskedLogit);
+      return torch::log_softmax(logits, -1);
+    });
+    previous = by_rows([&](int64_t begin, int64_t end) {
+      return torch::matmul(out.placement.slice(0, begin, end).exp(),
+                           device_actions);
+    });
   } else {
     torch::Tensor placement = fixed_placement.defined()
                                   ? fixed_placement
@@ -413,22 +431,30 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
     torch::Tensor y = RunStack(scheduling_stack_, x + previous, g);
     // Distance in levels between each level and the node's upward rank.
     torch::Tensor levels = torch::arange(kPriorityLevels, torch::kFloat32);
-    torch::Tensor distance =
-        levels.unsqueeze(0) -
-        graph.upward_rank.unsqueeze(1) * (kPriorityLevels - 1);
-    out.scheduling =
-        torch::log_softmax(scheduling_head_->forward(y) -
-                               scheduling_prior_scale_ * distance * distance,
-                           -1);
-    previous = previous +
-               torch::matmul(out.scheduling.exp(), scheduling_action_->weight);
+    out.scheduling = by_rows([&](int64_t begin, int64_t end) {
+      torch::Tensor distance =
+          levels.unsqueeze(0) -
+          graph.upward_rank.slice(0, begin, end).unsqueeze(1) *
+              (kPriorityLevels - 1);
+      return torch::log_softmax(
+          scheduling_head_->forward(y.slice(0, begin, end)) -
+              scheduling_prior_scale_ * distance * distance,
+          -1);
+    });
+    previous = previous + by_rows([&](int64_t begin, int64_t end) {
+                 return torch::matmul(out.scheduling.slice(0, begin, end).exp(),
+                                      scheduling_action_->weight);
+               });
   }
   if (tasks.fusion) {
     torch::Tensor y = RunStack(fusion_stack_, x + previous, g);
     torch::Tensor eagerness =
         torch::arange(kPriorityLevels, torch::kFloat32) / (kPriorityLevels - 1);
-    out.fusion = torch::log_softmax(
-        fusion_head_->forward(y) + fusion_prior_scale_ * eagerness, -1);
+    out.fusion = by_rows([&](int64_t begin, int64_t end) {
+      return torch::log_softmax(fusion_head_->forward(y.slice(0, begin, end)) +
+                                    fusion_prior_scale_ * eagerness,
+                                -1);
+    });
   }
   return out;
 }
@@ -492,8 +518,29 @@ std::vector<float> ToVector(const torch::Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+// LibTorch hands whole matrix products to BLAS, from the thread that runs
+// a block of the network; OpenBLAS's own thread pool on top of LibTorch's
+// oversubscribes a small host (measured 2-4x slower on this 2-core
+// machine), so BLAS runs on the calling thread. Process-wide, once.
+void KeepBlasOnCallingThread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    using SetBlasThreads = void (*)(int);
+    if (auto set_blas_threads = reinterpret_cast<SetBlasThreads>(
+            dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+      set_blas_threads(1);
+    }
+  });
+}
+
+}  // namespace
+
 GoModel::GoModel(const GoModelOptions& options, std::unique_ptr<Impl> impl)
-    : options_(options), impl_(std::move(impl)) {}
+    : options_(options), impl_(std::move(impl)) {
+  KeepBlasOnCallingThread();
+}
 
 GoModel::~GoModel() = default;
 
@@ -701,14 +748,7 @@ int64_t GoModel::num_parameters() const {
 
 void SetTorchThreads(int threads) {
   torch::set_num_threads(threads);
-  // LibTorch hands whole matrix products to BLAS; OpenBLAS's own thread pool
-  // on top of LibTorch's oversubscribes a small host (measured 2-4x slower
-  // on this shared 2-core machine), so BLAS runs on the calling thread.
-  using SetBlasThreads = void (*)(int);
-  if (auto set_blas_threads = reinterpret_cast<SetBlasThreads>(
-          dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set_blas_threads(1);
-  }
+  KeepBlasOnCallingThread();
 }
 
 void KeepFreedMemory() {
