@@ -3,6 +3,9 @@
 // about 10,000 and 80,000 nodes, and one PPO step on a 3,579-node graph.
 //
 //   build/bin/gopt_go_benchmark --benchmark_min_time=1
+//
+// The second argument of the zero-shot benchmark is LibTorch's intra-op
+// thread count: inference shares the network's blocks among them.
 
 #include <benchmark/benchmark.h>
 #include <glog/logging.h>
