@@ -40,11 +40,15 @@ namespace gopt::simulator::baselines {
 //     device occupies that device for most of the step) until every
 //     consumer of that tensor is placed;
 // checked against the history's peak with the new node's inputs still
-// held, its output added and the parameters that come along with it. A
-// ready node that does not fit a device waits until enough memory is freed
-// there; when every remaining ready node waits, the placer gives up with
-// ResourceExhausted naming one of them (e.g. weights larger than any
-// device).
+// held, its output added and the parameters that come along with it; and
+// the bytes in use at the commit must stay below the fill limit (the
+// budget less a reserve, 0 at first). A ready node that does not fit a
+// device waits until enough memory is freed there. When every remaining
+// ready node waits, the one that would start first among those that fit a
+// device's budget at the moment of the commit (overflowing only the
+// history, an upper bound, or the reserve) is placed anyway, and the
+// simulation below decides; when none does, the placement runs out of
+// room.
 //
 // The estimate assumes ops run in the order they were placed, so the
 // placer also returns that order as priorities (PlaceInOrder; the first
@@ -54,9 +58,13 @@ namespace gopt::simulator::baselines {
 // earlier-placed one whose inputs are late. So the placer simulates its
 // plan (placement, its order, no fusion, default layouts) and, while some
 // device overflows, places again with that device's budget lowered by the
-// overflow, up to kMaxAttempts times; then it gives up with
-// ResourceExhausted. A plan it returns is free of OOM in the simulator under
-// its own order; another scheduler, fusion or layout (e.g.
+// overflow; a placement that runs out of room is tried again with a larger
+// reserve (kFirstReserveFraction of each budget, doubling up to
+// kMaxReserveFraction), which leaves room for copies of early tensors. After
+// kMaxAttempts placements, or out of room with the largest reserve, it gives
+// up with ResourceExhausted naming a node that fits nowhere (e.g. weights
+// larger than any device) or the overflow. A plan it returns is free of OOM in
+// the simulator under its own order; another scheduler, fusion or layout (e.g.
 // "m-sct+critical-path+greedy") changes the order and the buffers, and
 // carries no such guarantee.
 //
