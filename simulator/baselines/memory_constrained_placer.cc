@@ -295,13 +295,23 @@ class Run {
   int64_t Shortfall(NodeId id, int32_t d) {
     NeedBytes(id, d);
     MemoryHistory& history = history_[d];
-    int64_t in_use = memory_used_[d];
+    const int now = static_cast<int>(order_.size());
+    // Additions from the first entry raise the peak by as much, and those
+    // from now on raise the entries from now on, which all hold what is in
+    // use now; only copies dated back need the tree.
+    int64_t from_start = 0;
+    int64_t from_now = 0;
+    int64_t dated_back = 0;
     for (const auto& [first, bytes] : need_) {
-      history.AddFrom(first, bytes);
-      in_use += bytes;
+      (first == now ? from_now : first == 0 ? from_start : dated_back) += bytes;
     }
-    const int64_t peak = history.Peak();
-    for (const auto& [first, bytes] : need_) history.AddFrom(first, -bytes);
+    const int64_t in_use = memory_used_[d] + from_start + from_now + dated_back;
+    int64_t peak = std::max(history.Peak() + from_start, in_use);
+    if (dated_back > 0) {
+      for (const auto& [first, bytes] : need_) history.AddFrom(first, bytes);
+      peak = history.Peak();
+      for (const auto& [first, bytes] : need_) history.AddFrom(first, -bytes);
+    }
     return std::max(peak - budget_bytes_[d], in_use - fill_bytes_[d]);
   }
 
