@@ -26,7 +26,9 @@ class OpCostModel {
   OpCostModel(const OpCostModel&) = delete;
   OpCostModel& operator=(const OpCostModel&) = delete;
 
-  // Seconds for `work` on `device`, launch overhead included.
+  // Seconds for `work` on `device`, launch overhead included. Depends on
+  // the device's numbers and kind only, never its name (the simulator
+  // prices devices with equal numbers once).
   virtual double KernelSeconds(const KernelWork& work,
                                const DeviceProfile& device) const = 0;
 

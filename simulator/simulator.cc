@@ -62,6 +62,19 @@ class EventQueue {
     }
     heap_[i] = event;
   }
+  // Replaces the earliest event by `event` (one sift-down instead of a pop
+  // and a push); the queue must not be empty.
+  void ReplaceTop(Event event) {
+    const size_t size = heap_.size();
+    size_t i = 0;
+    for (size_t child = 1; child < size; child = 2 * i + 1) {
+      child += (child + 1 < size) & heap_[child + 1].Before(heap_[child]);
+      if (!heap_[child].Before(event)) break;
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    heap_[i] = event;
+  }
   // Removes and returns the earliest event; the queue must not be empty.
   // The hole at the root first sinks to a leaf along the earlier children
   // (a loop of fixed length, without the unpredictable early exit of a
@@ -206,6 +219,19 @@ struct Scratch {
   std::vector<NodeId> release_stack;
 };
 
+// Whether two devices cost the same for every kernel: equal in all but the
+// name (OpCostModel looks at nothing else).
+bool SameProfile(const DeviceProfile& a, const DeviceProfile& b) {
+  return a.kind == b.kind && a.peak_f32_flops == b.peak_f32_flops &&
+         a.peak_f16_flops == b.peak_f16_flops &&
+         a.peak_f64_flops == b.peak_f64_flops &&
+         a.peak_int8_ops == b.peak_int8_ops &&
+         a.memory_bandwidth_bytes_per_s == b.memory_bandwidth_bytes_per_s &&
+         a.memory_bytes == b.memory_bytes &&
+         a.launch_overhead_s == b.launch_overhead_s &&
+         a.max_efficiency == b.max_efficiency;
+}
+
 std::vector<int32_t> NormalizedLayout(const std::vector<int32_t>& layout,
                                       int rank) {
   if (!layout.empty()) return layout;
@@ -306,6 +332,36 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
   if (total_bandwidth > 0) {
     lower_bound_s_ =
         std::max(lower_bound_s_, unavoidable_bytes / total_bandwidth);
+  }
+  // Kernel seconds of each node run alone with default layouts, per class
+  // of identical devices (presets repeat one device, so usually one class):
+  // most plans use no fusion and no layouts, and need no cost-model call.
+  device_class_.resize(topology.num_devices());
+  std::vector<int32_t> class_device;  // a device of each class
+  for (int d = 0; d < topology.num_devices(); ++d) {
+    device_class_[d] = static_cast<int32_t>(class_device.size());
+    for (size_t c = 0; c < class_device.size(); ++c) {
+      if (SameProfile(topology.devices[class_device[c]], topology.devices[d])) {
+        device_class_[d] = static_cast<int32_t>(c);
+        break;
+      }
+    }
+    if (device_class_[d] == static_cast<int32_t>(class_device.size())) {
+      class_device.push_back(d);
+    }
+  }
+  num_device_classes_ = static_cast<int>(class_device.size());
+  solo_seconds_.assign(static_cast<size_t>(n) * num_device_classes_, 0);
+  for (NodeId id = 0; id < n; ++id) {
+    if (free_[id]) continue;
+    KernelWork kernel;
+    kernel.flops = flops_[id];
+    kernel.bytes = std::max<int64_t>(0, traffic_bytes_[id]);
+    kernel.dtype = dtype_[id];
+    for (int c = 0; c < num_device_classes_; ++c) {
+      solo_seconds_[static_cast<size_t>(id) * num_device_classes_ + c] =
+          cost_model.KernelSeconds(kernel, topology.devices[class_device[c]]);
+    }
   }
   in_src_.reserve(graph.num_edges());
   for (const Edge& edge : graph.edges()) {
@@ -483,7 +539,14 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       materialized[id] = 1;
     }
     if (!fused) {
-      unit.duration = kernel_seconds(node_work, device);
+      if (copy_s == 0 && node_work.efficiency == 1.0) {
+        unit.duration =
+            solo_seconds_[static_cast<size_t>(id) * num_device_classes_ +
+                          device_class_[device]];
+        result.num_kernels += !free_[id];
+      } else {
+        unit.duration = kernel_seconds(node_work, device);
+      }
       continue;
     }
     UnitWork& w = work[u];
@@ -770,7 +833,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   };
   // Transfer `index` has arrived at `now`: the sender's buffer loses a use,
   // the consumers it feeds lose a pending input, and the next transfer on
-  // its link becomes the link's event.
+  // its link becomes the link's event, in place of this one's (still at the
+  // top of the queue: nothing here pushes or pops).
   auto arrive = [&](int32_t index, double now) {
     const NodeId id = transfers[index].node;
     release_stack.push_back(id);  // the send no longer holds the buffer
@@ -790,10 +854,11 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         static_cast<size_t>(t.src_device) * num_devices + t.dst_device;
     if (t.next_on_link >= 0) {
       const Transfer& next = transfers[t.next_on_link];
-      events.Push(Event::Make(next.end_s, next.seq, t.next_on_link,
-                              /*is_transfer=*/true));
+      events.ReplaceTop(Event::Make(next.end_s, next.seq, t.next_on_link,
+                                    /*is_transfer=*/true));
     } else {
       link_tail[link_index] = -1;
+      events.Pop();
     }
   };
 
@@ -808,11 +873,12 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   dispatch(0);
   double now = 0;
   while (!events.empty()) {
-    const Event event = events.Pop();
+    const Event event = events.top();
     now = event.time;
     if (event.is_transfer()) {
-      arrive(event.id(), now);
+      arrive(event.id(), now);  // replaces the event by the link's next one
     } else {
+      events.Pop();
       finish_unit(event.id(), now);
     }
     drain_free(now);

@@ -118,6 +118,11 @@ class Simulator {
   // 20: per in-edge its src, per out-edge its dst; ~node for control edges.
   std::vector<graph::NodeId> in_src_;
   std::vector<graph::NodeId> out_dst_;
+  // Devices with equal profiles form a class; per node and class, the
+  // kernel seconds of the node unfused with default layouts (0 if free).
+  std::vector<int32_t> device_class_;
+  int num_device_classes_ = 0;
+  std::vector<double> solo_seconds_;
   double lower_bound_s_ = 0;
 
   // Bytes `edge` carries (Graph::EdgeBytes, precomputed).

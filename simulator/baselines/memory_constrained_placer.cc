@@ -50,6 +50,51 @@ struct StartableOrder {  // most preferred on top
   }
 };
 
+// One device's memory estimate over the placement: entry k is the bytes in
+// use just after the k-th commit (a commit's frees land at k + 1, so entry k
+// still holds the committed node's inputs beside its output). Every change
+// applies from some entry to the end, as the later entries are the present
+// and what follows it: a new buffer from now on, a resident weight from
+// entry 0, a received copy from the entry of its producer's commit (the
+// simulator allocates the copy when the producer finishes, however much
+// later the consumer runs). A segment tree over the entries, each node
+// holding the max of its subtree plus the additions to all of it, keeps
+// the peak at the root: O(log entries) per change.
+class MemoryHistory {
+ public:
+  explicit MemoryHistory(int entries) {
+    while (leaves_ < entries) leaves_ *= 2;
+    max_.assign(2 * leaves_, 0);
+    added_.assign(2 * leaves_, 0);
+  }
+
+  // Adds `bytes` to entries first..end.
+  void AddFrom(int first, int64_t bytes) {
+    int lo = first + leaves_;
+    int hi = 2 * leaves_;
+    const int lo_leaf = lo;
+    for (; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) Add(lo++, bytes);
+      if (hi & 1) Add(--hi, bytes);
+    }
+    for (int i = lo_leaf / 2; i >= 1; i /= 2) {
+      max_[i] = added_[i] + std::max(max_[2 * i], max_[2 * i + 1]);
+    }
+  }
+  // The largest entry.
+  int64_t Peak() const { return max_[1]; }
+
+ private:
+  void Add(int node, int64_t bytes) {
+    max_[node] += bytes;
+    added_[node] += bytes;
+  }
+
+  int leaves_ = 1;
+  std::vector<int64_t> max_;    // per tree node: its subtree's largest entry
+  std::vector<int64_t> added_;  // per tree node: added to all its entries
+};
+
 // The working state of one placement. Per device, kernels whose inputs
 // arrive after the device frees up wait in `waiting_` (by arrival); once
 // the device's free time passes their arrival they move to `startable_`
@@ -61,7 +106,8 @@ struct StartableOrder {  // most preferred on top
 class Run {
  public:
   Run(const CostTable& costs, bool small_communication_times,
-      absl::string_view name, std::vector<int64_t> budget_bytes)
+      absl::string_view name, std::vector<int64_t> budget_bytes,
+      double reserve_fraction)
       : costs_(costs),
         graph_(costs.graph()),
         name_(name),
@@ -75,17 +121,25 @@ class Run {
         pending_(n_, 0),
         remaining_uses_(n_, 0),
         seen_(n_, -1),
+        position_(n_, 0),
         copy_devices_(n_),
         device_free_s_(num_devices_, 0),
         memory_used_(num_devices_, 0),
-        peak_used_(num_devices_, 0),
+        history_(num_devices_, MemoryHistory(n_ + 2)),
         freed_since_block_(num_devices_, 0),
         min_shortfall_(num_devices_, kNoShortfall),
         budget_bytes_(std::move(budget_bytes)),
+        fill_bytes_(num_devices_),
         waiting_(num_devices_),
         startable_(num_devices_),
         blocked_(num_devices_) {
     order_.reserve(n_);
+    for (int32_t d = 0; d < num_devices_; ++d) {
+      fill_bytes_[d] =
+          budget_bytes_[d] -
+          static_cast<int64_t>(reserve_fraction *
+                               static_cast<double>(budget_bytes_[d]));
+    }
     for (NodeId id = 0; id < n_; ++id) {
       // Only parameters that may go anywhere wait for their consumer; a
       // constrained one is placed like any free node.
@@ -105,8 +159,8 @@ class Run {
     }
   }
 
-  // Per device: the estimate's peak (valid after Place).
-  const std::vector<int64_t>& peak_bytes() const { return peak_used_; }
+  // The estimate's peak on device `d` (valid after Place).
+  int64_t PeakBytes(int32_t d) const { return history_[d].Peak(); }
 
   // The devices, and the order nodes were committed in as priorities (the
   // first committed highest; parameters placed with their consumer, 0).
@@ -153,13 +207,15 @@ class Run {
           best = *candidate;
         }
       }
-      if (best_device < 0) break;
-      Commit(best.node, best_device, best_start);
+      if (best_device < 0 && !Overcommit()) break;
+      if (best_device >= 0) Commit(best.node, best_device, best_start);
       PlaceFreeNodes();
     }
     // Nothing can start: either everything is placed, or every remaining
     // ready node is blocked on memory.
-    if (!blocked_free_.empty()) return NoRoom(blocked_free_.front().node);
+    for (const Candidate& candidate : blocked_free_) {
+      if (device_[candidate.node] < 0) return NoRoom(candidate.node);
+    }
     for (const std::vector<Candidate>& blocked : blocked_) {
       for (const Candidate& candidate : blocked) {
         if (device_[candidate.node] < 0) return NoRoom(candidate.node);
@@ -204,18 +260,16 @@ class Run {
     }
   }
 
-  // Bytes that placing `id` on `d` adds to d's estimate: its own output,
-  // the unplaced parameters that come along, and one copy of each remote
-  // input not yet received on d. Parameters and constants (`resident`)
-  // are held from the start of the step, as the simulator holds them.
-  struct Need {
-    int64_t transient = 0;
-    int64_t resident = 0;
-  };
-  Need NeedBytes(NodeId id, int32_t d) {
-    Need need;
-    (costs_.IsResident(id) ? need.resident : need.transient) +=
-        costs_.OutputMemoryBytes(id);
+  // What placing `id` on `d` adds to d's estimate, as (first entry,
+  // bytes) pairs in `need_`: its own output from now on, the unplaced
+  // parameters that come along from the start (the simulator holds
+  // parameters and constants for the whole step), and one copy of each
+  // remote input not yet received on d from its producer's commit.
+  void NeedBytes(NodeId id, int32_t d) {
+    need_.clear();
+    const int now = static_cast<int>(order_.size());
+    need_.push_back(
+        {costs_.IsResident(id) ? 0 : now, costs_.OutputMemoryBytes(id)});
     for (const Edge& edge : graph_.in_edges(id)) {
       const NodeId src = edge.src;
       const bool unplaced = device_[src] < 0;
@@ -223,30 +277,51 @@ class Run {
       if (seen_[src] == id) continue;
       seen_[src] = id;
       if (unplaced) {
-        (costs_.IsResident(src) ? need.resident : need.transient) +=
-            costs_.OutputMemoryBytes(src);
+        need_.push_back(
+            {costs_.IsResident(src) ? 0 : now, costs_.OutputMemoryBytes(src)});
       } else if (!HasCopy(src, d)) {
-        need.transient += graph_.node(src).output_bytes();
+        need_.push_back({position_[src], graph_.node(src).output_bytes()});
       }
     }
     // Later evaluations of the same node must see every input again.
     for (const Edge& edge : graph_.in_edges(id)) seen_[edge.src] = -1;
-    return need;
   }
 
-  // How many bytes d lacks to hold `id` now (<= 0: it fits). Resident
-  // bytes placed now were there all along, so they also raise every earlier
-  // moment, whose worst is peak_used_[d].
+  // How many bytes d lacks to hold `id` now (<= 0: it fits): the peak of
+  // d's history with NeedBytes added, less the budget (the history's
+  // entries so far are within the budget, and a copy or a parameter raises
+  // earlier entries too), or the memory in use now with NeedBytes added,
+  // less the fill limit, whichever is more.
   int64_t Shortfall(NodeId id, int32_t d) {
-    const Need need = NeedBytes(id, d);
-    return std::max(memory_used_[d] + need.transient + need.resident,
-                    peak_used_[d] + need.resident) -
-           budget_bytes_[d];
+    NeedBytes(id, d);
+    MemoryHistory& history = history_[d];
+    const int now = static_cast<int>(order_.size());
+    // Additions from the first entry raise the peak by as much, and those
+    // from now on raise the entries from now on, which all hold what is in
+    // use now; only copies dated back need the tree.
+    int64_t from_start = 0;
+    int64_t from_now = 0;
+    int64_t dated_back = 0;
+    for (const auto& [first, bytes] : need_) {
+      (first == now ? from_now : first == 0 ? from_start : dated_back) += bytes;
+    }
+    const int64_t in_use = memory_used_[d] + from_start + from_now + dated_back;
+    int64_t peak = std::max(history.Peak() + from_start, in_use);
+    if (dated_back > 0) {
+      for (const auto& [first, bytes] : need_) history.AddFrom(first, bytes);
+      peak = history.Peak();
+      for (const auto& [first, bytes] : need_) history.AddFrom(first, -bytes);
+    }
+    return std::max(peak - budget_bytes_[d], in_use - fill_bytes_[d]);
   }
 
-  void Allocate(int32_t d, const Need& need) {
-    memory_used_[d] += need.transient + need.resident;
-    peak_used_[d] = std::max(peak_used_[d] + need.resident, memory_used_[d]);
+  // Adds NeedBytes(id, d) to d's estimate.
+  void Allocate(NodeId id, int32_t d) {
+    NeedBytes(id, d);
+    for (const auto& [first, bytes] : need_) {
+      history_[d].AddFrom(first, bytes);
+      memory_used_[d] += bytes;
+    }
   }
 
   bool HasCopy(NodeId id, int32_t d) const {
@@ -284,7 +359,9 @@ class Run {
     }
   }
 
+  // Frees `bytes` on d after the current commit.
   void Free(int32_t d, int64_t bytes) {
+    history_[d].AddFrom(static_cast<int>(order_.size()), -bytes);
     memory_used_[d] -= bytes;
     freed_since_block_[d] += bytes;
     freed_any_ = true;
@@ -316,18 +393,20 @@ class Run {
 
   void Commit(NodeId id, int32_t d, double start_s) {
     freed_any_ = false;
-    Allocate(d, NeedBytes(id, d));
+    Allocate(id, d);
     for (const Edge& edge : graph_.in_edges(id)) {
       if (device_[edge.src] < 0) {
-        device_[edge.src] = d;
+        device_[edge.src] = d;  // a parameter, ready from the start
         finish_s_[edge.src] = 0;
+        position_[edge.src] = 0;
       } else if (!edge.control && device_[edge.src] != d &&
                  !HasCopy(edge.src, d)) {
         copy_devices_[edge.src].push_back(d);
       }
     }
     device_[id] = d;
-    order_.push_back(id);
+    position_[id] = static_cast<int>(order_.size());
+    order_.push_back(id);  // frees from here on land after this commit
     finish_s_[id] = start_s + costs_.ComputeSeconds(id, d);
     if (!costs_.IsFree(id)) {
       device_free_s_[d] = finish_s_[id];
@@ -358,6 +437,45 @@ class Run {
     blocked_free_.clear();
   }
 
+  // When every ready node waits for memory: commits the one that would
+  // start first among those that fit a device's budget now and overflow
+  // only the history (copies dated back to their producers) or the fill
+  // limit. The history is an upper bound built from the list schedule's
+  // order, not the simulator's timing, so such a plan may well fit; the
+  // simulation that checks every plan decides. False when none fits now.
+  bool Overcommit() {
+    NodeId best_node = -1;
+    int32_t best_device = -1;
+    double best_start = 0;
+    auto consider = [&](NodeId id, int32_t d) {
+      if (device_[id] >= 0) return;
+      NeedBytes(id, d);
+      int64_t in_use = memory_used_[d];
+      for (const auto& [first, bytes] : need_) in_use += bytes;
+      if (in_use > budget_bytes_[d]) return;
+      const double start = costs_.IsFree(id)
+                               ? DataReady(id, d)
+                               : std::max(device_free_s_[d], DataReady(id, d));
+      if (best_node < 0 || start < best_start) {
+        best_node = id;
+        best_device = d;
+        best_start = start;
+      }
+    };
+    for (int32_t d = 0; d < num_devices_; ++d) {
+      for (const Candidate& candidate : blocked_[d])
+        consider(candidate.node, d);
+    }
+    for (const Candidate& candidate : blocked_free_) {
+      for (int32_t d : costs_.AllowedDevices(candidate.node)) {
+        consider(candidate.node, d);
+      }
+    }
+    if (best_node < 0) return false;
+    Commit(best_node, best_device, best_start);
+    return true;
+  }
+
   // Free nodes take no device time: each goes where its inputs arrive
   // first among the devices with room (ties: lower index), or waits for
   // memory to be freed.
@@ -365,6 +483,7 @@ class Run {
     while (!free_ready_.empty()) {
       const NodeId id = free_ready_.back();
       free_ready_.pop_back();
+      if (device_[id] >= 0) continue;  // overcommitted while blocked
       int32_t best_device = -1;
       double best_ready = std::numeric_limits<double>::infinity();
       for (int32_t d : costs_.AllowedDevices(id)) {
@@ -397,7 +516,7 @@ class Run {
       }
     }
     if (best_device < 0) return NoRoom(id);
-    Allocate(best_device, NeedBytes(id, best_device));
+    Allocate(id, best_device);
     device_[id] = best_device;
     return absl::OkStatus();
   }
@@ -430,15 +549,21 @@ class Run {
   std::vector<int32_t> pending_;
   std::vector<int32_t> remaining_uses_;  // data uses not yet placed
   std::vector<NodeId> seen_;             // NeedBytes: inputs already counted
+  // Per node: the history entry of its commit (0 for parameters placed
+  // with their consumer: the simulator sends them from the start).
+  std::vector<int> position_;
+  std::vector<std::pair<int, int64_t>> need_;  // NeedBytes' result
   // Devices holding a received copy of the node's output.
   std::vector<std::vector<int32_t>> copy_devices_;
   std::vector<double> device_free_s_;
-  std::vector<int64_t> memory_used_;
-  // Per device: the largest memory_used_ so far, raised by every resident
-  // byte placed since (those are held from the start).
-  std::vector<int64_t> peak_used_;
+  std::vector<int64_t> memory_used_;  // per device: the history's last entry
+  std::vector<MemoryHistory> history_;
   const std::vector<int64_t> budget_bytes_;  // per device: the most to use
-  std::vector<NodeId> order_;                // nodes as committed
+  // Per device: the most in use at the moment of a commit, below the
+  // budget by the reserve (room for copies of tensors produced earlier that
+  // later consumers will need: those raise the history's past entries).
+  std::vector<int64_t> fill_bytes_;
+  std::vector<NodeId> order_;  // nodes as committed
   std::vector<int64_t> freed_since_block_;
   std::vector<int64_t> min_shortfall_;
   bool freed_any_ = false;
@@ -479,12 +604,23 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceInOrder(
   for (int d = 0; d < num_devices; ++d) {
     budget[d] = context.topology.devices[d].memory_bytes;
   }
-  std::string tightened;  // what the retries changed, for error messages
+  std::string tightened;        // what the retries changed, for error messages
+  double reserve_fraction = 0;  // of each budget, kept free when filling
   for (int attempt = 1;; ++attempt) {
     Run run(costs, variant_ == Variant::kSmallCommunicationTimes, name(),
-            budget);
+            budget, reserve_fraction);
     absl::StatusOr<Placement> placement = run.Place();
     if (!placement.ok()) {
+      // Out of room: the list schedule filled the devices to the brim, and
+      // copies of early tensors that later consumers need fit nowhere. Keep
+      // more of each budget in reserve and place again.
+      if (placement.status().code() == absl::StatusCode::kResourceExhausted &&
+          reserve_fraction < kMaxReserveFraction && attempt < kMaxAttempts) {
+        reserve_fraction =
+            std::min(kMaxReserveFraction,
+                     std::max(kFirstReserveFraction, 2 * reserve_fraction));
+        continue;
+      }
       if (tightened.empty()) return placement.status();
       return absl::Status(
           placement.status().code(),
@@ -509,7 +645,7 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceInOrder(
       const int64_t over = result.peak_memory_bytes[d] -
                            context.topology.devices[d].memory_bytes;
       if (over <= 0) continue;
-      budget[d] = std::min(budget[d], run.peak_bytes()[d]) - over;
+      budget[d] = std::min(budget[d], run.PeakBytes(d)) - over;
       absl::StrAppend(&overflows, overflows.empty() ? "" : ", ", "device ", d,
                       " by ", over, " bytes");
     }

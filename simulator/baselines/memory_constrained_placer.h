@@ -24,51 +24,68 @@ namespace gopt::simulator::baselines {
 // Hanen and Munier (a favourite child follows its parent on the parent's
 // device when communication would dominate) without its LP relaxation.
 //
-// Memory: a node is never placed on a device where the running estimate
-// would exceed the device's budget (at first its memory_bytes). The
-// estimate follows the list
-// schedule being built, as the simulator's accounting follows execution:
-//   + parameters and constants placed there, for the whole step: from its
-//     start, so placing one also raises the estimate's earlier peak;
-//   + the output of every kernel placed there, from its placement until
-//     every consumer of it is placed (views such as reshapes alias their
-//     input and keep it alive until their own consumers are placed);
-//   + one received copy of every remote tensor consumed there, until every
+// Memory: a node is never placed on a device where the estimate would
+// exceed the device's budget (at first its memory_bytes). The estimate is a
+// history: one entry per committed node (the list schedule's time order),
+// the bytes in use on each device just after that commit, as the
+// simulator's accounting follows execution:
+//   + parameters and constants placed there, for the whole step: from the
+//     first entry, so placing one also raises the history's earlier peak;
+//   + the output of every kernel placed there, from its commit until every
+//     consumer of it is placed (views such as reshapes alias their input
+//     and keep it alive until their own consumers are placed);
+//   + one received copy of every remote tensor consumed there, from its
+//     producer's commit (the simulator sends a tensor as soon as it is
+//     produced, so a forward activation read by a backward op on another
+//     device occupies that device for most of the step) until every
 //     consumer of that tensor is placed;
-// checked with the new node's inputs still held, its output added and the
-// parameters that come along with it. A ready node that does not fit a
-// device waits until enough memory is freed there; when every remaining
-// ready node waits, the placer gives up with ResourceExhausted naming one
-// of them (e.g. weights larger than any device).
+// checked against the history's peak with the new node's inputs still
+// held, its output added and the parameters that come along with it; and
+// the bytes in use at the commit must stay below the fill limit (the
+// budget less a reserve, 0 at first). A ready node that does not fit a
+// device waits until enough memory is freed there. When every remaining
+// ready node waits, the one that would start first among those that fit a
+// device's budget at the moment of the commit (overflowing only the
+// history, an upper bound, or the reserve) is placed anyway, and the
+// simulation below decides; when none does, the placement runs out of
+// room.
 //
 // The estimate assumes ops run in the order they were placed, so the
 // placer also returns that order as priorities (PlaceInOrder; the first
 // placed highest), and a method that names no scheduling runs in it
 // ("m-sct" = "m-sct+placement-order"). The simulator still strays from the
-// list schedule: transfers contend for links, a received copy is held from
-// its arrival rather than from its consumer's placement, and a ready op
-// overtakes an earlier-placed one whose inputs are late. So the placer
-// simulates its plan (placement, its order, no fusion, default layouts)
-// and, while some device overflows, places again with that device's budget
-// lowered by the overflow, up to kMaxAttempts times; then it gives up with
-// ResourceExhausted. A plan it returns is free of OOM in the simulator under
-// its own order; another scheduler, fusion or layout (e.g.
+// list schedule: transfers contend for links, and a ready op overtakes an
+// earlier-placed one whose inputs are late. So the placer simulates its
+// plan (placement, its order, no fusion, default layouts) and, while some
+// device overflows, places again with that device's budget lowered by the
+// overflow; a placement that runs out of room is tried again with a larger
+// reserve (kFirstReserveFraction of each budget, doubling up to
+// kMaxReserveFraction), which leaves room for copies of early tensors. After
+// kMaxAttempts placements, or out of room with the largest reserve, it gives
+// up with ResourceExhausted naming a node that fits nowhere (e.g. weights
+// larger than any device) or the overflow. A plan it returns is free of OOM in
+// the simulator under its own order; another scheduler, fusion or layout (e.g.
 // "m-sct+critical-path+greedy") changes the order and the buffers, and
 // carries no such guarantee.
 //
 // Free nodes (reshapes, tuples, ...) take no device time and are placed
 // where their inputs arrive first; parameters and constants are placed with
 // their first consumer. Transfers are priced per edge without link
-// contention. O((nodes + edges) * devices * log nodes) per attempt, plus
-// one simulation. Stateless and thread-safe.
+// contention. O((nodes + edges) * devices * log nodes) time and
+// O(nodes * devices) memory per attempt, plus one simulation. Stateless and
+// thread-safe.
 class MemoryConstrainedPlacer final : public Placer {
  public:
   enum class Variant { kEarliestTaskFirst, kSmallCommunicationTimes };
 
   explicit MemoryConstrainedPlacer(Variant variant) : variant_(variant) {}
 
-  // Retries of the placement with tightened budgets (see the class comment).
+  // Placements tried at most (see the class comment).
   static constexpr int kMaxAttempts = 8;
+  // The reserve kept free of each budget when the placer runs out of room:
+  // at first, and at most (it doubles in between).
+  static constexpr double kFirstReserveFraction = 1.0 / 16;
+  static constexpr double kMaxReserveFraction = 1.0 / 4;
 
   // "m-etf" or "m-sct".
   absl::string_view name() const override;
