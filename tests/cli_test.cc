@@ -255,6 +255,25 @@ TEST(CliTest, BenchJsonRowsOverFilesAndGeneratedGraphs) {
       64);
 }
 
+TEST(CliTest, MemoryConstrainedPlacersFitWhereOneDeviceDoes) {
+  // EfficientNet at batch 256 fits one 16 GB V100 (9.3 GB), but every
+  // spread over four holds too many received copies: m-etf and m-sct must
+  // still return a plan that fits (they fall back to one device).
+  const CommandResult result = RunGopt(
+      "bench --json --topology=v100x4-nvlink --methods=single,m-etf,m-sct "
+      "--graph=" +
+      testing::SharedDataPath("hlo/efficientnet_jax_lambda256.hlo"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  ASSERT_EQ(json["rows"].size(), 3u) << result.out;
+  for (const nlohmann::json& row : json["rows"]) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_FALSE(row.contains("error"));
+    EXPECT_TRUE(row.value("valid", false));
+    EXPECT_FALSE(row.value("oom", true));
+  }
+}
+
 TEST(CliTest, GenerateWritesAnImportableGraph) {
   const std::string out = ::testing::TempDir() + "/gnmt2.gopt.pb";
   const CommandResult generate =

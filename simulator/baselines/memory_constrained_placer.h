@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/placer.h"
+#include "simulator/simulator.h"
 
 namespace gopt::simulator::baselines {
 
@@ -61,12 +63,15 @@ namespace gopt::simulator::baselines {
 // overflow; a placement that runs out of room is tried again with a larger
 // reserve (kFirstReserveFraction of each budget, doubling up to
 // kMaxReserveFraction), which leaves room for copies of early tensors. After
-// kMaxAttempts placements, or out of room with the largest reserve, it gives
-// up with ResourceExhausted naming a node that fits nowhere (e.g. weights
-// larger than any device) or the overflow. A plan it returns is free of OOM in
-// the simulator under its own order; another scheduler, fusion or layout (e.g.
-// "m-sct+critical-path+greedy") changes the order and the buffers, and
-// carries no such guarantee.
+// kMaxAttempts placements, or out of room with the largest reserve, it tries
+// the whole graph on one device (largest memory first, topological order):
+// spreading holds copies of tensors where they are read, so a graph can fit
+// one device and no spread the list schedule finds. When that overflows
+// too it gives up with ResourceExhausted naming a node that fits nowhere
+// (e.g. weights larger than any device) or the overflow. A plan it returns is
+// free of OOM in the simulator under its own order; another scheduler, fusion
+// or layout (e.g. "m-sct+critical-path+greedy") changes the order and the
+// buffers, and carries no such guarantee.
 //
 // Free nodes (reshapes, tuples, ...) take no device time and are placed
 // where their inputs arrive first; parameters and constants are placed with
@@ -95,11 +100,18 @@ class MemoryConstrainedPlacer final : public Placer {
   bool AssumesOrder() const override { return true; }
   // The devices and the list-schedule order, checked in the simulator.
   // ResourceExhausted when a node fits no device, or when kMaxAttempts
-  // placements all overflow in simulation.
+  // placements all overflow in simulation, and the graph fits no single
+  // device either.
   absl::StatusOr<Placement> PlaceInOrder(
       const BaselineContext& context) const override;
 
  private:
+  // The list-schedule placements with retries (the class comment), without
+  // the one-device fallback.
+  absl::StatusOr<Placement> PlaceSpread(const BaselineContext& context,
+                                        const CostTable& costs,
+                                        const Simulator& simulator) const;
+
   const Variant variant_;
 };
 
