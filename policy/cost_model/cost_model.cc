@@ -18,6 +18,11 @@ namespace gopt::policy::cost_model {
 // Checkpoint layout version; Load rejects any other.
 constexpr int64_t kCheckpointFormatVersion = 1;
 
+// Configurations per GNN pass when scoring by distinct node states: states
+// are shared within a chunk, and its worst case (all states distinct) is
+// the plain pass's activations for this many configurations.
+constexpr int32_t kDistinctStatesChunk = 256;
+
 class PreparedGraph {
  public:
   std::vector<SegmentTensors> segments;
@@ -86,6 +91,22 @@ torch::Tensor MeanMatrix(int64_t n, const std::vector<int64_t>& rows,
       .coalesce();
 }
 
+// The columns listed for each row, in list order, as CSR offsets and
+// entries (see SegmentTensors::producers).
+void NeighbourLists(int64_t n, const std::vector<int64_t>& rows,
+                    const std::vector<int64_t>& cols,
+                    std::vector<int32_t>* offsets,
+                    std::vector<int32_t>* entries) {
+  offsets->assign(n + 1, 0);
+  for (int64_t r : rows) ++(*offsets)[r + 1];
+  for (int64_t i = 0; i < n; ++i) (*offsets)[i + 1] += (*offsets)[i];
+  entries->resize(rows.size());
+  std::vector<int32_t> next(offsets->begin(), offsets->end() - 1);
+  for (size_t e = 0; e < rows.size(); ++e) {
+    (*entries)[next[rows[e]]++] = static_cast<int32_t>(cols[e]);
+  }
+}
+
 std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
                                             const CostModelOptions& options) {
   auto prepared = std::make_shared<PreparedGraph>();
@@ -143,6 +164,14 @@ std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
         config_slots.push_back(slot[node]);
       }
     }
+    segment.node_slots.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      segment.node_slots[i] = static_cast<int32_t>(slot[kept[begin + i]]);
+    }
+    NeighbourLists(n, producer_rows[s], producer_cols[s],
+                   &segment.producer_offsets, &segment.producers);
+    NeighbourLists(n, consumer_rows[s], consumer_cols[s],
+                   &segment.consumer_offsets, &segment.consumers);
     segment.node_features =
         SignedLog(torch::tensor(features).reshape({n, kNodeFeatures}));
     segment.opcodes = torch::tensor(opcodes, torch::kLong);
@@ -394,8 +423,7 @@ int32_t CostModel::PreparedSegments(const PreparedGraph& graph) {
 
 absl::StatusOr<std::vector<double>> CostModel::Score(
     const PreparedGraph& graph, const std::vector<float>& config_features,
-    int32_t num_configs, int32_t batch_size,
-    const std::vector<float>& default_tile_config) const {
+    int32_t num_configs, const ScoreOptions& options) const {
   const Task task = impl_->options.task;
   const int64_t width = task == Task::kTile
                             ? kTileConfigFeatures
@@ -406,52 +434,77 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
         "scoring: ", config_features.size(), " config features for ",
         num_configs, " configurations of width ", width));
   }
-  if (!default_tile_config.empty() &&
-      default_tile_config.size() != kTileConfigFeatures) {
+  const std::vector<float>& default_tile = options.default_tile_config;
+  if (!default_tile.empty() && default_tile.size() != kTileConfigFeatures) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "scoring: the default tile configuration has ",
-        default_tile_config.size(), " features, not ", kTileConfigFeatures));
+        "scoring: the default tile configuration has ", default_tile.size(),
+        " features, not ", kTileConfigFeatures));
   }
   const bool relative =
       task == Task::kTile && impl_->options.tile_relative_to_default;
+  const bool distinct = task == Task::kLayout && options.distinct_node_states;
+  const int32_t batch = std::max(options.batch_size, 1);
+  // The GNN runs over chunks of configurations: a head batch for the plain
+  // pass (its activations grow with nodes x configurations), more for
+  // distinct states, whose work grows with the distinct states only.
+  const int32_t chunk =
+      distinct ? std::max(batch, kDistinctStatesChunk) : batch;
   std::vector<double> scores;
   scores.reserve(num_configs);
   try {
     torch::NoGradGuard no_grad;
-    for (int32_t start = 0; start < num_configs;
-         start += std::max(batch_size, 1)) {
-      const int32_t end =
-          std::min(num_configs, start + std::max(batch_size, 1));
-      std::vector<int64_t> shape = {end - start};
-      if (task == Task::kTile) {
-        shape.push_back(kTileConfigFeatures);
-      } else {
-        shape.push_back(graph.num_configurable);
-        shape.push_back(kLayoutConfigFeatures);
-      }
+    CostModelNetImpl& net = *impl_->net;
+    std::vector<torch::Tensor> node_inputs;
+    for (const SegmentTensors& segment : graph.segments) {
+      node_inputs.push_back(net.NodeInput(segment));
+    }
+    const double kept_nodes = static_cast<double>(graph.kept_nodes);
+    double config_nodes = 0;
+    for (const SegmentTensors& segment : graph.segments) {
+      config_nodes += static_cast<double>(segment.num_config_nodes);
+    }
+    // Per configuration: the GNN's sums over all segments.
+    std::vector<torch::Tensor> sums;
+    for (int32_t start = 0; start < num_configs; start += chunk) {
+      const int32_t end = std::min(num_configs, start + chunk);
       torch::Tensor config;
       if (relative) {
         std::vector<int64_t> rows(end - start);
         std::iota(rows.begin(), rows.end(), start);
-        config =
-            ConfigTensor(config_features, impl_->options,
-                         graph.num_configurable, rows, default_tile_config);
+        config = ConfigTensor(config_features, impl_->options,
+                              graph.num_configurable, rows, default_tile);
       } else {
+        std::vector<int64_t> shape = {end - start};
+        if (task == Task::kTile) {
+          shape.push_back(kTileConfigFeatures);
+        } else {
+          shape.push_back(graph.num_configurable);
+          shape.push_back(kLayoutConfigFeatures);
+        }
         // A view of the caller's features: no copy.
         config = torch::from_blob(
             const_cast<float*>(config_features.data()) + start * width, shape,
             torch::kFloat);
       }
-      SegmentSums totals;
-      for (const SegmentTensors& segment : graph.segments) {
-        SegmentSums part = impl_->net->Segment(segment, config);
-        totals.sums =
-            totals.sums.defined() ? totals.sums + part.sums : part.sums;
-        totals.num_nodes += part.num_nodes;
-        totals.num_config_nodes += part.num_config_nodes;
+      torch::Tensor total;
+      for (size_t s = 0; s < graph.segments.size(); ++s) {
+        const SegmentSums part =
+            distinct ? net.SegmentOfDistinctStates(graph.segments[s],
+                                                   node_inputs[s], config)
+                     : net.Segment(graph.segments[s], node_inputs[s], config);
+        total = total.defined() ? total + part.sums : part.sums;
       }
+      sums.push_back(total);
+    }
+    if (num_configs == 0) return scores;
+    const torch::Tensor all = torch::cat(sums, 0);
+    for (int32_t start = 0; start < num_configs; start += batch) {
+      SegmentSums totals;
+      totals.sums = all.narrow(0, start, std::min(num_configs - start, batch));
+      totals.num_nodes = kept_nodes;
+      totals.num_config_nodes = config_nodes;
       const torch::Tensor out =
-          impl_->net->Head(totals).to(torch::kDouble).contiguous();
+          net.Head(totals).to(torch::kDouble).contiguous();
       scores.insert(scores.end(), out.data_ptr<double>(),
                     out.data_ptr<double>() + out.numel());
     }
@@ -462,11 +515,12 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
 }
 
 absl::StatusOr<std::vector<double>> CostModel::ScoreGroup(
-    const ConfigGroup& group, int32_t batch_size) const {
+    const ConfigGroup& group) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const PreparedGraph> prepared,
                    Prepare(group.graph));
-  return Score(*prepared, group.config_features, group.num_configs, batch_size,
-               DefaultTileConfig(group));
+  ScoreOptions options;
+  options.default_tile_config = DefaultTileConfig(group);
+  return Score(*prepared, group.config_features, group.num_configs, options);
 }
 
 absl::StatusOr<TrainReport> CostModel::Train(
@@ -534,7 +588,9 @@ absl::StatusOr<TrainReport> CostModel::Train(
           num_segments > 1
               ? std::uniform_int_distribution<int64_t>(0, num_segments - 1)(rng)
               : 0;
-      SegmentSums totals = impl_->net->Segment(graph.segments[trained], config);
+      SegmentSums totals = impl_->net->Segment(
+          graph.segments[trained],
+          impl_->net->NodeInput(graph.segments[trained]), config);
       if (num_segments > 1) {
         // Historical embeddings of the other segments, each dropped with
         // probability segment_dropout; the kept ones are scaled up so the
@@ -557,8 +613,9 @@ absl::StatusOr<TrainReport> CostModel::Train(
           }
           if (!all_filled) {
             torch::NoGradGuard no_grad;
-            const SegmentSums fresh =
-                impl_->net->Segment(graph.segments[s], config);
+            const SegmentSums fresh = impl_->net->Segment(
+                graph.segments[s], impl_->net->NodeInput(graph.segments[s]),
+                config);
             history[g].index_put_({index, s}, fresh.sums);
             for (int64_t c : configs) filled[g][c * num_segments + s] = 1;
           }

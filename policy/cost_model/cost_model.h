@@ -93,6 +93,25 @@ struct TrainReport {
   double final_loss = 0;  // mean over the last 10% of steps
 };
 
+// How CostModel::Score runs.
+struct ScoreOptions {
+  // Configurations per pass of the head: cross-configuration attention sees
+  // one batch. Default 128.
+  int32_t batch_size = 128;
+  // The kernel's default tile configuration (kTileConfigFeatures values)
+  // for models with tile_relative_to_default, empty when unknown; other
+  // models ignore it. Default empty.
+  std::vector<float> default_tile_config;
+  // Layout models: run the GraphSAGE layers once per distinct node state
+  // across the configurations (a node's state after layer l depends only
+  // on the configuration rows within l hops of it), sharing the
+  // configuration-independent work. The scores equal the plain forward
+  // pass over every (node, configuration) pair up to float round-off;
+  // false runs that plain pass (for tests and benchmarks). Tile models
+  // always run the plain pass. Default true.
+  bool distinct_node_states = true;
+};
+
 // A graph converted for the network once (pruned, segmented, as tensors),
 // then scored under many configurations. Immutable; safe to share between
 // threads. Opaque outside the implementation.
@@ -138,20 +157,16 @@ class CostModel {
       const FeaturizedGraph& graph) const;
 
   // Scores `num_configs` configurations (config_features laid out as in
-  // ConfigGroup) of a prepared graph, `batch_size` at a time (cross-
-  // configuration attention sees one batch). `default_tile_config` is the
-  // kernel's default tile configuration (kTileConfigFeatures values) for
-  // models with tile_relative_to_default, empty when unknown; other models
-  // ignore it. InvalidArgument when a feature count does not match.
+  // ConfigGroup) of a prepared graph. InvalidArgument when a feature count
+  // does not match.
   absl::StatusOr<std::vector<double>> Score(
       const PreparedGraph& graph, const std::vector<float>& config_features,
-      int32_t num_configs, int32_t batch_size = 128,
-      const std::vector<float>& default_tile_config = {}) const;
+      int32_t num_configs, const ScoreOptions& options = ScoreOptions()) const;
 
   // Prepare + Score for a whole group (its default configuration, when it
   // has one, as the tile default).
   absl::StatusOr<std::vector<double>> ScoreGroup(
-      const ConfigGroup& group, int32_t batch_size = 128) const;
+      const ConfigGroup& group) const;
 
   // Nodes a prepared graph keeps after pruning, and its segment count.
   static int32_t PreparedNodes(const PreparedGraph& graph);

@@ -1,9 +1,12 @@
 // Cost model benchmarks (Google Benchmark):
 //
-//   BM_ScoreLayoutConfigs/hops/batch/hidden: scoring 1,000 layout
-//     configurations of the 11,803-node gnmt4-medium graph pruned to its
-//     1,251 configurable nodes + `hops` hops, `batch` configurations per
-//     forward pass, GraphSAGE width `hidden`, 2 LibTorch threads.
+//   BM_ScoreLayoutConfigs/hops/batch/hidden/threads/distinct: scoring
+//     1,000 random layout configurations of the 11,803-node gnmt4-medium
+//     graph pruned to its 1,251 configurable nodes + `hops` hops, `batch`
+//     configurations per head pass, GraphSAGE width `hidden`, `threads`
+//     LibTorch threads; `distinct` 1 runs the GNN once per distinct node
+//     state (the default), 0 the plain pass over every (node,
+//     configuration) pair. cpu_s is the process CPU time per iteration.
 //
 // Large activations make glibc map and unmap fresh pages for every batch
 // (page faults were 3/4 of the CPU time); run with
@@ -73,8 +76,15 @@ std::vector<float> RandomLayoutConfigs(const graph::Graph& graph,
   return out;
 }
 
+double ProcessCpuSeconds() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
 void BM_ScoreLayoutConfigs(benchmark::State& state) {
-  torch::set_num_threads(2);
+  torch::set_num_threads(static_cast<int>(state.range(3)));
   const graph::Graph graph = Preset("gnmt4-medium");
   const FeaturizedGraph featurized = FeaturizeGraph(graph);
   constexpr int kConfigs = 1000;
@@ -87,14 +97,17 @@ void BM_ScoreLayoutConfigs(benchmark::State& state) {
       CostModel::Create(options, /*seed=*/1).value();
   std::shared_ptr<const PreparedGraph> prepared =
       model->Prepare(featurized).value();
+  ScoreOptions score_options;
+  score_options.batch_size = static_cast<int32_t>(state.range(1));
+  score_options.distinct_node_states = state.range(4) != 0;
+  const double cpu_start = ProcessCpuSeconds();
   for (auto _ : state) {
     std::vector<double> scores =
-        model
-            ->Score(*prepared, configs, kConfigs,
-                    static_cast<int32_t>(state.range(1)))
-            .value();
+        model->Score(*prepared, configs, kConfigs, score_options).value();
     benchmark::DoNotOptimize(scores.data());
   }
+  state.counters["cpu_s"] =
+      (ProcessCpuSeconds() - cpu_start) / state.iterations();
   state.counters["graph_nodes"] = graph.num_nodes();
   state.counters["configurable_nodes"] =
       static_cast<double>(featurized.configurable_nodes.size());
@@ -103,12 +116,16 @@ void BM_ScoreLayoutConfigs(benchmark::State& state) {
       kConfigs, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_ScoreLayoutConfigs)
-    ->ArgNames({"hops", "batch", "hidden"})
-    ->Args({0, 128, 32})
-    ->Args({0, 32, 32})
-    ->Args({0, 32, 16})
-    ->Args({1, 32, 16})
-    ->Args({2, 128, 32})
+    ->ArgNames({"hops", "batch", "hidden", "threads", "distinct"})
+    ->Args({0, 32, 32, 2, 0})
+    ->Args({0, 32, 32, 1, 0})
+    ->Args({0, 32, 32, 2, 1})
+    ->Args({0, 32, 32, 1, 1})
+    ->Args({0, 128, 32, 1, 1})
+    ->Args({1, 32, 32, 1, 0})
+    ->Args({1, 32, 32, 1, 1})
+    ->Args({2, 32, 32, 1, 0})
+    ->Args({2, 32, 32, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -189,18 +189,20 @@ TEST(CostModelTest, TileRelativeToDefaultScoresAgainstTheDefault) {
   const std::vector<float> default_config(
       group.config_features.begin(),
       group.config_features.begin() + kTileConfigFeatures);
-  absl::StatusOr<std::vector<double>> with_default =
-      (*model)->Score(**prepared, group.config_features, group.num_configs,
-                      /*batch_size=*/128, default_config);
+  ScoreOptions score_options;
+  score_options.default_tile_config = default_config;
+  absl::StatusOr<std::vector<double>> with_default = (*model)->Score(
+      **prepared, group.config_features, group.num_configs, score_options);
   absl::StatusOr<std::vector<double>> unknown =
       (*model)->Score(**prepared, group.config_features, group.num_configs);
   ASSERT_TRUE(with_default.ok() && unknown.ok());
   // ScoreGroup passes the group's default.
   EXPECT_EQ((*model)->ScoreGroup(group).value(), *with_default);
   EXPECT_NE(*with_default, *unknown);
+  score_options.default_tile_config.assign(3, 1.0f);
   EXPECT_EQ((*model)
                 ->Score(**prepared, group.config_features, group.num_configs,
-                        128, std::vector<float>(3, 1.0f))
+                        score_options)
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -219,6 +221,106 @@ TEST(CostModelTest, TileRelativeToDefaultScoresAgainstTheDefault) {
   old.erase("tile_relative_to_default");
   EXPECT_FALSE(
       CostModelOptions::FromJson(old).value().tile_relative_to_default);
+}
+
+// A layout group on a `nodes`-node chain with skip edges (i-3 -> i every
+// fourth node, and one edge repeated); every fifth node is configurable and
+// takes, per configuration, the default or one of two layouts, so node
+// states repeat across configurations.
+ConfigGroup RepeatingLayoutGroup(int nodes, int configs, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  ConfigGroup group;
+  group.task = Task::kLayout;
+  group.graph.name = "skips";
+  group.graph.num_nodes = nodes;
+  group.graph.node_features.assign(nodes * kNodeFeatures, 0.0f);
+  for (int n = 0; n < nodes; ++n) {
+    group.graph.node_features[n * kNodeFeatures + 21] = 2 + n % 5;
+    group.graph.node_features[n * kNodeFeatures + 30] = n % 3;
+    group.graph.opcodes.push_back(n % 4 == 0 ? 26 : 2 + n % 3);
+    auto edge = [&](int src, int dst) {
+      group.graph.edge_src.push_back(src);
+      group.graph.edge_dst.push_back(dst);
+    };
+    if (n > 0) edge(n - 1, n);
+    if (n >= 3 && n % 4 == 0) edge(n - 3, n);
+    if (n == 7) edge(6, 7);
+    if (n % 5 == 1) group.graph.configurable_nodes.push_back(n);
+  }
+  const int k = static_cast<int>(group.graph.configurable_nodes.size());
+  for (int c = 0; c < configs; ++c) {
+    std::vector<float> f(k * kLayoutConfigFeatures, -1.0f);
+    for (int node = 0; node < k; ++node) {
+      float* row = f.data() + node * kLayoutConfigFeatures;
+      switch (rng() % 3) {
+        case 0:
+          break;
+        case 1:
+          row[0] = 1;
+          row[1] = 0;
+          row[6] = 0;
+          row[7] = 1;
+          break;
+        default:
+          row[0] = 0;
+          row[1] = 1;
+          row[12] = 1;
+          row[13] = 0;
+          break;
+      }
+    }
+    group.config_features.insert(group.config_features.end(), f.begin(),
+                                 f.end());
+    group.runtimes.push_back(1.0 + 0.01 * c);
+    ++group.num_configs;
+  }
+  return group;
+}
+
+// Scoring by distinct node states equals the plain forward pass up to
+// float round-off, with and without pruning, with segments, and for head
+// batches smaller than the distinct-state chunk.
+TEST(CostModelTest, DistinctNodeStatesMatchThePlainForwardPass) {
+  const ConfigGroup group =
+      RepeatingLayoutGroup(/*nodes=*/60, /*configs=*/300, /*seed=*/3);
+  struct Case {
+    int32_t prune_hops;
+    int32_t segment_size;
+    int32_t batch_size;
+  };
+  for (const Case& c :
+       {Case{-1, 0, 128}, Case{0, 0, 32}, Case{1, 0, 300}, Case{2, 25, 64}}) {
+    CostModelOptions options = SmallOptions();
+    options.prune_hops = c.prune_hops;
+    options.segment_size = c.segment_size;
+    absl::StatusOr<std::unique_ptr<CostModel>> model =
+        CostModel::Create(options, /*seed=*/11);
+    ASSERT_TRUE(model.ok()) << model.status();
+    // Trained briefly so the weights are not the initial ones.
+    TrainOptions train;
+    train.steps = 5;
+    ASSERT_TRUE((*model)->Train({group}, train).ok());
+    absl::StatusOr<std::shared_ptr<const PreparedGraph>> prepared =
+        (*model)->Prepare(group.graph);
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    ScoreOptions plain;
+    plain.batch_size = c.batch_size;
+    plain.distinct_node_states = false;
+    ScoreOptions distinct = plain;
+    distinct.distinct_node_states = true;
+    absl::StatusOr<std::vector<double>> expected = (*model)->Score(
+        **prepared, group.config_features, group.num_configs, plain);
+    absl::StatusOr<std::vector<double>> actual = (*model)->Score(
+        **prepared, group.config_features, group.num_configs, distinct);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    ASSERT_EQ(actual->size(), expected->size());
+    for (size_t i = 0; i < expected->size(); ++i) {
+      EXPECT_NEAR((*actual)[i], (*expected)[i], 1e-5)
+          << "config " << i << ", hops " << c.prune_hops << ", segment "
+          << c.segment_size;
+    }
+  }
 }
 
 TEST(CostModelTest, RejectsGroupsOfTheOtherTask) {

@@ -1,12 +1,159 @@
 #include "policy/cost_model/network.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace gopt::policy::cost_model {
 namespace {
 
 // Layout values are dimension indices 0..5 or -1 (default): 7 classes.
 constexpr int64_t kLayoutValueClasses = 7;
+
+// The class EmbedConfig gives a layout value: round(v + 1) clamped to 0..6
+// (round half to even, as torch::round).
+int64_t LayoutValueClass(float value) {
+  const float rounded = std::nearbyint(value + 1.0f);
+  return static_cast<int64_t>(
+      std::clamp(rounded, 0.0f, static_cast<float>(kLayoutValueClasses - 1)));
+}
+
+// Node states of one segment under C configurations: of[i * C + c] is the
+// id of node i's state under configuration c; state s belongs to node
+// node[s] and configuration config[s] is one that has it.
+struct NodeStates {
+  std::vector<int32_t> of;
+  std::vector<int32_t> node;
+  std::vector<int64_t> config;
+};
+
+// Layer-0 states: one per node that is not configurable, one per distinct
+// (class-rounded) configuration row of a configurable node. `config` is
+// (C, k, kLayoutConfigFeatures), contiguous.
+NodeStates InitialStates(const SegmentTensors& segment,
+                         const torch::Tensor& config) {
+  const int64_t n = segment.num_nodes;
+  const int64_t c = config.size(0);
+  const int64_t k = config.size(1);
+  const float* values = config.data_ptr<float>();
+  NodeStates states;
+  states.of.resize(n * c);
+  // A row's 18 classes (3 bits each) as one key.
+  absl::flat_hash_map<uint64_t, int32_t> row_state;
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t* of = states.of.data() + i * c;
+    const int32_t slot = segment.node_slots[i];
+    if (slot < 0) {
+      std::fill_n(of, c, static_cast<int32_t>(states.node.size()));
+      states.node.push_back(static_cast<int32_t>(i));
+      states.config.push_back(0);
+      continue;
+    }
+    row_state.clear();
+    for (int64_t j = 0; j < c; ++j) {
+      const float* row = values + (j * k + slot) * kLayoutConfigFeatures;
+      uint64_t key = 0;
+      for (int64_t f = 0; f < kLayoutConfigFeatures; ++f) {
+        key = key << 3 | static_cast<uint64_t>(LayoutValueClass(row[f]));
+      }
+      const auto [it, inserted] =
+          row_state.try_emplace(key, static_cast<int32_t>(states.node.size()));
+      if (inserted) {
+        states.node.push_back(static_cast<int32_t>(i));
+        states.config.push_back(j);
+      }
+      of[j] = it->second;
+    }
+  }
+  return states;
+}
+
+// The states after one more GraphSAGE layer: node i's new state under
+// configuration j is determined by its own state and those of its
+// producers and consumers (in list order) under j. The tuple is folded
+// pairwise into ids (a fold id is fresh per node and pair, and above every
+// old state id, so equal final ids mean equal tuples of the same node).
+NodeStates NextStates(const SegmentTensors& segment, const NodeStates& states,
+                      int64_t c) {
+  const int64_t n = segment.num_nodes;
+  NodeStates next;
+  next.of.resize(n * c);
+  // interned[t]: the new state of chain id t, -1 until seen.
+  std::vector<int32_t> interned(states.node.size(), -1);
+  absl::flat_hash_map<uint64_t, int32_t> fold;
+  auto fold_in = [&](int64_t chain, int32_t state) -> int64_t {
+    const uint64_t key =
+        static_cast<uint64_t>(chain) << 32 | static_cast<uint32_t>(state);
+    const auto [it, inserted] =
+        fold.try_emplace(key, static_cast<int32_t>(interned.size()));
+    if (inserted) interned.push_back(-1);
+    return it->second;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t* producers =
+        segment.producers.data() + segment.producer_offsets[i];
+    const int32_t num_producers =
+        segment.producer_offsets[i + 1] - segment.producer_offsets[i];
+    const int32_t* consumers =
+        segment.consumers.data() + segment.consumer_offsets[i];
+    const int32_t num_consumers =
+        segment.consumer_offsets[i + 1] - segment.consumer_offsets[i];
+    fold.clear();
+    for (int64_t j = 0; j < c; ++j) {
+      int64_t chain = states.of[i * c + j];
+      for (int32_t p = 0; p < num_producers; ++p) {
+        chain = fold_in(chain, states.of[producers[p] * c + j]);
+      }
+      for (int32_t q = 0; q < num_consumers; ++q) {
+        chain = fold_in(chain, states.of[consumers[q] * c + j]);
+      }
+      int32_t& id = interned[chain];
+      if (id < 0) {
+        id = static_cast<int32_t>(next.node.size());
+        next.node.push_back(static_cast<int32_t>(i));
+        next.config.push_back(j);
+      }
+      next.of[i * c + j] = id;
+    }
+  }
+  return next;
+}
+
+// Row u of the result: the mean of `x`'s rows of the `offsets`/`lists`
+// neighbours' states of next state u (under its configuration), 0 without
+// neighbours. `x` holds the rows of `states`.
+torch::Tensor NeighbourMeans(const torch::Tensor& x, const NodeStates& states,
+                             const NodeStates& next, int64_t c,
+                             const std::vector<int32_t>& offsets,
+                             const std::vector<int32_t>& lists) {
+  const int64_t h = x.size(1);
+  const int64_t u = static_cast<int64_t>(next.node.size());
+  torch::Tensor out = torch::zeros({u, h}, x.options());
+  const float* in = x.data_ptr<float>();
+  float* sums = out.data_ptr<float>();
+  for (int64_t s = 0; s < u; ++s) {
+    const int32_t node = next.node[s];
+    const int32_t begin = offsets[node];
+    const int32_t end = offsets[node + 1];
+    if (begin == end) continue;
+    const float weight = 1.0f / static_cast<float>(end - begin);
+    float* row = sums + s * h;
+    for (int32_t e = begin; e < end; ++e) {
+      const float* neighbour =
+          in +
+          static_cast<int64_t>(states.of[lists[e] * c + next.config[s]]) * h;
+      for (int64_t d = 0; d < h; ++d) row[d] += weight * neighbour[d];
+    }
+  }
+  return out;
+}
+
+torch::Tensor LongTensor(const std::vector<int32_t>& values) {
+  return torch::tensor(std::vector<int64_t>(values.begin(), values.end()),
+                       torch::kLong);
+}
 
 }  // namespace
 
@@ -91,13 +238,18 @@ torch::Tensor CostModelNetImpl::EmbedConfig(const torch::Tensor& config) {
       {config.size(0), config.size(1), -1});
 }
 
+torch::Tensor CostModelNetImpl::NodeInput(const SegmentTensors& segment) {
+  return input_(torch::cat(
+      {segment.node_features, opcode_embedding_(segment.opcodes)}, 1));
+}
+
 SegmentSums CostModelNetImpl::Segment(const SegmentTensors& segment,
+                                      const torch::Tensor& node_input,
                                       const torch::Tensor& config) {
   const int64_t n = segment.num_nodes;
   const int64_t c = config.size(0);
   const int64_t h = options_.hidden_dim;
-  const torch::Tensor base = input_(torch::cat(
-      {segment.node_features, opcode_embedding_(segment.opcodes)}, 1));
+  const torch::Tensor& base = node_input;
   torch::Tensor x;
   if (options_.task == Task::kTile) {
     x = base.unsqueeze(1) + EmbedConfig(config).unsqueeze(0);
@@ -140,6 +292,88 @@ SegmentSums CostModelNetImpl::Segment(const SegmentTensors& segment,
           ? x.index_select(0, segment.config_nodes).sum(0)
           : torch::zeros({c, h}, x.options());
   out.sums = torch::cat({x.sum(0), config_sum}, 1);
+  out.num_nodes = static_cast<double>(n);
+  out.num_config_nodes = static_cast<double>(segment.num_config_nodes);
+  return out;
+}
+
+SegmentSums CostModelNetImpl::SegmentOfDistinctStates(
+    const SegmentTensors& segment, const torch::Tensor& node_input,
+    const torch::Tensor& config) {
+  const int64_t n = segment.num_nodes;
+  const int64_t c = config.size(0);
+  const int64_t h = options_.hidden_dim;
+  const torch::Tensor layout = config.contiguous();
+  NodeStates states = InitialStates(segment, layout);
+  // Layer 0: the node input, plus at configurable nodes their row's
+  // embedding (the same sums EmbedConfig forms).
+  torch::Tensor x = node_input.index_select(0, LongTensor(states.node));
+  std::vector<int64_t> joined;
+  std::vector<int64_t> bags;
+  const float* values = layout.data_ptr<float>();
+  for (size_t s = 0; s < states.node.size(); ++s) {
+    const int32_t slot = segment.node_slots[states.node[s]];
+    if (slot < 0) continue;
+    joined.push_back(static_cast<int64_t>(s));
+    const float* row = values + (states.config[s] * layout.size(1) + slot) *
+                                    kLayoutConfigFeatures;
+    for (int64_t f = 0; f < kLayoutConfigFeatures; ++f) {
+      bags.push_back(f * kLayoutValueClasses + LayoutValueClass(row[f]));
+    }
+  }
+  if (!joined.empty()) {
+    const int64_t m = static_cast<int64_t>(joined.size());
+    x = x.index_add(0, torch::tensor(joined, torch::kLong),
+                    layout_value_embedding_(
+                        torch::tensor(bags, torch::kLong).reshape({m, -1})));
+  }
+  x = torch::relu(x);
+  namespace F = torch::nn::functional;
+  for (size_t layer = 0; layer < sage_->size(); ++layer) {
+    NodeStates next = NextStates(segment, states, c);
+    std::vector<int64_t> own(next.node.size());
+    for (size_t s = 0; s < own.size(); ++s) {
+      own[s] = states.of[next.node[s] * c + next.config[s]];
+    }
+    const torch::Tensor self =
+        x.index_select(0, torch::tensor(own, torch::kLong));
+    const torch::nn::LinearImpl& linear =
+        *sage_[layer]->as<torch::nn::Linear>();
+    const torch::Tensor& w = linear.weight;
+    torch::Tensor update = F::linear(self, w.narrow(1, 0, h), linear.bias);
+    if (segment.num_edges > 0) {
+      update =
+          update +
+          F::linear(NeighbourMeans(x, states, next, c, segment.producer_offsets,
+                                   segment.producers),
+                    w.narrow(1, h, h)) +
+          F::linear(NeighbourMeans(x, states, next, c, segment.consumer_offsets,
+                                   segment.consumers),
+                    w.narrow(1, 2 * h, h));
+    }
+    x = self +
+        torch::relu(
+            sage_norms_[layer]->as<torch::nn::LayerNorm>()->forward(update));
+    states = std::move(next);
+  }
+  // Pooling: per configuration, the sums of its nodes' final states (all
+  // nodes, configurable nodes).
+  x = x.contiguous();
+  const float* rows = x.data_ptr<float>();
+  SegmentSums out;
+  out.sums = torch::zeros({c, 2 * h}, x.options());
+  float* sums = out.sums.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const bool configurable = segment.node_slots[i] >= 0;
+    for (int64_t j = 0; j < c; ++j) {
+      const float* row = rows + static_cast<int64_t>(states.of[i * c + j]) * h;
+      float* all = sums + j * 2 * h;
+      for (int64_t d = 0; d < h; ++d) all[d] += row[d];
+      if (!configurable) continue;
+      float* mine = all + h;
+      for (int64_t d = 0; d < h; ++d) mine[d] += row[d];
+    }
+  }
   out.num_nodes = static_cast<double>(n);
   out.num_config_nodes = static_cast<double>(segment.num_config_nodes);
   return out;

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "policy/cost_model/cost_model.h"
 
@@ -27,6 +28,17 @@ struct SegmentTensors {
   // configuration's node order (int64, same length).
   torch::Tensor config_nodes;
   torch::Tensor config_slots;
+  // The same edges as lists for inference that follows node states: the
+  // producers of node i are producers[producer_offsets[i] ..
+  // producer_offsets[i + 1]), likewise consumers (edge order, repeated
+  // edges repeated).
+  std::vector<int32_t> producer_offsets;
+  std::vector<int32_t> producers;
+  std::vector<int32_t> consumer_offsets;
+  std::vector<int32_t> consumers;
+  // Slot in the configuration's node order of each node, -1 when the node
+  // is not configurable.
+  std::vector<int32_t> node_slots;
   int64_t num_nodes = 0;
   int64_t num_edges = 0;  // data edges inside the segment
   int64_t num_config_nodes = 0;
@@ -54,12 +66,28 @@ class CostModelNetImpl : public torch::nn::Module {
  public:
   explicit CostModelNetImpl(const CostModelOptions& options);
 
+  // The configuration-independent input of a segment's nodes: (n, hidden),
+  // a linear layer over their features and opcode embedding.
+  torch::Tensor NodeInput(const SegmentTensors& segment);
+
   // Runs the GNN over one segment for a batch of C configurations:
-  // `config` is (C, num configurable nodes of the graph, 18) for layout,
-  // (C, 24) for tile, or (C, kTileRelativeRowWidth) for tile with
-  // tile_relative_to_default.
+  // `node_input` is NodeInput(segment); `config` is (C, num configurable
+  // nodes of the graph, 18) for layout, (C, 24) for tile, or
+  // (C, kTileRelativeRowWidth) for tile with tile_relative_to_default.
   SegmentSums Segment(const SegmentTensors& segment,
+                      const torch::Tensor& node_input,
                       const torch::Tensor& config);
+
+  // Inference for the layout task: the sums of Segment (equal up to float
+  // round-off), computing every distinct node state once. A node's state
+  // after layer l depends only on the configuration rows within l hops of
+  // it, so across the C configurations most (node, configuration) pairs
+  // repeat a state already computed: nodes whose neighbourhood holds no
+  // configurable node have one state, a configurable node without edges
+  // one per distinct row of its own. Call under torch::NoGradGuard.
+  SegmentSums SegmentOfDistinctStates(const SegmentTensors& segment,
+                                      const torch::Tensor& node_input,
+                                      const torch::Tensor& config);
 
   // Pooling (means from the summed totals, sum, configurable mean) ->
   // optional cross-configuration attention -> MLP: (C,) scores.

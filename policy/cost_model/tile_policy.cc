@@ -235,12 +235,13 @@ absl::StatusOr<std::vector<KernelTile>> TileCostModelPolicy::ProposeKernelTiles(
     }
     ASSIGN_OR_RETURN(std::shared_ptr<const cost_model::PreparedGraph> prepared,
                      model_->Prepare(kernel));
+    cost_model::ScoreOptions score_options;
+    score_options.batch_size = kMaxCandidates;
+    score_options.default_tile_config = OutputTileFeatures(candidates[0]);
     ASSIGN_OR_RETURN(
         std::vector<double> scores,
-        model_->Score(
-            *prepared, features, static_cast<int32_t>(candidates.size()),
-            /*batch_size=*/kMaxCandidates,
-            /*default_tile_config=*/OutputTileFeatures(candidates[0])));
+        model_->Score(*prepared, features,
+                      static_cast<int32_t>(candidates.size()), score_options));
     const std::vector<double> decided = cost_model::WithDefaultMargin(
         scores, /*default_config=*/0, default_margin_);
     const size_t best =
