@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "ATen/Parallel.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status_macros.h"
 #include "policy/cost_model/network.h"
@@ -463,38 +464,51 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
     for (const SegmentTensors& segment : graph.segments) {
       config_nodes += static_cast<double>(segment.num_config_nodes);
     }
-    // Per configuration: the GNN's sums over all segments.
-    std::vector<torch::Tensor> sums;
-    for (int32_t start = 0; start < num_configs; start += chunk) {
-      const int32_t end = std::min(num_configs, start + chunk);
-      torch::Tensor config;
-      if (relative) {
-        std::vector<int64_t> rows(end - start);
-        std::iota(rows.begin(), rows.end(), start);
-        config = ConfigTensor(config_features, impl_->options,
-                              graph.num_configurable, rows, default_tile);
-      } else {
-        std::vector<int64_t> shape = {end - start};
-        if (task == Task::kTile) {
-          shape.push_back(kTileConfigFeatures);
+    // Per configuration: the GNN's sums over all segments, per chunk of
+    // configurations. Chunks are independent: LibTorch's intra-op threads
+    // share them (each chunk's operators then run on one thread), and the
+    // result does not depend on the thread count.
+    const int32_t num_chunks = (num_configs + chunk - 1) / chunk;
+    std::vector<torch::Tensor> sums(num_chunks);
+    auto score_chunks = [&](int64_t first_chunk, int64_t last_chunk) {
+      torch::NoGradGuard no_grad_here;  // grad mode is thread-local
+      for (int64_t k = first_chunk; k < last_chunk; ++k) {
+        const int32_t start = static_cast<int32_t>(k) * chunk;
+        const int32_t end = std::min(num_configs, start + chunk);
+        torch::Tensor config;
+        if (relative) {
+          std::vector<int64_t> rows(end - start);
+          std::iota(rows.begin(), rows.end(), start);
+          config = ConfigTensor(config_features, impl_->options,
+                                graph.num_configurable, rows, default_tile);
         } else {
-          shape.push_back(graph.num_configurable);
-          shape.push_back(kLayoutConfigFeatures);
+          std::vector<int64_t> shape = {end - start};
+          if (task == Task::kTile) {
+            shape.push_back(kTileConfigFeatures);
+          } else {
+            shape.push_back(graph.num_configurable);
+            shape.push_back(kLayoutConfigFeatures);
+          }
+          // A view of the caller's features: no copy.
+          config = torch::from_blob(
+              const_cast<float*>(config_features.data()) + start * width, shape,
+              torch::kFloat);
         }
-        // A view of the caller's features: no copy.
-        config = torch::from_blob(
-            const_cast<float*>(config_features.data()) + start * width, shape,
-            torch::kFloat);
+        torch::Tensor total;
+        for (size_t s = 0; s < graph.segments.size(); ++s) {
+          const SegmentSums part =
+              distinct ? net.SegmentOfDistinctStates(graph.segments[s],
+                                                     node_inputs[s], config)
+                       : net.Segment(graph.segments[s], node_inputs[s], config);
+          total = total.defined() ? total + part.sums : part.sums;
+        }
+        sums[k] = total;
       }
-      torch::Tensor total;
-      for (size_t s = 0; s < graph.segments.size(); ++s) {
-        const SegmentSums part =
-            distinct ? net.SegmentOfDistinctStates(graph.segments[s],
-                                                   node_inputs[s], config)
-                     : net.Segment(graph.segments[s], node_inputs[s], config);
-        total = total.defined() ? total + part.sums : part.sums;
-      }
-      sums.push_back(total);
+    };
+    if (num_chunks > 1) {
+      at::parallel_for(0, num_chunks, /*grain_size=*/1, score_chunks);
+    } else {
+      score_chunks(0, num_chunks);
     }
     if (num_configs == 0) return scores;
     const torch::Tensor all = torch::cat(sums, 0);
