@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/huge_pages.h"
 #include "graph/status_macros.h"
 
 namespace gopt::graph {
@@ -80,6 +81,8 @@ GraphBuilder::GraphBuilder(std::string name, std::string format)
 void GraphBuilder::Reserve(int64_t nodes, int64_t edges) {
   nodes_.reserve(static_cast<size_t>(std::max<int64_t>(nodes, 0)));
   edges_.reserve(static_cast<size_t>(std::max<int64_t>(edges, 0)));
+  AdviseHugePagesForCapacity(nodes_);
+  AdviseHugePagesForCapacity(edges_);
 }
 
 int GraphBuilder::AddNode(Node node) {
@@ -210,6 +213,8 @@ std::vector<int32_t> SortEdgesBy(const std::vector<Edge>& edges, int num_nodes,
   for (const Edge& edge : edges) ++offsets[edge.*key + 1];
   for (int i = 0; i < num_nodes; ++i) offsets[i + 1] += offsets[i];
   std::vector<int32_t> cursor(offsets.begin(), offsets.end() - 1);
+  sorted->reserve(edges.size());
+  AdviseHugePagesForCapacity(*sorted);
   sorted->resize(edges.size());
   for (const Edge& edge : edges) (*sorted)[cursor[edge.*key]++] = edge;
   for (int i = 0; i < num_nodes; ++i) {

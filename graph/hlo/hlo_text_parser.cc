@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "graph/huge_pages.h"
 #include "graph/status_macros.h"
 
 namespace gopt::graph::hlo {
@@ -68,6 +69,7 @@ class Parser {
     const size_t lines =
         static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1;
     scratch_.reserve(std::min<size_t>(lines, size_t{1} << 21));
+    AdviseHugePagesForCapacity(scratch_);
     SkipSpace();
     if (!ConsumeWord("HloModule")) {
       return Error(pos_, "expected 'HloModule' at the start of the text");
@@ -877,6 +879,7 @@ class Parser {
       computation.instructions = std::move(scratch_);
       scratch_ = std::vector<HloInstruction>();
       scratch_.reserve(capacity);
+      AdviseHugePagesForCapacity(scratch_);
     } else {
       computation.instructions.reserve(scratch_.size());
       std::move(scratch_.begin(), scratch_.end(),
