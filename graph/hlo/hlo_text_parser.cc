@@ -856,13 +856,18 @@ class Parser {
   // '}' (the end of a computation body as XLA prints it): an estimate of the
   // body's instruction count, used only to reserve room. Successive calls
   // must pass increasing positions; all calls together read the text at most
-  // three times, whatever it holds.
+  // three times, whatever it holds. Estimates of all computations together
+  // stay within reservable_instructions_, so hostile text (bodies that seem
+  // to share one far-away brace) cannot make them reserve without bound.
   size_t ExpectedInstructions(size_t body_pos) {
     if (body_close_ < body_pos) {
       body_close_ = std::min(text_.find("\n}", body_pos), text_.size());
     }
-    return lines_before_close_.LinesBefore(body_close_) -
-           lines_before_body_.LinesBefore(body_pos);
+    const size_t lines = lines_before_close_.LinesBefore(body_close_) -
+                         lines_before_body_.LinesBefore(body_pos);
+    const size_t expected = std::min(lines, reservable_instructions_);
+    reservable_instructions_ -= expected;
+    return expected;
   }
 
   absl::Status ParseComputation() {
@@ -1010,6 +1015,10 @@ class Parser {
   size_t body_close_ = 0;
   LineCounter lines_before_body_{text_};
   LineCounter lines_before_close_{text_};
+  // What ExpectedInstructions may still hand out: an instruction takes at
+  // least 8 bytes of text ("a=u8[]x()"), and beyond 4M instructions vectors
+  // grow as usual.
+  size_t reservable_instructions_ = std::min(text_.size() / 8, size_t{1} << 22);
   // Reused buffers for the dims, layout and operands of one instruction.
   std::vector<int64_t> int_scratch_;
   std::vector<int32_t> layout_scratch_;
