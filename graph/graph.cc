@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/huge_pages.h"
 #include "graph/status_macros.h"
 
 namespace gopt::graph {
@@ -80,6 +81,8 @@ GraphBuilder::GraphBuilder(std::string name, std::string format)
 void GraphBuilder::Reserve(int64_t nodes, int64_t edges) {
   nodes_.reserve(static_cast<size_t>(std::max<int64_t>(nodes, 0)));
   edges_.reserve(static_cast<size_t>(std::max<int64_t>(edges, 0)));
+  AdviseHugePagesForCapacity(nodes_);
+  AdviseHugePagesForCapacity(edges_);
 }
 
 int GraphBuilder::AddNode(Node node) {
@@ -197,6 +200,16 @@ absl::StatusOr<std::vector<int>> TopologicalOrder(
   return order;
 }
 
+// CSR offsets (size num_nodes + 1) of `edges` grouped by `key` (a node id in
+// 0..num_nodes-1).
+std::vector<int32_t> EdgeOffsets(const std::vector<Edge>& edges, int num_nodes,
+                                 NodeId Edge::*key) {
+  std::vector<int32_t> offsets(num_nodes + 1, 0);
+  for (const Edge& edge : edges) ++offsets[edge.*key + 1];
+  for (int i = 0; i < num_nodes; ++i) offsets[i + 1] += offsets[i];
+  return offsets;
+}
+
 // Groups `edges` by `key` (a node id in 0..num_nodes-1) into `*sorted` and
 // returns the CSR offsets (size num_nodes + 1). Within a group edges are
 // ordered by `less`, ties kept in their order in `edges`: the same result as
@@ -206,10 +219,10 @@ template <typename Less>
 std::vector<int32_t> SortEdgesBy(const std::vector<Edge>& edges, int num_nodes,
                                  NodeId Edge::*key, std::vector<Edge>* sorted,
                                  Less less) {
-  std::vector<int32_t> offsets(num_nodes + 1, 0);
-  for (const Edge& edge : edges) ++offsets[edge.*key + 1];
-  for (int i = 0; i < num_nodes; ++i) offsets[i + 1] += offsets[i];
+  std::vector<int32_t> offsets = EdgeOffsets(edges, num_nodes, key);
   std::vector<int32_t> cursor(offsets.begin(), offsets.end() - 1);
+  sorted->reserve(edges.size());
+  AdviseHugePagesForCapacity(*sorted);
   sorted->resize(edges.size());
   for (const Edge& edge : edges) (*sorted)[cursor[edge.*key]++] = edge;
   for (int i = 0; i < num_nodes; ++i) {
@@ -317,18 +330,29 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
     edge.src = new_id[edge.src];
     edge.dst = new_id[edge.dst];
   }
-  graph.in_offsets_ =
-      SortEdgesBy(edges_, n, &Edge::dst, &graph.in_edges_,
-                  [](const Edge& a, const Edge& b) {
-                    return std::make_tuple(a.control, a.dst_input) <
-                           std::make_tuple(b.control, b.dst_input);
-                  });
+  const auto in_less = [](const Edge& a, const Edge& b) {
+    return std::make_tuple(a.control, a.dst_input) <
+           std::make_tuple(b.control, b.dst_input);
+  };
+  // Importers usually add each node's input edges in input order, node
+  // after node: then the edges are the in-edge array already.
+  const bool in_edge_order = std::is_sorted(
+      edges_.begin(), edges_.end(), [&](const Edge& a, const Edge& b) {
+        return a.dst != b.dst ? a.dst < b.dst : in_less(a, b);
+      });
   graph.out_offsets_ =
       SortEdgesBy(edges_, n, &Edge::src, &graph.out_edges_,
                   [](const Edge& a, const Edge& b) {
                     return std::make_tuple(a.dst, a.dst_input) <
                            std::make_tuple(b.dst, b.dst_input);
                   });
+  if (in_edge_order) {
+    graph.in_offsets_ = EdgeOffsets(edges_, n, &Edge::dst);
+    graph.in_edges_ = std::move(edges_);
+  } else {
+    graph.in_offsets_ =
+        SortEdgesBy(edges_, n, &Edge::dst, &graph.in_edges_, in_less);
+  }
   edges_ = std::vector<Edge>();
   if (already_ordered) {
     // Still valid: it indexes the node buffer the graph now owns.

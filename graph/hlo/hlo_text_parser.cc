@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -10,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "graph/huge_pages.h"
 #include "graph/status_macros.h"
 
 namespace gopt::graph::hlo {
@@ -55,6 +55,26 @@ struct PendingComputation {
   std::vector<PendingCalls> calls;  // in instruction order
 };
 
+// Counts the newlines before a position in a text, for positions that never
+// decrease: each call reads only the text since the previous one.
+class LineCounter {
+ public:
+  explicit LineCounter(absl::string_view text) : text_(text) {}
+
+  // Newlines in text[0, pos); `pos` is at least the previous call's.
+  size_t LinesBefore(size_t pos) {
+    lines_ += static_cast<size_t>(
+        std::count(text_.begin() + counted_, text_.begin() + pos, '\n'));
+    counted_ = pos;
+    return lines_;
+  }
+
+ private:
+  absl::string_view text_;
+  size_t counted_ = 0;
+  size_t lines_ = 0;
+};
+
 // Recursive-descent scanner over the text. Every loop consumes input, and
 // recursion (tuple shapes) is depth-bounded, so it terminates on any bytes.
 class Parser {
@@ -62,12 +82,6 @@ class Parser {
   explicit Parser(absl::string_view text) : text_(text) {}
 
   absl::StatusOr<HloModule> Parse() {
-    // No computation has more instructions than the text has lines; the
-    // reservation is virtual memory until used, and spares re-allocating
-    // (moving) large instructions as big computations grow.
-    const size_t lines =
-        static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1;
-    scratch_.reserve(std::min<size_t>(lines, size_t{1} << 21));
     SkipSpace();
     if (!ConsumeWord("HloModule")) {
       return Error(pos_, "expected 'HloModule' at the start of the text");
@@ -110,7 +124,10 @@ class Parser {
                         ? entry
                         : static_cast<int32_t>(module_.computations.size()) - 1;
     RETURN_IF_ERROR(ResolveCalls());
-    RETURN_IF_ERROR(ValidateHloModule(module_));
+    // The module passes ValidateHloModule by construction (every array
+    // shape was validated as it was read, nesting is bounded the same way,
+    // operands and calls were resolved by name and the root and entry set),
+    // so it is not validated a second time here; LowerHloModule checks it.
     return std::move(module_);
   }
 
@@ -323,6 +340,9 @@ class Parser {
     }
     shape->dtype = *dtype;
     if (!Consume('[')) return Error(pos_, "expected '[' after element type");
+    // Dims and layout are collected in reused buffers and copied once, so
+    // each shape allocates exactly what it keeps.
+    int_scratch_.clear();
     while (true) {
       SkipSpace();
       if (Consume(']')) break;
@@ -333,15 +353,17 @@ class Parser {
       const size_t dim_pos = pos_;
       ASSIGN_OR_RETURN(int64_t dim, ParseInt());
       if (dim < 0) return Error(dim_pos, "negative dimension");
-      shape->dims.push_back(dim);
+      int_scratch_.push_back(dim);
       SkipSpace();
       if (!Consume(',') && Peek() != ']') {
         return Error(pos_, "expected ',' or ']' in dimensions");
       }
     }
+    shape->dims.assign(int_scratch_.begin(), int_scratch_.end());
     if (Peek() == '{') {
       const size_t layout_pos = pos_;
       ++pos_;
+      layout_scratch_.clear();
       while (IsDigit(Peek())) {
         ASSIGN_OR_RETURN(int64_t dim, ParseInt());
         if (dim >= static_cast<int64_t>(shape->dims.size())) {
@@ -349,9 +371,11 @@ class Parser {
                                                 " of a rank-",
                                                 shape->dims.size(), " shape"));
         }
-        shape->minor_to_major.push_back(static_cast<int32_t>(dim));
+        layout_scratch_.push_back(static_cast<int32_t>(dim));
         if (!Consume(',')) break;
       }
+      shape->minor_to_major.assign(layout_scratch_.begin(),
+                                   layout_scratch_.end());
       if (Peek() == ':') {
         // Tiling, element size, memory space: skip up to the closing brace.
         pos_ = layout_pos;
@@ -731,9 +755,15 @@ class Parser {
       if (!Consume(')')) return Error(pos_, "expected ')' after parameter");
       return absl::OkStatus();
     }
+    // Collected in a reused buffer and copied once (one allocation).
+    operand_scratch_.clear();
     while (true) {
       SkipSpace();
-      if (Consume(')')) return absl::OkStatus();
+      if (Consume(')')) {
+        instruction->operands.assign(operand_scratch_.begin(),
+                                     operand_scratch_.end());
+        return absl::OkStatus();
+      }
       if (AtEnd()) return Error(open, "unterminated operand list");
       // Older syntax writes each operand's type before its name. The type
       // repeats the operand's declaration, so it is skipped, not parsed.
@@ -754,11 +784,11 @@ class Parser {
       if (ref.name.empty()) return Error(ref.pos, "expected an operand name");
       auto it = names.find(ref.name);
       if (it != names.end()) {
-        instruction->operands.push_back(it->second);
+        operand_scratch_.push_back(it->second);
       } else {
         pending->forward_operands.push_back(ForwardOperand{
-            index, static_cast<int32_t>(instruction->operands.size()), ref});
-        instruction->operands.push_back(-1);
+            index, static_cast<int32_t>(operand_scratch_.size()), ref});
+        operand_scratch_.push_back(-1);
       }
       SkipSpace();
       if (!Consume(',') && Peek() != ')') {
@@ -776,13 +806,14 @@ class Parser {
     const size_t name_pos = pos_;
     const absl::string_view name = ParseName();
     if (name.empty()) return Error(name_pos, "expected an instruction name");
-    const int32_t index = static_cast<int32_t>(scratch_.size());
+    const int32_t index =
+        static_cast<int32_t>(computation->instructions.size());
     if (!names->emplace(name, index).second) {
       return Error(name_pos,
                    absl::StrCat("duplicate instruction name '%", name,
                                 "' in computation '", computation->name, "'"));
     }
-    HloInstruction& instruction = scratch_.emplace_back();
+    HloInstruction& instruction = computation->instructions.emplace_back();
     instruction.name = std::string(name);
     SkipSpace();
     if (!Consume('=')) {
@@ -819,6 +850,24 @@ class Parser {
       computation->root = index;
     }
     return absl::OkStatus();
+  }
+
+  // The number of lines from `body_pos` to the next line that starts with
+  // '}' (the end of a computation body as XLA prints it): an estimate of the
+  // body's instruction count, used only to reserve room. Successive calls
+  // must pass increasing positions; all calls together read the text at most
+  // three times, whatever it holds. Estimates of all computations together
+  // stay within reservable_instructions_, so hostile text (bodies that seem
+  // to share one far-away brace) cannot make them reserve without bound.
+  size_t ExpectedInstructions(size_t body_pos) {
+    if (body_close_ < body_pos) {
+      body_close_ = std::min(text_.find("\n}", body_pos), text_.size());
+    }
+    const size_t lines = lines_before_close_.LinesBefore(body_close_) -
+                         lines_before_body_.LinesBefore(body_pos);
+    const size_t expected = std::min(lines, reservable_instructions_);
+    reservable_instructions_ -= expected;
+    return expected;
   }
 
   absl::Status ParseComputation() {
@@ -858,7 +907,15 @@ class Parser {
       return Error(
           pos_, absl::StrCat("expected '{' to start computation '", name, "'"));
     }
+    // Instructions are large and a big computation has a million of them:
+    // room for them and their names is made once, from the number of lines
+    // up to the computation's closing brace (usually one instruction each),
+    // instead of growing (and moving) as they come.
+    const size_t expected = ExpectedInstructions(body_pos);
+    computation.instructions.reserve(expected);
+    AdviseHugePagesForCapacity(computation.instructions);
     absl::flat_hash_map<absl::string_view, int32_t> names;
+    names.reserve(expected);
     while (true) {
       SkipSpace();
       if (Consume('}')) break;
@@ -867,21 +924,6 @@ class Parser {
                                             "' is not closed with '}'"));
       }
       RETURN_IF_ERROR(ParseInstruction(&computation, &pending, &names));
-    }
-    // Instructions are large: they are parsed into a scratch vector whose
-    // capacity survives across computations, then moved once into place. A
-    // computation that fills most of the scratch takes the buffer itself
-    // (no per-instruction move), and the scratch starts afresh.
-    if (scratch_.size() * 2 >= scratch_.capacity()) {
-      const size_t capacity = scratch_.capacity();
-      computation.instructions = std::move(scratch_);
-      scratch_ = std::vector<HloInstruction>();
-      scratch_.reserve(capacity);
-    } else {
-      computation.instructions.reserve(scratch_.size());
-      std::move(scratch_.begin(), scratch_.end(),
-                std::back_inserter(computation.instructions));
-      scratch_.clear();
     }
     if (computation.instructions.empty()) {
       return Error(name_pos, absl::StrCat("computation '", name, "' is empty"));
@@ -968,8 +1010,19 @@ class Parser {
   absl::string_view text_;
   size_t pos_ = 0;
   HloModule module_;
-  // Instructions of the computation being parsed.
-  std::vector<HloInstruction> scratch_;
+  // For ExpectedInstructions: the end of the body being estimated, and
+  // newline counts up to body starts and up to body ends.
+  size_t body_close_ = 0;
+  LineCounter lines_before_body_{text_};
+  LineCounter lines_before_close_{text_};
+  // What ExpectedInstructions may still hand out: an instruction takes at
+  // least 8 bytes of text ("a=u8[]x()"), and beyond 4M instructions vectors
+  // grow as usual.
+  size_t reservable_instructions_ = std::min(text_.size() / 8, size_t{1} << 22);
+  // Reused buffers for the dims, layout and operands of one instruction.
+  std::vector<int64_t> int_scratch_;
+  std::vector<int32_t> layout_scratch_;
+  std::vector<int32_t> operand_scratch_;
   std::vector<PendingComputation> pending_computations_;
   absl::flat_hash_map<absl::string_view, int32_t> computation_index_;
 };

@@ -13,7 +13,7 @@ namespace gopt::graph::hlo {
 // tiled layouts, tuples, metadata, sharding, frontend attributes and JSON
 // backend configs. Attributes gopt does not model are skipped.
 //
-// The returned module has passed ValidateHloModule. Errors are
+// The returned module passes ValidateHloModule. Errors are
 // InvalidArgument with a 1-based position: "hlo text line 12 col 40:
 // instruction '%add.3' operand 1 '%foo' is not defined in computation
 // 'main'" (operand indices are 0-based). Never crashes on any input; nesting

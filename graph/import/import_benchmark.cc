@@ -4,15 +4,21 @@
 //
 //   build/bin/gopt_import_benchmark [--benchmark_filter=Nux]
 //   GOPT_SHARED_DATA=/path/to/shared/data build/bin/gopt_import_benchmark
+//
+// `--write_synthetic_hlo=PATH` writes the generated 1M-instruction module to
+// PATH and exits (to time `gopt inspect PATH` on the same text).
 
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "graph/import/builtin_importers.h"
 
 namespace gopt::graph {
@@ -166,6 +172,19 @@ void RegisterBenchmarks() {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  constexpr absl::string_view kWriteFlag = "--write_synthetic_hlo=";
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (!absl::StartsWith(arg, kWriteFlag)) continue;
+    const std::string path(arg.substr(kWriteFlag.size()));
+    std::ofstream out(path, std::ios::binary);
+    out << gopt::graph::GenerateHloText(1'000'000);
+    if (!out.good()) {
+      std::cerr << "cannot write " << path << "\n";
+      return 1;
+    }
+    return 0;
+  }
   gopt::graph::RegisterBenchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
