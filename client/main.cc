@@ -61,7 +61,8 @@ ABSL_FLAG(std::string, trace, "",
           "simulate: write a Chrome trace (Perfetto / chrome://tracing)");
 ABSL_FLAG(int32_t, repeat, 1, "simulate: runs; the median time is reported");
 ABSL_FLAG(std::vector<std::string>, graph, {},
-          "bench: graph files, or gen:PRESET for a generated graph");
+          "bench: graph files, or gen:PRESET for a generated graph (a comma "
+          "list, or the flag repeated)");
 ABSL_FLAG(std::vector<std::string>, methods, {},
           "bench: methods (default: the standard baselines + best-baseline)");
 ABSL_FLAG(uint64_t, seed, 0, "seed for random baselines and generators");
@@ -738,15 +739,32 @@ int main(int argc, char** argv) {
   // the importer returns its own precise error; keep stderr to that one line.
   google::protobuf::SetLogHandler(nullptr);
   absl::SetProgramUsageMessage(kUsage);
-  // Flag names may be written with '-' for '_' (--budget-seconds).
+  // Flag names may be written with '-' for '_' (--budget-seconds). --graph
+  // may be repeated: its values are joined into one list (absl would keep
+  // only the last occurrence).
   std::vector<std::string> normalized(argv, argv + argc);
   std::vector<char*> raw;
-  for (std::string& arg : normalized) {
+  std::vector<std::string> graphs;
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    std::string& arg = normalized[i];
     if (absl::StartsWith(arg, "--")) {
       const size_t end = std::min(arg.find('='), arg.size());
       std::replace(arg.begin() + 2, arg.begin() + end, '-', '_');
     }
+    if (absl::StartsWith(arg, "--graph=")) {
+      graphs.push_back(arg.substr(std::string("--graph=").size()));
+      continue;
+    }
+    if (arg == "--graph" && i + 1 < normalized.size()) {
+      graphs.push_back(normalized[++i]);
+      continue;
+    }
     raw.push_back(arg.data());
+  }
+  std::string graph_flag;
+  if (!graphs.empty()) {
+    graph_flag = absl::StrCat("--graph=", absl::StrJoin(graphs, ","));
+    raw.push_back(graph_flag.data());
   }
   std::vector<char*> args =
       absl::ParseCommandLine(static_cast<int>(raw.size()), raw.data());

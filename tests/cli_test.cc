@@ -274,6 +274,16 @@ TEST(CliTest, MemoryConstrainedPlacersFitWhereOneDeviceDoes) {
   }
 }
 
+TEST(CliTest, RepeatedGraphFlagsAddUp) {
+  const CommandResult result = RunGopt(
+      "bench --json --topology=v100x4-nvlink --methods=single "
+      "--graph=gen:resnet50-small --graph gen:bert-small");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["graphs"].size(), 2u) << result.out;
+  EXPECT_EQ(json["rows"].size(), 2u) << result.out;
+}
+
 TEST(CliTest, GenerateWritesAnImportableGraph) {
   const std::string out = ::testing::TempDir() + "/gnmt2.gopt.pb";
   const CommandResult generate =
