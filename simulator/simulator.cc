@@ -52,15 +52,8 @@ class EventQueue {
   // The earliest event; the queue must not be empty.
   const Event& top() const { return heap_.front(); }
   void Push(Event event) {
-    size_t i = heap_.size();
     heap_.push_back(event);
-    while (i > 0) {
-      const size_t parent = (i - 1) / 2;
-      if (!event.Before(heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = event;
+    RiseFrom(heap_.size() - 1, event);
   }
   // Replaces the earliest event by `event` (one sift-down instead of a pop
   // and a push); the queue must not be empty.
@@ -90,18 +83,23 @@ class EventQueue {
       heap_[i] = heap_[child];
       i = child;
     }
-    while (i > 0) {
-      const size_t parent = (i - 1) / 2;
-      if (!last.Before(heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = last;
+    RiseFrom(i, last);
     heap_.pop_back();
     return top;
   }
 
  private:
+  // Puts `event` at the hole `i`, moving it up past later parents.
+  void RiseFrom(size_t i, const Event& event) {
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!event.Before(heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = event;
+  }
+
   std::vector<Event> heap_;
 };
 

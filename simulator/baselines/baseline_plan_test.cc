@@ -13,6 +13,7 @@ using testing::FanOutGraph;
 using testing::GraphMaker;
 using ::testing::HasSubstr;
 using testing::SmallGraphs;
+using testing::TwoChainsGraph;
 using testing::UniformTopology;
 
 BaselineRegistry& Registry() {
@@ -105,15 +106,9 @@ TEST(BaselinePlanTest, MissingPartsTakeFrameworkDefaults) {
 }
 
 TEST(BaselinePlanTest, MemoryConstrainedPlansRunInThePlacersOrder) {
-  // One 1 GB device; a1 and b1 write 600 MB each, read by a2 and b2. FIFO
-  // runs a1 and b1 before either reader and overflows.
-  GraphMaker g("two-chains");
-  const int input = g.Param("input", 1000);
-  const int a1 = g.Op("a1", 1e9, {input}, /*elements=*/150'000'000);
-  const int b1 = g.Op("b1", 1e9, {input}, /*elements=*/150'000'000);
-  g.Op("a2", 1e9, {a1});
-  g.Op("b2", 1e9, {b1});
-  const graph::Graph graph = g.Build();
+  // One 1 GB device; FIFO runs a1 and b1 before either reader and
+  // overflows.
+  const graph::Graph graph = TwoChainsGraph();
   const Topology topology = UniformTopology(1, /*memory_bytes=*/1'000'000'000);
   const RooflineCostModel cost_model;
   const BaselineContext context{graph, topology, cost_model, /*seed=*/0};

@@ -580,6 +580,21 @@ class Run {
   std::vector<Candidate> blocked_free_;
 };
 
+// Joins colocation groups in `placement` and simulates it the way
+// MakeBaselinePlan builds the plan: the placement's order, no fusion,
+// default layouts.
+absl::StatusOr<SimulationResult> SimulateInItsOrder(
+    const BaselineContext& context, const Simulator& simulator,
+    Placement* placement) {
+  ColocateGroups(context.graph, context.topology, &placement->device);
+  Plan plan;
+  plan.device = placement->device;
+  plan.priority = placement->priority;
+  SimulationOptions quick;
+  quick.record_timeline = false;
+  return simulator.Simulate(plan, quick);
+}
+
 }  // namespace
 
 absl::string_view MemoryConstrainedPlacer::name() const {
@@ -615,8 +630,6 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceInOrder(
            context.topology.devices[b].memory_bytes;
   });
   const int n = context.graph.num_nodes();
-  SimulationOptions quick;
-  quick.record_timeline = false;
   for (int d : by_memory) {
     Placement one;
     one.device.resize(n);
@@ -625,12 +638,8 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceInOrder(
       one.device[id] = costs.NearestAllowedDevice(id, d);
       one.priority[id] = n - id;
     }
-    ColocateGroups(context.graph, context.topology, &one.device);
-    Plan plan;
-    plan.device = one.device;
-    plan.priority = one.priority;
     ASSIGN_OR_RETURN(const SimulationResult result,
-                     simulator.Simulate(plan, quick));
+                     SimulateInItsOrder(context, simulator, &one));
     if (!result.oom) return one;
   }
   return spread;
@@ -639,8 +648,6 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceInOrder(
 absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceSpread(
     const BaselineContext& context, const CostTable& costs,
     const Simulator& simulator) const {
-  SimulationOptions quick;
-  quick.record_timeline = false;
   const int num_devices = context.topology.num_devices();
   std::vector<int64_t> budget(num_devices);
   for (int d = 0; d < num_devices; ++d) {
@@ -668,14 +675,8 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceSpread(
           placement.status().code(),
           absl::StrCat(placement.status().message(), "; ", tightened));
     }
-    // Check the plan the way MakeBaselinePlan builds it: colocation groups
-    // joined, the placer's order, no fusion, default layouts.
-    ColocateGroups(context.graph, context.topology, &placement->device);
-    Plan plan;
-    plan.device = placement->device;
-    plan.priority = placement->priority;
     ASSIGN_OR_RETURN(const SimulationResult result,
-                     simulator.Simulate(plan, quick));
+                     SimulateInItsOrder(context, simulator, &*placement));
     if (!result.oom) return placement;
     // The simulator's execution strays from the list schedule (transfers
     // queue on links while their copies are already held, ready ops

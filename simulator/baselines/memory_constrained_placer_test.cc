@@ -23,6 +23,7 @@ using testing::ChainGraph;
 using ::testing::Each;
 using testing::GraphMaker;
 using ::testing::HasSubstr;
+using testing::TwoChainsGraph;
 using testing::UniformTopology;
 using Variant = MemoryConstrainedPlacer::Variant;
 
@@ -153,20 +154,6 @@ TEST(MemoryConstrainedPlacerTest, SctGivesTheParentsDeviceToTheFavouriteChild) {
   // SCT: the favourite child (largest edge) stays with its parent.
   EXPECT_EQ((*sct)[big], (*sct)[u]);
   EXPECT_NE((*sct)[small], (*sct)[u]);
-}
-
-// Two independent chains on one 1 GB device: a1 and b1 each write 600 MB,
-// read only by a2 and b2. FIFO (NodeId order: a1, b1, a2, b2) runs both
-// producers first and holds 1.2 GB; the list schedule finishes one chain
-// before starting the other.
-graph::Graph TwoChainsGraph() {
-  GraphMaker g("two-chains");
-  const int input = g.Param("input", 1000);
-  const int a1 = g.Op("a1", 1e9, {input}, /*elements=*/150'000'000);
-  const int b1 = g.Op("b1", 1e9, {input}, /*elements=*/150'000'000);
-  g.Op("a2", 1e9, {a1});
-  g.Op("b2", 1e9, {b1});
-  return g.Build();
 }
 
 TEST(MemoryConstrainedPlacerTest, ItsOrderKeepsThePlanInMemory) {

@@ -148,6 +148,16 @@ Graph ColocatedFanOutGraph(int width) {
   return g.Build();
 }
 
+Graph TwoChainsGraph() {
+  GraphMaker g("two-chains");
+  const int input = g.Param("input", 1000);
+  const int a1 = g.Op("a1", 1e9, {input}, /*elements=*/150'000'000);
+  const int b1 = g.Op("b1", 1e9, {input}, /*elements=*/150'000'000);
+  g.Op("a2", 1e9, {a1});
+  g.Op("b2", 1e9, {b1});
+  return g.Build();
+}
+
 std::vector<std::pair<std::string, Graph>> SmallGraphs() {
   std::vector<std::pair<std::string, Graph>> graphs;
   graphs.emplace_back("chain", ChainGraph(6));

@@ -57,6 +57,10 @@ graph::Graph CpuOnlyGraph();
 // A fan-out whose branch weights are colocated with the first branch's
 // weight (as TF colocates variables with their reads).
 graph::Graph ColocatedFanOutGraph(int width);
+// Two independent chains input -> a1 -> a2 and input -> b1 -> b2 where a1
+// and b1 write 600 MB each: on one 1 GB device, FIFO (a1, b1, a2, b2) holds
+// 1.2 GB, while finishing one chain before the other fits.
+graph::Graph TwoChainsGraph();
 // The graphs every baseline must handle: chain, diamond, fan-out, CPU-only,
 // colocated fan-out, a single node, and an empty graph.
 std::vector<std::pair<std::string, graph::Graph>> SmallGraphs();
