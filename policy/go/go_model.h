@@ -76,7 +76,8 @@ class GoModel {
   // is the placement the scheduling and fusion stacks condition on when
   // placement is not decided (otherwise device 0 everywhere, the default).
   // InvalidArgument when the features do not match the network's input
-  // widths; Internal for a LibTorch failure.
+  // widths, an edge names a node outside the graph, or `fixed_placement`
+  // has the wrong length; Internal for a LibTorch failure.
   absl::StatusOr<PolicyOutput> Run(
       const GraphFeatures& features, const TaskSet& tasks,
       const std::vector<int32_t>* fixed_placement = nullptr) const;

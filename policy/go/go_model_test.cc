@@ -227,6 +227,19 @@ TEST(GoModelTest, RejectsBadArchitecture) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(GoModelTest, EdgeOutsideTheGraphIsInvalidArgument) {
+  GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  auto model = GoModel::Create(SmallOptions());
+  ASSERT_TRUE(model.ok());
+  features.edge_dst.back() = features.num_nodes;
+  absl::StatusOr<PolicyOutput> out = (*model)->Run(features, kAllTasks);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("outside"));
+  features.edge_dst.pop_back();
+  EXPECT_EQ((*model)->Run(features, kAllTasks).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(GoCheckpointTest, RoundTripKeepsOutputs) {
   const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
   auto model = GoModel::Create(SmallOptions(/*seed=*/9));

@@ -711,6 +711,21 @@ absl::StatusOr<PolicyOutput> GoModel::Run(
     return absl::InvalidArgumentError(
         "GO features do not match the network's input widths");
   }
+  if (features.edge_src.size() != features.edge_dst.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GO features have ", features.edge_src.size(), " edge sources and ",
+        features.edge_dst.size(), " edge destinations"));
+  }
+  for (size_t e = 0; e < features.edge_src.size(); ++e) {
+    const int64_t src = features.edge_src[e];
+    const int64_t dst = features.edge_dst[e];
+    if (src < 0 || src >= features.num_nodes || dst < 0 ||
+        dst >= features.num_nodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GO features: edge ", e, " (", src, " -> ", dst,
+                       ") names a node outside 0..", features.num_nodes - 1));
+    }
+  }
   if (fixed_placement != nullptr &&
       static_cast<int>(fixed_placement->size()) != features.num_nodes) {
     return absl::InvalidArgumentError(
