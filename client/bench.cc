@@ -32,35 +32,50 @@ absl::StatusOr<simulator::Plan> GoPlan(
   policy::ProposeOptions propose;
   propose.num_samples = options.go_samples;
   propose.seed = options.seed;
+  const bool one_by_one =
+      method == kGoOneByOne || method == kGoFineTuneOneByOne;
+  const bool fine_tune = method != kGoZeroShot && method != kGoOneByOne;
   std::optional<simulator::Plan> warm_start;
-  if (method == kGoFineTune) {
+  if (method == kGoFineTune || method == kGoFineTuneOneByOne) {
     absl::StatusOr<simulator::baselines::BestBaselineResult> best =
         simulator::baselines::BestBaseline(registry, context);
     if (best.ok()) warm_start = best->plan;
   }
-  if (method == kGoFineTune || method == kGoFineTuneCold) {
-    propose.fine_tune_steps = options.go_fine_tune_steps;
-    propose.deadline =
-        absl::Now() + absl::Seconds(options.go_fine_tune_seconds);
+  // One task at a time shares the budget equally among the three tasks.
+  const int parts = one_by_one ? 3 : 1;
+  if (fine_tune) {
+    propose.fine_tune_steps = std::max(options.go_fine_tune_steps / parts, 1);
+    propose.search_simulations_per_step =
+        options.go_search_simulations_per_step;
     if (warm_start.has_value()) propose.warm_start = &*warm_start;
   }
-  if (method != kGoOneByOne) {
+  const double seconds = options.go_fine_tune_seconds / parts;
+  if (!one_by_one) {
+    if (fine_tune) propose.deadline = absl::Now() + absl::Seconds(seconds);
     absl::StatusOr<policy::Proposal> proposal =
         options.go_policy->Propose(sim, propose);
     if (!proposal.ok()) return proposal.status();
     row->fine_tune_steps = proposal->fine_tune_steps_done;
     return proposal->plan;
   }
-  simulator::Plan plan = simulator::DefaultPlan(sim.graph());
+  simulator::Plan plan = warm_start.has_value()
+                             ? *std::move(warm_start)
+                             : simulator::DefaultPlan(sim.graph());
   const policy::TaskSet one_at_a_time[] = {{true, false, false, false},
                                            {false, true, false, false},
                                            {false, false, true, false}};
+  row->fine_tune_steps = 0;
   for (const policy::TaskSet& tasks : one_at_a_time) {
     propose.tasks = tasks;
     propose.base_plan = &plan;
+    if (fine_tune) {
+      propose.warm_start = &plan;
+      propose.deadline = absl::Now() + absl::Seconds(seconds);
+    }
     absl::StatusOr<policy::Proposal> proposal =
         options.go_policy->Propose(sim, propose);
     if (!proposal.ok()) return proposal.status();
+    row->fine_tune_steps += proposal->fine_tune_steps_done;
     plan = std::move(proposal->plan);
   }
   return plan;
@@ -110,7 +125,8 @@ std::map<std::string, Summary> Summarise(
 
 bool IsGoMethod(const std::string& method) {
   return method == kGoZeroShot || method == kGoFineTune ||
-         method == kGoFineTuneCold || method == kGoOneByOne;
+         method == kGoFineTuneCold || method == kGoOneByOne ||
+         method == kGoFineTuneOneByOne;
 }
 
 absl::StatusOr<BenchGraphResult> BenchGraph(
@@ -202,7 +218,8 @@ nlohmann::json BenchToJson(const std::string& topology,
                           {"method_seconds", row.method_seconds},
                           {"lower_bound_s", graph.lower_bound_s}};
       if (!row.chosen_method.empty()) r["chosen_method"] = row.chosen_method;
-      if (row.method == kGoFineTune || row.method == kGoFineTuneCold) {
+      if (row.method == kGoFineTune || row.method == kGoFineTuneCold ||
+          row.method == kGoFineTuneOneByOne) {
         r["fine_tune_steps"] = row.fine_tune_steps;
       }
       if (row.valid) {
@@ -259,7 +276,8 @@ std::string BenchToText(const std::string& topology,
           row.chosen_method.empty()
               ? row.method
               : absl::StrCat(row.method, ": ", row.chosen_method);
-      if (row.method == kGoFineTune || row.method == kGoFineTuneCold) {
+      if (row.method == kGoFineTune || row.method == kGoFineTuneCold ||
+          row.method == kGoFineTuneOneByOne) {
         absl::StrAppend(&label, " (", row.fine_tune_steps, " steps)");
       }
       absl::StrAppend(

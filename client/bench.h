@@ -28,11 +28,16 @@ namespace gopt::client {
 //                     zero-shot plan;
 //   go-zeroshot-1by1  one task at a time: placement alone (default
 //                     scheduling and fusion), then scheduling given that
-//                     placement, then fusion given both, each zero-shot.
+//                     placement, then fusion given both, each zero-shot;
+//   go-finetune-1by1  go-finetune one task at a time, with the same total
+//                     budget: from the best baseline combination, placement
+//                     alone is fine-tuned for a third of the steps and
+//                     seconds, then scheduling given that plan, then fusion.
 inline constexpr char kGoZeroShot[] = "go-zeroshot";
 inline constexpr char kGoFineTune[] = "go-finetune";
 inline constexpr char kGoFineTuneCold[] = "go-finetune-cold";
 inline constexpr char kGoOneByOne[] = "go-zeroshot-1by1";
+inline constexpr char kGoFineTuneOneByOne[] = "go-finetune-1by1";
 
 // True for the method names above.
 bool IsGoMethod(const std::string& method);
@@ -50,6 +55,8 @@ struct BenchOptions {
   int go_samples = 8;                // sampled plans for zero-shot
   int go_fine_tune_steps = 50;       // go-finetune: PPO steps at most
   double go_fine_tune_seconds = 60;  // go-finetune: wall-clock budget
+  // go-finetune: plans the plan search simulates after each PPO step.
+  int go_search_simulations_per_step = 512;
 };
 
 // One method on one graph.

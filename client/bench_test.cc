@@ -70,8 +70,9 @@ TEST(BenchTest, RowsPerMethodWithRatios) {
   EXPECT_THAT(BenchToText(topology.name, {*result}), HasSubstr("summary"));
 }
 
-// A stand-in GO policy: puts node i on device i % 2 for placement, gives
-// every node priority 1 for scheduling, and records what it was asked.
+// A stand-in GO policy: puts node i on device i % 2 (unfused) for
+// placement, gives every node priority 1 for scheduling, and records what
+// it was asked.
 class FakeGoPolicy final : public policy::Policy {
  public:
   const policy::PolicyInfo& info() const override { return info_; }
@@ -87,6 +88,7 @@ class FakeGoPolicy final : public policy::Policy {
       for (size_t i = 0; i < proposal.plan.device.size(); ++i) {
         proposal.plan.device[i] = static_cast<int32_t>(i % 2);
       }
+      proposal.plan.fusion_group.clear();  // groups may not span devices
     }
     if (options.tasks.scheduling) {
       proposal.plan.priority.assign(sim.graph().num_nodes(), 1);
@@ -128,6 +130,41 @@ TEST(BenchTest, GoMethodsRunThePolicy) {
   EXPECT_TRUE(policy.calls_[4].tasks.fusion);
   EXPECT_NE(policy.calls_[4].base_plan, nullptr);
   EXPECT_THAT(BenchToText(topology.name, {*result}), HasSubstr("(7 steps)"));
+}
+
+TEST(BenchTest, FineTuneOneByOneSharesTheBudgetAmongTheTasks) {
+  const graph::Graph graph = TwoChains();
+  const simulator::Topology topology =
+      simulator::PresetTopology("v100x4-nvlink").value();
+  simulator::baselines::BaselineRegistry registry;
+  simulator::baselines::RegisterBuiltinBaselines(&registry);
+  FakeGoPolicy policy;
+  BenchOptions options;
+  options.methods = {kGoFineTuneOneByOne};
+  options.go_policy = &policy;
+  options.go_fine_tune_steps = 9;
+  options.go_search_simulations_per_step = 64;
+  auto result = BenchGraph(graph, "two", topology, registry, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->rows.size(), 1u);
+  EXPECT_TRUE(result->rows[0].valid) << result->rows[0].error;
+  EXPECT_EQ(result->rows[0].fine_tune_steps, 9);
+  // Placement, scheduling, fusion: 3 steps each, each warm-started from the
+  // plan so far (the first from the best baseline combination).
+  ASSERT_EQ(policy.calls_.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const policy::ProposeOptions& call = policy.calls_[i];
+    EXPECT_EQ(call.fine_tune_steps, 3);
+    EXPECT_EQ(call.search_simulations_per_step, 64);
+    EXPECT_NE(call.warm_start, nullptr);
+    EXPECT_EQ(call.warm_start, call.base_plan);
+    const int decided =
+        call.tasks.placement + call.tasks.scheduling + call.tasks.fusion;
+    EXPECT_EQ(decided, 1);
+  }
+  EXPECT_TRUE(policy.calls_[0].tasks.placement);
+  EXPECT_TRUE(policy.calls_[1].tasks.scheduling);
+  EXPECT_TRUE(policy.calls_[2].tasks.fusion);
 }
 
 TEST(BenchTest, GoMethodsWithoutAPolicyReportAnError) {

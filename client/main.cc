@@ -85,6 +85,9 @@ ABSL_FLAG(std::string, policy, "",
           "optimize: policy NAME or NAME@VERSION (default: every loaded one)");
 ABSL_FLAG(int32_t, fine_tune_steps, 0,
           "optimize: fine-tune the policy for this many steps (0 = zero-shot)");
+ABSL_FLAG(int32_t, search_simulations, 512,
+          "bench: plans the GO refiner's local search simulates after each "
+          "fine-tuning step (0 = PPO fine-tuning alone)");
 ABSL_FLAG(std::string, policy_dir, GOPT_DEFAULT_POLICY_DIR,
           "optimize without --server: load policies from this directory "
           "(one sub-directory with a card.json per policy)");
@@ -150,9 +153,13 @@ critical-path, placement-order (m-etf, m-sct only); fusion: none, greedy;
 layout: default, greedy. best-baseline = the best of
 every combination. bench also runs the GO policy from --policy_dir:
 go-zeroshot, go-finetune (--fine_tune_steps, default 50, at most 60 s;
-warm-started from best-baseline, as gopt-server does), go-finetune-cold (the
-same from the policy's own zero-shot plan) and go-zeroshot-1by1 (one task at
-a time).
+warm-started from best-baseline, as gopt-server does; after each PPO step a
+local search simulates --search_simulations plans around the best plan so
+far, moving critical-path nodes between devices and ahead in the queues),
+go-finetune-cold (the same from the policy's own zero-shot plan),
+go-zeroshot-1by1 and go-finetune-1by1 (one task at a time: placement, then
+scheduling, then fusion; the fine-tuned one from best-baseline, each task
+with a third of the budget).
 
 exit codes: 0 ok, 1 the server failed, could not be reached or is not
 SERVING, 2 an input (graph, topology, plan, policy) is invalid, 64 usage.
@@ -353,6 +360,8 @@ int RunBench(std::vector<std::string> sources) {
     if (absl::GetFlag(FLAGS_fine_tune_steps) > 0) {
       options.go_fine_tune_steps = absl::GetFlag(FLAGS_fine_tune_steps);
     }
+    options.go_search_simulations_per_step =
+        std::max(absl::GetFlag(FLAGS_search_simulations), 0);
   }
   std::vector<gopt::client::BenchGraphResult> results;
   for (const std::string& source : sources) {

@@ -58,6 +58,10 @@ struct ProposeOptions {
   const simulator::Plan* warm_start = nullptr;
   // 0 = zero-shot only; else at most this many fine-tuning steps.
   int32_t fine_tune_steps = 0;
+  // Plans the refiner's local search simulates after each fine-tuning step
+  // (around the best plan so far; 0 = fine-tuning alone). A policy without
+  // such a search ignores it.
+  int32_t search_simulations_per_step = 512;
   // Refinement (fine-tuning or search) stops at this time.
   absl::Time deadline = absl::InfiniteFuture();
   // Plans sampled for zero-shot best-of-K (plus one greedy decode).

@@ -1,5 +1,6 @@
 #include "policy/go/go_policy.h"
 
+#include <algorithm>
 #include <fstream>
 #include <utility>
 
@@ -87,6 +88,8 @@ class GoPolicy final : public Policy {
       fine_tune.ppo.seed = options.seed;
       fine_tune.ppo.simulation_threads = kSimulationThreads;
       fine_tune.max_steps = options.fine_tune_steps;
+      fine_tune.search_simulations_per_step =
+          std::max(options.search_simulations_per_step, 0);
       fine_tune.deadline = options.deadline;
       fine_tune.cancelled = options.cancelled;
       fine_tune.on_step = [&](const go::TrainLogRow& row,

@@ -258,6 +258,7 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
             }
           }
           if (!graph_stats.best.valid) graph_stats.best = scored[0];
+          graph_stats.sampled = std::move(sampled);
           stats.graphs.push_back(std::move(graph_stats));
           double mean = 0;
           for (double r : rewards) mean += r / k;

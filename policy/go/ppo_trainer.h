@@ -98,7 +98,8 @@ struct PpoOptions {
 struct PpoGraphStats {
   std::string label;
   double mean_reward = 0;
-  ScoredPlan best;  // best sampled plan of this step (lowest valid step)
+  ScoredPlan best;       // best sampled plan of this step (lowest valid step)
+  PolicyOutput sampled;  // the distribution this step's plans came from
 };
 
 struct PpoStepStats {

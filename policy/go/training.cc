@@ -12,6 +12,8 @@
 #include "absl/time/clock.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/importer.h"
+#include "graph/status_macros.h"
+#include "policy/go/plan_search.h"
 #include "simulator/generators/generators.h"
 
 namespace gopt::policy::go {
@@ -266,6 +268,13 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   PpoTrainer trainer(model, options.ppo);
   FineTuneResult result;
   result.best = start;
+  PlanSearchOptions search_options;
+  search_options.threads = options.ppo.simulation_threads;
+  search_options.seed = options.ppo.seed;
+  search_options.tasks = options.ppo.tasks;
+  PlanSearch search(instance, start, search_options);
+  const int search_rounds = options.search_simulations_per_step /
+                            std::max(search_options.candidates_per_round, 1);
   const absl::Time begin = absl::Now();
   for (int step = 0; step < options.max_steps; ++step) {
     if (absl::Now() >= options.deadline) break;
@@ -274,6 +283,11 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
     if (!stats.ok()) return stats.status();
     const ScoredPlan& best = stats->graphs[0].best;
     if (BetterPlan(best, result.best)) result.best = best;
+    if (search_rounds > 0 && result.best.valid) {
+      search.Offer(result.best);
+      RETURN_IF_ERROR(search.Run(search_rounds, &stats->graphs[0].sampled));
+      if (BetterPlan(search.best(), result.best)) result.best = search.best();
+    }
     TrainLogRow row = MakeRow(step, Seconds(begin), *stats, {&instance});
     // For one graph the log tracks the best plan so far.
     row.best_step_time_s = result.best.step_time_s;
@@ -284,6 +298,8 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
     result.steps = step + 1;
   }
   result.seconds = Seconds(begin);
+  result.search_improvements = search.improvements();
+  result.search_simulations = search.candidates_simulated();
   return result;
 }
 

@@ -121,6 +121,10 @@ struct FineTuneOptions {
   // percent probability, a local search around it. The best plan seen is
   // kept whatever the samples score.
   float placement_prior_factor = 1.0f;
+  // After every PPO step, this many plans are simulated by the plan search
+  // around the best plan so far (PlanSearch, plan_search.h), proposing
+  // devices from the step's placement distribution; 0 = PPO alone.
+  int search_simulations_per_step = 512;
   absl::Time deadline = absl::InfiniteFuture();
   const std::atomic<bool>* cancelled = nullptr;
   // Called after every step with its log row and the best plan so far.
@@ -130,12 +134,15 @@ struct FineTuneOptions {
 struct FineTuneResult {
   ScoredPlan best;  // best plan seen (including `start`)
   int steps = 0;
+  int search_improvements = 0;  // times the plan search beat the incumbent
+  int64_t search_simulations = 0;
   double seconds = 0;
   std::vector<TrainLogRow> log;
 };
 
 // Fine-tunes `model` with PPO on one instance until max_steps, the deadline
-// or cancellation, keeping the best plan sampled (starting from `start`).
+// or cancellation, keeping the best plan sampled (starting from `start`);
+// after each PPO step the plan search refines the best plan so far.
 absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
                                         const TrainingInstance& instance,
                                         const ScoredPlan& start,

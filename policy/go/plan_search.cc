@@ -1,0 +1,298 @@
+#include "policy/go/plan_search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <numeric>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "policy/go/training.h"
+
+namespace gopt::policy::go {
+namespace {
+
+using graph::NodeId;
+
+// A uniform double in [0, 1) from 53 random bits (the same on every
+// platform, unlike std::uniform_real_distribution).
+double Uniform(std::mt19937_64* rng) {
+  return static_cast<double>((*rng)() >> 11) * 0x1.0p-53;
+}
+
+int32_t Find(std::vector<int32_t>* parent, int32_t x) {
+  while ((*parent)[x] != x) {
+    (*parent)[x] = (*parent)[(*parent)[x]];
+    x = (*parent)[x];
+  }
+  return x;
+}
+
+// A device other than `current` drawn from the row of log-probabilities
+// `logp` with `current` left out; uniform over the others when the row
+// leaves them no mass (or when `logp` is null).
+int32_t DrawOtherDevice(const float* logp, int num_devices, int32_t current,
+                        std::mt19937_64* rng) {
+  double total = 0;
+  if (logp != nullptr) {
+    for (int d = 0; d < num_devices; ++d) {
+      if (d != current) total += std::exp(static_cast<double>(logp[d]));
+    }
+  }
+  if (total <= 0) {
+    const int32_t pick = static_cast<int32_t>((*rng)() % (num_devices - 1));
+    return pick >= current ? pick + 1 : pick;
+  }
+  const double u = Uniform(rng) * total;
+  double cumulative = 0;
+  int32_t last = -1;
+  for (int d = 0; d < num_devices; ++d) {
+    if (d == current) continue;
+    const double p = std::exp(static_cast<double>(logp[d]));
+    if (p <= 0) continue;
+    last = d;
+    cumulative += p;
+    if (u < cumulative) return d;
+  }
+  return last;  // rounding left the sum just below u
+}
+
+}  // namespace
+
+PlanSearch::PlanSearch(const TrainingInstance& instance, ScoredPlan start,
+                       const PlanSearchOptions& options)
+    : instance_(instance),
+      options_(options),
+      rng_(options.seed),
+      best_(std::move(start)) {}
+
+absl::Status PlanSearch::Prepare() {
+  const graph::Graph& graph = instance_.graph();
+  const int n = graph.num_nodes();
+  simulator::SimulationOptions no_timeline;
+  no_timeline.record_timeline = false;
+  absl::StatusOr<simulator::SimulationResult> start =
+      instance_.simulator->Simulate(best_.plan, no_timeline);
+  if (!start.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan search on '", instance_.label,
+                     "': the start plan is not a valid plan of the graph: ",
+                     start.status().message()));
+  }
+  best_.valid = true;
+  best_.step_time_s = start->step_time_s;
+  best_.oom = start->oom;
+  best_.reward =
+      PlanReward(start->step_time_s, start->oom, instance_.default_step_time_s);
+  critical_path_ = std::move(start->critical_path);
+  simulator::Plan& plan = best_.plan;
+  if (plan.priority.empty()) plan.priority.assign(n, 0);
+  top_priority_ =
+      1 + *std::max_element(plan.priority.begin(), plan.priority.end());
+
+  // Move groups: fusion groups and colocation groups, merged.
+  std::vector<int32_t> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  std::vector<int32_t> first_of_fusion;
+  std::vector<int32_t> first_of_colocation(graph.colocation_groups().size(),
+                                           -1);
+  auto join = [&](int32_t* first, NodeId id) {
+    if (*first < 0) {
+      *first = id;
+    } else {
+      parent[Find(&parent, id)] = Find(&parent, *first);
+    }
+  };
+  for (NodeId id = 0; id < n; ++id) {
+    if (!plan.fusion_group.empty() && plan.fusion_group[id] >= 0) {
+      const size_t g = static_cast<size_t>(plan.fusion_group[id]);
+      if (g >= first_of_fusion.size()) first_of_fusion.resize(g + 1, -1);
+      join(&first_of_fusion[g], id);
+    }
+    const int32_t c = graph.node(id).colocation_group;
+    if (c >= 0) join(&first_of_colocation[c], id);
+  }
+  move_group_.assign(n, -1);
+  std::vector<int32_t> group_of_root(n, -1);
+  int32_t groups = 0;
+  for (NodeId id = 0; id < n; ++id) {
+    const int32_t root = Find(&parent, id);
+    if (group_of_root[root] < 0) group_of_root[root] = groups++;
+    move_group_[id] = group_of_root[root];
+  }
+  move_offsets_.assign(groups + 1, 0);
+  for (NodeId id = 0; id < n; ++id) ++move_offsets_[move_group_[id] + 1];
+  std::partial_sum(move_offsets_.begin(), move_offsets_.end(),
+                   move_offsets_.begin());
+  move_members_.resize(n);
+  std::vector<int32_t> cursor(move_offsets_.begin(), move_offsets_.end() - 1);
+  for (NodeId id = 0; id < n; ++id) {
+    move_members_[cursor[move_group_[id]]++] = id;
+  }
+  prepared_ = true;
+  return absl::OkStatus();
+}
+
+simulator::Plan PlanSearch::Propose(const PolicyOutput* placement) {
+  simulator::Plan plan = best_.plan;
+  const int path_length = static_cast<int>(critical_path_.size());
+  if (path_length == 0) return plan;
+  const int begin = static_cast<int>(rng_() % path_length);
+  const int length =
+      1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
+  const int end = std::min(path_length, begin + length);
+  const int num_devices =
+      static_cast<int>(instance_.simulator->topology().devices.size());
+  const bool can_place = options_.tasks.placement && num_devices > 1;
+  if (!can_place || (options_.tasks.scheduling && rng_() % 2 == 0)) {
+    // Scheduling: the window runs first, earlier path nodes before later.
+    for (int i = begin; i < end; ++i) {
+      plan.priority[critical_path_[i]] = top_priority_ + (end - i);
+    }
+    return plan;
+  }
+  // Placement: the window moves to one device.
+  const NodeId first = critical_path_[begin];
+  const int32_t current = plan.device[first];
+  int32_t target = -1;
+  if (rng_() % 2 == 0) {
+    const float* row =
+        placement != nullptr && !placement->placement.empty()
+            ? &placement->placement[static_cast<size_t>(first) * num_devices]
+            : nullptr;
+    target = DrawOtherDevice(row, num_devices, current, &rng_);
+  } else {
+    // A neighbour on the path that runs elsewhere: moving next to it saves
+    // the transfer between them.
+    int32_t neighbours[2];
+    int count = 0;
+    if (begin > 0) neighbours[count++] = plan.device[critical_path_[begin - 1]];
+    if (end < path_length)
+      neighbours[count++] = plan.device[critical_path_[end]];
+    int32_t options[2];
+    int usable = 0;
+    for (int i = 0; i < count; ++i) {
+      if (neighbours[i] != current) options[usable++] = neighbours[i];
+    }
+    target = usable > 0 ? options[rng_() % usable]
+                        : DrawOtherDevice(nullptr, num_devices, current, &rng_);
+  }
+  for (int i = begin; i < end; ++i) {
+    const int32_t group = move_group_[critical_path_[i]];
+    for (int32_t m = move_offsets_[group]; m < move_offsets_[group + 1]; ++m) {
+      plan.device[move_members_[m]] = target;
+    }
+  }
+  return plan;
+}
+
+void PlanSearch::Evaluate(Candidate* candidate) const {
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  absl::StatusOr<simulator::SimulationResult> result =
+      instance_.simulator->Simulate(candidate->plan, options);
+  ScoredPlan& scored = candidate->scored;
+  scored = ScoredPlan();
+  if (!result.ok()) return;
+  scored.valid = true;
+  scored.step_time_s = result->step_time_s;
+  scored.oom = result->oom;
+  scored.reward = PlanReward(result->step_time_s, result->oom,
+                             instance_.default_step_time_s);
+  candidate->critical_path = std::move(result->critical_path);
+}
+
+absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
+  const graph::Graph& graph = instance_.graph();
+  const int num_devices =
+      static_cast<int>(instance_.simulator->topology().devices.size());
+  if (placement != nullptr && !placement->placement.empty() &&
+      (placement->num_nodes != graph.num_nodes() ||
+       placement->num_devices != num_devices)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan search on '", instance_.label,
+                     "': the placement distribution "
+                     "is for ",
+                     placement->num_nodes, " nodes and ",
+                     placement->num_devices, " devices; the instance has ",
+                     graph.num_nodes(), " and ", num_devices));
+  }
+  if (!options_.tasks.scheduling &&
+      (!options_.tasks.placement || num_devices < 2)) {
+    return absl::OkStatus();
+  }
+  if (!prepared_) {
+    absl::Status status = Prepare();
+    if (!status.ok()) return status;
+  }
+  const int count = std::max(options_.candidates_per_round, 1);
+  std::vector<Candidate> candidates(count);
+  for (int round = 0; round < rounds; ++round) {
+    for (Candidate& candidate : candidates) {
+      candidate.plan = Propose(placement);
+    }
+    std::atomic<int> next{0};
+    auto work = [&] {
+      for (int c = next++; c < count; c = next++) Evaluate(&candidates[c]);
+    };
+    std::vector<std::thread> workers;
+    for (int t = 1; t < std::min(options_.threads, count); ++t) {
+      workers.emplace_back(work);
+    }
+    work();
+    for (std::thread& worker : workers) worker.join();
+    candidates_simulated_ += count;
+
+    int winner = -1;
+    for (int c = 0; c < count; ++c) {
+      if (BetterPlan(candidates[c].scored,
+                     winner < 0 ? best_ : candidates[winner].scored)) {
+        winner = c;
+      }
+    }
+    if (winner >= 0) {
+      Candidate& won = candidates[winner];
+      won.scored.plan = std::move(won.plan);
+      Adopt(std::move(won.scored), std::move(won.critical_path));
+      ++improvements_;
+      continue;
+    }
+    // No candidate is faster: one as fast (and as valid) becomes the
+    // incumbent, so the search walks across plateaus of equal step time.
+    for (int c = 0; c < count; ++c) {
+      Candidate& tied = candidates[c];
+      if (!tied.scored.valid || tied.scored.oom != best_.oom ||
+          tied.scored.step_time_s != best_.step_time_s) {
+        continue;
+      }
+      tied.scored.plan = std::move(tied.plan);
+      Adopt(std::move(tied.scored), std::move(tied.critical_path));
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void PlanSearch::Offer(const ScoredPlan& plan) {
+  if (!prepared_ || !BetterPlan(plan, best_)) return;
+  Candidate offered{plan.plan, {}, {}};
+  Evaluate(&offered);
+  if (!offered.scored.valid) return;
+  offered.scored.plan = std::move(offered.plan);
+  if (offered.scored.plan.priority.empty()) {
+    offered.scored.plan.priority.assign(instance_.graph().num_nodes(), 0);
+  }
+  Adopt(std::move(offered.scored), std::move(offered.critical_path));
+}
+
+void PlanSearch::Adopt(ScoredPlan plan,
+                       std::vector<graph::NodeId> critical_path) {
+  best_ = std::move(plan);
+  best_.plan.method = "go";
+  critical_path_ = std::move(critical_path);
+  top_priority_ = 1 + *std::max_element(best_.plan.priority.begin(),
+                                        best_.plan.priority.end());
+}
+
+}  // namespace gopt::policy::go

@@ -1,0 +1,106 @@
+#ifndef GOPT_POLICY_GO_PLAN_SEARCH_H_
+#define GOPT_POLICY_GO_PLAN_SEARCH_H_
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "graph/graph.h"
+#include "policy/go/actions.h"
+#include "policy/go/ppo_trainer.h"
+
+namespace gopt::policy::go {
+
+struct PlanSearchOptions {
+  // Candidate plans simulated per round (in parallel on `threads`).
+  int candidates_per_round = 16;
+  int threads = 2;
+  // Nodes of the incumbent's critical path one candidate changes: between
+  // 1 and this many consecutive ones.
+  int max_window = 8;
+  uint64_t seed = 0;
+  // Moves only for these tasks: placement moves when `placement`,
+  // scheduling moves when `scheduling` (fusion and layout have none).
+  TaskSet tasks;
+};
+
+// Local search around the best plan so far, steered by the simulator's
+// critical path and by the GO policy's placement distribution: the refiner
+// that fine-tuning runs between PPO steps.
+//
+// Each round proposes `candidates_per_round` plans, each changing the
+// incumbent along a random window of its critical path (the chain of
+// kernels, transfers and queueing that set the step time), by one move:
+//  - scheduling: the window's nodes run before anything else ready on
+//    their devices (their priorities are raised above every other, keeping
+//    their order);
+//  - placement: the window's nodes move to a device drawn from the policy's
+//    placement distribution for the window's first node, without its
+//    current device (uniform over the other devices when no distribution is
+//    given), or to the device of a neighbour on the path. A node moves with
+//    its fusion group and colocation group, so groups stay on one device.
+// The candidates are simulated and the fastest becomes the incumbent when
+// it is strictly faster than the incumbent (and fits memory when the
+// incumbent does). Fusion groups are the incumbent's: moving whole groups
+// keeps every group legal, and the search never invents fusions the
+// `greedy` rules would not make.
+//
+// Deterministic for options.seed and the sequence of Run calls, whatever
+// the thread count. Borrows `instance` (which must outlive it). Not
+// thread-safe.
+class PlanSearch {
+ public:
+  PlanSearch(const TrainingInstance& instance, ScoredPlan start,
+             const PlanSearchOptions& options);
+
+  // Runs `rounds` rounds (none when options.tasks allows no move, or the
+  // topology has one device and only placement is allowed). `placement`
+  // (may be null) proposes devices: the
+  // policy's current output for this instance. InvalidArgument when the
+  // start plan is not a valid plan of the instance's graph, or when
+  // `placement` is for another graph or topology.
+  absl::Status Run(int rounds, const PolicyOutput* placement);
+
+  // Makes `plan` the incumbent when it is better (BetterPlan), e.g. a plan
+  // PPO sampled. A plan of another graph, or any call before the first Run,
+  // is ignored.
+  void Offer(const ScoredPlan& plan);
+
+  // The best plan so far (the start plan until a candidate beats it).
+  const ScoredPlan& best() const { return best_; }
+  // Candidates that became the incumbent, and all candidates simulated.
+  int improvements() const { return improvements_; }
+  int64_t candidates_simulated() const { return candidates_simulated_; }
+
+ private:
+  struct Candidate {
+    simulator::Plan plan;
+    ScoredPlan scored;
+    std::vector<graph::NodeId> critical_path;
+  };
+
+  absl::Status Prepare();
+  simulator::Plan Propose(const PolicyOutput* placement);
+  void Evaluate(Candidate* candidate) const;
+  void Adopt(ScoredPlan plan, std::vector<graph::NodeId> critical_path);
+
+  const TrainingInstance& instance_;
+  PlanSearchOptions options_;
+  std::mt19937_64 rng_;
+  ScoredPlan best_;
+  std::vector<graph::NodeId> critical_path_;  // of best_
+  bool prepared_ = false;
+  // Nodes that must share a device with each node (fusion group and
+  // colocation group, merged): CSR over move groups.
+  std::vector<int32_t> move_group_;
+  std::vector<int32_t> move_offsets_;
+  std::vector<graph::NodeId> move_members_;
+  int32_t top_priority_ = 0;  // above every priority of best_
+  int improvements_ = 0;
+  int64_t candidates_simulated_ = 0;
+};
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_PLAN_SEARCH_H_

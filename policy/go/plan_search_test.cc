@@ -1,0 +1,178 @@
+#include "policy/go/plan_search.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "policy/go/ppo_trainer.h"
+#include "simulator/baselines/test_graphs.h"
+
+namespace gopt::policy::go {
+namespace {
+
+using simulator::baselines::testing::ChainGraph;
+using simulator::baselines::testing::FanOutGraph;
+using simulator::baselines::testing::GraphMaker;
+using simulator::baselines::testing::UniformTopology;
+
+constexpr TaskSet kAllTasks{true, true, true, false};
+constexpr TaskSet kSchedulingOnly{false, true, false, false};
+
+std::unique_ptr<TrainingInstance> Instance(const graph::Graph& graph,
+                                           int devices) {
+  absl::StatusOr<std::unique_ptr<TrainingInstance>> instance =
+      MakeTrainingInstance(graph.name(),
+                           std::make_shared<const graph::Graph>(graph),
+                           std::make_shared<const simulator::Topology>(
+                               UniformTopology(devices)));
+  EXPECT_TRUE(instance.ok()) << instance.status();
+  return *std::move(instance);
+}
+
+ScoredPlan Start(const TrainingInstance& instance, simulator::Plan plan) {
+  ScoredPlan scored = ScorePlan(instance, std::move(plan));
+  EXPECT_TRUE(scored.valid);
+  return scored;
+}
+
+PlanSearchOptions Options(TaskSet tasks, int threads = 2) {
+  PlanSearchOptions options;
+  options.tasks = tasks;
+  options.threads = threads;
+  options.seed = 7;
+  return options;
+}
+
+// p -> x and p -> a -> b, each a 1-GFLOP dot (1 ms on the test GPUs); x and
+// a on device 0, b on device 1. In topological order x runs first and b
+// waits for it; running a first lets b overlap x.
+graph::Graph InversionGraph() {
+  GraphMaker g("inversion");
+  const int p = g.Param("p", 1000);
+  g.Op("x", graph::OpKind::kDot, 1e9, {p});
+  const int a = g.Op("a", graph::OpKind::kDot, 1e9, {p});
+  g.Op("b", graph::OpKind::kDot, 1e9, {a});
+  return g.Build();
+}
+
+TEST(PlanSearchTest, SchedulingMoveFixesAPriorityInversion) {
+  const graph::Graph graph = InversionGraph();
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  plan.device = {0, 0, 0, 1};
+  const ScoredPlan start = Start(*instance, plan);
+  simulator::Plan a_first = plan;
+  a_first.priority = {0, 0, 1, 0};
+  const ScoredPlan optimum = Start(*instance, a_first);
+  ASSERT_LT(optimum.step_time_s, start.step_time_s - 0.9e-3);
+
+  PlanSearch search(*instance, start, Options(kSchedulingOnly));
+  ASSERT_TRUE(search.Run(/*rounds=*/8, /*placement=*/nullptr).ok());
+  EXPECT_DOUBLE_EQ(search.best().step_time_s, optimum.step_time_s);
+  EXPECT_EQ(search.best().plan.device, plan.device);
+  EXPECT_GE(search.improvements(), 1);
+  EXPECT_EQ(search.best().plan.method, "go");
+}
+
+TEST(PlanSearchTest, PlacementMovesSpreadAFanOut) {
+  // Four 1 ms branches all on device 0: spread over two devices they run
+  // two at a time.
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
+  PlanSearch search(*instance, start, Options(kAllTasks));
+  ASSERT_TRUE(search.Run(/*rounds=*/32, /*placement=*/nullptr).ok());
+  EXPECT_LT(search.best().step_time_s, 0.7 * start.step_time_s);
+  const std::vector<int32_t>& device = search.best().plan.device;
+  EXPECT_NE(std::count(device.begin(), device.end(), 1), 0);
+}
+
+TEST(PlanSearchTest, SchedulingOnlyNeverMovesANode) {
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  for (size_t i = 0; i < plan.device.size(); ++i) plan.device[i] = i % 2;
+  const ScoredPlan start = Start(*instance, plan);
+  PlanSearch search(*instance, start, Options(kSchedulingOnly));
+  ASSERT_TRUE(search.Run(/*rounds=*/16, /*placement=*/nullptr).ok());
+  EXPECT_EQ(search.best().plan.device, plan.device);
+  EXPECT_LE(search.best().step_time_s, start.step_time_s);
+  EXPECT_EQ(search.candidates_simulated(), 16 * 16);
+}
+
+TEST(PlanSearchTest, FusionGroupsMoveWhole) {
+  const graph::Graph graph = ChainGraph(/*length=*/6);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  plan.fusion_group = {-1, 0, 0, -1, 1, 1, -1};
+  const ScoredPlan start = Start(*instance, plan);
+  PlanSearch search(*instance, start, Options(kAllTasks));
+  ASSERT_TRUE(search.Run(/*rounds=*/32, /*placement=*/nullptr).ok());
+  const std::vector<int32_t>& device = search.best().plan.device;
+  EXPECT_EQ(device[1], device[2]);
+  EXPECT_EQ(device[4], device[5]);
+  EXPECT_EQ(search.best().plan.fusion_group, plan.fusion_group);
+}
+
+TEST(PlanSearchTest, DeterministicForASeedWhateverTheThreadCount) {
+  const graph::Graph graph = FanOutGraph(/*width=*/6);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 3);
+  const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
+  PlanSearch one(*instance, start, Options(kAllTasks, /*threads=*/1));
+  PlanSearch two(*instance, start, Options(kAllTasks, /*threads=*/2));
+  ASSERT_TRUE(one.Run(/*rounds=*/20, /*placement=*/nullptr).ok());
+  ASSERT_TRUE(two.Run(/*rounds=*/20, /*placement=*/nullptr).ok());
+  EXPECT_EQ(one.best().plan.device, two.best().plan.device);
+  EXPECT_EQ(one.best().plan.priority, two.best().plan.priority);
+  EXPECT_EQ(one.best().step_time_s, two.best().step_time_s);
+}
+
+TEST(PlanSearchTest, OfferedBetterPlanBecomesTheIncumbent) {
+  const graph::Graph graph = InversionGraph();
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  plan.device = {0, 0, 0, 1};
+  PlanSearch search(*instance, Start(*instance, plan),
+                    Options(kSchedulingOnly));
+  ASSERT_TRUE(search.Run(/*rounds=*/0, /*placement=*/nullptr).ok());
+  simulator::Plan better = plan;
+  better.priority = {0, 0, 1, 0};
+  const ScoredPlan offered = Start(*instance, better);
+  search.Offer(offered);
+  EXPECT_EQ(search.best().step_time_s, offered.step_time_s);
+  EXPECT_EQ(search.best().plan.priority, better.priority);
+  // A worse one is ignored.
+  search.Offer(Start(*instance, plan));
+  EXPECT_EQ(search.best().plan.priority, better.priority);
+}
+
+TEST(PlanSearchTest, RejectsAPlacementDistributionOfAnotherShape) {
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  PlanSearch search(*instance, Start(*instance, simulator::DefaultPlan(graph)),
+                    Options(kAllTasks));
+  PolicyOutput wrong;
+  wrong.num_nodes = graph.num_nodes();
+  wrong.num_devices = 3;
+  wrong.placement.assign(graph.num_nodes() * 3, -1.0986f);
+  const absl::Status status = search.Run(/*rounds=*/1, &wrong);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("3 devices"), std::string::npos) << status;
+}
+
+TEST(PlanSearchTest, RejectsAStartPlanOfAnotherGraph) {
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  ScoredPlan foreign;
+  foreign.plan = simulator::DefaultPlan(ChainGraph(/*length=*/2));
+  PlanSearch search(*instance, foreign, Options(kAllTasks));
+  const absl::Status status = search.Run(/*rounds=*/1, nullptr);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("not a valid plan"), std::string::npos)
+      << status;
+}
+
+}  // namespace
+}  // namespace gopt::policy::go
