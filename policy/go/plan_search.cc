@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "policy/go/training.h"
 
 namespace gopt::policy::go {
@@ -229,6 +230,10 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
   const int count = std::max(options_.candidates_per_round, 1);
   std::vector<Candidate> candidates(count);
   for (int round = 0; round < rounds; ++round) {
+    if (absl::Now() >= options_.deadline ||
+        (options_.cancelled != nullptr && options_.cancelled->load())) {
+      break;
+    }
     for (Candidate& candidate : candidates) {
       candidate.plan = Propose(placement);
     }

@@ -1,11 +1,13 @@
 #ifndef GOPT_POLICY_GO_PLAN_SEARCH_H_
 #define GOPT_POLICY_GO_PLAN_SEARCH_H_
 
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "graph/graph.h"
 #include "policy/go/actions.h"
 #include "policy/go/ppo_trainer.h"
@@ -23,6 +25,10 @@ struct PlanSearchOptions {
   // Moves only for these tasks: placement moves when `placement`,
   // scheduling moves when `scheduling` (fusion and layout have none).
   TaskSet tasks;
+  // Run stops before a round that would start at or after this time, or
+  // once `*cancelled` is set (may be null).
+  absl::Time deadline = absl::InfiniteFuture();
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 // Local search around the best plan so far, steered by the simulator's
@@ -55,7 +61,8 @@ class PlanSearch {
              const PlanSearchOptions& options);
 
   // Runs `rounds` rounds (none when options.tasks allows no move, or the
-  // topology has one device and only placement is allowed). `placement`
+  // topology has one device and only placement is allowed; fewer when the
+  // deadline passes or the search is cancelled). `placement`
   // (may be null) proposes devices: the
   // policy's current output for this instance. InvalidArgument when the
   // start plan is not a valid plan of the instance's graph, or when

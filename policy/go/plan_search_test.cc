@@ -148,6 +148,18 @@ TEST(PlanSearchTest, OfferedBetterPlanBecomesTheIncumbent) {
   EXPECT_EQ(search.best().plan.priority, better.priority);
 }
 
+TEST(PlanSearchTest, StopsAtTheDeadline) {
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
+  PlanSearchOptions options = Options(kAllTasks);
+  options.deadline = absl::InfinitePast();
+  PlanSearch search(*instance, start, options);
+  ASSERT_TRUE(search.Run(/*rounds=*/8, /*placement=*/nullptr).ok());
+  EXPECT_EQ(search.candidates_simulated(), 0);
+  EXPECT_EQ(search.best().step_time_s, start.step_time_s);
+}
+
 TEST(PlanSearchTest, RejectsAPlacementDistributionOfAnotherShape) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
   std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);

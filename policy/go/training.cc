@@ -272,6 +272,8 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   search_options.threads = options.ppo.simulation_threads;
   search_options.seed = options.ppo.seed;
   search_options.tasks = options.ppo.tasks;
+  search_options.deadline = options.deadline;
+  search_options.cancelled = options.cancelled;
   PlanSearch search(instance, start, search_options);
   const int search_rounds = options.search_simulations_per_step /
                             std::max(search_options.candidates_per_round, 1);
