@@ -8,6 +8,7 @@
 //     eval       zero-shot decisions on graphs vs the baselines; with
 //                --update_card, records them in the policy's card
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -76,6 +77,9 @@ ABSL_FLAG(double, placement_prior_factor, 1.0,
           "finetune: reset the placement priors' gate and multiply their "
           "learned scales by this before fine-tuning (below 1 = samples "
           "stray further from the priors' placement)");
+ABSL_FLAG(int32_t, search_simulations, 512,
+          "finetune: plans the critical-path plan search simulates after "
+          "each PPO step, around the best plan so far (0 = PPO alone)");
 ABSL_FLAG(bool, update_card, false,
           "eval: write the results into the policy card's metrics");
 // Learned cost model (costmodel, costmodel-eval).
@@ -135,7 +139,8 @@ usage: gopt-train COMMAND [flags]
 
 GO policy:
   pretrain   --out_dir=DIR [--data_dir --topologies --max_seconds --seed]
-  finetune   --policy_dir=DIR --graph=SOURCE --topologies=T [--max_steps]
+  finetune   --policy_dir=DIR --graph=SOURCE --topologies=T [--max_steps
+             --max_seconds --search_simulations --csv]
   eval       --policy_dir=DIR --graph=SOURCE,... [--topologies --update_card]
 
 Learned cost model:
@@ -454,6 +459,8 @@ int RunFinetune() {
   options.max_steps = absl::GetFlag(FLAGS_max_steps);
   options.placement_prior_factor =
       static_cast<float>(absl::GetFlag(FLAGS_placement_prior_factor));
+  options.search_simulations_per_step =
+      std::max(absl::GetFlag(FLAGS_search_simulations), 0);
   options.deadline =
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_max_seconds));
   options.on_step = [&](const go::TrainLogRow& row, const go::ScoredPlan&) {
@@ -467,10 +474,11 @@ int RunFinetune() {
   if (!result.ok()) return Fail("finetune", result.status());
   std::cout << absl::StrFormat(
       "%s on %s: default %.4f ms, zero-shot %.4f ms, fine-tuned %.4f ms "
-      "(%d steps, %.1f s)\n",
+      "(%d steps, %.1f s; plan search: %d improvements in %d plans)\n",
       graphs[0], topologies[0], (*instance)->default_step_time_s * 1e3,
       zero_shot->best.step_time_s * 1e3, result->best.step_time_s * 1e3,
-      result->steps, result->seconds);
+      result->steps, result->seconds, result->search_improvements,
+      result->search_simulations);
   return 0;
 }
 
