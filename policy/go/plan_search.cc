@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <thread>
 #include <utility>
@@ -69,8 +70,7 @@ PlanSearch::PlanSearch(const TrainingInstance& instance, ScoredPlan start,
       best_(std::move(start)) {}
 
 absl::Status PlanSearch::Prepare() {
-  const graph::Graph& graph = instance_.graph();
-  const int n = graph.num_nodes();
+  const int n = instance_.graph().num_nodes();
   simulator::SimulationOptions no_timeline;
   no_timeline.record_timeline = false;
   absl::StatusOr<simulator::SimulationResult> start =
@@ -87,12 +87,38 @@ absl::Status PlanSearch::Prepare() {
   best_.reward =
       PlanReward(start->step_time_s, start->oom, instance_.default_step_time_s);
   critical_path_ = std::move(start->critical_path);
-  simulator::Plan& plan = best_.plan;
-  if (plan.priority.empty()) plan.priority.assign(n, 0);
-  top_priority_ =
-      1 + *std::max_element(plan.priority.begin(), plan.priority.end());
+  if (best_.plan.priority.empty()) best_.plan.priority.assign(n, 0);
+  SetTopPriority();
+  BuildMoveGroups();
+  prepared_ = true;
+  return absl::OkStatus();
+}
 
-  // Move groups: fusion groups and colocation groups, merged.
+void PlanSearch::SetTopPriority() {
+  std::vector<int32_t>& priority = best_.plan.priority;
+  const int64_t highest = *std::max_element(priority.begin(), priority.end());
+  const int64_t lowest = *std::min_element(priority.begin(), priority.end());
+  // A scheduling move writes up to top + max_window: when that could
+  // overflow, the priorities are renumbered 0, 1, ... in the same order
+  // (which leaves every schedule unchanged).
+  if (highest + std::max(options_.max_window, 1) + 1 >
+          std::numeric_limits<int32_t>::max() ||
+      lowest < std::numeric_limits<int32_t>::min() / 2) {
+    std::vector<int32_t> levels = priority;
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    for (int32_t& p : priority) {
+      p = static_cast<int32_t>(
+          std::lower_bound(levels.begin(), levels.end(), p) - levels.begin());
+    }
+  }
+  top_priority_ = 1 + *std::max_element(priority.begin(), priority.end());
+}
+
+void PlanSearch::BuildMoveGroups() {
+  const graph::Graph& graph = instance_.graph();
+  const int n = graph.num_nodes();
+  const simulator::Plan& plan = best_.plan;
   std::vector<int32_t> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
   std::vector<int32_t> first_of_fusion;
@@ -131,8 +157,6 @@ absl::Status PlanSearch::Prepare() {
   for (NodeId id = 0; id < n; ++id) {
     move_members_[cursor[move_group_[id]]++] = id;
   }
-  prepared_ = true;
-  return absl::OkStatus();
 }
 
 simulator::Plan PlanSearch::Propose(const PolicyOutput* placement) {
@@ -288,7 +312,10 @@ void PlanSearch::Offer(const ScoredPlan& plan) {
   if (offered.scored.plan.priority.empty()) {
     offered.scored.plan.priority.assign(instance_.graph().num_nodes(), 0);
   }
+  const bool same_groups =
+      offered.scored.plan.fusion_group == best_.plan.fusion_group;
   Adopt(std::move(offered.scored), std::move(offered.critical_path));
+  if (!same_groups) BuildMoveGroups();
 }
 
 void PlanSearch::Adopt(ScoredPlan plan,
@@ -296,8 +323,7 @@ void PlanSearch::Adopt(ScoredPlan plan,
   best_ = std::move(plan);
   best_.plan.method = "go";
   critical_path_ = std::move(critical_path);
-  top_priority_ = 1 + *std::max_element(best_.plan.priority.begin(),
-                                        best_.plan.priority.end());
+  SetTopPriority();
 }
 
 }  // namespace gopt::policy::go

@@ -88,6 +88,12 @@ class PlanSearch {
   };
 
   absl::Status Prepare();
+  // Sets top_priority_ above best_'s priorities (renumbering them first
+  // when the moves could overflow int32).
+  void SetTopPriority();
+  // Fills the move groups from best_'s fusion groups and the graph's
+  // colocation groups.
+  void BuildMoveGroups();
   simulator::Plan Propose(const PolicyOutput* placement);
   void Evaluate(Candidate* candidate) const;
   void Adopt(ScoredPlan plan, std::vector<graph::NodeId> critical_path);

@@ -1,6 +1,7 @@
 #include "policy/go/plan_search.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,6 +147,39 @@ TEST(PlanSearchTest, OfferedBetterPlanBecomesTheIncumbent) {
   // A worse one is ignored.
   search.Offer(Start(*instance, plan));
   EXPECT_EQ(search.best().plan.priority, better.priority);
+}
+
+TEST(PlanSearchTest, OfferedPlanWithOtherFusionGroupsMovesThemWhole) {
+  const graph::Graph graph = ChainGraph(/*length=*/6);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  simulator::Plan unfused = simulator::DefaultPlan(graph);
+  PlanSearch search(*instance, Start(*instance, unfused), Options(kAllTasks));
+  ASSERT_TRUE(search.Run(/*rounds=*/0, /*placement=*/nullptr).ok());
+  simulator::Plan fused = unfused;
+  fused.fusion_group = {-1, 0, 0, 0, 0, 0, 0};
+  const ScoredPlan offered = Start(*instance, fused);
+  ASSERT_LT(offered.step_time_s, search.best().step_time_s);
+  search.Offer(offered);
+  ASSERT_TRUE(search.Run(/*rounds=*/16, /*placement=*/nullptr).ok());
+  const std::vector<int32_t>& device = search.best().plan.device;
+  for (int i = 2; i <= 6; ++i) EXPECT_EQ(device[i], device[1]) << i;
+  EXPECT_EQ(search.best().plan.fusion_group, fused.fusion_group);
+}
+
+TEST(PlanSearchTest, PrioritiesNearTheInt32LimitAreRenumbered) {
+  const graph::Graph graph = InversionGraph();
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  plan.device = {0, 0, 0, 1};
+  plan.priority = {0, std::numeric_limits<int32_t>::max(), 7, 0};
+  const ScoredPlan start = Start(*instance, plan);
+  PlanSearch search(*instance, start, Options(kSchedulingOnly));
+  ASSERT_TRUE(search.Run(/*rounds=*/8, /*placement=*/nullptr).ok());
+  // Renumbered 0..2 first, then raised by at most a few moves.
+  const std::vector<int32_t>& priority = search.best().plan.priority;
+  EXPECT_LT(*std::max_element(priority.begin(), priority.end()), 100);
+  EXPECT_LE(search.best().step_time_s, start.step_time_s);
+  EXPECT_GE(search.improvements(), 1);
 }
 
 TEST(PlanSearchTest, StopsAtTheDeadline) {
