@@ -48,7 +48,8 @@ struct PlanSearchOptions {
 //    its fusion group and colocation group, so groups stay on one device.
 // The candidates are simulated and the fastest becomes the incumbent when
 // it is strictly faster than the incumbent (and fits memory when the
-// incumbent does). Fusion groups are the incumbent's: moving whole groups
+// incumbent does); when none is, one exactly as fast does, so the search
+// walks across plateaus. Fusion groups are the incumbent's: moving whole groups
 // keeps every group legal, and the search never invents fusions the
 // `greedy` rules would not make.
 //
