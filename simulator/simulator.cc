@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -199,7 +200,7 @@ class MinBitTree {
 // simulates thousands of plans of one graph, and fresh multi-megabyte
 // vectors per call would cost page faults on every call.
 struct Scratch {
-  std::vector<int32_t> unit_of, unit_first, member_offsets, members, fill;
+  std::vector<int32_t> unit_of, member_offsets, members, fill;
   std::vector<UnitWork> work;
   std::vector<UnitState> units;
   std::vector<UnitInputs> inputs;
@@ -408,39 +409,35 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   // their first member.
   thread_local Scratch scratch;
   auto& unit_of = scratch.unit_of;
-  unit_of.assign(n, 0);
-  auto& unit_first = scratch.unit_first;
-  unit_first.clear();
+  unit_of.resize(n);
+  auto& member_offsets = scratch.member_offsets;  // members of each unit
+  auto& members = scratch.members;                // (CSR)
+  members.resize(n);
+  int num_units = 0;
   if (plan.fusion_group.empty()) {
-    for (NodeId id = 0; id < n; ++id) {
-      unit_of[id] = id;
-      unit_first.push_back(id);
-    }
+    // Every node its own unit.
+    num_units = n;
+    std::iota(unit_of.begin(), unit_of.end(), 0);
+    member_offsets.resize(n + 1);
+    std::iota(member_offsets.begin(), member_offsets.end(), 0);
+    std::iota(members.begin(), members.end(), 0);
   } else {
     absl::flat_hash_map<int32_t, int32_t> unit_of_group;
     for (NodeId id = 0; id < n; ++id) {
       const int32_t group = plan.fusion_group[id];
       if (group < 0) {
-        unit_of[id] = static_cast<int32_t>(unit_first.size());
-        unit_first.push_back(id);
+        unit_of[id] = num_units++;
         continue;
       }
-      auto [it, inserted] =
-          unit_of_group.emplace(group, static_cast<int32_t>(unit_first.size()));
-      if (inserted) unit_first.push_back(id);
+      auto [it, inserted] = unit_of_group.emplace(group, num_units);
+      if (inserted) ++num_units;
       unit_of[id] = it->second;
     }
-  }
-  const int num_units = static_cast<int>(unit_first.size());
-  // Members of each unit (CSR).
-  auto& member_offsets = scratch.member_offsets;
-  member_offsets.assign(num_units + 1, 0);
-  for (NodeId id = 0; id < n; ++id) ++member_offsets[unit_of[id] + 1];
-  for (int u = 0; u < num_units; ++u)
-    member_offsets[u + 1] += member_offsets[u];
-  auto& members = scratch.members;
-  members.assign(n, 0);
-  {
+    member_offsets.assign(num_units + 1, 0);
+    for (NodeId id = 0; id < n; ++id) ++member_offsets[unit_of[id] + 1];
+    for (int u = 0; u < num_units; ++u) {
+      member_offsets[u + 1] += member_offsets[u];
+    }
     auto& fill = scratch.fill;
     fill.assign(member_offsets.begin(), member_offsets.end() - 1);
     for (NodeId id = 0; id < n; ++id) members[fill[unit_of[id]]++] = id;
@@ -452,14 +449,24 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   const bool fused = !plan.fusion_group.empty();
   auto& work = scratch.work;
   if (fused) work.assign(num_units, UnitWork{});
+  // Without fusion a node's entries are initialized when the loop below
+  // reaches it, before any later node (its consumers) touches them: one
+  // pass over these arrays instead of two.
   auto& units = scratch.units;
-  units.assign(num_units, UnitState{});
   auto& inputs = scratch.inputs;
-  inputs.assign(num_units, UnitInputs{});
   auto& local_uses = scratch.local_uses;  // per node: local consumers + sends
-  local_uses.assign(n, 0);
   auto& materialized = scratch.materialized;
-  materialized.assign(n, 0);
+  if (fused) {
+    units.assign(num_units, UnitState{});
+    inputs.assign(num_units, UnitInputs{});
+    local_uses.assign(n, 0);
+    materialized.assign(n, 0);
+  } else {
+    units.resize(num_units);
+    inputs.resize(num_units);
+    local_uses.resize(n);
+    materialized.resize(n);
+  }
 
   SimulationResult result;
   result.device_busy_s.assign(num_devices, 0);
@@ -478,10 +485,27 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     return cost_model_.KernelSeconds(kernel, topology_.devices[device]) +
            w.copy_s;
   };
+  // Memory: resident inputs from the start (allocated in the loop below,
+  // before the first kernel).
+  auto& memory = scratch.memory;
+  memory.assign(num_devices, 0);
+  auto allocate = [&](int32_t device, int64_t amount) {
+    memory[device] += amount;
+    if (memory[device] > result.peak_memory_bytes[device]) {
+      result.peak_memory_bytes[device] = memory[device];
+    }
+  };
   for (NodeId id = 0; id < n; ++id) {
     const int32_t u = unit_of[id];
+    if (!fused) {
+      units[u] = UnitState{};
+      inputs[u] = UnitInputs{};
+      local_uses[id] = 0;
+      materialized[id] = 0;
+    }
     UnitState& unit = units[u];
     const int32_t device = plan.device[id];
+    if (resident_[id]) allocate(device, output_bytes_[id]);
     inputs[u].device = device;
     unit.priority =
         std::max(unit.priority, plan.priority.empty() ? 0 : plan.priority[id]);
@@ -561,19 +585,6 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     for (int u = 0; u < num_units; ++u) {
       units[u].duration = kernel_seconds(work[u], inputs[u].device);
     }
-  }
-
-  // Memory: resident inputs from the start.
-  auto& memory = scratch.memory;
-  memory.assign(num_devices, 0);
-  auto allocate = [&](int32_t device, int64_t amount) {
-    memory[device] += amount;
-    if (memory[device] > result.peak_memory_bytes[device]) {
-      result.peak_memory_bytes[device] = memory[device];
-    }
-  };
-  for (NodeId id = 0; id < n; ++id) {
-    if (resident_[id]) allocate(plan.device[id], output_bytes_[id]);
   }
 
   // Ready kernels per device, ordered by rank: highest priority first, then
