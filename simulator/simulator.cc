@@ -69,6 +69,15 @@ class EventQueue {
     }
     heap_[i] = event;
   }
+  // Whether every event, apart from the earliest one when `skip_earliest`,
+  // is later than `time`.
+  bool AllLaterThan(double time, bool skip_earliest) const {
+    if (!skip_earliest) return heap_.empty() || heap_.front().time > time;
+    for (size_t child = 1; child <= 2 && child < heap_.size(); ++child) {
+      if (!(heap_[child].time > time)) return false;
+    }
+    return true;
+  }
   // Removes and returns the earliest event; the queue must not be empty.
   // The hole at the root first sinks to a leaf along the earlier children
   // (a loop of fixed length, without the unpredictable early exit of a
@@ -673,6 +682,12 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   dirty_devices.clear();
   int completed_units = 0;
 
+  // Whether the queue's earliest event has been processed but not removed
+  // yet: a kernel starting at the same instant takes its place (one heap
+  // update instead of a pop and a push). It stays the earliest of all: only
+  // transfers are pushed meanwhile, and they end no earlier than now, with
+  // later seqs.
+  bool done_on_top = false;
   auto start_unit = [&](int32_t u, double now) {
     UnitState& unit = units[u];
     const int32_t device = inputs[u].device;
@@ -690,7 +705,13 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         allocate(device, output_bytes_[id]);
       }
     }
-    events.Push(Event::Make(unit.end, seq++, u, /*is_transfer=*/false));
+    const Event end = Event::Make(unit.end, seq++, u, /*is_transfer=*/false);
+    if (done_on_top) {
+      events.ReplaceTop(end);
+      done_on_top = false;
+    } else {
+      events.Push(end);
+    }
   };
   auto try_start = [&](int32_t device, double now) {
     if (device_busy[device] || ready[device].empty()) return;
@@ -843,7 +864,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   // Transfer `index` has arrived at `now`: the sender's buffer loses a use,
   // the consumers it feeds lose a pending input, and the next transfer on
   // its link becomes the link's event, in place of this one's (still at the
-  // top of the queue: nothing here pushes or pops).
+  // top of the queue: nothing here pushes or pops); without a next one, this
+  // one is left on top, marked done_on_top.
   auto arrive = [&](int32_t index, double now) {
     const NodeId id = transfers[index].node;
     release_stack.push_back(id);  // the send no longer holds the buffer
@@ -867,7 +889,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
                                     /*is_transfer=*/true));
     } else {
       link_tail[link_index] = -1;
-      events.Pop();
+      done_on_top = true;
     }
   };
 
@@ -887,11 +909,15 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     if (event.is_transfer()) {
       arrive(event.id(), now);  // replaces the event by the link's next one
     } else {
-      events.Pop();
+      done_on_top = true;
       finish_unit(event.id(), now);
     }
     drain_free(now);
-    if (events.empty() || events.top().time > now) dispatch(now);
+    if (events.AllLaterThan(now, done_on_top)) dispatch(now);
+    if (done_on_top) {
+      events.Pop();
+      done_on_top = false;
+    }
   }
   if (completed_units != num_units) {
     return absl::InvalidArgumentError(absl::StrCat(
