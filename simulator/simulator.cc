@@ -766,8 +766,19 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   };
 
   // Finishing unit u at `now`: consumers, transfers, memory.
+  // The unit that finishes last (the first in unit order among equals),
+  // and the last transfer's arrival: the step time.
+  int32_t last = -1;
+  double last_end = 0;
+  double last_arrival = -std::numeric_limits<double>::infinity();
   auto finish_unit = [&](int32_t u, double now) {
     ++completed_units;
+    const double finished_at = units[u].end;
+    if (last < 0 || finished_at > last_end ||
+        (finished_at == last_end && u < last)) {
+      last = u;
+      last_end = finished_at;
+    }
     const int32_t device = inputs[u].device;
     for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
       const NodeId id = members[m];
@@ -828,6 +839,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
                   ? Cause{Cause::kTransfer, link_last_transfer[link_index]}
                   : Cause{Cause::kUnit, u};
           link_free[link_index] = t.end_s;
+          last_arrival = std::max(last_arrival, t.end_s);
           link_last_transfer[link_index] = index;
           ++local_uses[id];  // the send holds the source buffer
           allocate(dst_device, t.bytes);
@@ -927,14 +939,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   }
 
   // Step time and the critical path (backwards from the last finisher).
-  int32_t last = -1;
-  for (int u = 0; u < num_units; ++u) {
-    if (last < 0 || units[u].end > units[last].end) last = u;
-  }
-  result.step_time_s = last >= 0 ? units[last].end : 0;
-  for (const Transfer& t : transfers) {
-    result.step_time_s = std::max(result.step_time_s, t.end_s);
-  }
+  result.step_time_s = std::max(last_end, last_arrival);
   std::vector<NodeId> path;
   Cause cursor{Cause::kUnit, last};
   while (cursor.type != Cause::kNone && cursor.id >= 0 &&
