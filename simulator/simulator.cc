@@ -518,6 +518,26 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     inputs[u].device = device;
     unit.priority =
         std::max(unit.priority, plan.priority.empty() ? 0 : plan.priority[id]);
+    if (!fused && plan.layout.empty()) {
+      // Neither fusion nor layouts: every input counts, there are no copies
+      // and the kernel time is precomputed. The compact in_src_ is all this
+      // needs of the edges.
+      const absl::Span<const Edge> in = graph_.in_edges(id);
+      const int32_t begin =
+          static_cast<int32_t>(in.data() - graph_.edges().data());
+      const int32_t end = begin + static_cast<int32_t>(in.size());
+      inputs[u].pending = end - begin;
+      for (int32_t j = begin; j < end; ++j) {
+        const NodeId src = in_src_[j];  // ~src for control edges
+        if (src >= 0 && plan.device[src] == device) ++local_uses[src];
+      }
+      materialized[id] = 1;
+      unit.duration =
+          solo_seconds_[static_cast<size_t>(id) * num_device_classes_ +
+                        device_class_[device]];
+      result.num_kernels += !free_[id];
+      continue;
+    }
     UnitWork node_work;
     node_work.free = free_[id];
     node_work.flops = flops_[id];
