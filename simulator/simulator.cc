@@ -376,9 +376,11 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
     in_src_.push_back(edge.control ? ~edge.src : edge.src);
   }
   out_dst_.reserve(graph.num_edges());
+  out_output_.reserve(graph.num_edges());
   for (NodeId id = 0; id < n; ++id) {
     for (const Edge& edge : graph.out_edges(id)) {
       out_dst_.push_back(edge.control ? ~edge.dst : edge.dst);
+      out_output_.push_back(edge.src_output);
     }
   }
   // Pair each out-edge with the same edge in in-edge order. Destinations
@@ -827,11 +829,11 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           }
           continue;
         }
-        const Edge& edge = out_base[e];
+        const int32_t output = out_output_[e];
         int32_t index = -1;
         for (int32_t t = first_transfer;
              t < static_cast<int32_t>(transfers.size()); ++t) {
-          if (transfers[t].output == edge.src_output &&
+          if (transfers[t].output == output &&
               transfers[t].dst_device == dst_device) {
             index = t;
             break;
@@ -844,10 +846,10 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           const Link& link = topology_.link(device, dst_device);
           Transfer t;
           t.node = id;
-          t.output = edge.src_output;
+          t.output = output;
           t.src_device = device;
           t.dst_device = dst_device;
-          t.bytes = EdgeBytes(edge);
+          t.bytes = OutputBytes(id, output);
           t.start_s = std::max(now, link_free[link_index]);
           t.end_s = t.start_s + link.latency_s +
                     static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
