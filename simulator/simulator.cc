@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -67,6 +68,15 @@ class EventQueue {
       i = child;
     }
     heap_[i] = event;
+  }
+  // Whether every event, apart from the earliest one when `skip_earliest`,
+  // is later than `time`.
+  bool AllLaterThan(double time, bool skip_earliest) const {
+    if (!skip_earliest) return heap_.empty() || heap_.front().time > time;
+    for (size_t child = 1; child <= 2 && child < heap_.size(); ++child) {
+      if (!(heap_[child].time > time)) return false;
+    }
+    return true;
   }
   // Removes and returns the earliest event; the queue must not be empty.
   // The hole at the root first sinks to a leaf along the earlier children
@@ -199,7 +209,7 @@ class MinBitTree {
 // simulates thousands of plans of one graph, and fresh multi-megabyte
 // vectors per call would cost page faults on every call.
 struct Scratch {
-  std::vector<int32_t> unit_of, unit_first, member_offsets, members, fill;
+  std::vector<int32_t> unit_of, member_offsets, members, fill;
   std::vector<UnitWork> work;
   std::vector<UnitState> units;
   std::vector<UnitInputs> inputs;
@@ -366,9 +376,11 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
     in_src_.push_back(edge.control ? ~edge.src : edge.src);
   }
   out_dst_.reserve(graph.num_edges());
+  out_output_.reserve(graph.num_edges());
   for (NodeId id = 0; id < n; ++id) {
     for (const Edge& edge : graph.out_edges(id)) {
       out_dst_.push_back(edge.control ? ~edge.dst : edge.dst);
+      out_output_.push_back(edge.src_output);
     }
   }
   // Pair each out-edge with the same edge in in-edge order. Destinations
@@ -408,39 +420,35 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   // their first member.
   thread_local Scratch scratch;
   auto& unit_of = scratch.unit_of;
-  unit_of.assign(n, 0);
-  auto& unit_first = scratch.unit_first;
-  unit_first.clear();
+  unit_of.resize(n);
+  auto& member_offsets = scratch.member_offsets;  // members of each unit
+  auto& members = scratch.members;                // (CSR)
+  members.resize(n);
+  int num_units = 0;
   if (plan.fusion_group.empty()) {
-    for (NodeId id = 0; id < n; ++id) {
-      unit_of[id] = id;
-      unit_first.push_back(id);
-    }
+    // Every node its own unit.
+    num_units = n;
+    std::iota(unit_of.begin(), unit_of.end(), 0);
+    member_offsets.resize(n + 1);
+    std::iota(member_offsets.begin(), member_offsets.end(), 0);
+    std::iota(members.begin(), members.end(), 0);
   } else {
     absl::flat_hash_map<int32_t, int32_t> unit_of_group;
     for (NodeId id = 0; id < n; ++id) {
       const int32_t group = plan.fusion_group[id];
       if (group < 0) {
-        unit_of[id] = static_cast<int32_t>(unit_first.size());
-        unit_first.push_back(id);
+        unit_of[id] = num_units++;
         continue;
       }
-      auto [it, inserted] =
-          unit_of_group.emplace(group, static_cast<int32_t>(unit_first.size()));
-      if (inserted) unit_first.push_back(id);
+      auto [it, inserted] = unit_of_group.emplace(group, num_units);
+      if (inserted) ++num_units;
       unit_of[id] = it->second;
     }
-  }
-  const int num_units = static_cast<int>(unit_first.size());
-  // Members of each unit (CSR).
-  auto& member_offsets = scratch.member_offsets;
-  member_offsets.assign(num_units + 1, 0);
-  for (NodeId id = 0; id < n; ++id) ++member_offsets[unit_of[id] + 1];
-  for (int u = 0; u < num_units; ++u)
-    member_offsets[u + 1] += member_offsets[u];
-  auto& members = scratch.members;
-  members.assign(n, 0);
-  {
+    member_offsets.assign(num_units + 1, 0);
+    for (NodeId id = 0; id < n; ++id) ++member_offsets[unit_of[id] + 1];
+    for (int u = 0; u < num_units; ++u) {
+      member_offsets[u + 1] += member_offsets[u];
+    }
     auto& fill = scratch.fill;
     fill.assign(member_offsets.begin(), member_offsets.end() - 1);
     for (NodeId id = 0; id < n; ++id) members[fill[unit_of[id]]++] = id;
@@ -452,14 +460,24 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   const bool fused = !plan.fusion_group.empty();
   auto& work = scratch.work;
   if (fused) work.assign(num_units, UnitWork{});
+  // Without fusion a node's entries are initialized when the loop below
+  // reaches it, before any later node (its consumers) touches them: one
+  // pass over these arrays instead of two.
   auto& units = scratch.units;
-  units.assign(num_units, UnitState{});
   auto& inputs = scratch.inputs;
-  inputs.assign(num_units, UnitInputs{});
   auto& local_uses = scratch.local_uses;  // per node: local consumers + sends
-  local_uses.assign(n, 0);
   auto& materialized = scratch.materialized;
-  materialized.assign(n, 0);
+  if (fused) {
+    units.assign(num_units, UnitState{});
+    inputs.assign(num_units, UnitInputs{});
+    local_uses.assign(n, 0);
+    materialized.assign(n, 0);
+  } else {
+    units.resize(num_units);
+    inputs.resize(num_units);
+    local_uses.resize(n);
+    materialized.resize(n);
+  }
 
   SimulationResult result;
   result.device_busy_s.assign(num_devices, 0);
@@ -478,13 +496,50 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     return cost_model_.KernelSeconds(kernel, topology_.devices[device]) +
            w.copy_s;
   };
+  // Memory: resident inputs from the start (allocated in the loop below,
+  // before the first kernel).
+  auto& memory = scratch.memory;
+  memory.assign(num_devices, 0);
+  auto allocate = [&](int32_t device, int64_t amount) {
+    memory[device] += amount;
+    if (memory[device] > result.peak_memory_bytes[device]) {
+      result.peak_memory_bytes[device] = memory[device];
+    }
+  };
   for (NodeId id = 0; id < n; ++id) {
     const int32_t u = unit_of[id];
+    if (!fused) {
+      units[u] = UnitState{};
+      inputs[u] = UnitInputs{};
+      local_uses[id] = 0;
+      materialized[id] = 0;
+    }
     UnitState& unit = units[u];
     const int32_t device = plan.device[id];
+    if (resident_[id]) allocate(device, output_bytes_[id]);
     inputs[u].device = device;
     unit.priority =
         std::max(unit.priority, plan.priority.empty() ? 0 : plan.priority[id]);
+    if (!fused && plan.layout.empty()) {
+      // Neither fusion nor layouts: every input counts, there are no copies
+      // and the kernel time is precomputed. The compact in_src_ is all this
+      // needs of the edges.
+      const absl::Span<const Edge> in = graph_.in_edges(id);
+      const int32_t begin =
+          static_cast<int32_t>(in.data() - graph_.edges().data());
+      const int32_t end = begin + static_cast<int32_t>(in.size());
+      inputs[u].pending = end - begin;
+      for (int32_t j = begin; j < end; ++j) {
+        const NodeId src = in_src_[j];  // ~src for control edges
+        if (src >= 0 && plan.device[src] == device) ++local_uses[src];
+      }
+      materialized[id] = 1;
+      unit.duration =
+          solo_seconds_[static_cast<size_t>(id) * num_device_classes_ +
+                        device_class_[device]];
+      result.num_kernels += !free_[id];
+      continue;
+    }
     UnitWork node_work;
     node_work.free = free_[id];
     node_work.flops = flops_[id];
@@ -561,19 +616,6 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     for (int u = 0; u < num_units; ++u) {
       units[u].duration = kernel_seconds(work[u], inputs[u].device);
     }
-  }
-
-  // Memory: resident inputs from the start.
-  auto& memory = scratch.memory;
-  memory.assign(num_devices, 0);
-  auto allocate = [&](int32_t device, int64_t amount) {
-    memory[device] += amount;
-    if (memory[device] > result.peak_memory_bytes[device]) {
-      result.peak_memory_bytes[device] = memory[device];
-    }
-  };
-  for (NodeId id = 0; id < n; ++id) {
-    if (resident_[id]) allocate(plan.device[id], output_bytes_[id]);
   }
 
   // Ready kernels per device, ordered by rank: highest priority first, then
@@ -662,6 +704,12 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   dirty_devices.clear();
   int completed_units = 0;
 
+  // Whether the queue's earliest event has been processed but not removed
+  // yet: a kernel starting at the same instant takes its place (one heap
+  // update instead of a pop and a push). It stays the earliest of all: only
+  // transfers are pushed meanwhile, and they end no earlier than now, with
+  // later seqs.
+  bool done_on_top = false;
   auto start_unit = [&](int32_t u, double now) {
     UnitState& unit = units[u];
     const int32_t device = inputs[u].device;
@@ -679,7 +727,13 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
         allocate(device, output_bytes_[id]);
       }
     }
-    events.Push(Event::Make(unit.end, seq++, u, /*is_transfer=*/false));
+    const Event end = Event::Make(unit.end, seq++, u, /*is_transfer=*/false);
+    if (done_on_top) {
+      events.ReplaceTop(end);
+      done_on_top = false;
+    } else {
+      events.Push(end);
+    }
   };
   auto try_start = [&](int32_t device, double now) {
     if (device_busy[device] || ready[device].empty()) return;
@@ -734,8 +788,19 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   };
 
   // Finishing unit u at `now`: consumers, transfers, memory.
+  // The unit that finishes last (the first in unit order among equals),
+  // and the last transfer's arrival: the step time.
+  int32_t last = -1;
+  double last_end = 0;
+  double last_arrival = -std::numeric_limits<double>::infinity();
   auto finish_unit = [&](int32_t u, double now) {
     ++completed_units;
+    const double finished_at = units[u].end;
+    if (last < 0 || finished_at > last_end ||
+        (finished_at == last_end && u < last)) {
+      last = u;
+      last_end = finished_at;
+    }
     const int32_t device = inputs[u].device;
     for (int32_t m = member_offsets[u]; m < member_offsets[u + 1]; ++m) {
       const NodeId id = members[m];
@@ -764,11 +829,11 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           }
           continue;
         }
-        const Edge& edge = out_base[e];
+        const int32_t output = out_output_[e];
         int32_t index = -1;
         for (int32_t t = first_transfer;
              t < static_cast<int32_t>(transfers.size()); ++t) {
-          if (transfers[t].output == edge.src_output &&
+          if (transfers[t].output == output &&
               transfers[t].dst_device == dst_device) {
             index = t;
             break;
@@ -781,10 +846,10 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           const Link& link = topology_.link(device, dst_device);
           Transfer t;
           t.node = id;
-          t.output = edge.src_output;
+          t.output = output;
           t.src_device = device;
           t.dst_device = dst_device;
-          t.bytes = EdgeBytes(edge);
+          t.bytes = OutputBytes(id, output);
           t.start_s = std::max(now, link_free[link_index]);
           t.end_s = t.start_s + link.latency_s +
                     static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
@@ -796,6 +861,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
                   ? Cause{Cause::kTransfer, link_last_transfer[link_index]}
                   : Cause{Cause::kUnit, u};
           link_free[link_index] = t.end_s;
+          last_arrival = std::max(last_arrival, t.end_s);
           link_last_transfer[link_index] = index;
           ++local_uses[id];  // the send holds the source buffer
           allocate(dst_device, t.bytes);
@@ -832,7 +898,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   // Transfer `index` has arrived at `now`: the sender's buffer loses a use,
   // the consumers it feeds lose a pending input, and the next transfer on
   // its link becomes the link's event, in place of this one's (still at the
-  // top of the queue: nothing here pushes or pops).
+  // top of the queue: nothing here pushes or pops); without a next one, this
+  // one is left on top, marked done_on_top.
   auto arrive = [&](int32_t index, double now) {
     const NodeId id = transfers[index].node;
     release_stack.push_back(id);  // the send no longer holds the buffer
@@ -856,7 +923,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
                                     /*is_transfer=*/true));
     } else {
       link_tail[link_index] = -1;
-      events.Pop();
+      done_on_top = true;
     }
   };
 
@@ -876,11 +943,15 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     if (event.is_transfer()) {
       arrive(event.id(), now);  // replaces the event by the link's next one
     } else {
-      events.Pop();
+      done_on_top = true;
       finish_unit(event.id(), now);
     }
     drain_free(now);
-    if (events.empty() || events.top().time > now) dispatch(now);
+    if (events.AllLaterThan(now, done_on_top)) dispatch(now);
+    if (done_on_top) {
+      events.Pop();
+      done_on_top = false;
+    }
   }
   if (completed_units != num_units) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -890,14 +961,7 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   }
 
   // Step time and the critical path (backwards from the last finisher).
-  int32_t last = -1;
-  for (int u = 0; u < num_units; ++u) {
-    if (last < 0 || units[u].end > units[last].end) last = u;
-  }
-  result.step_time_s = last >= 0 ? units[last].end : 0;
-  for (const Transfer& t : transfers) {
-    result.step_time_s = std::max(result.step_time_s, t.end_s);
-  }
+  result.step_time_s = std::max(last_end, last_arrival);
   std::vector<NodeId> path;
   Cause cursor{Cause::kUnit, last};
   while (cursor.type != Cause::kNone && cursor.id >= 0 &&

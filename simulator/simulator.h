@@ -115,9 +115,11 @@ class Simulator {
   // transfer carries it without searching.
   std::vector<int32_t> in_index_of_out_edge_;
   // The event loop's view of the edges, 4 bytes each instead of an Edge's
-  // 20: per in-edge its src, per out-edge its dst; ~node for control edges.
+  // 20: per in-edge its src, per out-edge its dst (~node for control edges)
+  // and its src_output.
   std::vector<graph::NodeId> in_src_;
   std::vector<graph::NodeId> out_dst_;
+  std::vector<int32_t> out_output_;
   // Devices with equal profiles form a class; per node and class, the
   // kernel seconds of the node unfused with default layouts (0 if free).
   std::vector<int32_t> device_class_;
@@ -125,13 +127,14 @@ class Simulator {
   std::vector<double> solo_seconds_;
   double lower_bound_s_ = 0;
 
+  // Bytes of output `output` of `node` (Edge::kAllOutputs: all of them).
+  int64_t OutputBytes(graph::NodeId node, int32_t output) const {
+    if (output == graph::Edge::kAllOutputs) return output_bytes_[node];
+    return output_sizes_[output_offsets_[node] + output];
+  }
   // Bytes `edge` carries (Graph::EdgeBytes, precomputed).
   int64_t EdgeBytes(const graph::Edge& edge) const {
-    if (edge.control) return 0;
-    if (edge.src_output == graph::Edge::kAllOutputs) {
-      return output_bytes_[edge.src];
-    }
-    return output_sizes_[output_offsets_[edge.src] + edge.src_output];
+    return edge.control ? 0 : OutputBytes(edge.src, edge.src_output);
   }
 };
 
