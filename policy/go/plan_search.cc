@@ -304,7 +304,11 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
 }
 
 void PlanSearch::Offer(const ScoredPlan& plan) {
-  if (!prepared_ || !BetterPlan(plan, best_)) return;
+  if (!BetterPlan(plan, best_)) return;
+  if (!prepared_) {
+    best_ = plan;  // the first Run starts from it (and checks it)
+    return;
+  }
   Candidate offered{plan.plan, {}, {}};
   Evaluate(&offered);
   if (!offered.scored.valid) return;

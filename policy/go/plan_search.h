@@ -71,8 +71,9 @@ class PlanSearch {
   absl::Status Run(int rounds, const PolicyOutput* placement);
 
   // Makes `plan` the incumbent when it is better (BetterPlan), e.g. a plan
-  // PPO sampled. A plan of another graph, or any call before the first Run,
-  // is ignored.
+  // PPO sampled. After the first Run a plan the simulator rejects is
+  // ignored; before it, the plan replaces the start plan and the first Run
+  // checks it.
   void Offer(const ScoredPlan& plan);
 
   // The best plan so far (the start plan until a candidate beats it).

@@ -182,6 +182,22 @@ TEST(PlanSearchTest, PrioritiesNearTheInt32LimitAreRenumbered) {
   EXPECT_GE(search.improvements(), 1);
 }
 
+TEST(PlanSearchTest, OfferedPlanReplacesAnInvalidStartBeforeTheFirstRun) {
+  // Fine-tuning may start from an invalid zero-shot plan and find a valid
+  // one with PPO before the search first runs.
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  ScoredPlan invalid;
+  invalid.plan = simulator::DefaultPlan(graph);
+  invalid.plan.device.assign(graph.num_nodes(), 5);  // no device 5
+  PlanSearch search(*instance, invalid, Options(kAllTasks));
+  const ScoredPlan valid = Start(*instance, simulator::DefaultPlan(graph));
+  search.Offer(valid);
+  ASSERT_TRUE(search.Run(/*rounds=*/4, /*placement=*/nullptr).ok());
+  EXPECT_TRUE(search.best().valid);
+  EXPECT_LE(search.best().step_time_s, valid.step_time_s);
+}
+
 TEST(PlanSearchTest, StopsAtTheDeadline) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
   std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
