@@ -47,11 +47,11 @@ absl::StatusOr<simulator::Plan> GoPlan(
     propose.fine_tune_steps = std::max(options.go_fine_tune_steps / parts, 1);
     propose.search_simulations_per_step =
         options.go_search_simulations_per_step;
-    if (warm_start.has_value()) propose.warm_start = &*warm_start;
   }
   const double seconds = options.go_fine_tune_seconds / parts;
   if (!one_by_one) {
     if (fine_tune) propose.deadline = absl::Now() + absl::Seconds(seconds);
+    if (warm_start.has_value()) propose.warm_start = &*warm_start;
     absl::StatusOr<policy::Proposal> proposal =
         options.go_policy->Propose(sim, propose);
     if (!proposal.ok()) return proposal.status();

@@ -37,15 +37,21 @@ graph::Graph TwoChains() {
   return std::move(builder).Build(graph::GraphLimits()).value();
 }
 
-TEST(BenchTest, RowsPerMethodWithRatios) {
-  const graph::Graph graph = TwoChains();
+constexpr char kTopology[] = "v100x4-nvlink";
+
+// BenchGraph over TwoChains on kTopology with the built-in baselines.
+absl::StatusOr<BenchGraphResult> BenchTwoChains(const BenchOptions& options) {
   const simulator::Topology topology =
-      simulator::PresetTopology("v100x4-nvlink").value();
+      simulator::PresetTopology(kTopology).value();
   simulator::baselines::BaselineRegistry registry;
   simulator::baselines::RegisterBuiltinBaselines(&registry);
+  return BenchGraph(TwoChains(), "two", topology, registry, options);
+}
+
+TEST(BenchTest, RowsPerMethodWithRatios) {
   BenchOptions options;
   options.methods = {"single", "heft", "best-baseline", "nonsense"};
-  auto result = BenchGraph(graph, "two", topology, registry, options);
+  auto result = BenchTwoChains(options);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->rows.size(), 4u);
   EXPECT_TRUE(result->rows[0].valid);
@@ -59,7 +65,7 @@ TEST(BenchTest, RowsPerMethodWithRatios) {
   for (const BenchRow& row : result->rows) {
     if (row.valid) EXPECT_GE(row.ratio_to_lower_bound, 1.0) << row.method;
   }
-  const nlohmann::json json = BenchToJson(topology.name, {*result});
+  const nlohmann::json json = BenchToJson(kTopology, {*result});
   ASSERT_EQ(json["rows"].size(), 4u);
   for (const char* key :
        {"graph", "nodes", "method", "step_time_s", "peak_memory_bytes", "oom",
@@ -67,7 +73,7 @@ TEST(BenchTest, RowsPerMethodWithRatios) {
     EXPECT_TRUE(json["rows"][0].contains(key)) << key;
   }
   EXPECT_EQ(json["summary"].size(), 3u);  // the invalid method has no summary
-  EXPECT_THAT(BenchToText(topology.name, {*result}), HasSubstr("summary"));
+  EXPECT_THAT(BenchToText(kTopology, {*result}), HasSubstr("summary"));
 }
 
 // A stand-in GO policy: puts node i on device i % 2 (unfused) for
@@ -104,17 +110,12 @@ class FakeGoPolicy final : public policy::Policy {
 };
 
 TEST(BenchTest, GoMethodsRunThePolicy) {
-  const graph::Graph graph = TwoChains();
-  const simulator::Topology topology =
-      simulator::PresetTopology("v100x4-nvlink").value();
-  simulator::baselines::BaselineRegistry registry;
-  simulator::baselines::RegisterBuiltinBaselines(&registry);
   FakeGoPolicy policy;
   BenchOptions options;
   options.methods = {kGoZeroShot, kGoFineTune, kGoOneByOne};
   options.go_policy = &policy;
   options.go_fine_tune_steps = 7;
-  auto result = BenchGraph(graph, "two", topology, registry, options);
+  auto result = BenchTwoChains(options);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->rows.size(), 3u);
   for (const BenchRow& row : result->rows) EXPECT_TRUE(row.valid) << row.error;
@@ -129,22 +130,17 @@ TEST(BenchTest, GoMethodsRunThePolicy) {
   EXPECT_FALSE(policy.calls_[3].tasks.placement);
   EXPECT_TRUE(policy.calls_[4].tasks.fusion);
   EXPECT_NE(policy.calls_[4].base_plan, nullptr);
-  EXPECT_THAT(BenchToText(topology.name, {*result}), HasSubstr("(7 steps)"));
+  EXPECT_THAT(BenchToText(kTopology, {*result}), HasSubstr("(7 steps)"));
 }
 
 TEST(BenchTest, FineTuneOneByOneSharesTheBudgetAmongTheTasks) {
-  const graph::Graph graph = TwoChains();
-  const simulator::Topology topology =
-      simulator::PresetTopology("v100x4-nvlink").value();
-  simulator::baselines::BaselineRegistry registry;
-  simulator::baselines::RegisterBuiltinBaselines(&registry);
   FakeGoPolicy policy;
   BenchOptions options;
   options.methods = {kGoFineTuneOneByOne};
   options.go_policy = &policy;
   options.go_fine_tune_steps = 9;
   options.go_search_simulations_per_step = 64;
-  auto result = BenchGraph(graph, "two", topology, registry, options);
+  auto result = BenchTwoChains(options);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->rows.size(), 1u);
   EXPECT_TRUE(result->rows[0].valid) << result->rows[0].error;
@@ -168,14 +164,9 @@ TEST(BenchTest, FineTuneOneByOneSharesTheBudgetAmongTheTasks) {
 }
 
 TEST(BenchTest, GoMethodsWithoutAPolicyReportAnError) {
-  const graph::Graph graph = TwoChains();
-  const simulator::Topology topology =
-      simulator::PresetTopology("v100x4-nvlink").value();
-  simulator::baselines::BaselineRegistry registry;
-  simulator::baselines::RegisterBuiltinBaselines(&registry);
   BenchOptions options;
   options.methods = {kGoZeroShot};
-  auto result = BenchGraph(graph, "two", topology, registry, options);
+  auto result = BenchTwoChains(options);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_FALSE(result->rows[0].valid);
   EXPECT_THAT(result->rows[0].error, HasSubstr("no GO policy"));

@@ -349,6 +349,13 @@ int RunBench(std::vector<std::string> sources) {
         gopt::simulator::baselines::ParseBaselineMethod(registry, method);
     if (!parsed.ok()) return Fail("bench", parsed.status(), kExitUsage);
   }
+  if (absl::GetFlag(FLAGS_search_simulations) < 0) {
+    return Fail("bench",
+                absl::InvalidArgumentError(
+                    absl::StrCat("--search_simulations must be 0 or more, got ",
+                                 absl::GetFlag(FLAGS_search_simulations))),
+                kExitUsage);
+  }
   // The go-* methods run the shipped GO policy from --policy_dir.
   std::unique_ptr<gopt::policy::Policy> go_policy;
   if (wants_go) {
@@ -361,7 +368,7 @@ int RunBench(std::vector<std::string> sources) {
       options.go_fine_tune_steps = absl::GetFlag(FLAGS_fine_tune_steps);
     }
     options.go_search_simulations_per_step =
-        std::max(absl::GetFlag(FLAGS_search_simulations), 0);
+        absl::GetFlag(FLAGS_search_simulations);
   }
   std::vector<gopt::client::BenchGraphResult> results;
   for (const std::string& source : sources) {

@@ -459,8 +459,12 @@ int RunFinetune() {
   options.max_steps = absl::GetFlag(FLAGS_max_steps);
   options.placement_prior_factor =
       static_cast<float>(absl::GetFlag(FLAGS_placement_prior_factor));
-  options.search_simulations_per_step =
-      std::max(absl::GetFlag(FLAGS_search_simulations), 0);
+  if (absl::GetFlag(FLAGS_search_simulations) < 0) {
+    return Fail("finetune", absl::InvalidArgumentError(absl::StrCat(
+                                "--search_simulations must be 0 or more, got ",
+                                absl::GetFlag(FLAGS_search_simulations))));
+  }
+  options.search_simulations_per_step = absl::GetFlag(FLAGS_search_simulations);
   options.deadline =
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_max_seconds));
   options.on_step = [&](const go::TrainLogRow& row, const go::ScoredPlan&) {

@@ -253,6 +253,13 @@ TEST(CliTest, BenchJsonRowsOverFilesAndGeneratedGraphs) {
   EXPECT_EQ(
       RunGopt("bench --methods=teleport --graph=gen:resnet50-small").exit_code,
       64);
+  const CommandResult negative = RunGopt(
+      "bench --methods=go-finetune --search_simulations=-1 "
+      "--graph=gen:resnet50-small");
+  EXPECT_EQ(negative.exit_code, 64);
+  EXPECT_NE(negative.err.find("--search_simulations must be 0 or more"),
+            std::string::npos)
+      << negative.err;
 }
 
 TEST(CliTest, MemoryConstrainedPlacersFitWhereOneDeviceDoes) {

@@ -9,12 +9,6 @@
 namespace gopt::policy::go {
 namespace {
 
-// A uniform double in [0, 1) from 53 random bits (the same on every
-// platform, unlike std::uniform_real_distribution).
-double Uniform(std::mt19937_64* rng) {
-  return static_cast<double>((*rng)() >> 11) * 0x1.0p-53;
-}
-
 std::vector<int32_t> SampleRows(const std::vector<float>& logp, int rows,
                                 int cols, std::mt19937_64* rng) {
   std::vector<int32_t> out(rows, 0);
@@ -28,7 +22,7 @@ std::vector<int32_t> SampleRows(const std::vector<float>& logp, int rows,
       out[r] = best;
       continue;
     }
-    const double u = Uniform(rng);
+    const double u = UniformDouble(rng);
     double cumulative = 0;
     int chosen = -1;
     int last_possible = 0;
@@ -64,6 +58,10 @@ absl::Status CheckLength(const std::vector<int32_t>& values,
 }
 
 }  // namespace
+
+double UniformDouble(std::mt19937_64* rng) {
+  return static_cast<double>((*rng)() >> 11) * 0x1.0p-53;
+}
 
 Actions SampleActions(const PolicyOutput& output, std::mt19937_64* rng) {
   Actions actions;

@@ -33,6 +33,10 @@ struct Actions {
   std::vector<int32_t> fusion_priority;  // fusion level 0..15 (0 = never)
 };
 
+// A uniform double in [0, 1) from 53 random bits of `rng` (the same on
+// every platform, unlike std::uniform_real_distribution).
+double UniformDouble(std::mt19937_64* rng);
+
 // Draws every node's action of every decided task independently from
 // `output` using `rng`, or takes the most likely action when `rng` is null
 // (greedy decoding; ties to the lowest index). Deterministic for a given

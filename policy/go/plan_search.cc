@@ -1,11 +1,9 @@
 #include "policy/go/plan_search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,12 +14,6 @@ namespace gopt::policy::go {
 namespace {
 
 using graph::NodeId;
-
-// A uniform double in [0, 1) from 53 random bits (the same on every
-// platform, unlike std::uniform_real_distribution).
-double Uniform(std::mt19937_64* rng) {
-  return static_cast<double>((*rng)() >> 11) * 0x1.0p-53;
-}
 
 int32_t Find(std::vector<int32_t>* parent, int32_t x) {
   while ((*parent)[x] != x) {
@@ -46,7 +38,7 @@ int32_t DrawOtherDevice(const float* logp, int num_devices, int32_t current,
     const int32_t pick = static_cast<int32_t>((*rng)() % (num_devices - 1));
     return pick >= current ? pick + 1 : pick;
   }
-  const double u = Uniform(rng) * total;
+  const double u = UniformDouble(rng) * total;
   double cumulative = 0;
   int32_t last = -1;
   for (int d = 0; d < num_devices; ++d) {
@@ -70,24 +62,15 @@ PlanSearch::PlanSearch(const TrainingInstance& instance, ScoredPlan start,
       best_(std::move(start)) {}
 
 absl::Status PlanSearch::Prepare() {
-  const int n = instance_.graph().num_nodes();
-  simulator::SimulationOptions no_timeline;
-  no_timeline.record_timeline = false;
-  absl::StatusOr<simulator::SimulationResult> start =
-      instance_.simulator->Simulate(best_.plan, no_timeline);
-  if (!start.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("plan search on '", instance_.label,
-                     "': the start plan is not a valid plan of the graph: ",
-                     start.status().message()));
+  ScoredPlan start = ScorePlan(instance_, best_.plan, &critical_path_);
+  if (!start.valid) {
+    // Simulated again only to say why.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan search on '", instance_.label,
+        "': the start plan is not a valid plan of the graph: ",
+        instance_.simulator->Simulate(best_.plan).status().message()));
   }
-  best_.valid = true;
-  best_.step_time_s = start->step_time_s;
-  best_.oom = start->oom;
-  best_.reward =
-      PlanReward(start->step_time_s, start->oom, instance_.default_step_time_s);
-  critical_path_ = std::move(start->critical_path);
-  if (best_.plan.priority.empty()) best_.plan.priority.assign(n, 0);
+  best_ = std::move(start);
   SetTopPriority();
   BuildMoveGroups();
   prepared_ = true;
@@ -96,6 +79,7 @@ absl::Status PlanSearch::Prepare() {
 
 void PlanSearch::SetTopPriority() {
   std::vector<int32_t>& priority = best_.plan.priority;
+  if (priority.empty()) priority.assign(instance_.graph().num_nodes(), 0);
   const int64_t highest = *std::max_element(priority.begin(), priority.end());
   const int64_t lowest = *std::min_element(priority.begin(), priority.end());
   // A scheduling move writes up to top + max_window: when that could
@@ -212,22 +196,6 @@ simulator::Plan PlanSearch::Propose(const PolicyOutput* placement) {
   return plan;
 }
 
-void PlanSearch::Evaluate(Candidate* candidate) const {
-  simulator::SimulationOptions options;
-  options.record_timeline = false;
-  absl::StatusOr<simulator::SimulationResult> result =
-      instance_.simulator->Simulate(candidate->plan, options);
-  ScoredPlan& scored = candidate->scored;
-  scored = ScoredPlan();
-  if (!result.ok()) return;
-  scored.valid = true;
-  scored.step_time_s = result->step_time_s;
-  scored.oom = result->oom;
-  scored.reward = PlanReward(result->step_time_s, result->oom,
-                             instance_.default_step_time_s);
-  candidate->critical_path = std::move(result->critical_path);
-}
-
 absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
   const graph::Graph& graph = instance_.graph();
   const int num_devices =
@@ -259,18 +227,13 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
       break;
     }
     for (Candidate& candidate : candidates) {
-      candidate.plan = Propose(placement);
+      candidate.scored.plan = Propose(placement);
     }
-    std::atomic<int> next{0};
-    auto work = [&] {
-      for (int c = next++; c < count; c = next++) Evaluate(&candidates[c]);
-    };
-    std::vector<std::thread> workers;
-    for (int t = 1; t < std::min(options_.threads, count); ++t) {
-      workers.emplace_back(work);
-    }
-    work();
-    for (std::thread& worker : workers) worker.join();
+    RunInParallel(count, options_.threads, [&](int c) {
+      Candidate& candidate = candidates[c];
+      candidate.scored = ScorePlan(instance_, std::move(candidate.scored.plan),
+                                   &candidate.critical_path);
+    });
     candidates_simulated_ += count;
 
     int winner = -1;
@@ -282,7 +245,6 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
     }
     if (winner >= 0) {
       Candidate& won = candidates[winner];
-      won.scored.plan = std::move(won.plan);
       Adopt(std::move(won.scored), std::move(won.critical_path));
       ++improvements_;
       continue;
@@ -295,7 +257,6 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
           tied.scored.step_time_s != best_.step_time_s) {
         continue;
       }
-      tied.scored.plan = std::move(tied.plan);
       Adopt(std::move(tied.scored), std::move(tied.critical_path));
       break;
     }
@@ -309,16 +270,11 @@ void PlanSearch::Offer(const ScoredPlan& plan) {
     best_ = plan;  // the first Run starts from it (and checks it)
     return;
   }
-  Candidate offered{plan.plan, {}, {}};
-  Evaluate(&offered);
-  if (!offered.scored.valid) return;
-  offered.scored.plan = std::move(offered.plan);
-  if (offered.scored.plan.priority.empty()) {
-    offered.scored.plan.priority.assign(instance_.graph().num_nodes(), 0);
-  }
-  const bool same_groups =
-      offered.scored.plan.fusion_group == best_.plan.fusion_group;
-  Adopt(std::move(offered.scored), std::move(offered.critical_path));
+  std::vector<graph::NodeId> critical_path;
+  ScoredPlan offered = ScorePlan(instance_, plan.plan, &critical_path);
+  if (!offered.valid) return;
+  const bool same_groups = offered.plan.fusion_group == best_.plan.fusion_group;
+  Adopt(std::move(offered), std::move(critical_path));
   if (!same_groups) BuildMoveGroups();
 }
 

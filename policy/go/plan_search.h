@@ -84,20 +84,18 @@ class PlanSearch {
 
  private:
   struct Candidate {
-    simulator::Plan plan;
-    ScoredPlan scored;
+    ScoredPlan scored;  // its plan, once simulated its score
     std::vector<graph::NodeId> critical_path;
   };
 
   absl::Status Prepare();
-  // Sets top_priority_ above best_'s priorities (renumbering them first
-  // when the moves could overflow int32).
+  // Sets top_priority_ above best_'s priorities (all 0 when it has none;
+  // renumbered first when the moves could overflow int32).
   void SetTopPriority();
   // Fills the move groups from best_'s fusion groups and the graph's
   // colocation groups.
   void BuildMoveGroups();
   simulator::Plan Propose(const PolicyOutput* placement);
-  void Evaluate(Candidate* candidate) const;
   void Adopt(ScoredPlan plan, std::vector<graph::NodeId> critical_path);
 
   const TrainingInstance& instance_;

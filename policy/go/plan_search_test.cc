@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "policy/go/ppo_trainer.h"
+#include "policy/go/test_instance.h"
 #include "simulator/baselines/test_graphs.h"
 
 namespace gopt::policy::go {
@@ -16,21 +17,10 @@ namespace {
 using simulator::baselines::testing::ChainGraph;
 using simulator::baselines::testing::FanOutGraph;
 using simulator::baselines::testing::GraphMaker;
-using simulator::baselines::testing::UniformTopology;
+using testing::TestInstance;
 
 constexpr TaskSet kAllTasks{true, true, true, false};
 constexpr TaskSet kSchedulingOnly{false, true, false, false};
-
-std::unique_ptr<TrainingInstance> Instance(const graph::Graph& graph,
-                                           int devices) {
-  absl::StatusOr<std::unique_ptr<TrainingInstance>> instance =
-      MakeTrainingInstance(graph.name(),
-                           std::make_shared<const graph::Graph>(graph),
-                           std::make_shared<const simulator::Topology>(
-                               UniformTopology(devices)));
-  EXPECT_TRUE(instance.ok()) << instance.status();
-  return *std::move(instance);
-}
 
 ScoredPlan Start(const TrainingInstance& instance, simulator::Plan plan) {
   ScoredPlan scored = ScorePlan(instance, std::move(plan));
@@ -60,7 +50,7 @@ graph::Graph InversionGraph() {
 
 TEST(PlanSearchTest, SchedulingMoveFixesAPriorityInversion) {
   const graph::Graph graph = InversionGraph();
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   simulator::Plan plan = simulator::DefaultPlan(graph);
   plan.device = {0, 0, 0, 1};
   const ScoredPlan start = Start(*instance, plan);
@@ -81,7 +71,7 @@ TEST(PlanSearchTest, PlacementMovesSpreadAFanOut) {
   // Four 1 ms branches all on device 0: spread over two devices they run
   // two at a time.
   const graph::Graph graph = FanOutGraph(/*width=*/4);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
   PlanSearch search(*instance, start, Options(kAllTasks));
   ASSERT_TRUE(search.Run(/*rounds=*/32, /*placement=*/nullptr).ok());
@@ -92,7 +82,7 @@ TEST(PlanSearchTest, PlacementMovesSpreadAFanOut) {
 
 TEST(PlanSearchTest, SchedulingOnlyNeverMovesANode) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   simulator::Plan plan = simulator::DefaultPlan(graph);
   for (size_t i = 0; i < plan.device.size(); ++i) plan.device[i] = i % 2;
   const ScoredPlan start = Start(*instance, plan);
@@ -105,7 +95,7 @@ TEST(PlanSearchTest, SchedulingOnlyNeverMovesANode) {
 
 TEST(PlanSearchTest, FusionGroupsMoveWhole) {
   const graph::Graph graph = ChainGraph(/*length=*/6);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   simulator::Plan plan = simulator::DefaultPlan(graph);
   plan.fusion_group = {-1, 0, 0, -1, 1, 1, -1};
   const ScoredPlan start = Start(*instance, plan);
@@ -119,7 +109,7 @@ TEST(PlanSearchTest, FusionGroupsMoveWhole) {
 
 TEST(PlanSearchTest, DeterministicForASeedWhateverTheThreadCount) {
   const graph::Graph graph = FanOutGraph(/*width=*/6);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 3);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 3);
   const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
   PlanSearch one(*instance, start, Options(kAllTasks, /*threads=*/1));
   PlanSearch two(*instance, start, Options(kAllTasks, /*threads=*/2));
@@ -132,7 +122,7 @@ TEST(PlanSearchTest, DeterministicForASeedWhateverTheThreadCount) {
 
 TEST(PlanSearchTest, OfferedBetterPlanBecomesTheIncumbent) {
   const graph::Graph graph = InversionGraph();
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   simulator::Plan plan = simulator::DefaultPlan(graph);
   plan.device = {0, 0, 0, 1};
   PlanSearch search(*instance, Start(*instance, plan),
@@ -151,7 +141,7 @@ TEST(PlanSearchTest, OfferedBetterPlanBecomesTheIncumbent) {
 
 TEST(PlanSearchTest, OfferedPlanWithOtherFusionGroupsMovesThemWhole) {
   const graph::Graph graph = ChainGraph(/*length=*/6);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   simulator::Plan unfused = simulator::DefaultPlan(graph);
   PlanSearch search(*instance, Start(*instance, unfused), Options(kAllTasks));
   ASSERT_TRUE(search.Run(/*rounds=*/0, /*placement=*/nullptr).ok());
@@ -168,7 +158,7 @@ TEST(PlanSearchTest, OfferedPlanWithOtherFusionGroupsMovesThemWhole) {
 
 TEST(PlanSearchTest, PrioritiesNearTheInt32LimitAreRenumbered) {
   const graph::Graph graph = InversionGraph();
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   simulator::Plan plan = simulator::DefaultPlan(graph);
   plan.device = {0, 0, 0, 1};
   plan.priority = {0, std::numeric_limits<int32_t>::max(), 7, 0};
@@ -186,7 +176,7 @@ TEST(PlanSearchTest, OfferedPlanReplacesAnInvalidStartBeforeTheFirstRun) {
   // Fine-tuning may start from an invalid zero-shot plan and find a valid
   // one with PPO before the search first runs.
   const graph::Graph graph = FanOutGraph(/*width=*/4);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   ScoredPlan invalid;
   invalid.plan = simulator::DefaultPlan(graph);
   invalid.plan.device.assign(graph.num_nodes(), 5);  // no device 5
@@ -200,7 +190,7 @@ TEST(PlanSearchTest, OfferedPlanReplacesAnInvalidStartBeforeTheFirstRun) {
 
 TEST(PlanSearchTest, StopsAtTheDeadline) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
   PlanSearchOptions options = Options(kAllTasks);
   options.deadline = absl::InfinitePast();
@@ -212,7 +202,7 @@ TEST(PlanSearchTest, StopsAtTheDeadline) {
 
 TEST(PlanSearchTest, RejectsAPlacementDistributionOfAnotherShape) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   PlanSearch search(*instance, Start(*instance, simulator::DefaultPlan(graph)),
                     Options(kAllTasks));
   PolicyOutput wrong;
@@ -226,7 +216,7 @@ TEST(PlanSearchTest, RejectsAPlacementDistributionOfAnotherShape) {
 
 TEST(PlanSearchTest, RejectsAStartPlanOfAnotherGraph) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
-  std::unique_ptr<TrainingInstance> instance = Instance(graph, 2);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
   ScoredPlan foreign;
   foreign.plan = simulator::DefaultPlan(ChainGraph(/*length=*/2));
   PlanSearch search(*instance, foreign, Options(kAllTasks));

@@ -122,20 +122,39 @@ ScoredPlan ScoreActions(const TrainingInstance& instance,
   return ScorePlan(instance, *std::move(plan));
 }
 
-ScoredPlan ScorePlan(const TrainingInstance& instance, simulator::Plan plan) {
+ScoredPlan ScorePlan(const TrainingInstance& instance, simulator::Plan plan,
+                     std::vector<graph::NodeId>* critical_path) {
   ScoredPlan scored;
   simulator::SimulationOptions options;
   options.record_timeline = false;
   absl::StatusOr<simulator::SimulationResult> result =
       instance.simulator->Simulate(plan, options);
   scored.plan = std::move(plan);
+  if (critical_path != nullptr) critical_path->clear();
   if (!result.ok()) return scored;
   scored.valid = true;
   scored.step_time_s = result->step_time_s;
   scored.oom = result->oom;
   scored.reward = PlanReward(result->step_time_s, result->oom,
                              instance.default_step_time_s);
+  if (critical_path != nullptr) {
+    *critical_path = std::move(result->critical_path);
+  }
   return scored;
+}
+
+void RunInParallel(int count, int threads,
+                   const std::function<void(int)>& work) {
+  std::atomic<int> next{0};
+  auto drain = [&] {
+    for (int i = next++; i < count; i = next++) work(i);
+  };
+  std::vector<std::thread> workers;
+  for (int t = 1; t < std::min(threads, count); ++t) {
+    workers.emplace_back(drain);
+  }
+  drain();
+  for (std::thread& worker : workers) worker.join();
 }
 
 std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
@@ -147,16 +166,9 @@ std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
     actions->push_back(SampleActions(output, rng));
   }
   std::vector<ScoredPlan> scored(count);
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int s = next++; s < count; s = next++) {
-      scored[s] = ScoreActions(instance, (*actions)[s]);
-    }
-  };
-  std::vector<std::thread> workers;
-  for (int t = 1; t < std::min(threads, count); ++t) workers.emplace_back(work);
-  work();
-  for (std::thread& worker : workers) worker.join();
+  RunInParallel(count, threads, [&](int s) {
+    scored[s] = ScoreActions(instance, (*actions)[s]);
+  });
   return scored;
 }
 

@@ -2,6 +2,7 @@
 #define GOPT_POLICY_GO_PPO_TRAINER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -72,8 +73,17 @@ ScoredPlan ScoreActions(const TrainingInstance& instance,
                         const Actions& actions);
 
 // Simulates `plan` on the instance (not valid when the simulator rejects
-// it, e.g. a plan for another graph).
-ScoredPlan ScorePlan(const TrainingInstance& instance, simulator::Plan plan);
+// it, e.g. a plan for another graph). When `critical_path` is given, the
+// simulation's critical path is stored there (left empty for a rejected
+// plan).
+ScoredPlan ScorePlan(const TrainingInstance& instance, simulator::Plan plan,
+                     std::vector<graph::NodeId>* critical_path = nullptr);
+
+// Calls work(i) for every i in [0, count), on the calling thread and up to
+// threads - 1 more; returns when all calls are done. `work` must be safe to
+// call concurrently for distinct i.
+void RunInParallel(int count, int threads,
+                   const std::function<void(int)>& work);
 
 // Samples `count` plans from `output` with `rng` (sequentially, so the
 // result is deterministic) and scores them on up to `threads` threads.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "policy/go/go_model.h"
+#include "policy/go/test_instance.h"
 #include "policy/go/training.h"
 #include "simulator/baselines/test_graphs.h"
 
@@ -16,6 +17,7 @@ namespace {
 
 using simulator::baselines::testing::GraphMaker;
 using simulator::baselines::testing::UniformTopology;
+using testing::TestInstance;
 
 constexpr TaskSet kPlacementOnly{true, false, false, false};
 
@@ -50,17 +52,6 @@ graph::Graph TwoChains() {
   }
   g.Op("join", 1e6, {a, b}, 1'000'000);
   return g.Build();
-}
-
-std::unique_ptr<TrainingInstance> Instance(const graph::Graph& graph,
-                                           int devices) {
-  absl::StatusOr<std::unique_ptr<TrainingInstance>> instance =
-      MakeTrainingInstance(graph.name(),
-                           std::make_shared<const graph::Graph>(graph),
-                           std::make_shared<const simulator::Topology>(
-                               UniformTopology(devices)));
-  EXPECT_TRUE(instance.ok()) << instance.status();
-  return *std::move(instance);
 }
 
 // The best step time over every placement of the graph (brute force).
@@ -138,7 +129,8 @@ TEST(PpoTrainerTest, LearnsTheKnownOptimumOfASlowAndAFastDevice) {
 }
 
 TEST(PpoTrainerTest, DeterministicForASeed) {
-  const std::unique_ptr<TrainingInstance> instance = Instance(TwoChains(), 2);
+  const std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChains(), 2);
   std::vector<double> rewards[2];
   std::vector<float> placement[2];
   for (int run = 0; run < 2; ++run) {
@@ -174,7 +166,8 @@ TEST(PpoTrainerTest, EmptyBatchIsInvalidArgument) {
 }
 
 TEST(FineTuneTest, StopsAtTheStepLimitAndKeepsTheBestPlan) {
-  const std::unique_ptr<TrainingInstance> instance = Instance(TwoChains(), 2);
+  const std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChains(), 2);
   absl::StatusOr<std::unique_ptr<GoModel>> model =
       GoModel::Create(SmallOptions(/*seed=*/2));
   ASSERT_TRUE(model.ok());
@@ -200,7 +193,8 @@ TEST(FineTuneTest, StopsAtTheStepLimitAndKeepsTheBestPlan) {
 }
 
 TEST(FineTuneTest, CancelledBeforeTheFirstStepDoesNothing) {
-  const std::unique_ptr<TrainingInstance> instance = Instance(TwoChains(), 2);
+  const std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChains(), 2);
   absl::StatusOr<std::unique_ptr<GoModel>> model =
       GoModel::Create(SmallOptions(/*seed=*/2));
   ASSERT_TRUE(model.ok());

@@ -1,0 +1,29 @@
+#ifndef GOPT_POLICY_GO_TEST_INSTANCE_H_
+#define GOPT_POLICY_GO_TEST_INSTANCE_H_
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "policy/go/ppo_trainer.h"
+#include "simulator/baselines/test_graphs.h"
+
+namespace gopt::policy::go::testing {
+
+// For tests: a TrainingInstance that owns `graph` on `devices` identical
+// test GPUs (simulator::baselines::testing::UniformTopology). Adds a test
+// failure and returns null when the instance cannot be made.
+inline std::unique_ptr<TrainingInstance> TestInstance(const graph::Graph& graph,
+                                                      int devices) {
+  absl::StatusOr<std::unique_ptr<TrainingInstance>> instance =
+      MakeTrainingInstance(
+          graph.name(), std::make_shared<const graph::Graph>(graph),
+          std::make_shared<const simulator::Topology>(
+              simulator::baselines::testing::UniformTopology(devices)));
+  EXPECT_TRUE(instance.ok()) << instance.status();
+  if (!instance.ok()) return nullptr;
+  return *std::move(instance);
+}
+
+}  // namespace gopt::policy::go::testing
+
+#endif  // GOPT_POLICY_GO_TEST_INSTANCE_H_
