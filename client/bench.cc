@@ -5,10 +5,13 @@
 #include <map>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "graph/status_macros.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/simulator.h"
 
@@ -18,6 +21,28 @@ namespace {
 using simulator::baselines::BaselineContext;
 
 constexpr char kBestBaseline[] = "best-baseline";
+
+bool IsFineTuneMethod(const std::string& method) {
+  return method == kGoFineTune || method == kGoFineTuneCold ||
+         method == kGoFineTuneOneByOne || method == kGoFineTuneSeparate;
+}
+
+constexpr policy::TaskSet kPlacementOnly{true, false, false, false};
+constexpr policy::TaskSet kSchedulingOnly{false, true, false, false};
+constexpr policy::TaskSet kFusionOnly{false, false, true, false};
+
+// The best of `methods` (BestBaseline), or nothing when none gives a plan
+// that fits: fine-tuning then starts from the policy's zero-shot plan.
+std::optional<simulator::Plan> BestOf(
+    const simulator::baselines::BaselineRegistry& registry,
+    const BaselineContext& context, std::vector<std::string> methods) {
+  simulator::baselines::BestBaselineOptions best_options;
+  best_options.methods = std::move(methods);
+  absl::StatusOr<simulator::baselines::BestBaselineResult> best =
+      simulator::baselines::BestBaseline(registry, context, best_options);
+  if (!best.ok()) return std::nullopt;
+  return std::move(best->plan);
+}
 
 // Runs the GO policy for one go-* method; fills `row->fine_tune_steps`.
 absl::StatusOr<simulator::Plan> GoPlan(
@@ -34,49 +59,81 @@ absl::StatusOr<simulator::Plan> GoPlan(
   propose.seed = options.seed;
   const bool one_by_one =
       method == kGoOneByOne || method == kGoFineTuneOneByOne;
-  const bool fine_tune = method != kGoZeroShot && method != kGoOneByOne;
-  std::optional<simulator::Plan> warm_start;
-  if (method == kGoFineTune || method == kGoFineTuneOneByOne) {
-    absl::StatusOr<simulator::baselines::BestBaselineResult> best =
-        simulator::baselines::BestBaseline(registry, context);
-    if (best.ok()) warm_start = best->plan;
-  }
+  const bool separate = method == kGoSeparate || method == kGoFineTuneSeparate;
+  const bool fine_tune = IsFineTuneMethod(method);
   // One task at a time shares the budget equally among the three tasks.
-  const int parts = one_by_one ? 3 : 1;
+  const int parts = one_by_one || separate ? 3 : 1;
   if (fine_tune) {
     propose.fine_tune_steps = std::max(options.go_fine_tune_steps / parts, 1);
     propose.search_simulations_per_step =
         options.go_search_simulations_per_step;
   }
   const double seconds = options.go_fine_tune_seconds / parts;
-  if (!one_by_one) {
-    if (fine_tune) propose.deadline = absl::Now() + absl::Seconds(seconds);
-    if (warm_start.has_value()) propose.warm_start = &*warm_start;
-    absl::StatusOr<policy::Proposal> proposal =
-        options.go_policy->Propose(sim, propose);
-    if (!proposal.ok()) return proposal.status();
-    row->fine_tune_steps = proposal->fine_tune_steps_done;
-    return proposal->plan;
-  }
-  simulator::Plan plan = warm_start.has_value()
-                             ? *std::move(warm_start)
-                             : simulator::DefaultPlan(sim.graph());
-  const policy::TaskSet one_at_a_time[] = {{true, false, false, false},
-                                           {false, true, false, false},
-                                           {false, false, true, false}};
   row->fine_tune_steps = 0;
-  for (const policy::TaskSet& tasks : one_at_a_time) {
+  // One Propose call: `tasks` decided, the rest from `base` (null: the
+  // framework defaults), fine-tuning (if any) from `warm_start` (null: the
+  // zero-shot plan).
+  auto run = [&](const policy::TaskSet& tasks, const simulator::Plan* base,
+                 const simulator::Plan* warm_start)
+      -> absl::StatusOr<simulator::Plan> {
     propose.tasks = tasks;
-    propose.base_plan = &plan;
+    propose.base_plan = base;
+    propose.warm_start = nullptr;
     if (fine_tune) {
-      propose.warm_start = &plan;
+      propose.warm_start = warm_start;
       propose.deadline = absl::Now() + absl::Seconds(seconds);
     }
     absl::StatusOr<policy::Proposal> proposal =
         options.go_policy->Propose(sim, propose);
     if (!proposal.ok()) return proposal.status();
     row->fine_tune_steps += proposal->fine_tune_steps_done;
-    plan = std::move(proposal->plan);
+    return std::move(proposal->plan);
+  };
+  auto or_null = [](const std::optional<simulator::Plan>& plan) {
+    return plan.has_value() ? &*plan : nullptr;
+  };
+  if (separate) {  // pl | sch | fu: see kGoFineTuneSeparate
+    ASSIGN_OR_RETURN(
+        simulator::Plan expert,
+        simulator::baselines::MakeBaselinePlan(registry, "expert", context));
+    const simulator::Plan defaults = simulator::DefaultPlan(sim.graph());
+    // Each task warm-starts from the best baseline for it alone.
+    std::optional<simulator::Plan> warm_start;
+    if (fine_tune) {
+      std::vector<std::string> placements;
+      for (const std::string& placer : registry.PlacerNames()) {
+        placements.push_back(absl::StrCat(placer, "+fifo"));
+      }
+      warm_start = BestOf(registry, context, std::move(placements));
+    }
+    ASSIGN_OR_RETURN(simulator::Plan placed,
+                     run(kPlacementOnly, &defaults, or_null(warm_start)));
+    if (fine_tune) {
+      warm_start =
+          BestOf(registry, context, {"expert+fifo", "expert+critical-path"});
+    }
+    ASSIGN_OR_RETURN(simulator::Plan scheduled,
+                     run(kSchedulingOnly, &expert, or_null(warm_start)));
+    if (fine_tune) {
+      warm_start = BestOf(registry, context, {"expert", "expert+fifo+greedy"});
+    }
+    ASSIGN_OR_RETURN(simulator::Plan fused,
+                     run(kFusionOnly, &expert, or_null(warm_start)));
+    return CombineSeparateDecisions(std::move(placed), scheduled, fused);
+  }
+  std::optional<simulator::Plan> best_baseline;
+  if (method == kGoFineTune || method == kGoFineTuneOneByOne) {
+    best_baseline = BestOf(registry, context, {});
+  }
+  if (!one_by_one) {
+    return run(policy::TaskSet{}, nullptr, or_null(best_baseline));
+  }
+  simulator::Plan plan = best_baseline.has_value()
+                             ? *std::move(best_baseline)
+                             : simulator::DefaultPlan(sim.graph());
+  for (const policy::TaskSet& tasks :
+       {kPlacementOnly, kSchedulingOnly, kFusionOnly}) {
+    ASSIGN_OR_RETURN(plan, run(tasks, &plan, &plan));
   }
   return plan;
 }
@@ -123,10 +180,30 @@ std::map<std::string, Summary> Summarise(
 
 }  // namespace
 
+simulator::Plan CombineSeparateDecisions(simulator::Plan placed,
+                                         const simulator::Plan& scheduled,
+                                         const simulator::Plan& fused) {
+  simulator::Plan plan = std::move(placed);
+  plan.priority = scheduled.priority;
+  plan.fusion_group = fused.fusion_group;
+  plan.layout.clear();
+  absl::flat_hash_map<int32_t, int32_t> group_device;
+  absl::flat_hash_set<int32_t> split;
+  for (size_t id = 0; id < plan.fusion_group.size(); ++id) {
+    const int32_t group = plan.fusion_group[id];
+    if (group < 0) continue;
+    auto [it, inserted] = group_device.emplace(group, plan.device[id]);
+    if (!inserted && it->second != plan.device[id]) split.insert(group);
+  }
+  for (int32_t& group : plan.fusion_group) {
+    if (split.contains(group)) group = -1;
+  }
+  return plan;
+}
+
 bool IsGoMethod(const std::string& method) {
-  return method == kGoZeroShot || method == kGoFineTune ||
-         method == kGoFineTuneCold || method == kGoOneByOne ||
-         method == kGoFineTuneOneByOne;
+  return method == kGoZeroShot || method == kGoOneByOne ||
+         method == kGoSeparate || IsFineTuneMethod(method);
 }
 
 absl::StatusOr<BenchGraphResult> BenchGraph(
@@ -218,8 +295,7 @@ nlohmann::json BenchToJson(const std::string& topology,
                           {"method_seconds", row.method_seconds},
                           {"lower_bound_s", graph.lower_bound_s}};
       if (!row.chosen_method.empty()) r["chosen_method"] = row.chosen_method;
-      if (row.method == kGoFineTune || row.method == kGoFineTuneCold ||
-          row.method == kGoFineTuneOneByOne) {
+      if (IsFineTuneMethod(row.method)) {
         r["fine_tune_steps"] = row.fine_tune_steps;
       }
       if (row.valid) {
@@ -276,8 +352,7 @@ std::string BenchToText(const std::string& topology,
           row.chosen_method.empty()
               ? row.method
               : absl::StrCat(row.method, ": ", row.chosen_method);
-      if (row.method == kGoFineTune || row.method == kGoFineTuneCold ||
-          row.method == kGoFineTuneOneByOne) {
+      if (IsFineTuneMethod(row.method)) {
         absl::StrAppend(&label, " (", row.fine_tune_steps, " steps)");
       }
       absl::StrAppend(

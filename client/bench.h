@@ -32,15 +32,41 @@ namespace gopt::client {
 //   go-finetune-1by1  go-finetune one task at a time, with the same total
 //                     budget: from the best baseline combination, placement
 //                     alone is fine-tuned for a third of the steps and
-//                     seconds, then scheduling given that plan, then fusion.
+//                     seconds, then scheduling given that plan, then fusion;
+//   go-zeroshot-separate, go-finetune-separate
+//                     the GO paper's "pl | sch | fu": each task decided on
+//                     its own, the other two at their defaults, then the
+//                     three decisions combined. Placement with FIFO order
+//                     and no fusion; scheduling and fusion each on the
+//                     `expert` placement (the paper uses the human expert's
+//                     placement there) with the other at its default. The
+//                     plan takes the devices of the first, the priorities
+//                     of the second and the fusion groups of the third,
+//                     less the groups the new placement splits across
+//                     devices. Fine-tuned, each task gets a third of the
+//                     budget and starts from the best baseline for that
+//                     task alone (e.g. the best placement under FIFO and no
+//                     fusion).
 inline constexpr char kGoZeroShot[] = "go-zeroshot";
 inline constexpr char kGoFineTune[] = "go-finetune";
 inline constexpr char kGoFineTuneCold[] = "go-finetune-cold";
 inline constexpr char kGoOneByOne[] = "go-zeroshot-1by1";
 inline constexpr char kGoFineTuneOneByOne[] = "go-finetune-1by1";
+inline constexpr char kGoSeparate[] = "go-zeroshot-separate";
+inline constexpr char kGoFineTuneSeparate[] = "go-finetune-separate";
 
 // True for the method names above.
 bool IsGoMethod(const std::string& method);
+
+// The plan of "pl | sch | fu" (go-*-separate): the devices of `placed`, the
+// priorities of `scheduled` and the fusion groups of `fused`, less every
+// group whose members `placed` puts on different devices (a fusion group
+// runs on one device). Dissolving whole groups cannot make the others form
+// a cycle: a cycle through a dissolved group's members would have been one
+// through the group. Layouts are the defaults; the method is `placed`'s.
+simulator::Plan CombineSeparateDecisions(simulator::Plan placed,
+                                         const simulator::Plan& scheduled,
+                                         const simulator::Plan& fused);
 
 // What `gopt bench` runs.
 struct BenchOptions {

@@ -90,6 +90,7 @@ class FakeGoPolicy final : public policy::Policy {
     proposal.plan = options.base_plan != nullptr
                         ? *options.base_plan
                         : simulator::DefaultPlan(sim.graph());
+    base_plans_.push_back(proposal.plan);
     if (options.tasks.placement) {
       for (size_t i = 0; i < proposal.plan.device.size(); ++i) {
         proposal.plan.device[i] = static_cast<int32_t>(i % 2);
@@ -103,7 +104,10 @@ class FakeGoPolicy final : public policy::Policy {
     proposal.fine_tune_steps_done = options.fine_tune_steps;
     return proposal;
   }
+  // What each call was asked (its plan pointers do not outlive the call)
+  // and a copy of its base plan (the defaults when it had none).
   mutable std::vector<policy::ProposeOptions> calls_;
+  mutable std::vector<simulator::Plan> base_plans_;
 
  private:
   policy::PolicyInfo info_;
@@ -161,6 +165,60 @@ TEST(BenchTest, FineTuneOneByOneSharesTheBudgetAmongTheTasks) {
   EXPECT_TRUE(policy.calls_[0].tasks.placement);
   EXPECT_TRUE(policy.calls_[1].tasks.scheduling);
   EXPECT_TRUE(policy.calls_[2].tasks.fusion);
+}
+
+TEST(BenchTest, FineTuneSeparateDecidesEachTaskAloneThenCombines) {
+  FakeGoPolicy policy;
+  BenchOptions options;
+  options.methods = {kGoFineTuneSeparate};
+  options.go_policy = &policy;
+  options.go_fine_tune_steps = 9;
+  auto result = BenchTwoChains(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->rows.size(), 1u);
+  EXPECT_TRUE(result->rows[0].valid) << result->rows[0].error;
+  EXPECT_EQ(result->rows[0].fine_tune_steps, 9);
+  ASSERT_EQ(policy.calls_.size(), 3u);
+  // Placement alone, on the framework defaults (FIFO, no fusion).
+  const policy::ProposeOptions& placement = policy.calls_[0];
+  EXPECT_TRUE(placement.tasks.placement);
+  EXPECT_FALSE(placement.tasks.scheduling || placement.tasks.fusion);
+  EXPECT_EQ(policy.base_plans_[0].device, std::vector<int32_t>(9, 0));
+  EXPECT_TRUE(policy.base_plans_[0].priority.empty());
+  EXPECT_TRUE(policy.base_plans_[0].fusion_group.empty());
+  // Scheduling alone and fusion alone, each on the expert placement.
+  const policy::ProposeOptions& scheduling = policy.calls_[1];
+  const policy::ProposeOptions& fusion = policy.calls_[2];
+  EXPECT_TRUE(scheduling.tasks.scheduling);
+  EXPECT_FALSE(scheduling.tasks.placement || scheduling.tasks.fusion);
+  EXPECT_TRUE(fusion.tasks.fusion);
+  EXPECT_FALSE(fusion.tasks.placement || fusion.tasks.scheduling);
+  EXPECT_EQ(policy.base_plans_[1].method, "expert+fifo+none+default");
+  EXPECT_EQ(policy.base_plans_[2].method, "expert+fifo+none+default");
+  for (const policy::ProposeOptions& call : policy.calls_) {
+    EXPECT_EQ(call.fine_tune_steps, 3);
+    EXPECT_NE(call.warm_start, nullptr);  // the task's best baseline
+    EXPECT_NE(call.base_plan, nullptr);
+  }
+}
+
+TEST(BenchTest, SeparateDecisionsDropFusionGroupsTheNewPlacementSplits) {
+  simulator::Plan placed;
+  placed.device = {0, 0, 1, 1};
+  placed.method = "go";
+  simulator::Plan scheduled;
+  scheduled.device = {0, 0, 0, 0};
+  scheduled.priority = {4, 3, 2, 1};
+  simulator::Plan fused;
+  fused.device = {0, 0, 0, 0};
+  fused.fusion_group = {5, 5, 6, 5};
+  const simulator::Plan plan =
+      CombineSeparateDecisions(placed, scheduled, fused);
+  EXPECT_EQ(plan.device, placed.device);
+  EXPECT_EQ(plan.priority, scheduled.priority);
+  // Group 5 spans devices 0 and 1: dissolved; group 6 stays.
+  EXPECT_EQ(plan.fusion_group, std::vector<int32_t>({-1, -1, 6, -1}));
+  EXPECT_EQ(plan.method, "go");
 }
 
 TEST(BenchTest, GoMethodsWithoutAPolicyReportAnError) {

@@ -159,7 +159,9 @@ far, moving critical-path nodes between devices and ahead in the queues),
 go-finetune-cold (the same from the policy's own zero-shot plan),
 go-zeroshot-1by1 and go-finetune-1by1 (one task at a time: placement, then
 scheduling, then fusion; the fine-tuned one from best-baseline, each task
-with a third of the budget).
+with a third of the budget), go-zeroshot-separate and go-finetune-separate
+(the GO paper's pl | sch | fu: placement with FIFO and no fusion, scheduling
+and fusion each on the expert placement, decided apart, then combined).
 
 exit codes: 0 ok, 1 the server failed, could not be reached or is not
 SERVING, 2 an input (graph, topology, plan, policy) is invalid, 64 usage.
