@@ -192,6 +192,35 @@ TEST(FineTuneTest, StopsAtTheStepLimitAndKeepsTheBestPlan) {
   EXPECT_LE(result->best.step_time_s, zero_shot->best.step_time_s);
 }
 
+TEST(FineTuneTest, SearchesAloneWhenAPpoStepWouldOverrunTheDeadline) {
+  const std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChains(), 2);
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(SmallOptions(/*seed=*/2));
+  ASSERT_TRUE(model.ok());
+  // Both chains on device 0: moving one to device 1 halves the step.
+  const ScoredPlan start =
+      ScorePlan(*instance, simulator::DefaultPlan(instance->graph()));
+  ASSERT_TRUE(start.valid);
+  FineTuneOptions options;
+  options.max_steps = 3;
+  options.search_simulations_per_step = 32;
+  // An hour left, but the first step is expected to take longer.
+  options.deadline = absl::Now() + absl::Hours(1);
+  options.first_step_estimate_seconds = 2 * 3600;
+  int ppo_steps = 0;
+  options.on_step = [&](const TrainLogRow&, const ScoredPlan&) { ++ppo_steps; };
+  absl::StatusOr<FineTuneResult> result =
+      FineTune(model->get(), *instance, start, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->steps, 0);
+  EXPECT_EQ(ppo_steps, 0);
+  EXPECT_TRUE(result->ppo_stopped_for_deadline);
+  // The search had the simulations of the 3 steps PPO did not take.
+  EXPECT_EQ(result->search_simulations, 3 * 32);
+  EXPECT_LT(result->best.step_time_s, 0.75 * start.step_time_s);
+}
+
 TEST(FineTuneTest, CancelledBeforeTheFirstStepDoesNothing) {
   const std::unique_ptr<TrainingInstance> instance =
       TestInstance(TwoChains(), 2);

@@ -278,11 +278,21 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   const int search_rounds = options.search_simulations_per_step /
                             std::max(search_options.candidates_per_round, 1);
   const absl::Time begin = absl::Now();
+  auto stopped = [&] {
+    return absl::Now() >= options.deadline ||
+           (options.cancelled != nullptr && options.cancelled->load());
+  };
+  double expected_step_seconds = options.first_step_estimate_seconds;
   for (int step = 0; step < options.max_steps; ++step) {
-    if (absl::Now() >= options.deadline) break;
-    if (options.cancelled != nullptr && options.cancelled->load()) break;
+    if (stopped()) break;
+    if (absl::Now() + absl::Seconds(expected_step_seconds) > options.deadline) {
+      result.ppo_stopped_for_deadline = true;
+      break;
+    }
+    const absl::Time step_start = absl::Now();
     absl::StatusOr<PpoStepStats> stats = trainer.Step({&instance});
     if (!stats.ok()) return stats.status();
+    expected_step_seconds = Seconds(step_start);
     const ScoredPlan& best = stats->graphs[0].best;
     if (BetterPlan(best, result.best)) result.best = best;
     if (search_rounds > 0 && result.best.valid) {
@@ -298,6 +308,16 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
     if (options.on_step) options.on_step(row, result.best);
     result.log.push_back(std::move(row));
     result.steps = step + 1;
+  }
+  if (result.ppo_stopped_for_deadline && search_rounds > 0 &&
+      result.best.valid) {
+    // Devices are proposed uniformly: as good as the policy's distribution
+    // (card README), and there may be no PPO step to take one from.
+    for (int step = result.steps; step < options.max_steps && !stopped();
+         ++step) {
+      RETURN_IF_ERROR(search.Run(search_rounds, /*placement=*/nullptr));
+      if (BetterPlan(search.best(), result.best)) result.best = search.best();
+    }
   }
   result.seconds = Seconds(begin);
   result.search_improvements = search.improvements();

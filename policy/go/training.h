@@ -126,6 +126,14 @@ struct FineTuneOptions {
   // devices from the step's placement distribution; 0 = PPO alone.
   int search_simulations_per_step = 512;
   absl::Time deadline = absl::InfiniteFuture();
+  // Seconds the first PPO step is expected to take (0 = unknown: it runs
+  // whenever time is left). A step starts only when the time left before
+  // the deadline covers the expected time (the previous step's after the
+  // first), since a step cannot stop half-way: on an 85k-node graph one
+  // takes about 30 s. When PPO no longer fits, the plan search spends the
+  // rest of the time, with at most the simulations the remaining steps
+  // would have had.
+  double first_step_estimate_seconds = 0;
   const std::atomic<bool>* cancelled = nullptr;
   // Called after every step with its log row and the best plan so far.
   std::function<void(const TrainLogRow&, const ScoredPlan&)> on_step;
@@ -134,6 +142,9 @@ struct FineTuneOptions {
 struct FineTuneResult {
   ScoredPlan best;  // best plan seen (including `start`)
   int steps = 0;
+  // PPO stopped before max_steps because the next step was not expected to
+  // finish before the deadline (the plan search then went on alone).
+  bool ppo_stopped_for_deadline = false;
   int search_improvements = 0;  // times the plan search beat the incumbent
   int64_t search_simulations = 0;
   double seconds = 0;
@@ -142,7 +153,10 @@ struct FineTuneResult {
 
 // Fine-tunes `model` with PPO on one instance until max_steps, the deadline
 // or cancellation, keeping the best plan sampled (starting from `start`);
-// after each PPO step the plan search refines the best plan so far.
+// after each PPO step the plan search refines the best plan so far. Once a
+// PPO step is not expected to finish before the deadline (see
+// FineTuneOptions::first_step_estimate_seconds), the search runs alone
+// until the deadline.
 absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
                                         const TrainingInstance& instance,
                                         const ScoredPlan& start,
