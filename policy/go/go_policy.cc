@@ -107,6 +107,11 @@ class GoPolicy final : public Policy {
           options.on_progress({"fine-tune", row.step + 1, so_far.step_time_s});
         }
       };
+      fine_tune.on_search = [&](int batch, const go::ScoredPlan& so_far) {
+        if (options.on_progress) {
+          options.on_progress({"search", batch, so_far.step_time_s});
+        }
+      };
       absl::StatusOr<go::FineTuneResult> tuned =
           go::FineTune(copy->get(), **instance, best, fine_tune);
       if (!tuned.ok()) return tuned.status();

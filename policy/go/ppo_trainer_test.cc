@@ -210,6 +210,10 @@ TEST(FineTuneTest, SearchesAloneWhenAPpoStepWouldOverrunTheDeadline) {
   options.first_step_estimate_seconds = 2 * 3600;
   int ppo_steps = 0;
   options.on_step = [&](const TrainLogRow&, const ScoredPlan&) { ++ppo_steps; };
+  std::vector<int> search_batches;
+  options.on_search = [&](int batch, const ScoredPlan&) {
+    search_batches.push_back(batch);
+  };
   absl::StatusOr<FineTuneResult> result =
       FineTune(model->get(), *instance, start, options);
   ASSERT_TRUE(result.ok()) << result.status();
@@ -218,6 +222,7 @@ TEST(FineTuneTest, SearchesAloneWhenAPpoStepWouldOverrunTheDeadline) {
   EXPECT_TRUE(result->ppo_stopped_for_deadline);
   // The search had the simulations of the 3 steps PPO did not take.
   EXPECT_EQ(result->search_simulations, 3 * 32);
+  EXPECT_EQ(search_batches, std::vector<int>({1, 2, 3}));
   EXPECT_LT(result->best.step_time_s, 0.75 * start.step_time_s);
 }
 

@@ -317,6 +317,9 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
          ++step) {
       RETURN_IF_ERROR(search.Run(search_rounds, /*placement=*/nullptr));
       if (BetterPlan(search.best(), result.best)) result.best = search.best();
+      if (options.on_search) {
+        options.on_search(step - result.steps + 1, result.best);
+      }
     }
   }
   result.seconds = Seconds(begin);

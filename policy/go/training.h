@@ -137,6 +137,10 @@ struct FineTuneOptions {
   const std::atomic<bool>* cancelled = nullptr;
   // Called after every step with its log row and the best plan so far.
   std::function<void(const TrainLogRow&, const ScoredPlan&)> on_step;
+  // Called after every batch of search rounds that runs without PPO (see
+  // first_step_estimate_seconds), with the batch's number (from 1) and the
+  // best plan so far.
+  std::function<void(int, const ScoredPlan&)> on_search;
 };
 
 struct FineTuneResult {
