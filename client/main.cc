@@ -81,7 +81,9 @@ ABSL_FLAG(std::vector<std::string>, tasks, {},
           "optimize: placement,scheduling,fusion,layout (default: the first "
           "three)");
 ABSL_FLAG(double, budget_seconds, 0,
-          "optimize: time limit of the optimization (0 = none)");
+          "optimize: time limit of the optimization (0 = none); fine-tuning "
+          "starts a PPO step only when it is expected to end in time, and "
+          "spends what is left on the plan search");
 ABSL_FLAG(std::string, policy, "",
           "optimize: policy NAME or NAME@VERSION (default: every loaded one)");
 ABSL_FLAG(int32_t, fine_tune_steps, 0,
