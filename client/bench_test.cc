@@ -137,18 +137,26 @@ TEST(BenchTest, GoMethodsRunThePolicy) {
   EXPECT_THAT(BenchToText(kTopology, {*result}), HasSubstr("(7 steps)"));
 }
 
-TEST(BenchTest, FineTuneOneByOneSharesTheBudgetAmongTheTasks) {
-  FakeGoPolicy policy;
+// Benches `method` alone on TwoChains with `policy`, 9 fine-tuning steps
+// and `search_simulations` per step; checks that it gave one valid row that
+// reports the 9 steps.
+void BenchGoMethod(const std::string& method, FakeGoPolicy* policy,
+                   int search_simulations = 512) {
   BenchOptions options;
-  options.methods = {kGoFineTuneOneByOne};
-  options.go_policy = &policy;
+  options.methods = {method};
+  options.go_policy = policy;
   options.go_fine_tune_steps = 9;
-  options.go_search_simulations_per_step = 64;
+  options.go_search_simulations_per_step = search_simulations;
   auto result = BenchTwoChains(options);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->rows.size(), 1u);
   EXPECT_TRUE(result->rows[0].valid) << result->rows[0].error;
   EXPECT_EQ(result->rows[0].fine_tune_steps, 9);
+}
+
+TEST(BenchTest, FineTuneOneByOneSharesTheBudgetAmongTheTasks) {
+  FakeGoPolicy policy;
+  BenchGoMethod(kGoFineTuneOneByOne, &policy, /*search_simulations=*/64);
   // Placement, scheduling, fusion: 3 steps each, each warm-started from the
   // plan so far (the first from the best baseline combination).
   ASSERT_EQ(policy.calls_.size(), 3u);
@@ -169,15 +177,7 @@ TEST(BenchTest, FineTuneOneByOneSharesTheBudgetAmongTheTasks) {
 
 TEST(BenchTest, FineTuneSeparateDecidesEachTaskAloneThenCombines) {
   FakeGoPolicy policy;
-  BenchOptions options;
-  options.methods = {kGoFineTuneSeparate};
-  options.go_policy = &policy;
-  options.go_fine_tune_steps = 9;
-  auto result = BenchTwoChains(options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->rows.size(), 1u);
-  EXPECT_TRUE(result->rows[0].valid) << result->rows[0].error;
-  EXPECT_EQ(result->rows[0].fine_tune_steps, 9);
+  BenchGoMethod(kGoFineTuneSeparate, &policy);
   ASSERT_EQ(policy.calls_.size(), 3u);
   // Placement alone, on the framework defaults (FIFO, no fusion).
   const policy::ProposeOptions& placement = policy.calls_[0];
