@@ -124,6 +124,10 @@ struct Transfer {
   int64_t seq;           // its arrival event's place among equal times
   int32_t remote_uses;   // consumer edges on dst still to finish
   int32_t next_on_link;  // the transfer queued behind it on its link, or -1
+  // The out-edges it carries, in edge order: a list through
+  // Scratch::next_carried (-1 ends it).
+  int32_t first_carried;
+  int32_t last_carried;
   Cause cause;
 };
 
@@ -222,7 +226,7 @@ struct Scratch {
   std::vector<int32_t> device_last_unit, link_last_transfer, link_tail;
   std::vector<double> link_free;
   std::vector<Transfer> transfers;
-  std::vector<int32_t> out_transfer, in_transfer;
+  std::vector<int32_t> next_carried, in_transfer;
   std::vector<int32_t> free_stack, dirty_devices;
   std::vector<NodeId> release_stack;
 };
@@ -686,11 +690,12 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
   link_tail.assign(num_links, -1);
   auto& transfers = scratch.transfers;
   transfers.clear();
-  // Per out-edge: the transfer carrying it (-1: none); per in-edge: the
-  // same, for remote inputs. Written when the producer finishes, before any
-  // read, so they need no clearing between calls.
-  auto& out_transfer = scratch.out_transfer;
-  out_transfer.resize(graph_.num_edges());
+  // Per out-edge carried by a transfer: the next edge it carries; per
+  // in-edge from another device: the transfer carrying it. Written when
+  // the producer finishes, before any read, so they need no clearing
+  // between calls.
+  auto& next_carried = scratch.next_carried;
+  next_carried.resize(graph_.num_edges());
   auto& in_transfer = scratch.in_transfer;
   in_transfer.resize(graph_.num_edges());
   const Edge* const out_base = n > 0 ? graph_.out_edges(0).data() : nullptr;
@@ -817,7 +822,6 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
       const int32_t begin = static_cast<int32_t>(out.data() - out_base);
       const int32_t end = begin + static_cast<int32_t>(out.size());
       for (int32_t e = begin; e < end; ++e) {
-        out_transfer[e] = -1;
         const bool control = out_dst_[e] < 0;
         const int32_t v = unit_of[control ? ~out_dst_[e] : out_dst_[e]];
         if (v == u) continue;
@@ -856,6 +860,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           t.seq = seq++;
           t.remote_uses = 0;
           t.next_on_link = -1;
+          t.first_carried = e;
+          t.last_carried = -1;
           t.cause =
               t.start_s > now && link_last_transfer[link_index] >= 0
                   ? Cause{Cause::kTransfer, link_last_transfer[link_index]}
@@ -876,7 +882,10 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           transfers.push_back(t);
         }
         ++transfers[index].remote_uses;
-        out_transfer[e] = index;
+        Transfer& carrier = transfers[index];
+        if (carrier.last_carried >= 0) next_carried[carrier.last_carried] = e;
+        carrier.last_carried = e;
+        next_carried[e] = -1;
         in_transfer[in_index_of_out_edge_[e]] = index;
       }
       // An output nobody consumes (a graph output) stays allocated.
@@ -904,11 +913,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
     const NodeId id = transfers[index].node;
     release_stack.push_back(id);  // the send no longer holds the buffer
     drain_releases();
-    const absl::Span<const Edge> out = graph_.out_edges(id);
-    const int32_t begin = static_cast<int32_t>(out.data() - out_base);
-    const int32_t end = begin + static_cast<int32_t>(out.size());
-    for (int32_t e = begin; e < end; ++e) {
-      if (out_transfer[e] != index) continue;
+    for (int32_t e = transfers[index].first_carried; e >= 0;
+         e = next_carried[e]) {
       const int32_t v = unit_of[out_dst_[e]];  // a data edge: no complement
       if (--inputs[v].pending == 0) {
         make_ready(v, now, Cause{Cause::kTransfer, index});
