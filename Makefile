@@ -6,7 +6,7 @@ JOBS ?= 2
 BUILD_TYPE ?= RelWithDebInfo
 
 .PHONY: all deps configure build test serve fuzz clean pretrained-go \
-	pretrained-costmodel-tile
+	pretrained-costmodel-tile pretrained-costmodel-layout
 
 all: build
 
@@ -66,6 +66,22 @@ pretrained-costmodel-tile:
 	  --costmodel_tile_protocol --costmodel_tile_relative \
 	  --costmodel_loss=hinge+listmle --costmodel_steps=300 \
 	  --costmodel_attention=false --seed=0 --json
+
+# The shipped layout cost model (policy/pretrained/costmodel-layout-v1):
+# trained on one hash half of the real TPU layout runs plus simulator-labelled
+# layouts of every generator family but transformer_xl; its card's metrics
+# are on the other real half and on transformer_xl-small and -large.
+LAYOUT_DIR = policy/pretrained/costmodel-layout-v1
+pretrained-costmodel-layout:
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train
+	$(GO_TRAIN) costmodel --task=layout \
+	  --data=../shared/data/tpugraphs/module_tuning_data_layout.pb,sim:train-families \
+	  --eval_data=sim:heldout --costmodel_half_split \
+	  --costmodel_out=$(LAYOUT_DIR) --costmodel_name=costmodel-layout \
+	  --costmodel_steps=6000 --costmodel_loss=hinge --costmodel_tie_tolerance=0.001 \
+	  --costmodel_lr=0.005 --costmodel_prune_hops=1 --costmodel_attention=false \
+	  --seed=0 --json
 
 # libFuzzer targets (clang): make fuzz, then see tests/fuzz/README.md.
 fuzz:

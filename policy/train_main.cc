@@ -120,8 +120,8 @@ ABSL_FLAG(bool, costmodel_tile_relative, false,
           "costmodel: tile configs also relative to the kernel's default "
           "(+ is-default flag)");
 ABSL_FLAG(int32_t, costmodel_ensemble, 1,
-          "costmodel-eval tile: models per fold (seeds seed, seed+1, ...), "
-          "scores averaged");
+          "costmodel-eval: models trained per fold (tile) or per split "
+          "(layout), seeds seed, seed+1, ...; their scores are averaged");
 ABSL_FLAG(bool, costmodel_tile_protocol, false,
           "costmodel tile: run the tile protocol first; its metrics and "
           "default margin go into the card");
@@ -643,6 +643,11 @@ int RunCostModelTrainCommand(const std::string& command_line) {
   request.name = absl::GetFlag(FLAGS_costmodel_name);
   request.tile_protocol = absl::GetFlag(FLAGS_costmodel_tile_protocol);
   request.command = command_line;
+  if (absl::GetFlag(FLAGS_costmodel_ensemble) != 1) {
+    return Fail("costmodel", absl::InvalidArgumentError(
+                                 "--costmodel_ensemble is for costmodel-eval's "
+                                 "protocols; a checkpoint holds one model"));
+  }
   absl::StatusOr<nlohmann::json> result = cm::RunCostModelTrain(request);
   if (!result.ok()) return Fail("costmodel", result.status());
   return PrintCostModelResult(*result);
@@ -658,6 +663,14 @@ int RunCostModelEvalCommand() {
   request.checkpoint = absl::GetFlag(FLAGS_checkpoint);
   request.ensemble = absl::GetFlag(FLAGS_costmodel_ensemble);
   request.default_margin_cv = absl::GetFlag(FLAGS_costmodel_default_margin_cv);
+  if (request.ensemble < 1 ||
+      (!request.checkpoint.empty() && request.ensemble != 1)) {
+    return Fail("costmodel-eval",
+                absl::InvalidArgumentError(absl::StrCat(
+                    "--costmodel_ensemble=", request.ensemble,
+                    ": must be >= 1, and 1 with --checkpoint (it scores with "
+                    "that one model)")));
+  }
   absl::StatusOr<nlohmann::json> result = cm::RunCostModelEval(request);
   if (!result.ok()) return Fail("costmodel-eval", result.status());
   return PrintCostModelResult(*result);

@@ -144,6 +144,32 @@ absl::StatusOr<std::vector<std::vector<double>>> ScoreAll(
   return scores;
 }
 
+// Trains `members` (at least 1) fresh models on `train`, with seeds
+// train_options.seed, +1, ..., and returns their mean scores of each group
+// of `scored`; adds their training steps to `*steps`.
+absl::StatusOr<std::vector<std::vector<double>>> TrainEnsembleAndScore(
+    const CostModelOptions& model_options, const TrainOptions& train_options,
+    const std::vector<ConfigGroup>& train,
+    const std::vector<const ConfigGroup*>& scored, int32_t members,
+    int32_t* steps) {
+  members = std::max(members, 1);
+  std::vector<std::vector<double>> sums(scored.size());
+  for (int32_t member = 0; member < members; ++member) {
+    TrainOptions options = train_options;
+    options.seed = train_options.seed + member;
+    ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
+                     CostModel::Create(model_options, options.seed));
+    ASSIGN_OR_RETURN(TrainReport report, model->Train(train, options));
+    *steps += report.steps;
+    for (size_t i = 0; i < scored.size(); ++i) {
+      ASSIGN_OR_RETURN(std::vector<double> s, model->ScoreGroup(*scored[i]));
+      if (sums[i].empty()) sums[i].assign(s.size(), 0.0);
+      for (size_t c = 0; c < s.size(); ++c) sums[i][c] += s[c] / members;
+    }
+  }
+  return sums;
+}
+
 nlohmann::json TrainJson(const TrainOptions& options, int32_t steps,
                          double wall_seconds) {
   return {{"steps", steps},
@@ -451,24 +477,10 @@ absl::StatusOr<nlohmann::json> RunCostModelEval(
           train.push_back(groups[g]);
         }
       }
-      std::vector<std::vector<double>> sums(scored.size());
-      const int32_t members = std::max(request.ensemble, 1);
-      for (int32_t member = 0; member < members; ++member) {
-        TrainOptions train_options = request.train;
-        train_options.seed = seed + member;
-        ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
-                         CostModel::Create(model_options, seed + member));
-        ASSIGN_OR_RETURN(TrainReport report,
-                         model->Train(train, train_options));
-        steps += report.steps;
-        for (size_t i = 0; i < scored.size(); ++i) {
-          ASSIGN_OR_RETURN(std::vector<double> s,
-                           model->ScoreGroup(groups[scored[i]]));
-          if (sums[i].empty()) sums[i].assign(s.size(), 0.0);
-          for (size_t c = 0; c < s.size(); ++c) sums[i][c] += s[c] / members;
-        }
-      }
-      return sums;
+      std::vector<const ConfigGroup*> targets;
+      for (size_t g : scored) targets.push_back(&groups[g]);
+      return TrainEnsembleAndScore(model_options, request.train, train, targets,
+                                   request.ensemble, &steps);
     };
     std::vector<std::vector<double>> raw(n);
     for (size_t held = 0; held < n; ++held) {
@@ -551,14 +563,15 @@ absl::StatusOr<nlohmann::json> RunCostModelEval(
       }
       out["protocol"] = "hash half split (train on one half, eval the other)";
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
-                     CostModel::Create(model_options, seed));
-    ASSIGN_OR_RETURN(TrainReport report, model->Train(train, request.train));
-    steps = report.steps;
-    ASSIGN_OR_RETURN(auto scores, ScoreAll(*model, eval));
+    std::vector<const ConfigGroup*> targets;
+    for (const ConfigGroup& group : eval) targets.push_back(&group);
+    ASSIGN_OR_RETURN(auto scores,
+                     TrainEnsembleAndScore(model_options, request.train, train,
+                                           targets, request.ensemble, &steps));
     const nlohmann::json protocol = out["protocol"];
     out = RankingMetrics(eval, scores);
     out["protocol"] = protocol;
+    out["ensemble"] = std::max(request.ensemble, 1);
     out["train_configs"] = nlohmann::json::array();
     for (const ConfigGroup& group : train) {
       out["train_configs"].push_back(group.num_configs);

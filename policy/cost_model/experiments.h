@@ -82,8 +82,8 @@ struct CostModelEvalRequest {
   std::string checkpoint;  // when set: score `data` with this model only
   CostModelOptions model;  // architecture when training (task overridden)
   TrainOptions train;
-  // Tile protocol: models per fold, seeds train.seed, train.seed + 1, ...;
-  // their scores are averaged. Default 1.
+  // Models trained per tile fold or layout split, seeds train.seed,
+  // train.seed + 1, ...; their scores are averaged. Default 1.
   int32_t ensemble = 1;
   // Tile protocol: per held-out kernel, choose a default margin
   // (ChooseDefaultMargin) by an inner leave-one-kernel-out over the
@@ -101,7 +101,8 @@ struct CostModelEvalRequest {
 //    folds' scores themselves would choose: what a model trained on every
 //    kernel ships with);
 //  - layout from a tuning protobuf: train on one hash half of each group's
-//    valid configurations, evaluate on the other half; adds
+//    valid configurations (an `ensemble` of models, or one), evaluate on
+//    the other half; adds
 //    top1_in_fastest_cluster (runtimes clustered at their two largest gaps);
 //  - layout from "sim:...": train on `data`'s groups' hash halves likewise
 //    unless data is "sim:heldout-protocol", which trains on
