@@ -881,8 +881,8 @@ absl::StatusOr<SimulationResult> Simulator::Simulate(
           link_tail[link_index] = index;
           transfers.push_back(t);
         }
-        ++transfers[index].remote_uses;
         Transfer& carrier = transfers[index];
+        ++carrier.remote_uses;
         if (carrier.last_carried >= 0) next_carried[carrier.last_carried] = e;
         carrier.last_carried = e;
         next_carried[e] = -1;
