@@ -296,7 +296,9 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
       best = std::min(best, node.flops / (device.PeakFlops(dtype_[id]) *
                                           device.max_efficiency));
     }
-    if (node.flops <= 0 || topology.devices.empty()) best = 0;
+    // Free ops run no kernel (their FLOPs, if an importer gave them any,
+    // are never charged), so they add nothing to the bound.
+    if (free_[id] || node.flops <= 0 || topology.devices.empty()) best = 0;
     total_work_s += best;
     double start = 0;
     for (const Edge& edge : graph.in_edges(id)) {

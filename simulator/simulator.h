@@ -83,7 +83,8 @@ class Simulator {
 
   // A lower bound on the step time of any plan, the largest of:
   //  - the longest path with each node at its best device's peak compute
-  //    speed and free communication,
+  //    speed and free communication (free ops count 0, even with FLOPs:
+  //    they run no kernel),
   //  - total compute work / number of devices,
   //  - the memory traffic no plan avoids (weights read once, unconsumed
   //    outputs written once) / the devices' total memory bandwidth.

@@ -3,8 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <random>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "simulator/chrome_trace.h"
@@ -428,6 +433,199 @@ TEST(SimulatorTest, ParallelSimulationsAgreeWithSerialOnes) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(parallel, serial);
+}
+
+// A random graph for the invariant test below: parameters and constants,
+// kernels of several kinds (dots and convolutions take layouts), free ops
+// (reshape, identity) that alias their inputs, a second output on some
+// nodes, edges reading one output or all of them, and control edges. Costs
+// are coarse so that equal times (ties) are common.
+Graph RandomGraph(std::mt19937_64& rng, int nodes) {
+  const OpKind kinds[] = {OpKind::kElementwiseBinary, OpKind::kDot,
+                          OpKind::kReshape, OpKind::kConvolution,
+                          OpKind::kIdentity};
+  GraphBuilder builder("random", "generated");
+  for (int i = 0; i < nodes; ++i) {
+    Node node;
+    node.name = "n" + std::to_string(i);
+    node.op = "op";
+    const bool input = i < 2 || rng() % 8 == 0;
+    node.kind = input ? (rng() % 2 ? OpKind::kParameter : OpKind::kConstant)
+                      : kinds[rng() % 5];
+    node.outputs = {
+        MakeTensorType(DType::kF32, {static_cast<int64_t>(1 + rng() % 64),
+                                     static_cast<int64_t>(1 + rng() % 64)})};
+    if (rng() % 5 == 0) {
+      node.outputs.push_back(
+          MakeTensorType(DType::kF16, {static_cast<int64_t>(1 + rng() % 99)}));
+    }
+    if (!input) {
+      node.flops = static_cast<double>(rng() % 4) * 1e6;
+      node.bytes_read = static_cast<int64_t>(rng() % 3) * 40000;
+      node.bytes_written = static_cast<int64_t>(rng() % 3) * 20000;
+    }
+    const int id = builder.AddNode(std::move(node));
+    if (input) continue;
+    const int operands = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < operands; ++k) {
+      const int src = i - 1 - static_cast<int>(rng() % std::min(i, 10));
+      if (rng() % 10 == 0) {
+        builder.AddControlEdge(src, id);
+      } else {
+        builder.AddEdge(src, rng() % 4 == 0 ? graph::Edge::kAllOutputs : 0, id,
+                        k);
+      }
+    }
+  }
+  return std::move(builder).Build(graph::GraphLimits()).value();
+}
+
+// What every simulation must satisfy, whatever the plan: checked on random
+// graphs and plans (placements, priorities, fusion, layouts), so that a
+// faster event loop can be swapped in with its timelines checked against
+// the rules rather than against hand-computed numbers alone.
+TEST(SimulatorTest, RandomPlansKeepTheTimelineInvariants) {
+  RooflineCostModel cost_model;
+  int plans_checked = 0;
+  int transfers_checked = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    SCOPED_TRACE("graph seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const Graph graph = RandomGraph(rng, 2 + static_cast<int>(rng() % 60));
+    const Topology topology = TestTopology(/*devices=*/1 + seed % 4);
+    const Simulator simulator(graph, topology, cost_model);
+    const int n = graph.num_nodes();
+    const int devices = topology.num_devices();
+    for (int k = 0; k < 4; ++k) {
+      SCOPED_TRACE("plan " + std::to_string(k));
+      Plan plan = DefaultPlan(graph);
+      for (int i = 0; i < n; ++i) {
+        plan.device[i] =
+            k % 2 == 0 ? static_cast<int>(rng() % devices) : i * devices / n;
+      }
+      if (rng() % 2) {
+        plan.priority.resize(n);
+        for (int32_t& priority : plan.priority) priority = rng() % 4;
+      }
+      if (rng() % 2) {  // runs of consecutive nodes on one device
+        plan.fusion_group.assign(n, -1);
+        for (int i = 1; i < n; ++i) {
+          if (rng() % 3 == 0 && plan.device[i] == plan.device[i - 1]) {
+            if (plan.fusion_group[i - 1] < 0) plan.fusion_group[i - 1] = i;
+            plan.fusion_group[i] = plan.fusion_group[i - 1];
+          }
+        }
+      }
+      if (rng() % 3 == 0) {
+        plan.layout.resize(n);
+        for (std::vector<int32_t>& layout : plan.layout) {
+          if (rng() % 2)
+            layout = rng() % 2 ? std::vector<int32_t>{0, 1}
+                               : std::vector<int32_t>{1, 0};
+        }
+      }
+      const absl::StatusOr<SimulationResult> result = simulator.Simulate(plan);
+      ASSERT_TRUE(result.ok()) << result.status();
+      const SimulationResult& r = *result;
+      ++plans_checked;
+      // A unit: a fusion group (same times for all members) or one node.
+      auto unit = [&](int id) {
+        return plan.fusion_group.empty() || plan.fusion_group[id] < 0
+                   ? -1 - id
+                   : plan.fusion_group[id];
+      };
+      double last_end = 0;
+      std::vector<int64_t> resident(devices, 0);
+      for (int id = 0; id < n; ++id) {
+        EXPECT_LE(0, r.node_start_s[id]);
+        EXPECT_LE(r.node_start_s[id], r.node_end_s[id]);
+        last_end = std::max(last_end, r.node_end_s[id]);
+        const OpKind kind = graph.node(id).kind;
+        if (kind == OpKind::kParameter || kind == OpKind::kConstant) {
+          resident[plan.device[id]] += graph.node(id).output_bytes();
+        }
+      }
+      // Transfers: one per (tensor, destination device); one at a time
+      // per directed link; the bytes they carry add up.
+      std::map<std::tuple<int, int, int>, const TransferRecord*> sent;
+      std::map<std::pair<int, int>, std::vector<const TransferRecord*>> links;
+      int64_t bytes = 0;
+      double last_arrival = 0;
+      for (const TransferRecord& t : r.transfers) {
+        EXPECT_TRUE(
+            sent.emplace(std::make_tuple(t.node, t.output, t.dst_device), &t)
+                .second)
+            << "node " << t.node << " output " << t.output
+            << " sent twice to device " << t.dst_device;
+        EXPECT_NE(t.src_device, t.dst_device);
+        EXPECT_EQ(t.src_device, plan.device[t.node]);
+        EXPECT_GE(t.start_s, r.node_end_s[t.node]);
+        EXPECT_GT(t.end_s, t.start_s);
+        links[{t.src_device, t.dst_device}].push_back(&t);
+        bytes += t.bytes;
+        last_arrival = std::max(last_arrival, t.end_s);
+      }
+      EXPECT_EQ(r.bytes_moved, bytes);
+      EXPECT_EQ(r.num_transfers, static_cast<int64_t>(r.transfers.size()));
+      for (auto& [link, on_link] : links) {
+        std::sort(on_link.begin(), on_link.end(),
+                  [](const TransferRecord* a, const TransferRecord* b) {
+                    return a->start_s < b->start_s;
+                  });
+        for (size_t i = 1; i < on_link.size(); ++i) {
+          EXPECT_GE(on_link[i]->start_s, on_link[i - 1]->end_s)
+              << "link " << link.first << "->" << link.second;
+        }
+      }
+      // Dependencies: a consumer starts after its producer ends, and after
+      // the transfer that brings a remote input.
+      for (const graph::Edge& edge : graph.edges()) {
+        if (unit(edge.src) == unit(edge.dst)) continue;
+        const double ready = r.node_end_s[edge.src];
+        const int src_device = plan.device[edge.src];
+        const int dst_device = plan.device[edge.dst];
+        if (edge.control || src_device == dst_device) {
+          EXPECT_GE(r.node_start_s[edge.dst], ready)
+              << edge.src << " -> " << edge.dst;
+          continue;
+        }
+        const auto it =
+            sent.find(std::make_tuple(edge.src, edge.src_output, dst_device));
+        ASSERT_NE(it, sent.end())
+            << "no transfer for " << edge.src << " -> " << edge.dst;
+        EXPECT_GE(r.node_start_s[edge.dst], it->second->end_s)
+            << edge.src << " -> " << edge.dst;
+        ++transfers_checked;
+      }
+      // Devices: one kernel at a time; busy time is the kernels' time.
+      std::vector<std::map<int, std::pair<double, double>>> kernels(devices);
+      for (int id = 0; id < n; ++id) {
+        if (r.node_end_s[id] > r.node_start_s[id]) {
+          kernels[plan.device[id]][unit(id)] = {r.node_start_s[id],
+                                                r.node_end_s[id]};
+        }
+      }
+      for (int d = 0; d < devices; ++d) {
+        std::vector<std::pair<double, double>> spans;
+        double busy = 0;
+        for (const auto& [u, span] : kernels[d]) {
+          spans.push_back(span);
+          busy += span.second - span.first;
+        }
+        std::sort(spans.begin(), spans.end());
+        for (size_t i = 1; i < spans.size(); ++i) {
+          EXPECT_GE(spans[i].first, spans[i - 1].second) << "device " << d;
+        }
+        EXPECT_NEAR(r.device_busy_s[d], busy, 1e-9 * (1 + busy));
+        EXPECT_GE(r.peak_memory_bytes[d], resident[d]);
+      }
+      EXPECT_EQ(r.step_time_s, std::max(last_end, last_arrival));
+      EXPECT_GE(r.step_time_s, simulator.LowerBound() * (1 - 1e-12));
+      EXPECT_FALSE(r.critical_path.empty());
+    }
+  }
+  EXPECT_EQ(plans_checked, 600);
+  EXPECT_GT(transfers_checked, 1000);
 }
 
 TEST(ChromeTraceTest, EventsMatchTheSimulation) {
