@@ -6,7 +6,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libtorch-dev prometheus-cpp-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-glog-dev
