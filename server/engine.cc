@@ -80,6 +80,19 @@ bool UsableStepTime(double seconds) {
   return std::isfinite(seconds) && seconds > 0;
 }
 
+// Fills a result row from a simulation; a step time that is not finite and
+// positive makes the row invalid instead of reaching the client.
+void SetSimulated(const SimulationResult& result, gopt::v1::MethodResult* row) {
+  if (!UsableStepTime(result.step_time_s)) {
+    row->set_error(absl::StrCat("simulated to ", result.step_time_s,
+                                " s, which is not a step time"));
+    return;
+  }
+  row->set_valid(true);
+  row->set_step_time_s(result.step_time_s);
+  row->set_oom(result.oom);
+}
+
 absl::Status NoWorkError(const graph::Graph& graph) {
   return absl::InvalidArgumentError(absl::StrCat(
       "graph '", graph.name(), "' has no work to optimize: its ",
@@ -511,6 +524,12 @@ absl::Status OptimizeRun::RunBaselines() {
         row->set_method(trial.method);
         row->set_valid(trial.valid);
         row->set_error(trial.error);
+        if (trial.valid && !UsableStepTime(trial.step_time_s)) {
+          row->set_valid(false);
+          row->set_error(absl::StrCat("simulated to ", trial.step_time_s,
+                                      " s, which is not a step time"));
+          continue;
+        }
         row->set_step_time_s(trial.step_time_s);
         row->set_oom(trial.oom);
         if (trial.valid) {
@@ -549,9 +568,7 @@ absl::Status OptimizeRun::RunBaselines() {
           continue;
         }
         response_.set_num_simulations(response_.num_simulations() + 1);
-        row->set_valid(true);
-        row->set_step_time_s(result->step_time_s);
-        row->set_oom(result->oom);
+        SetSimulated(*result, row);
       }
     }
     Progress("baselines", static_cast<int32_t>(i + 1));
@@ -704,9 +721,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
         "' proposed an invalid plan: ", result.status().message()));
     return absl::OkStatus();
   }
-  row->set_valid(true);
-  row->set_step_time_s(result->step_time_s);
-  row->set_oom(result->oom);
+  SetSimulated(*result, row);
   if (!result->oom)
     Offer(Candidate{std::move(plan), name, result->step_time_s});
   if (absl::Status stop = CheckStop(stage); !stop.ok()) return Stop(stop);
