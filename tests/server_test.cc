@@ -582,6 +582,31 @@ TEST(ServerTest, ExpiredRequestsDoNotCrowdOutLiveOnes) {
             3);
 }
 
+// What docs/reliability.md promises a client whose call is still running
+// when the shutdown grace ends.
+TEST(ServerTest, ShutdownCancelsCallsStillRunningAfterTheGrace) {
+  absl::Notification started;
+  TestServerSetup setup;
+  setup.policies.push_back(test_util::FakePolicyOptions{});  // blocks
+  setup.policies.back().started = &started;
+  Running running = Start(setup);
+  ASSERT_NE(running.client, nullptr);
+  auto stub = gopt::v1::GraphOptimizer::NewStub(grpc::CreateChannel(
+      running.client->options().target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  gopt::v1::OptimizeResponse response;
+  grpc::Status status;
+  std::thread call([&] {
+    status = stub->Optimize(&context, RequestFor(kSmallHlo), &response);
+  });
+  started.WaitForNotification();
+  running.server->Shutdown(absl::Now() + absl::Milliseconds(200));
+  call.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << status.error_message();
+}
+
 TEST(ServerTest, TlsAndMutualTls) {
   const Certificates certs;
   TestServerSetup setup;
