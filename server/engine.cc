@@ -70,6 +70,21 @@ absl::Time WorkDeadline(const EngineOptions& options, absl::Time deadline,
   return deadline - reserve;
 }
 
+// Cancelled when the client cancelled; DeadlineExceeded when the work
+// deadline passed (`stage` says where); OK otherwise.
+absl::Status StopStatus(const RequestContext& context, absl::Time work_deadline,
+                        absl::string_view stage) {
+  if (context.cancelled != nullptr && context.cancelled->load()) {
+    return absl::CancelledError(
+        absl::StrCat("the client cancelled the request (", stage, ")"));
+  }
+  if (absl::Now() >= work_deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the deadline passed before ", stage, " finished"));
+  }
+  return absl::OkStatus();
+}
+
 // Chrome trace bytes per node, for refusing a trace before it is built
 // (a real 253k-node trace was 123 MiB: ~500 bytes per node, rounded up).
 constexpr int64_t kTraceBytesPerNode = 600;
@@ -305,18 +320,8 @@ class OptimizeRun {
   absl::StatusOr<OptimizeResponse> Run();
 
  private:
-  // Cancelled when the client cancelled; DeadlineExceeded when the work
-  // deadline passed (`stage` says where).
   absl::Status CheckStop(absl::string_view stage) const {
-    if (context_.cancelled != nullptr && context_.cancelled->load()) {
-      return absl::CancelledError(
-          absl::StrCat("the client cancelled the request (", stage, ")"));
-    }
-    if (absl::Now() >= work_deadline_) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the deadline passed before ", stage, " finished"));
-    }
-    return absl::OkStatus();
+    return StopStatus(context_, work_deadline_, stage);
   }
 
   void Progress(absl::string_view stage, int32_t step) const {
@@ -908,16 +913,8 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   // client's cancellation, and stops.
   const absl::Time work_deadline =
       WorkDeadline(options_, context.deadline, absl::Now());
-  const auto check_stop = [&](absl::string_view stage) -> absl::Status {
-    if (context.cancelled != nullptr && context.cancelled->load()) {
-      return absl::CancelledError(
-          absl::StrCat("the client cancelled the request (", stage, ")"));
-    }
-    if (absl::Now() >= work_deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the deadline passed before ", stage, " finished"));
-    }
-    return absl::OkStatus();
+  const auto check_stop = [&](absl::string_view stage) {
+    return StopStatus(context, work_deadline, stage);
   };
   RequestMemory memory(context.memory, RequestWork::kBaselines,
                        request.include_trace());

@@ -40,6 +40,8 @@
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "gopt-server HOST:PORT");
 ABSL_FLAG(int, pid, 0, "gopt-server's process id (for its memory); 0 = none");
 ABSL_FLAG(std::string, data_dir, "../shared/data", "shared data directory");
+ABSL_FLAG(std::string, cases_dir, "tests/hostile",
+          "directory of this tool's case files (while_trip_2p62.hlo)");
 ABSL_FLAG(std::string, graph_85k, "",
           "a ~85k-node graph file (gopt generate gnmt --preset=gnmt8-80k); "
           "empty = skip the cases that need it");
@@ -274,26 +276,8 @@ int main(int argc, char** argv) {
   all &=
       h.Case("while, trip count 2^62, costly body", C::INVALID_ARGUMENT, [&] {
         OptimizeRequest request = SmallRequest();
-        request.mutable_graph()->set_format("hlo");
-        request.mutable_graph()->set_serialized(R"(HloModule loop
-body {
-  p = (s32[], f32[2048,2048]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  x = f32[2048,2048]{1,0} get-tuple-element(p), index=1
-  d = f32[2048,2048]{1,0} dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT t = (s32[], f32[2048,2048]) tuple(i, d)
-}
-cond {
-  p = (s32[], f32[2048,2048]) parameter(0)
-  ROOT c = pred[] constant(true)
-}
-ENTRY main {
-  x = f32[2048,2048]{1,0} parameter(0)
-  z = s32[] constant(0)
-  init = (s32[], f32[2048,2048]) tuple(z, x)
-  ROOT loop = (s32[], f32[2048,2048]) while(init), condition=cond, body=body, backend_config={"known_trip_count":{"n":"4611686018427387904"}}
-}
-)");
+        *request.mutable_graph() = GraphFromFile(absl::StrCat(
+            absl::GetFlag(FLAGS_cases_dir), "/while_trip_2p62.hlo"));
         return h.Optimize(request);
       });
   all &= h.Case("two nodes of 1e308 FLOPs", C::INVALID_ARGUMENT, [&] {
