@@ -143,7 +143,7 @@ budget { mode: BASELINES_ONLY }
 options { baseline_methods: "heft" baseline_methods: "metis" }
 EOF
 
-seed optimize_kws_lstm_tiny 0 "$tf/kws_LSTM_S.pb" "" 0 <<EOF
+seed optimize_maml_tiny 0 "$hlo/maml_flax_train_step.hlo" "" 0 <<EOF
 $tiny_topology
 tasks { scheduling: true fusion: true }
 budget { mode: BASELINES_ONLY }

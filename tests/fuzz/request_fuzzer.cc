@@ -11,9 +11,14 @@
 //   tail -c +2 INPUT | protoc --proto_path=proto \
 //     --decode=gopt.v1.OptimizeRequest gopt/v1/optimizer.proto
 //
+// With GOPT_FUZZ_VERBOSE set, each call's status (or step time) is printed,
+// to see what a replayed input does.
+//
 // Besides crashes and sanitizer reports, an OK response that carries a
-// non-finite or non-positive step time (or a non-finite speedup, lower
-// bound or baseline time) aborts: no such number may reach a client.
+// non-finite or non-positive step time (Optimize: also the default plan's),
+// or a non-finite speedup, lower bound or baseline time, aborts: no such
+// number may reach a client. In libFuzzer builds request_mutator.cc adds
+// structure-aware mutations (topology values, plans, options, budgets).
 
 #include <google/protobuf/stubs/logging.h>
 
@@ -60,7 +65,7 @@ void CheckNumber(const char* call, const char* field, double value,
 void CheckOptimizeResponse(const gopt::v1::OptimizeResponse& response) {
   CheckNumber("Optimize", "step_time_s", response.step_time_s(), true);
   CheckNumber("Optimize", "default_step_time_s",
-              response.default_step_time_s(), false);
+              response.default_step_time_s(), true);
   CheckNumber("Optimize", "speedup_over_default",
               response.speedup_over_default(), false);
   CheckNumber("Optimize", "best_baseline_step_time_s",
@@ -81,6 +86,23 @@ void CheckEvaluateResponse(const gopt::v1::EvaluateResponse& response) {
   CheckNumber("Evaluate", "lower_bound_s", response.lower_bound_s(), false);
   for (double busy : response.device_busy_s()) {
     CheckNumber("Evaluate", "device_busy_s[]", busy, false);
+  }
+}
+
+bool Verbose() {
+  static const bool verbose = std::getenv("GOPT_FUZZ_VERBOSE") != nullptr;
+  return verbose;
+}
+
+template <typename Response>
+void PrintOutcome(const char* call, const absl::StatusOr<Response>& response) {
+  if (!Verbose()) return;
+  if (response.ok()) {
+    std::cerr << call << ": OK, step_time_s " << response->step_time_s()
+              << ", default_step_time_s " << response->default_step_time_s()
+              << "\n";
+  } else {
+    std::cerr << call << ": " << response.status() << "\n";
   }
 }
 
@@ -106,11 +128,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     gopt::v1::EvaluateRequest request;
     if (!request.ParseFromArray(message, message_size)) return 0;
     auto response = engine.Evaluate(request, context);
+    PrintOutcome("Evaluate", response);
     if (response.ok()) CheckEvaluateResponse(*response);
   } else {
     gopt::v1::OptimizeRequest request;
     if (!request.ParseFromArray(message, message_size)) return 0;
     auto response = engine.Optimize(request, context);
+    PrintOutcome("Optimize", response);
     if (response.ok()) CheckOptimizeResponse(*response);
   }
   return 0;
