@@ -63,17 +63,24 @@ seed() {
   } > "$out/seed_$name"
 }
 
-# plan_text N DEVICES: a Plan in text format, round-robin over DEVICES, with
-# descending priorities and pairs of nodes fused.
+# plan_text N DEVICES: a Plan in text format: contiguous blocks of nodes per
+# device (as an expert splits layers), descending priorities, and the first
+# two nodes of every four fused when they share a device.
 plan_text() {
   local n=$1 devices=$2 i
   echo "plan {"
-  for ((i = 0; i < n; ++i)); do echo "  device: $((i % devices))"; done
+  for ((i = 0; i < n; ++i)); do echo "  device: $((i * devices / n))"; done
   for ((i = 0; i < n; ++i)); do echo "  priority: $(((n - i) % 16))"; done
   for ((i = 0; i < n; ++i)); do
-    if ((i % 4 < 2)); then echo "  fusion_group: $((i / 4))"; else echo "  fusion_group: -1"; fi
+    local first=$((i - i % 4))
+    if ((i % 4 < 2 && first + 1 < n &&
+         first * devices / n == (first + 1) * devices / n)); then
+      echo "  fusion_group: $((i / 4))"
+    else
+      echo "  fusion_group: -1"
+    fi
   done
-  echo "  method: \"seed-round-robin\""
+  echo "  method: \"seed-blocks\""
   echo "}"
 }
 
