@@ -4,7 +4,9 @@
 // kind, latency, the server's RSS and open fds (from /proc) at start and
 // end and its RSS peak, and whether health still says SERVING.
 //
-// Real requests: graphs from ../shared/data, Optimize BASELINES_ONLY and
+// Real requests: graphs from ../shared/data that the server can plan (it is
+// asked for a baseline plan of each at start; the others are only sent
+// corrupted), Optimize BASELINES_ONLY and
 // zero-shot, OptimizeStream, Evaluate with and without trace. Malformed and
 // hostile ones: corrupt graph bytes, random bytes on the wire, topologies
 // with inf/NaN/denormal/out-of-range values, plans that do not fit, huge
@@ -359,8 +361,10 @@ class Soak {
   }
 
  private:
+  // A graph the server could plan at start (any graph when none could).
   const RealGraph& AnyGraph(std::mt19937_64& rng) const {
-    return graphs_[rng() % graphs_.size()];
+    if (planned_.empty()) return graphs_[rng() % graphs_.size()];
+    return *planned_[rng() % planned_.size()];
   }
   const char* AnyPreset(std::mt19937_64& rng) const {
     return kPresets[rng() % std::size(kPresets)];
@@ -486,7 +490,9 @@ class Soak {
       case 5: link->set_bandwidth_bytes_per_s(0); break;
       case 6: link->set_bandwidth_bytes_per_s(-1e9); break;
       case 7: link->set_dst(99); break;
-      case 8: topology.clear_devices(); break;
+      case 8:
+        topology.clear_devices();
+        return topology;
       case 9: device->set_memory_bytes(-1); break;
       case 10: device->set_max_efficiency(nan); break;
       case 11: device->set_peak_f32_flops(inf); break;
@@ -494,6 +500,12 @@ class Soak {
       default:
         topology.mutable_default_link()->set_latency_s(-inf);
         break;
+    }
+    // A third of the time every device is the bad one, so no placer can
+    // fall back on a good device.
+    if (rng() % 3 == 0 && topology.devices_size() > 0) {
+      const gopt::v1::DeviceProfile bad = *device;
+      for (auto& each : *topology.mutable_devices()) each = bad;
     }
     return topology;
   }
@@ -518,7 +530,7 @@ class Soak {
         return Evaluate(request, timeout_, bad_answer);
       }
       case Kind::kCorruptGraph: {
-        const RealGraph& graph = AnyGraph(rng);
+        const RealGraph& graph = graphs_[rng() % graphs_.size()];
         std::string bytes = graph.bytes;
         if (rng() % 4 == 0) bytes.resize(rng() % (bytes.size() + 1));
         const int flips = 1 + static_cast<int>(rng() % 64);
