@@ -43,5 +43,60 @@ TEST(WorkQueueTest, ObserverSeesQueueLength) {
   EXPECT_EQ(last.load(), 0);
 }
 
+TEST(WorkQueueTest, AbandonedItemsMakeRoomAndAreDroppedUnworked) {
+  WorkQueue queue(/*num_threads=*/1, /*max_queued=*/1);
+  absl::Notification running;
+  absl::Notification release;
+  ASSERT_TRUE(queue
+                  .Submit([&] {
+                    running.Notify();
+                    release.WaitForNotification();
+                  })
+                  .ok());
+  running.WaitForNotification();
+  std::atomic<bool> gave_up{false};
+  std::atomic<int> worked{0};
+  std::atomic<int> dropped{0};
+  ASSERT_TRUE(queue
+                  .Submit([&] { ++worked; }, [&] { return gave_up.load(); },
+                          [&] { ++dropped; })
+                  .ok());
+  // The queue is full of a live request: a new one is refused.
+  EXPECT_EQ(queue.Submit([&] { ++worked; }).code(),
+            absl::StatusCode::kResourceExhausted);
+  // Once its client gave up, the waiting request makes room unworked.
+  gave_up = true;
+  ASSERT_TRUE(queue.Submit([&] { ++worked; }).ok());
+  EXPECT_EQ(dropped.load(), 1);
+  release.Notify();
+  queue.Shutdown();
+  EXPECT_EQ(worked.load(), 1);
+}
+
+TEST(WorkQueueTest, ItemAbandonedWhileQueuedIsDroppedWhenTaken) {
+  WorkQueue queue(/*num_threads=*/1, /*max_queued=*/4);
+  absl::Notification running;
+  absl::Notification release;
+  ASSERT_TRUE(queue
+                  .Submit([&] {
+                    running.Notify();
+                    release.WaitForNotification();
+                  })
+                  .ok());
+  running.WaitForNotification();
+  std::atomic<bool> gave_up{false};
+  std::atomic<int> worked{0};
+  std::atomic<int> dropped{0};
+  ASSERT_TRUE(queue
+                  .Submit([&] { ++worked; }, [&] { return gave_up.load(); },
+                          [&] { ++dropped; })
+                  .ok());
+  gave_up = true;
+  release.Notify();
+  queue.Shutdown();
+  EXPECT_EQ(worked.load(), 0);
+  EXPECT_EQ(dropped.load(), 1);
+}
+
 }  // namespace
 }  // namespace gopt::server
