@@ -1,9 +1,11 @@
 // libFuzzer entry point for the whole request path of gopt-server, without
-// the transport: bytes -> gopt.v1.OptimizeRequest or EvaluateRequest ->
-// server::Engine (validation, import, topology conversion, baselines,
-// simulation, response). The engine has no policy loaded (baselines only,
-// no LibTorch), a small node cap and a short deadline, so one input runs in
-// milliseconds.
+// the transport: bytes -> server::ParseRequest (what the service does with
+// a request's bytes off the wire: count an inline graph's nodes on the wire,
+// refuse oversized graphs, parse) -> gopt.v1.OptimizeRequest or
+// EvaluateRequest -> server::Engine (validation, memory admission, import,
+// topology conversion, baselines, simulation, response). The engine has no
+// policy loaded (baselines only, no LibTorch), a small node cap, a 1 GiB
+// memory budget and a short deadline, so one input runs in milliseconds.
 //
 // Input layout: byte 0 chooses the call (even: Optimize, odd: Evaluate);
 // the rest is the request in protobuf binary form. Seeds come from
@@ -33,13 +35,23 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
 #include "server/engine.h"
+#include "server/memory_budget.h"
+#include "server/request_wire.h"
 
 namespace {
 
 // Deadline of one call: long enough for the baselines on a 2,000-node graph,
 // short enough that libFuzzer's -timeout only fires on a real hang.
 constexpr absl::Duration kDeadline = absl::Seconds(2);
+
+gopt::server::MemoryBudget& FuzzedMemoryBudget() {
+  static gopt::server::MemoryBudget* const budget =
+      new gopt::server::MemoryBudget(int64_t{1} << 30);
+  return *budget;
+}
 
 const gopt::server::Engine& FuzzedEngine() {
   static const gopt::server::Engine* const engine = [] {
@@ -106,16 +118,28 @@ void PrintOutcome(const char* call, const absl::StatusOr<Response>& response) {
   }
 }
 
+// Parses the request the way the service does; false when it refuses the
+// bytes (the fuzzer then moves on).
+bool ParseLikeTheServer(const uint8_t* data, size_t size,
+                        const gopt::server::Engine& engine,
+                        google::protobuf::MessageLite* request) {
+  grpc::Slice slice(data, size);
+  const grpc::ByteBuffer buffer(&slice, 1);
+  const absl::Status status = gopt::server::ParseRequest(
+      buffer, engine.options().max_graph_nodes, request->GetTypeName(),
+      request);
+  if (!status.ok() && Verbose()) std::cerr << "parse: " << status << "\n";
+  return status.ok();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const gopt::server::Engine& engine = FuzzedEngine();
   const bool evaluate = (data[0] & 1) != 0;
-  const void* message = data + 1;
-  const int message_size = static_cast<int>(size - 1);
   // The same context gopt-server builds for OptimizeStream: a deadline, a
-  // cancellation flag and a progress callback.
+  // cancellation flag, a progress callback and the memory budget.
   const std::atomic<bool> cancelled{false};
   gopt::server::RequestContext context;
   context.deadline = absl::Now() + kDeadline;
@@ -124,15 +148,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     volatile size_t bytes = progress.ByteSizeLong();
     (void)bytes;
   };
+  context.memory = &FuzzedMemoryBudget();
   if (evaluate) {
     gopt::v1::EvaluateRequest request;
-    if (!request.ParseFromArray(message, message_size)) return 0;
+    if (!ParseLikeTheServer(data + 1, size - 1, engine, &request)) return 0;
     auto response = engine.Evaluate(request, context);
     PrintOutcome("Evaluate", response);
     if (response.ok()) CheckEvaluateResponse(*response);
   } else {
     gopt::v1::OptimizeRequest request;
-    if (!request.ParseFromArray(message, message_size)) return 0;
+    if (!ParseLikeTheServer(data + 1, size - 1, engine, &request)) return 0;
     auto response = engine.Optimize(request, context);
     PrintOutcome("Optimize", response);
     if (response.ok()) CheckOptimizeResponse(*response);
