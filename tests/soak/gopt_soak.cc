@@ -539,6 +539,7 @@ class Soak {
         }
         OptimizeRequest request =
             RealOptimize(rng, gopt::v1::Budget::BASELINES_ONLY);
+        *request.mutable_graph() = graph.input;
         request.mutable_graph()->set_serialized(bytes);
         return Optimize(request, timeout_, bad_answer);
       }
