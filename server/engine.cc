@@ -70,6 +70,21 @@ absl::Time WorkDeadline(const EngineOptions& options, absl::Time deadline,
   return deadline - reserve;
 }
 
+// Cancelled when the client cancelled; DeadlineExceeded when the work
+// deadline passed (`stage` says where); OK otherwise.
+absl::Status StopStatus(const RequestContext& context, absl::Time work_deadline,
+                        absl::string_view stage) {
+  if (context.cancelled != nullptr && context.cancelled->load()) {
+    return absl::CancelledError(
+        absl::StrCat("the client cancelled the request (", stage, ")"));
+  }
+  if (absl::Now() >= work_deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the deadline passed before ", stage, " finished"));
+  }
+  return absl::OkStatus();
+}
+
 // Chrome trace bytes per node, for refusing a trace before it is built
 // (a real 253k-node trace was 123 MiB: ~500 bytes per node, rounded up).
 constexpr int64_t kTraceBytesPerNode = 600;
@@ -78,6 +93,19 @@ constexpr int64_t kTraceBytesPerNode = 600;
 // validation keep every time finite; this is the last line of defence.
 bool UsableStepTime(double seconds) {
   return std::isfinite(seconds) && seconds > 0;
+}
+
+// Fills a result row from a simulation; a step time that is not finite and
+// positive makes the row invalid instead of reaching the client.
+void SetSimulated(const SimulationResult& result, gopt::v1::MethodResult* row) {
+  if (!UsableStepTime(result.step_time_s)) {
+    row->set_error(absl::StrCat("simulated to ", result.step_time_s,
+                                " s, which is not a step time"));
+    return;
+  }
+  row->set_valid(true);
+  row->set_step_time_s(result.step_time_s);
+  row->set_oom(result.oom);
 }
 
 absl::Status NoWorkError(const graph::Graph& graph) {
@@ -292,18 +320,8 @@ class OptimizeRun {
   absl::StatusOr<OptimizeResponse> Run();
 
  private:
-  // Cancelled when the client cancelled; DeadlineExceeded when the work
-  // deadline passed (`stage` says where).
   absl::Status CheckStop(absl::string_view stage) const {
-    if (context_.cancelled != nullptr && context_.cancelled->load()) {
-      return absl::CancelledError(
-          absl::StrCat("the client cancelled the request (", stage, ")"));
-    }
-    if (absl::Now() >= work_deadline_) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the deadline passed before ", stage, " finished"));
-    }
-    return absl::OkStatus();
+    return StopStatus(context_, work_deadline_, stage);
   }
 
   void Progress(absl::string_view stage, int32_t step) const {
@@ -511,6 +529,12 @@ absl::Status OptimizeRun::RunBaselines() {
         row->set_method(trial.method);
         row->set_valid(trial.valid);
         row->set_error(trial.error);
+        if (trial.valid && !UsableStepTime(trial.step_time_s)) {
+          row->set_valid(false);
+          row->set_error(absl::StrCat("simulated to ", trial.step_time_s,
+                                      " s, which is not a step time"));
+          continue;
+        }
         row->set_step_time_s(trial.step_time_s);
         row->set_oom(trial.oom);
         if (trial.valid) {
@@ -549,9 +573,7 @@ absl::Status OptimizeRun::RunBaselines() {
           continue;
         }
         response_.set_num_simulations(response_.num_simulations() + 1);
-        row->set_valid(true);
-        row->set_step_time_s(result->step_time_s);
-        row->set_oom(result->oom);
+        SetSimulated(*result, row);
       }
     }
     Progress("baselines", static_cast<int32_t>(i + 1));
@@ -704,9 +726,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
         "' proposed an invalid plan: ", result.status().message()));
     return absl::OkStatus();
   }
-  row->set_valid(true);
-  row->set_step_time_s(result->step_time_s);
-  row->set_oom(result->oom);
+  SetSimulated(*result, row);
   if (!result->oom)
     Offer(Candidate{std::move(plan), name, result->step_time_s});
   if (absl::Status stop = CheckStop(stage); !stop.ok()) return Stop(stop);
@@ -893,16 +913,8 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   // client's cancellation, and stops.
   const absl::Time work_deadline =
       WorkDeadline(options_, context.deadline, absl::Now());
-  const auto check_stop = [&](absl::string_view stage) -> absl::Status {
-    if (context.cancelled != nullptr && context.cancelled->load()) {
-      return absl::CancelledError(
-          absl::StrCat("the client cancelled the request (", stage, ")"));
-    }
-    if (absl::Now() >= work_deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the deadline passed before ", stage, " finished"));
-    }
-    return absl::OkStatus();
+  const auto check_stop = [&](absl::string_view stage) {
+    return StopStatus(context, work_deadline, stage);
   };
   RequestMemory memory(context.memory, RequestWork::kBaselines,
                        request.include_trace());

@@ -72,8 +72,8 @@ enum class RequestWork {
 
 // Estimated peak resident bytes of one request on a graph of `nodes` nodes
 // (subgraph nodes included): a fixed part plus a per-node part by `work`,
-// plus `trace` bytes for a Chrome trace. The per-node figures were measured
-// with gopt-server's peak RSS on real graphs (see docs/deploy.md).
+// plus `trace` bytes for a Chrome trace. The per-node figures come from
+// measured peak RSS (docs/reliability.md, "Memory admission").
 int64_t EstimateRequestBytes(int64_t nodes, RequestWork work, bool trace);
 
 // Estimated bytes to hold and import a serialized graph of `bytes` bytes

@@ -268,6 +268,14 @@ void OptimizerService::RecordOptimize(
   }
 }
 
+void OptimizerService::RecordEvaluate(
+    const gopt::v1::EvaluateRequest& /*request*/,
+    const gopt::v1::EvaluateResponse& response) {
+  if (metrics_ == nullptr) return;
+  metrics_->RecordGraphNodes(response.num_nodes());
+  metrics_->AddSimulations(2);
+}
+
 template <typename Call, typename Request>
 absl::StatusOr<std::shared_ptr<const Engine>> OptimizerService::Admit(
     Call* call, const grpc::ByteBuffer& bytes, absl::string_view type_name,
@@ -288,25 +296,30 @@ RequestContext OptimizerService::ContextFor(
   return context;
 }
 
-grpc::ServerUnaryReactor* OptimizerService::Optimize(
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* OptimizerService::ServeUnary(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
-    grpc::ByteBuffer* response) {
-  auto* call = new UnaryCall(metrics_, "Optimize",
+    grpc::ByteBuffer* response, const char* method, absl::string_view type_name,
+    absl::StatusOr<Response> (Engine::*run)(const Request&,
+                                            const RequestContext&) const,
+    void (OptimizerService::*record)(const Request&, const Response&)) {
+  auto* call = new UnaryCall(metrics_, method,
                              DeadlineOf(*context, options_.default_deadline));
-  auto request = std::make_shared<gopt::v1::OptimizeRequest>();
+  auto request = std::make_shared<Request>();
   absl::StatusOr<std::shared_ptr<const Engine>> engine =
-      Admit(call, *bytes, "gopt.v1.OptimizeRequest", request.get());
+      Admit(call, *bytes, type_name, request.get());
   if (!engine.ok()) {
     call->Answer(engine.status());
     return call;
   }
   absl::Status admitted = queue_->Submit(
-      [this, call, request, response, engine = *std::move(engine)] {
-        absl::StatusOr<gopt::v1::OptimizeResponse> result = engine->Optimize(
+      [this, call, request, response, run, record,
+       engine = *std::move(engine)] {
+        absl::StatusOr<Response> result = ((*engine).*run)(
             *request, ContextFor(call->deadline(), call->cancelled()));
         absl::Status status = result.status();
         if (result.ok()) {
-          RecordOptimize(*request, *result);
+          (this->*record)(*request, *result);
           absl::StatusOr<grpc::ByteBuffer> serialized =
               SerializeResponse(*result);
           status = serialized.status();
@@ -318,6 +331,14 @@ grpc::ServerUnaryReactor* OptimizerService::Optimize(
       [call] { call->AnswerAbandoned(); });
   if (!admitted.ok()) call->Answer(admitted);
   return call;
+}
+
+grpc::ServerUnaryReactor* OptimizerService::Optimize(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response) {
+  return ServeUnary(context, bytes, response, "Optimize",
+                    "gopt.v1.OptimizeRequest", &Engine::Optimize,
+                    &OptimizerService::RecordOptimize);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* OptimizerService::OptimizeStream(
@@ -357,36 +378,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* OptimizerService::OptimizeStream(
 grpc::ServerUnaryReactor* OptimizerService::Evaluate(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
     grpc::ByteBuffer* response) {
-  auto* call = new UnaryCall(metrics_, "Evaluate",
-                             DeadlineOf(*context, options_.default_deadline));
-  auto request = std::make_shared<gopt::v1::EvaluateRequest>();
-  absl::StatusOr<std::shared_ptr<const Engine>> engine =
-      Admit(call, *bytes, "gopt.v1.EvaluateRequest", request.get());
-  if (!engine.ok()) {
-    call->Answer(engine.status());
-    return call;
-  }
-  absl::Status admitted = queue_->Submit(
-      [this, call, request, response, engine = *std::move(engine)] {
-        absl::StatusOr<gopt::v1::EvaluateResponse> result = engine->Evaluate(
-            *request, ContextFor(call->deadline(), call->cancelled()));
-        absl::Status status = result.status();
-        if (result.ok()) {
-          if (metrics_ != nullptr) {
-            metrics_->RecordGraphNodes(result->num_nodes());
-            metrics_->AddSimulations(2);
-          }
-          absl::StatusOr<grpc::ByteBuffer> serialized =
-              SerializeResponse(*result);
-          status = serialized.status();
-          if (serialized.ok()) *response = *std::move(serialized);
-        }
-        call->Answer(status);
-      },
-      [call] { return call->Abandoned(); },
-      [call] { call->AnswerAbandoned(); });
-  if (!admitted.ok()) call->Answer(admitted);
-  return call;
+  return ServeUnary(context, bytes, response, "Evaluate",
+                    "gopt.v1.EvaluateRequest", &Engine::Evaluate,
+                    &OptimizerService::RecordEvaluate);
 }
 
 grpc::ServerUnaryReactor* OptimizerService::ListPolicies(

@@ -85,9 +85,22 @@ class OptimizerService final : public GraphOptimizerRawService {
       Request* request);
   RequestContext ContextFor(absl::Time deadline,
                             const std::atomic<bool>* cancelled) const;
+  // Parses, admits and runs a unary call: `run` on a queue thread, then
+  // `record` for a successful answer.
+  template <typename Request, typename Response>
+  grpc::ServerUnaryReactor* ServeUnary(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+      grpc::ByteBuffer* response, const char* method,
+      absl::string_view type_name,
+      absl::StatusOr<Response> (Engine::*run)(const Request&,
+                                              const RequestContext&) const,
+      void (OptimizerService::*record)(const Request&, const Response&));
   // Metrics for a finished Optimize: graph size, speedup, simulations.
   void RecordOptimize(const gopt::v1::OptimizeRequest& request,
                       const gopt::v1::OptimizeResponse& response);
+  // Metrics for a finished Evaluate: graph size, simulations.
+  void RecordEvaluate(const gopt::v1::EvaluateRequest& request,
+                      const gopt::v1::EvaluateResponse& response);
 
   const ServiceOptions options_;
   WorkQueue* const queue_;

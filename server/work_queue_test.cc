@@ -43,59 +43,56 @@ TEST(WorkQueueTest, ObserverSeesQueueLength) {
   EXPECT_EQ(last.load(), 0);
 }
 
-TEST(WorkQueueTest, AbandonedItemsMakeRoomAndAreDroppedUnworked) {
-  WorkQueue queue(/*num_threads=*/1, /*max_queued=*/1);
+// One thread held by a blocking item, and one abandonable item queued
+// behind it.
+struct BusyQueue {
+  explicit BusyQueue(int max_queued) : queue(/*num_threads=*/1, max_queued) {
+    EXPECT_TRUE(queue
+                    .Submit([this] {
+                      running.Notify();
+                      release.WaitForNotification();
+                    })
+                    .ok());
+    running.WaitForNotification();
+    EXPECT_TRUE(queue
+                    .Submit([this] { ++worked; },
+                            [this] { return gave_up.load(); },
+                            [this] { ++dropped; })
+                    .ok());
+  }
+  // Lets the blocking item end and waits for the queue to drain.
+  void Finish() {
+    release.Notify();
+    queue.Shutdown();
+  }
+
+  WorkQueue queue;
   absl::Notification running;
   absl::Notification release;
-  ASSERT_TRUE(queue
-                  .Submit([&] {
-                    running.Notify();
-                    release.WaitForNotification();
-                  })
-                  .ok());
-  running.WaitForNotification();
   std::atomic<bool> gave_up{false};
   std::atomic<int> worked{0};
   std::atomic<int> dropped{0};
-  ASSERT_TRUE(queue
-                  .Submit([&] { ++worked; }, [&] { return gave_up.load(); },
-                          [&] { ++dropped; })
-                  .ok());
+};
+
+TEST(WorkQueueTest, AbandonedItemsMakeRoomAndAreDroppedUnworked) {
+  BusyQueue busy(/*max_queued=*/1);
   // The queue is full of a live request: a new one is refused.
-  EXPECT_EQ(queue.Submit([&] { ++worked; }).code(),
+  EXPECT_EQ(busy.queue.Submit([&] { ++busy.worked; }).code(),
             absl::StatusCode::kResourceExhausted);
   // Once its client gave up, the waiting request makes room unworked.
-  gave_up = true;
-  ASSERT_TRUE(queue.Submit([&] { ++worked; }).ok());
-  EXPECT_EQ(dropped.load(), 1);
-  release.Notify();
-  queue.Shutdown();
-  EXPECT_EQ(worked.load(), 1);
+  busy.gave_up = true;
+  ASSERT_TRUE(busy.queue.Submit([&] { ++busy.worked; }).ok());
+  EXPECT_EQ(busy.dropped.load(), 1);
+  busy.Finish();
+  EXPECT_EQ(busy.worked.load(), 1);
 }
 
 TEST(WorkQueueTest, ItemAbandonedWhileQueuedIsDroppedWhenTaken) {
-  WorkQueue queue(/*num_threads=*/1, /*max_queued=*/4);
-  absl::Notification running;
-  absl::Notification release;
-  ASSERT_TRUE(queue
-                  .Submit([&] {
-                    running.Notify();
-                    release.WaitForNotification();
-                  })
-                  .ok());
-  running.WaitForNotification();
-  std::atomic<bool> gave_up{false};
-  std::atomic<int> worked{0};
-  std::atomic<int> dropped{0};
-  ASSERT_TRUE(queue
-                  .Submit([&] { ++worked; }, [&] { return gave_up.load(); },
-                          [&] { ++dropped; })
-                  .ok());
-  gave_up = true;
-  release.Notify();
-  queue.Shutdown();
-  EXPECT_EQ(worked.load(), 0);
-  EXPECT_EQ(dropped.load(), 1);
+  BusyQueue busy(/*max_queued=*/4);
+  busy.gave_up = true;
+  busy.Finish();
+  EXPECT_EQ(busy.worked.load(), 0);
+  EXPECT_EQ(busy.dropped.load(), 1);
 }
 
 }  // namespace

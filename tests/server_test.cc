@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -306,13 +307,20 @@ TEST(ServerTest, DeadlineBoundsTheWork) {
   EXPECT_THAT(partial->method(), ::testing::StartsWith("best-baseline:"));
 }
 
-TEST(ServerTest, ClientCancellationStopsTheWork) {
-  absl::Notification started;
+// A server whose one policy blocks until the call ends; `started` is
+// notified when it starts.
+Running StartWithBlockingPolicy(absl::Notification* started) {
   TestServerSetup setup;
   setup.policies.push_back(test_util::FakePolicyOptions{});  // blocks
-  setup.policies.back().started = &started;
-  Running running = Start(setup);
-  ASSERT_NE(running.client, nullptr);
+  setup.policies.back().started = started;
+  return Start(setup);
+}
+
+// Sends an Optimize that a blocking policy holds, runs `interrupt` once
+// the policy has started, and returns the call's final status.
+grpc::Status InterruptBlockedCall(
+    const Running& running, absl::Notification* started,
+    const std::function<void(grpc::ClientContext*)>& interrupt) {
   auto stub = gopt::v1::GraphOptimizer::NewStub(grpc::CreateChannel(
       running.client->options().target, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
@@ -322,9 +330,19 @@ TEST(ServerTest, ClientCancellationStopsTheWork) {
   std::thread call([&] {
     status = stub->Optimize(&context, RequestFor(kSmallHlo), &response);
   });
-  started.WaitForNotification();
-  context.TryCancel();
+  started->WaitForNotification();
+  interrupt(&context);
   call.join();
+  return status;
+}
+
+TEST(ServerTest, ClientCancellationStopsTheWork) {
+  absl::Notification started;
+  Running running = StartWithBlockingPolicy(&started);
+  ASSERT_NE(running.client, nullptr);
+  const grpc::Status status = InterruptBlockedCall(
+      running, &started,
+      [](grpc::ClientContext* context) { context->TryCancel(); });
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   // The server stops the policy and answers CANCELLED well before the
   // deadline.
@@ -580,6 +598,20 @@ TEST(ServerTest, ExpiredRequestsDoNotCrowdOutLiveOnes) {
                 running.metrics->Scrape(),
                 R"(gopt_requests_total{code="OK",method="Optimize"})"),
             3);
+}
+
+// What docs/reliability.md promises a client whose call is still running
+// when the shutdown grace ends.
+TEST(ServerTest, ShutdownCancelsCallsStillRunningAfterTheGrace) {
+  absl::Notification started;
+  Running running = StartWithBlockingPolicy(&started);
+  ASSERT_NE(running.client, nullptr);
+  const grpc::Status status =
+      InterruptBlockedCall(running, &started, [&](grpc::ClientContext*) {
+        running.server->Shutdown(absl::Now() + absl::Milliseconds(200));
+      });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << status.error_message();
 }
 
 TEST(ServerTest, TlsAndMutualTls) {
