@@ -189,6 +189,13 @@ graph { format: "tfjs" name: "tfjs_model.json" }
 $tiny_topology
 EOF
 
+# Issue #16's overflowing loop: trip count 2^62 around a costly body.
+seed optimize_while_trip_2p62 0 "$root/tests/hostile/while_trip_2p62.hlo" hlo 0 <<EOF
+graph { format: "hlo" name: "while_trip_2p62.hlo" }
+topology { preset: "v100x4-nvlink" }
+budget { mode: BASELINES_ONLY }
+EOF
+
 n=$(nodes "$hlo/maml_flax_train_step.hlo" hlo)
 seed evaluate_maml_trace 1 "$hlo/maml_flax_train_step.hlo" hlo 0 <<EOF
 graph { format: "hlo" name: "maml_flax_train_step.hlo" }
