@@ -76,8 +76,8 @@ void CheckNumber(const char* call, const char* field, double value,
 
 void CheckOptimizeResponse(const gopt::v1::OptimizeResponse& response) {
   CheckNumber("Optimize", "step_time_s", response.step_time_s(), true);
-  CheckNumber("Optimize", "default_step_time_s",
-              response.default_step_time_s(), true);
+  CheckNumber("Optimize", "default_step_time_s", response.default_step_time_s(),
+              true);
   CheckNumber("Optimize", "speedup_over_default",
               response.speedup_over_default(), false);
   CheckNumber("Optimize", "best_baseline_step_time_s",
@@ -85,16 +85,16 @@ void CheckOptimizeResponse(const gopt::v1::OptimizeResponse& response) {
   CheckNumber("Optimize", "lower_bound_s", response.lower_bound_s(), false);
   for (const gopt::v1::MethodResult& baseline : response.baselines()) {
     if (baseline.valid()) {
-      CheckNumber("Optimize", "baselines[].step_time_s",
-                  baseline.step_time_s(), false);
+      CheckNumber("Optimize", "baselines[].step_time_s", baseline.step_time_s(),
+                  false);
     }
   }
 }
 
 void CheckEvaluateResponse(const gopt::v1::EvaluateResponse& response) {
   CheckNumber("Evaluate", "step_time_s", response.step_time_s(), true);
-  CheckNumber("Evaluate", "default_step_time_s",
-              response.default_step_time_s(), false);
+  CheckNumber("Evaluate", "default_step_time_s", response.default_step_time_s(),
+              false);
   CheckNumber("Evaluate", "lower_bound_s", response.lower_bound_s(), false);
   for (double busy : response.device_busy_s()) {
     CheckNumber("Evaluate", "device_busy_s[]", busy, false);
@@ -125,9 +125,9 @@ bool ParseLikeTheServer(const uint8_t* data, size_t size,
                         google::protobuf::MessageLite* request) {
   grpc::Slice slice(data, size);
   const grpc::ByteBuffer buffer(&slice, 1);
-  const absl::Status status = gopt::server::ParseRequest(
-      buffer, engine.options().max_graph_nodes, request->GetTypeName(),
-      request);
+  const absl::Status status =
+      gopt::server::ParseRequest(buffer, engine.options().max_graph_nodes,
+                                 request->GetTypeName(), request);
   if (!status.ok() && Verbose()) std::cerr << "parse: " << status << "\n";
   return status.ok();
 }

@@ -20,8 +20,7 @@
 
 #include "gopt/v1/optimizer.pb.h"
 
-extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size,
-                                   size_t max_size);
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
 namespace {
 
@@ -56,9 +55,20 @@ double InterestingDouble(Rng& rng) {
 
 int64_t InterestingInt(Rng& rng) {
   constexpr int64_t kValues[] = {
-      0,         1,          -1,         2,          3,         7,
-      255,       65535,      1 << 20,    1LL << 31,  -(1LL << 31),
-      (1LL << 31) - 1,       1LL << 40,  1LL << 62,
+      0,
+      1,
+      -1,
+      2,
+      3,
+      7,
+      255,
+      65535,
+      1 << 20,
+      1LL << 31,
+      -(1LL << 31),
+      (1LL << 31) - 1,
+      1LL << 40,
+      1LL << 62,
       std::numeric_limits<int64_t>::max(),
       std::numeric_limits<int64_t>::min(),
   };
@@ -72,14 +82,30 @@ int32_t InterestingInt32(Rng& rng) {
 void MutateDevice(gopt::v1::DeviceProfile* device, Rng& rng) {
   const double value = InterestingDouble(rng);
   switch (rng() % 9) {
-    case 0: device->set_peak_f32_flops(value); break;
-    case 1: device->set_peak_f16_flops(value); break;
-    case 2: device->set_peak_f64_flops(value); break;
-    case 3: device->set_peak_int8_ops(value); break;
-    case 4: device->set_memory_bandwidth_bytes_per_s(value); break;
-    case 5: device->set_memory_bytes(InterestingInt(rng)); break;
-    case 6: device->set_launch_overhead_s(value); break;
-    case 7: device->set_max_efficiency(value); break;
+    case 0:
+      device->set_peak_f32_flops(value);
+      break;
+    case 1:
+      device->set_peak_f16_flops(value);
+      break;
+    case 2:
+      device->set_peak_f64_flops(value);
+      break;
+    case 3:
+      device->set_peak_int8_ops(value);
+      break;
+    case 4:
+      device->set_memory_bandwidth_bytes_per_s(value);
+      break;
+    case 5:
+      device->set_memory_bytes(InterestingInt(rng));
+      break;
+    case 6:
+      device->set_launch_overhead_s(value);
+      break;
+    case 7:
+      device->set_max_efficiency(value);
+      break;
     default: {
       constexpr const char* kKinds[] = {"cpu", "gpu", "tpu", "", "fpga"};
       device->set_kind(kKinds[rng() % std::size(kKinds)]);
@@ -90,10 +116,18 @@ void MutateDevice(gopt::v1::DeviceProfile* device, Rng& rng) {
 
 void MutateLink(gopt::v1::Link* link, Rng& rng) {
   switch (rng() % 4) {
-    case 0: link->set_src(InterestingInt32(rng) % 5); break;
-    case 1: link->set_dst(rng() % 2 ? InterestingInt32(rng) : rng() % 4); break;
-    case 2: link->set_bandwidth_bytes_per_s(InterestingDouble(rng)); break;
-    default: link->set_latency_s(InterestingDouble(rng)); break;
+    case 0:
+      link->set_src(InterestingInt32(rng) % 5);
+      break;
+    case 1:
+      link->set_dst(rng() % 2 ? InterestingInt32(rng) : rng() % 4);
+      break;
+    case 2:
+      link->set_bandwidth_bytes_per_s(InterestingDouble(rng));
+      break;
+    default:
+      link->set_latency_s(InterestingDouble(rng));
+      break;
   }
 }
 
@@ -117,9 +151,14 @@ void SetExplicitTopology(gopt::v1::TopologyInput* input, Rng& rng) {
 void MutateTopology(gopt::v1::TopologyInput* input, Rng& rng) {
   if (!input->has_topology() || rng() % 8 == 0) {
     if (rng() % 3 == 0) {
-      constexpr const char* kPresets[] = {
-          "cpu-host", "v100x2-pcie",   "v100x4-nvlink", "a100x8-nvlink",
-          "h100x8-nvlink", "tpuv3x8", "", "nope"};
+      constexpr const char* kPresets[] = {"cpu-host",
+                                          "v100x2-pcie",
+                                          "v100x4-nvlink",
+                                          "a100x8-nvlink",
+                                          "h100x8-nvlink",
+                                          "tpuv3x8",
+                                          "",
+                                          "nope"};
       input->set_preset(kPresets[rng() % std::size(kPresets)]);
       return;
     }
@@ -136,11 +175,11 @@ void MutateTopology(gopt::v1::TopologyInput* input, Rng& rng) {
       for (auto& device : *topology->mutable_devices()) device = first;
     }
   } else if (choice < 6) {
-    gopt::v1::Link* link = rng() % 3 == 0 || topology->links_size() == 0
-                               ? (rng() % 2 ? topology->add_links()
-                                            : topology->mutable_default_link())
-                               : topology->mutable_links(
-                                     rng() % topology->links_size());
+    gopt::v1::Link* link =
+        rng() % 3 == 0 || topology->links_size() == 0
+            ? (rng() % 2 ? topology->add_links()
+                         : topology->mutable_default_link())
+            : topology->mutable_links(rng() % topology->links_size());
     MutateLink(link, rng);
   } else if (choice == 6 && topology->devices_size() > 0) {
     // Many copies of a device (up to 64).
@@ -159,18 +198,28 @@ void MutateGraph(gopt::v1::GraphInput* graph, size_t max_size, Rng& rng) {
     if (native->nodes_size() == 0) return;
     gopt::v1::Node* node = native->mutable_nodes(rng() % native->nodes_size());
     switch (rng() % 5) {
-      case 0: node->set_flops(InterestingDouble(rng)); break;
-      case 1: node->set_bytes_read(InterestingInt(rng)); break;
-      case 2: node->set_bytes_written(InterestingInt(rng)); break;
-      case 3: node->set_bytes_communicated(InterestingInt(rng)); break;
-      default: native->set_compute_costs(!native->compute_costs()); break;
+      case 0:
+        node->set_flops(InterestingDouble(rng));
+        break;
+      case 1:
+        node->set_bytes_read(InterestingInt(rng));
+        break;
+      case 2:
+        node->set_bytes_written(InterestingInt(rng));
+        break;
+      case 3:
+        node->set_bytes_communicated(InterestingInt(rng));
+        break;
+      default:
+        native->set_compute_costs(!native->compute_costs());
+        break;
     }
     return;
   }
   if (rng() % 8 == 0) {
-    constexpr const char* kFormats[] = {"",     "auto",     "hlo",  "hlo-proto",
-                                        "onnx", "graphdef", "tfjs", "gopt",
-                                        "tpugraphs", "xyz"};
+    constexpr const char* kFormats[] = {
+        "",         "auto", "hlo",  "hlo-proto", "onnx",
+        "graphdef", "tfjs", "gopt", "tpugraphs", "xyz"};
     graph->set_format(kFormats[rng() % std::size(kFormats)]);
     return;
   }
@@ -185,17 +234,21 @@ void MutateGraph(gopt::v1::GraphInput* graph, size_t max_size, Rng& rng) {
 
 void MutateOptions(gopt::v1::OptimizeOptions* options, Rng& rng) {
   switch (rng() % 5) {
-    case 0: options->set_default_dim(InterestingInt(rng)); break;
+    case 0:
+      options->set_default_dim(InterestingInt(rng));
+      break;
     case 1:
       (*options->mutable_symbolic_dims())[rng() % 2 ? "batch" : "N"] =
           InterestingInt(rng);
       break;
-    case 2: options->set_seed(rng()); break;
+    case 2:
+      options->set_seed(rng());
+      break;
     default: {
       constexpr const char* kParts[] = {
-          "single", "round-robin", "random", "expert", "metis", "heft",
-          "m-etf",  "m-sct",       "fifo",   "critical-path", "none",
-          "greedy", "default",     "",       "bogus"};
+          "single", "round-robin", "random",  "expert", "metis",
+          "heft",   "m-etf",       "m-sct",   "fifo",   "critical-path",
+          "none",   "greedy",      "default", "",       "bogus"};
       std::string method = kParts[rng() % std::size(kParts)];
       const int extra = static_cast<int>(rng() % 4);
       for (int i = 0; i < extra; ++i) {
@@ -211,21 +264,31 @@ void MutateOptions(gopt::v1::OptimizeOptions* options, Rng& rng) {
 void MutateOptimize(gopt::v1::OptimizeRequest* request, size_t max_size,
                     Rng& rng) {
   switch (rng() % 10) {
-    case 0: case 1: case 2:
+    case 0:
+    case 1:
+    case 2:
       MutateTopology(request->mutable_topology(), rng);
       break;
-    case 3: case 4:
+    case 3:
+    case 4:
       MutateGraph(request->mutable_graph(), max_size, rng);
       break;
-    case 5: case 6:
+    case 5:
+    case 6:
       MutateOptions(request->mutable_options(), rng);
       break;
     case 7: {
       gopt::v1::Budget* budget = request->mutable_budget();
       switch (rng() % 3) {
-        case 0: budget->set_mode(static_cast<gopt::v1::Budget::Mode>(rng() % 5)); break;
-        case 1: budget->set_fine_tune_steps(InterestingInt32(rng)); break;
-        default: budget->set_seconds(InterestingDouble(rng)); break;
+        case 0:
+          budget->set_mode(static_cast<gopt::v1::Budget::Mode>(rng() % 5));
+          break;
+        case 1:
+          budget->set_fine_tune_steps(InterestingInt32(rng));
+          break;
+        default:
+          budget->set_seconds(InterestingDouble(rng));
+          break;
       }
       break;
     }
@@ -247,11 +310,14 @@ void MutatePlan(gopt::v1::Plan* plan, Rng& rng) {
   const int n = plan->device_size();
   switch (rng() % 6) {
     case 0:
-      if (n > 0) plan->set_device(rng() % n, rng() % 2 ? InterestingInt32(rng) : rng() % 8);
+      if (n > 0)
+        plan->set_device(rng() % n,
+                         rng() % 2 ? InterestingInt32(rng) : rng() % 8);
       break;
     case 1:
       if (plan->priority_size() > 0) {
-        plan->set_priority(rng() % plan->priority_size(), InterestingInt32(rng));
+        plan->set_priority(rng() % plan->priority_size(),
+                           InterestingInt32(rng));
       }
       break;
     case 2:
@@ -290,13 +356,16 @@ void MutatePlan(gopt::v1::Plan* plan, Rng& rng) {
 void MutateEvaluate(gopt::v1::EvaluateRequest* request, size_t max_size,
                     Rng& rng) {
   switch (rng() % 8) {
-    case 0: case 1:
+    case 0:
+    case 1:
       MutateTopology(request->mutable_topology(), rng);
       break;
     case 2:
       MutateGraph(request->mutable_graph(), max_size, rng);
       break;
-    case 3: case 4: case 5:
+    case 3:
+    case 4:
+    case 5:
       MutatePlan(request->mutable_plan(), rng);
       break;
     case 6:
@@ -326,12 +395,11 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size,
                                           size_t max_size, unsigned int seed) {
   Rng rng(seed);
   if (size > 1 && rng() % 2 == 0) {
-    const size_t mutated =
-        (data[0] & 1) != 0
-            ? MutateRequest<gopt::v1::EvaluateRequest>(data, size, max_size,
-                                                       rng, MutateEvaluate)
-            : MutateRequest<gopt::v1::OptimizeRequest>(data, size, max_size,
-                                                       rng, MutateOptimize);
+    const size_t mutated = (data[0] & 1) != 0
+                               ? MutateRequest<gopt::v1::EvaluateRequest>(
+                                     data, size, max_size, rng, MutateEvaluate)
+                               : MutateRequest<gopt::v1::OptimizeRequest>(
+                                     data, size, max_size, rng, MutateOptimize);
     if (mutated > 0) return mutated;
   }
   return LLVMFuzzerMutate(data, size, max_size);

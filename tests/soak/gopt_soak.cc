@@ -127,7 +127,7 @@ constexpr KindInfo kKinds[] = {
 
 constexpr const char* kPresets[] = {"v100x4-nvlink", "a100x8-nvlink",
                                     "h100x8-nvlink", "v100x2-pcie",
-                                    "tpuv3x8", "cpu-host"};
+                                    "tpuv3x8",       "cpu-host"};
 
 // One real graph and, when a baseline plan was made for it at start, that
 // plan (for Evaluate).
@@ -200,7 +200,8 @@ class Tally {
   }
   void RecordBadAnswer(const char* kind, const std::string& what) {
     absl::MutexLock lock(&mutex_);
-    if (bad_answers_.size() < 20) bad_answers_.push_back(absl::StrCat(kind, ": ", what));
+    if (bad_answers_.size() < 20)
+      bad_answers_.push_back(absl::StrCat(kind, ": ", what));
     ++num_bad_answers_;
   }
   int64_t total() const {
@@ -227,32 +228,50 @@ class Tally {
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::OK: return "OK";
-    case grpc::CANCELLED: return "CANCELLED";
-    case grpc::UNKNOWN: return "UNKNOWN";
-    case grpc::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::NOT_FOUND: return "NOT_FOUND";
-    case grpc::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    case grpc::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::ABORTED: return "ABORTED";
-    case grpc::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::INTERNAL: return "INTERNAL";
-    case grpc::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::DATA_LOSS: return "DATA_LOSS";
-    default: return "CODE_?";
+    case grpc::OK:
+      return "OK";
+    case grpc::CANCELLED:
+      return "CANCELLED";
+    case grpc::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::ABORTED:
+      return "ABORTED";
+    case grpc::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::INTERNAL:
+      return "INTERNAL";
+    case grpc::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "CODE_?";
   }
 }
 
 double Percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  const size_t rank = static_cast<size_t>(
-      std::ceil(q * static_cast<double>(values.size())));
+  const size_t rank =
+      static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
   return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
@@ -272,8 +291,7 @@ int64_t Tally::Report(std::ostream& out) const {
       }
     }
     out << absl::StrFormat("%-22s %7d %8.3f %8.3f  %s\n", kind,
-                           tally.seconds.size(),
-                           Percentile(tally.seconds, 0.5),
+                           tally.seconds.size(), Percentile(tally.seconds, 0.5),
                            Percentile(tally.seconds, 0.99), codes);
   }
   out << "first message per kind and code:\n";
@@ -356,7 +374,8 @@ class Soak {
     HealthCheckResponse response;
     const grpc::Status status =
         health->Check(&context, HealthCheckRequest(), &response);
-    if (!status.ok()) return absl::StrCat("unreachable (", CodeName(status.error_code()), ")");
+    if (!status.ok())
+      return absl::StrCat("unreachable (", CodeName(status.error_code()), ")");
     return HealthCheckResponse::ServingStatus_Name(response.status());
   }
 
@@ -426,7 +445,8 @@ class Soak {
     }
     const grpc::Status status = reader->Finish();
     if (canceller.joinable()) canceller.join();
-    if (status.ok() && !got_result) *bad_answer = "stream ended OK without a result";
+    if (status.ok() && !got_result)
+      *bad_answer = "stream ended OK without a result";
     return status;
   }
 
@@ -482,21 +502,45 @@ class Soak {
     gopt::v1::DeviceProfile* device = topology.mutable_devices(rng() % 2);
     gopt::v1::Link* link = topology.mutable_links(rng() % 2);
     switch (rng() % 14) {
-      case 0: device->set_launch_overhead_s(inf); break;
-      case 1: device->set_launch_overhead_s(nan); break;
-      case 2: device->set_peak_f32_flops(1e-320); break;
-      case 3: device->set_memory_bandwidth_bytes_per_s(1e-320); break;
-      case 4: link->set_latency_s(nan); break;
-      case 5: link->set_bandwidth_bytes_per_s(0); break;
-      case 6: link->set_bandwidth_bytes_per_s(-1e9); break;
-      case 7: link->set_dst(99); break;
+      case 0:
+        device->set_launch_overhead_s(inf);
+        break;
+      case 1:
+        device->set_launch_overhead_s(nan);
+        break;
+      case 2:
+        device->set_peak_f32_flops(1e-320);
+        break;
+      case 3:
+        device->set_memory_bandwidth_bytes_per_s(1e-320);
+        break;
+      case 4:
+        link->set_latency_s(nan);
+        break;
+      case 5:
+        link->set_bandwidth_bytes_per_s(0);
+        break;
+      case 6:
+        link->set_bandwidth_bytes_per_s(-1e9);
+        break;
+      case 7:
+        link->set_dst(99);
+        break;
       case 8:
         topology.clear_devices();
         return topology;
-      case 9: device->set_memory_bytes(-1); break;
-      case 10: device->set_max_efficiency(nan); break;
-      case 11: device->set_peak_f32_flops(inf); break;
-      case 12: device->set_peak_f32_flops(1e308); break;
+      case 9:
+        device->set_memory_bytes(-1);
+        break;
+      case 10:
+        device->set_max_efficiency(nan);
+        break;
+      case 11:
+        device->set_peak_f32_flops(inf);
+        break;
+      case 12:
+        device->set_peak_f32_flops(1e308);
+        break;
       default:
         topology.mutable_default_link()->set_latency_s(-inf);
         break;
@@ -519,9 +563,8 @@ class Soak {
         return Optimize(RealOptimize(rng, gopt::v1::Budget::ZERO_SHOT),
                         timeout_, bad_answer);
       case Kind::kOptimizeStream:
-        return OptimizeStream(
-            RealOptimize(rng, gopt::v1::Budget::ZERO_SHOT), bad_answer,
-            absl::ZeroDuration());
+        return OptimizeStream(RealOptimize(rng, gopt::v1::Budget::ZERO_SHOT),
+                              bad_answer, absl::ZeroDuration());
       case Kind::kEvaluate:
       case Kind::kEvaluateTrace: {
         if (planned_.empty()) return grpc::Status(grpc::ABORTED, "no plans");
@@ -580,11 +623,15 @@ class Soak {
         EvaluateRequest request = RealEvaluate(rng);
         gopt::v1::Plan* plan = request.mutable_plan();
         switch (rng() % 4) {
-          case 0: plan->add_device(0); break;
+          case 0:
+            plan->add_device(0);
+            break;
           case 1:
             if (plan->device_size() > 0) plan->set_device(0, 1 << 30);
             break;
-          case 2: plan->add_fusion_group(-7); break;
+          case 2:
+            plan->add_fusion_group(-7);
+            break;
           default:
             plan->mutable_priority()->Clear();
             for (int i = 0; i < plan->device_size(); ++i) {
@@ -615,9 +662,9 @@ class Soak {
                         absl::Milliseconds(1), bad_answer);
       case Kind::kCancelled: {
         const absl::Duration after = absl::Milliseconds(5 + rng() % 300);
-        OptimizeRequest request = RealOptimize(
-            rng, rng() % 2 ? gopt::v1::Budget::ZERO_SHOT
-                           : gopt::v1::Budget::FINE_TUNE);
+        OptimizeRequest request =
+            RealOptimize(rng, rng() % 2 ? gopt::v1::Budget::ZERO_SHOT
+                                        : gopt::v1::Budget::FINE_TUNE);
         if (rng() % 2) return OptimizeStream(request, bad_answer, after);
         return Optimize(request, timeout_, bad_answer, after);
       }
@@ -661,8 +708,9 @@ std::vector<RealGraph> LoadGraphs(const std::string& data, int64_t max_bytes) {
       graphs.push_back(std::move(graph));
     }
   }
-  std::sort(graphs.begin(), graphs.end(),
-            [](const RealGraph& a, const RealGraph& b) { return a.path < b.path; });
+  std::sort(
+      graphs.begin(), graphs.end(),
+      [](const RealGraph& a, const RealGraph& b) { return a.path < b.path; });
   return graphs;
 }
 
@@ -690,7 +738,9 @@ void MakePlans(GraphOptimizer::Stub* stub, std::vector<RealGraph>* graphs) {
   }
 }
 
-std::string Mib(int64_t kib) { return absl::StrFormat("%.1f MiB", kib / 1024.0); }
+std::string Mib(int64_t kib) {
+  return absl::StrFormat("%.1f MiB", kib / 1024.0);
+}
 
 }  // namespace
 
@@ -717,10 +767,11 @@ int main(int argc, char** argv) {
   }
   const int pid = absl::GetFlag(FLAGS_server_pid);
 
-  std::vector<RealGraph> graphs = LoadGraphs(absl::GetFlag(FLAGS_data),
-                                             absl::GetFlag(FLAGS_max_graph_bytes));
+  std::vector<RealGraph> graphs = LoadGraphs(
+      absl::GetFlag(FLAGS_data), absl::GetFlag(FLAGS_max_graph_bytes));
   if (graphs.empty()) {
-    std::cerr << "gopt-soak: no graphs found under " << absl::GetFlag(FLAGS_data)
+    std::cerr << "gopt-soak: no graphs found under "
+              << absl::GetFlag(FLAGS_data)
               << " (set --data to ../shared/data)\n";
     return 2;
   }
@@ -733,7 +784,8 @@ int main(int argc, char** argv) {
     auto stub = GraphOptimizer::NewStub(channel);
     MakePlans(stub.get(), &graphs);
   }
-  Soak soak(channel, std::move(graphs), absl::Seconds(absl::GetFlag(FLAGS_timeout_s)));
+  Soak soak(channel, std::move(graphs),
+            absl::Seconds(absl::GetFlag(FLAGS_timeout_s)));
   const std::string health_start = soak.HealthStatus();
   const ProcessSample start_sample = SampleProcess(pid);
   if (pid > 0 && !start_sample.alive) {
@@ -780,8 +832,10 @@ int main(int argc, char** argv) {
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const ProcessSample end_sample = SampleProcess(pid);
   if (pid > 0 && !end_sample.alive) server_died = true;
-  if (end_sample.alive) peak_rss_kib = std::max(peak_rss_kib, end_sample.rss_kib);
-  const std::string health_end = server_died ? "server exited" : soak.HealthStatus();
+  if (end_sample.alive)
+    peak_rss_kib = std::max(peak_rss_kib, end_sample.rss_kib);
+  const std::string health_end =
+      server_died ? "server exited" : soak.HealthStatus();
 
   std::ostringstream report;
   const int64_t total = tally.total();
