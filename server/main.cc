@@ -27,6 +27,7 @@
 #include "glog/logging.h"
 #include "policy/go/go_model.h"
 #include "server/builtin_policies.h"
+#include "server/container_limits.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/policy_registry.h"
@@ -43,7 +44,8 @@ ABSL_FLAG(int64_t, max_graph_nodes, 1'000'000,
 ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
           "larger request messages are refused (RESOURCE_EXHAUSTED)");
 ABSL_FLAG(int32_t, threads, 0,
-          "threads running requests; 0 = one per CPU core");
+          "threads running requests; 0 = one per CPU the container may "
+          "use (affinity mask and cgroup CPU quota)");
 ABSL_FLAG(int32_t, queue_length, 64,
           "requests admitted while every thread is busy; more are refused "
           "(RESOURCE_EXHAUSTED)");
@@ -151,10 +153,16 @@ int main(int argc, char** argv) {
   gopt::server::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-  options.threads =
-      absl::GetFlag(FLAGS_threads) > 0
-          ? absl::GetFlag(FLAGS_threads)
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // hardware_concurrency() ignores a container's cpuset and CPU quota.
+  const gopt::server::ContainerLimits limits =
+      gopt::server::ReadContainerLimits();
+  LOG(INFO) << "container limits: " << limits.cpus << " CPUs, memory "
+            << (limits.memory_limit_bytes
+                    ? absl::StrCat(*limits.memory_limit_bytes, " bytes")
+                    : std::string("unlimited"));
+  options.threads = absl::GetFlag(FLAGS_threads) > 0
+                        ? absl::GetFlag(FLAGS_threads)
+                        : limits.cpus;
   LOG(INFO) << "worker threads: " << options.threads;
   options.queue_length = absl::GetFlag(FLAGS_queue_length);
   options.keepalive_time = Seconds(absl::GetFlag(FLAGS_keepalive_time_seconds));
