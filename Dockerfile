@@ -58,16 +58,21 @@ FROM ${RUNTIME_IMAGE} AS runtime
 # them (dpkg -l lists them; their copyright files are kept) with those
 # dependencies unmet; packages the base image already has are left alone.
 COPY --from=build /build/runtime-packages.txt /tmp/runtime-packages.txt
-RUN set -eu; apt-get update -q; mkdir /tmp/debs; cd /tmp/debs; \
+RUN set -eu; \
+    missing=""; \
     for pkg in $(cat /tmp/runtime-packages.txt); do \
       dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null \
-        | grep -q '^install ok installed$' || apt-get download -q "$pkg"; \
+        | grep -q '^install ok installed$' || missing="$missing $pkg"; \
     done; \
+    apt-get update -q; mkdir /tmp/debs; chown _apt /tmp/debs; cd /tmp/debs; \
+    apt-get download -q $missing; \
     dpkg --force-depends --install ./*.deb; \
     cd /; rm -rf /tmp/debs /tmp/runtime-packages.txt /var/lib/apt/lists/*; \
     readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; \
     useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gopt
 COPY --from=build /build/bin/gopt-server /build/bin/gopt /usr/local/bin/
+# Fails the build if a library the binaries load is missing.
+RUN ! ldd /usr/local/bin/gopt-server /usr/local/bin/gopt | grep 'not found'
 COPY policy/pretrained /opt/gopt/policies
 USER 10001:10001
 # 50051: gRPC (GraphOptimizer, grpc.health.v1, reflection); 9464: /metrics.
