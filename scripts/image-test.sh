@@ -17,6 +17,7 @@
 #
 #   scripts/image-test.sh                  # from the repository root
 #   GOPT_IMAGE_TEST_BUILDKIT=1 scripts/image-test.sh   # also build with BuildKit
+#   GOPT_IMAGE_TEST_NO_BUILD=1 scripts/image-test.sh   # check an existing image
 #
 # Environment: GOPT_IMAGE (gopt:cpu), GOPT_SHARED_DATA (../shared/data),
 # GOPT_IMAGE_TEST_LOG_DIR (a new temporary directory; build and server logs).
@@ -132,6 +133,11 @@ ensure_base_images() {
 build_image() {
   local revision start
   revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  if [[ "${GOPT_IMAGE_TEST_NO_BUILD:-0}" == 1 ]]; then
+    result SKIP "docker build -t $IMAGE ." "GOPT_IMAGE_TEST_NO_BUILD=1: checking the existing $IMAGE"
+    docker image inspect "$IMAGE" >/dev/null 2>&1 || { result FAIL "image $IMAGE" "not found"; return 1; }
+    return 0
+  fi
   start=$(date +%s)
   if nice -n 10 docker build --build-arg GOPT_GIT_REVISION="$revision" \
        -t "$IMAGE" . >"$LOG_DIR/build.log" 2>&1; then
@@ -191,14 +197,17 @@ run_container() {
   for _ in $(seq 120); do
     status="$(docker inspect -f '{{.State.Health.Status}}' "$name" 2>/dev/null)"
     [[ "$status" == healthy || "$status" == unhealthy ]] && break
-    [[ "$(docker inspect -f '{{.State.Running}}' "$name")" == true ]] || break
+    if [[ "$(docker inspect -f '{{.State.Running}}' "$name")" != true ]]; then
+      status="exited with code $(docker inspect -f '{{.State.ExitCode}}' "$name")"
+      break
+    fi
     sleep 1
   done
   docker logs "$name" >"$LOG_DIR/server.log" 2>&1
   if [[ "$status" == healthy ]]; then
     result PASS "read-only, UID $uid, GOPT_LISTEN=:$LISTEN_PORT: HEALTHCHECK" "healthy after $(( $(date +%s) - start )) s"
   else
-    result FAIL "read-only, UID $uid, GOPT_LISTEN=:$LISTEN_PORT: HEALTHCHECK" "status '$status', see $LOG_DIR/server.log"
+    result FAIL "read-only, UID $uid, GOPT_LISTEN=:$LISTEN_PORT: HEALTHCHECK" "$status: $(tail -1 "$LOG_DIR/server.log")"
     return 1
   fi
   if grep -q "listening on port $LISTEN_PORT" "$LOG_DIR/server.log"; then
