@@ -5,10 +5,11 @@
 #   base images (debootstrap + docker import when no registry has them)
 #   docker build --build-arg GOPT_GIT_REVISION=... -t gopt:cpu .
 #   the container read-only, as a random UID, with a CPU and memory limit and
-#   GOPT_LISTEN moved to another port: limits in the log, HEALTHCHECK
-#   healthy, Optimize on a real graph from ../shared/data, /metrics
-#   (revision, request counted, promtool check metrics), docker stop with a
-#   request in flight (answered, exit 0 within docker stop's 10 s)
+#   GOPT_LISTEN moved to another port: limits in the log (also with a
+#   cpuset), HEALTHCHECK healthy, Optimize on a real graph from
+#   ../shared/data, /metrics (revision, request counted, promtool check
+#   metrics), docker stop with a request in flight (answered, exit 0 within
+#   docker stop's 10 s)
 #   kubectl kustomize for every overlay; docker-compose config
 # One line per check (PASS / FAIL / SKIP with the reason, INFO for numbers);
 # exits 1 if any check failed. Needs root (or sudo) to install packages and
@@ -223,6 +224,29 @@ run_container() {
   fi
 }
 
+# A cpuset (no quota) limits the threads too: sched_getaffinity, not
+# hardware_concurrency().
+check_cpuset() {
+  local name="gopt-image-test-cpuset-$$" log=""
+  if ! docker run -d --name "$name" --read-only --user "$uid:0" \
+       --cpuset-cpus 0 "$IMAGE" >/dev/null 2>&1; then
+    result FAIL "--cpuset-cpus 0: one worker thread" "docker run failed"
+    return 1
+  fi
+  containers+=("$name")
+  for _ in $(seq 60); do
+    log="$(docker logs "$name" 2>&1)"
+    grep -q "worker threads:" <<<"$log" && break
+    sleep 0.5
+  done
+  docker rm -f "$name" >/dev/null 2>&1
+  if grep -q "worker threads: 1$" <<<"$log"; then
+    result PASS "--cpuset-cpus 0: one worker thread"
+  else
+    result FAIL "--cpuset-cpus 0: one worker thread" "$(grep -E 'container limits|worker threads' <<<"$log" | tr '\n' ' ')"
+  fi
+}
+
 check_optimize() {
   if [[ ! -f "$DATA/$GRAPH" ]]; then
     result FAIL "Optimize $GRAPH" "$DATA/$GRAPH not found (GOPT_SHARED_DATA)"
@@ -372,6 +396,7 @@ check_compose() {
 echo "image-test: $(git rev-parse --short HEAD 2>/dev/null) in $PWD; logs in $LOG_DIR"
 if ensure_docker && ensure_base_images && build_image; then
   if run_container; then
+    check_cpuset
     check_optimize
     check_metrics
     check_drain
