@@ -67,7 +67,8 @@ RUN set -eu; \
     apt-get update -q; mkdir /tmp/debs; chown _apt /tmp/debs; cd /tmp/debs; \
     apt-get download -q $missing; \
     dpkg --force-depends --install ./*.deb; \
-    cd /; rm -rf /tmp/debs /tmp/runtime-packages.txt /var/lib/apt/lists/*; \
+    cd /; apt-get clean; \
+    rm -rf /tmp/debs /tmp/runtime-packages.txt /var/lib/apt/lists/*; \
     readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; \
     useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gopt
 COPY --from=build /build/bin/gopt-server /build/bin/gopt /usr/local/bin/

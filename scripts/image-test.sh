@@ -100,6 +100,12 @@ ensure_base_images() {
   fi
   $SUDO rm -rf "$root/full/var/lib/apt/lists/"* "$root/full/var/cache/apt/"*.bin \
     "$root/full/var/cache/apt/archives/"*.deb
+  # As the official images: apt keeps no package files or caches in layers.
+  printf '%s\n' \
+    'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
+    'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
+    'Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";' \
+    | $SUDO tee "$root/full/etc/apt/apt.conf.d/docker-clean" >/dev/null
   local changes=(--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
                  --change 'CMD ["bash"]')
   if [[ " ${missing[*]} " == *" debian:bookworm "* ]]; then
