@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -29,6 +28,7 @@
 #include "glog/logging.h"
 #include "policy/go/go_model.h"
 #include "server/builtin_policies.h"
+#include "server/container_limits.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/policy_registry.h"
@@ -45,7 +45,8 @@ ABSL_FLAG(int64_t, max_graph_nodes, 1'000'000,
 ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
           "larger request messages are refused (RESOURCE_EXHAUSTED)");
 ABSL_FLAG(int32_t, threads, 0,
-          "threads running requests; 0 = one per CPU core");
+          "threads running requests; 0 = one per CPU the container may "
+          "use (affinity mask and cgroup CPU quota)");
 ABSL_FLAG(int32_t, queue_length, 64,
           "requests admitted while every thread is busy; more are refused "
           "(RESOURCE_EXHAUSTED)");
@@ -138,19 +139,13 @@ absl::Duration Seconds(double seconds) {
   return absl::Seconds(std::max(seconds, 0.0));
 }
 
-// 75% of the memory this process may use: the cgroup (container) limit
-// when there is one, else the machine's memory. The rest is for the
-// policies, gRPC buffers and what the estimates miss.
-int64_t DefaultMemoryBudgetBytes() {
-  int64_t limit = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
-                  static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
-  for (const char* file : {"/sys/fs/cgroup/memory.max",
-                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::ifstream in(file);
-    int64_t cgroup = 0;
-    if (in >> cgroup && cgroup > 0 && cgroup < limit) limit = cgroup;
-  }
-  return limit / 4 * 3;
+// 75% of the memory this process may use: the container's limit when
+// there is one, else the machine's memory. The rest is for the policies,
+// gRPC buffers and what the estimates miss.
+int64_t DefaultMemoryBudgetBytes(const gopt::server::ContainerLimits& limits) {
+  const int64_t machine = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  return limits.memory_limit_bytes.value_or(machine) / 4 * 3;
 }
 
 int WaitForSignal(const sigset_t& signals) {
@@ -193,10 +188,16 @@ int main(int argc, char** argv) {
   gopt::server::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-  options.threads =
-      absl::GetFlag(FLAGS_threads) > 0
-          ? absl::GetFlag(FLAGS_threads)
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // hardware_concurrency() ignores a container's cpuset and CPU quota.
+  const gopt::server::ContainerLimits limits =
+      gopt::server::ReadContainerLimits();
+  LOG(INFO) << "container limits: " << limits.cpus << " CPUs, memory "
+            << (limits.memory_limit_bytes
+                    ? absl::StrCat(*limits.memory_limit_bytes, " bytes")
+                    : std::string("unlimited"));
+  options.threads = absl::GetFlag(FLAGS_threads) > 0
+                        ? absl::GetFlag(FLAGS_threads)
+                        : limits.cpus;
   LOG(INFO) << "worker threads: " << options.threads;
   options.queue_length = absl::GetFlag(FLAGS_queue_length);
   options.keepalive_time = Seconds(absl::GetFlag(FLAGS_keepalive_time_seconds));
@@ -213,7 +214,7 @@ int main(int argc, char** argv) {
       Seconds(absl::GetFlag(FLAGS_default_deadline_seconds));
   options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes) > 0
                                     ? absl::GetFlag(FLAGS_memory_budget_bytes)
-                                    : DefaultMemoryBudgetBytes();
+                                    : DefaultMemoryBudgetBytes(limits);
   LOG(INFO) << "memory budget for requests: "
             << options.memory_budget_bytes / (1 << 20) << " MiB";
 
