@@ -16,7 +16,9 @@
 #            the Debian packages owning the shared libraries they load.
 #   runtime  (the last stage, built by default) debian:bookworm-slim with only
 #            those packages, non-root user 10001, the bundled policies and a
-#            HEALTHCHECK through `gopt health` on GOPT_LISTEN's port.
+#            HEALTHCHECK through `gopt health` on GOPT_HEALTH_LISTEN's
+#            port when set (plaintext health-only port, for TLS), else
+#            GOPT_LISTEN's.
 
 ARG DEBIAN_IMAGE=debian:bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
@@ -89,5 +91,6 @@ ENV GOPT_LISTEN=0.0.0.0:50051 \
 # Probes the port GOPT_LISTEN names. `gopt` loads LibTorch's libraries at
 # start, which takes ~2 s on a loaded host: hence the 10 s timeout.
 HEALTHCHECK --interval=10s --timeout=10s --start-period=30s --retries=3 \
-  CMD gopt health --server="127.0.0.1:${GOPT_LISTEN##*:}" --timeout=5
+  CMD probe="${GOPT_HEALTH_LISTEN:-$GOPT_LISTEN}"; \
+      gopt health --server="127.0.0.1:${probe##*:}" --timeout=5
 ENTRYPOINT ["gopt-server"]

@@ -21,7 +21,7 @@ constexpr int64_t kKiB = int64_t{1} << 10;
 constexpr int64_t kFixedBytes = 16 * kMiB;
 constexpr int64_t kBaselineBytesPerNode = 4 * kKiB;
 constexpr int64_t kZeroShotBytesPerNode = 12 * kKiB;
-constexpr int64_t kFineTuneBytesPerNode = 80 * kKiB;
+constexpr int64_t kFineTuneBytesPerNode = 72 * kKiB;
 constexpr int64_t kTraceBytesPerNode = 8 * kKiB;
 // A serialized graph is held while it is parsed into an importer's own
 // structures and then the IR: a few copies of its size.

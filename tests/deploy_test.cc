@@ -489,11 +489,15 @@ TEST(DeployTest, DockerfilesExposePortsAndCheckHealthOnGoptListen) {
         user = absl::StartsWith(instruction.arguments, "10001");
       } else if (instruction.keyword == "HEALTHCHECK") {
         health = true;
-        // The shell form, so the probe follows a moved GOPT_LISTEN.
+        // The shell form, so the probe follows a moved GOPT_LISTEN, or the
+        // plaintext health-only port when one is set (TLS on the main one).
         EXPECT_THAT(
             instruction.arguments,
-            HasSubstr(
-                R"(CMD gopt health --server="127.0.0.1:${GOPT_LISTEN##*:}")"))
+            HasSubstr(R"(CMD probe="${GOPT_HEALTH_LISTEN:-$GOPT_LISTEN}";)"))
+            << dockerfile;
+        EXPECT_THAT(
+            instruction.arguments,
+            HasSubstr(R"(gopt health --server="127.0.0.1:${probe##*:}")"))
             << dockerfile;
         // `gopt` loads LibTorch at start: ~2 s on a busy host.
         EXPECT_THAT(instruction.arguments, HasSubstr("--timeout=10s"))
