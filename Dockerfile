@@ -1,25 +1,22 @@
-# gopt-server container image.
+# gopt-server container image (CPU, Debian's LibTorch 1.13).
 #
-#   docker build -t gopt:cpu .                       # Debian LibTorch (CPU)
+#   docker build --build-arg GOPT_GIT_REVISION="$(git rev-parse --short HEAD)" \
+#     -t gopt:cpu .
 #   docker run -p 50051:50051 -p 9464:9464 gopt:cpu
 #
+# `docker build -t gopt:cpu .` works too (legacy builder and BuildKit); the
+# revision in logs and gopt_build_info is then "unknown", because the build
+# context has no .git. The GPU variant is Dockerfile.cuda. docs/deploy.md has
+# the details; scripts/image-test.sh builds, runs and checks this image.
+#
 # Stages:
-#   build        Debian bookworm + the project's own install script; builds
-#                gopt-server and gopt (no tests) and lists the Debian packages
-#                that own the shared libraries they load.
-#   runtime      (default) debian:bookworm-slim with only those runtime
-#                packages, a non-root user, the bundled policies and a
-#                HEALTHCHECK through `gopt health`.
-#   build-cuda / runtime-cuda
-#                The GPU variant: the official CUDA LibTorch (a zip from
-#                pytorch.org, passed as LIBTORCH_URL) instead of Debian's
-#                CPU-only one, on NVIDIA's CUDA runtime image. Build with
-#                  docker build --target runtime-cuda \
-#                    --build-arg LIBTORCH_URL=https://download.pytorch.org/libtorch/cu121/libtorch-cxx11-abi-shared-with-deps-2.3.1%2Bcu121.zip \
-#                    -t gopt:cuda .
-#                It runs on debian:bookworm-slim like the CPU image (the
-#                zip bundles the CUDA libraries). It needs network access
-#                to download LibTorch and is not built in CI.
+#   build    Debian bookworm + scripts/install-deps.sh; builds gopt-server
+#            and gopt (no tests) from the sources only (docs and deploy files
+#            are not copied, so editing them does not recompile), then lists
+#            the Debian packages owning the shared libraries they load.
+#   runtime  (the last stage, built by default) debian:bookworm-slim with only
+#            those packages, non-root user 10001, the bundled policies and a
+#            HEALTHCHECK through `gopt health` on GOPT_LISTEN's port.
 
 ARG DEBIAN_IMAGE=debian:bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
@@ -28,62 +25,69 @@ FROM ${DEBIAN_IMAGE} AS build
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-deps.sh
 RUN ./scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
-COPY . .
+COPY CMakeLists.txt ./
+COPY cmake cmake
+COPY proto proto
+COPY graph graph
+COPY simulator simulator
+COPY policy/CMakeLists.txt policy/policy.h policy/train_main.cc policy/
+COPY policy/go policy/go
+COPY policy/cost_model policy/cost_model
+COPY server server
+COPY client client
+COPY tests/CMakeLists.txt tests/CMakeLists.txt
+COPY tests/fuzz/CMakeLists.txt tests/fuzz/CMakeLists.txt
+# Everything but gopt-server's main.cc, which alone carries the revision: a
+# new revision relinks gopt-server instead of recompiling the project.
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DGOPT_BUILD_TESTS=OFF \
- && cmake --build /build -j"$(nproc)" --target gopt-server gopt \
- && scripts/runtime-packages.sh /build/bin/gopt-server /build/bin/gopt \
+ && cmake --build /build -j"$(nproc)" \
+      --target gopt gopt_server gopt_builtin_policies gopt_go
+ARG GOPT_GIT_REVISION=unknown
+RUN cmake -S . -B /build -DGOPT_GIT_REVISION="${GOPT_GIT_REVISION}" \
+ && cmake --build /build -j"$(nproc)" --target gopt-server
+COPY scripts/runtime-packages.sh scripts/runtime-packages.sh
+RUN scripts/runtime-packages.sh /build/bin/gopt-server /build/bin/gopt \
       > /build/runtime-packages.txt \
  && cat /build/runtime-packages.txt
 
 FROM ${RUNTIME_IMAGE} AS runtime
+# Only the packages that own a shared library the two binaries load. They
+# are installed with dpkg, not apt, because apt would also install every
+# package they declare a dependency on: Debian's libtorch1.13 depends on
+# ~1 GB (ffmpeg, GDAL, Qt, Mesa and LLVM) that gopt never loads. dpkg records
+# them (dpkg -l lists them; their copyright files are kept) with those
+# dependencies unmet; packages the base image already has are left alone.
 COPY --from=build /build/runtime-packages.txt /tmp/runtime-packages.txt
-RUN apt-get update -q \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      ca-certificates libopenblas0-pthread $(cat /tmp/runtime-packages.txt) \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
- && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gopt
+RUN set -eu; \
+    missing=""; \
+    for pkg in $(cat /tmp/runtime-packages.txt); do \
+      dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null \
+        | grep -q '^install ok installed$' || missing="$missing $pkg"; \
+    done; \
+    apt-get update -q; mkdir /tmp/debs; chown _apt /tmp/debs; cd /tmp/debs; \
+    apt-get download -q $missing; \
+    dpkg --force-depends --install ./*.deb; \
+    cd /; apt-get clean; \
+    rm -rf /tmp/debs /tmp/runtime-packages.txt /var/lib/apt/lists/*; \
+    readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; \
+    useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gopt
 COPY --from=build /build/bin/gopt-server /build/bin/gopt /usr/local/bin/
+# Fails the build if a library the binaries load is missing.
+RUN ! ldd /usr/local/bin/gopt-server /usr/local/bin/gopt | grep 'not found'
 COPY policy/pretrained /opt/gopt/policies
 USER 10001:10001
 # 50051: gRPC (GraphOptimizer, grpc.health.v1, reflection); 9464: /metrics.
 EXPOSE 50051 9464
-ENV GOPT_POLICY_DIR=/opt/gopt/policies
-HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["gopt", "health", "--server=127.0.0.1:50051"]
-ENTRYPOINT ["gopt-server", "--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464"]
-
-FROM ${DEBIAN_IMAGE} AS build-cuda
-ARG LIBTORCH_URL
-WORKDIR /src
-COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN ./scripts/install-deps.sh \
- && apt-get install -y -q --no-install-recommends curl unzip ca-certificates \
- && test -n "${LIBTORCH_URL}" \
- && curl -fsSL "${LIBTORCH_URL}" -o /tmp/libtorch.zip \
- && unzip -q /tmp/libtorch.zip -d /opt && rm /tmp/libtorch.zip
-COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DGOPT_BUILD_TESTS=OFF \
-      -DCMAKE_PREFIX_PATH=/opt/libtorch \
- && cmake --build /build -j"$(nproc)" --target gopt-server gopt \
- && LD_LIBRARY_PATH=/opt/libtorch/lib scripts/runtime-packages.sh \
-      /build/bin/gopt-server /build/bin/gopt > /build/runtime-packages.txt
-
-# The "shared-with-deps" LibTorch zip carries the CUDA runtime, cuBLAS and
-# cuDNN; the GPU driver comes from the host (NVIDIA container toolkit).
-FROM ${RUNTIME_IMAGE} AS runtime-cuda
-COPY --from=build-cuda /build/runtime-packages.txt /tmp/runtime-packages.txt
-RUN apt-get update -q \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      ca-certificates $(cat /tmp/runtime-packages.txt) \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
-COPY --from=build-cuda /opt/libtorch/lib /opt/libtorch/lib
-COPY --from=build-cuda /build/bin/gopt-server /build/bin/gopt /usr/local/bin/
-COPY policy/pretrained /opt/gopt/policies
-ENV LD_LIBRARY_PATH=/opt/libtorch/lib GOPT_POLICY_DIR=/opt/gopt/policies \
-    NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
-RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gopt
-USER 10001:10001
-EXPOSE 50051 9464
-HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["gopt", "health", "--server=127.0.0.1:50051"]
-ENTRYPOINT ["gopt-server", "--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464"]
+# Every gopt-server flag is also a GOPT_* variable; a Kubernetes ConfigMap or
+# `docker run -e` overrides these. Drain 2 s + in-flight calls 6 s = 8 s fits
+# in `docker stop`'s default 10 s before SIGKILL (docs/deploy.md).
+ENV GOPT_LISTEN=0.0.0.0:50051 \
+    GOPT_METRICS_LISTEN=0.0.0.0:9464 \
+    GOPT_POLICY_DIR=/opt/gopt/policies \
+    GOPT_DRAIN_SECONDS=2 \
+    GOPT_SHUTDOWN_TIMEOUT_SECONDS=6
+# Probes the port GOPT_LISTEN names. `gopt` loads LibTorch's libraries at
+# start, which takes ~2 s on a loaded host: hence the 10 s timeout.
+HEALTHCHECK --interval=10s --timeout=10s --start-period=30s --retries=3 \
+  CMD gopt health --server="127.0.0.1:${GOPT_LISTEN##*:}" --timeout=5
+ENTRYPOINT ["gopt-server"]

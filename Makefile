@@ -36,10 +36,16 @@ test-asan: deps
 	cd $(ASAN_BUILD_DIR) && $(ASAN_ENV) ctest -L sanitize --output-on-failure -j$(JOBS)
 
 # gopt-server on localhost (gRPC :50051, Prometheus :9464) with the bundled
-# policies; Ctrl-C drains and stops it.
+# policies; Ctrl-C drains and stops it. The three settings come from the
+# environment or the make command line when set there
+# (GOPT_LISTEN=0.0.0.0:50052 make serve); every other GOPT_* variable reaches
+# gopt-server through the environment.
+GOPT_LISTEN ?= 127.0.0.1:50051
+GOPT_METRICS_LISTEN ?= 127.0.0.1:9464
+GOPT_POLICY_DIR ?= policy/pretrained
 serve: build
-	$(BUILD_DIR)/bin/gopt-server --listen=127.0.0.1:50051 \
-	  --metrics_listen=127.0.0.1:9464 --policy_dir=policy/pretrained
+	$(BUILD_DIR)/bin/gopt-server --listen=$(GOPT_LISTEN) \
+	  --metrics_listen=$(GOPT_METRICS_LISTEN) --policy_dir=$(GOPT_POLICY_DIR)
 
 # The shipped GO policy, policy/pretrained/go-multitask-v2: PPO pre-training
 # (30 min wall clock on the shared 2-core host), held-out evaluation written

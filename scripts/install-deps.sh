@@ -3,17 +3,24 @@
 # Idempotent: packages already present are left alone and apt is not run at all.
 # Uses sudo when not run as root. Fails if libblas.so.3 does not resolve to
 # OpenBLAS, because Debian's LibTorch is ~40x slower on the reference BLAS.
+#
+# GOPT_DEBIAN_LIBTORCH=0 leaves out Debian's LibTorch (libtorch-dev, 1.13),
+# for builds against another LibTorch (Dockerfile.cuda: the official CUDA
+# one under /opt/libtorch, found through CMAKE_PREFIX_PATH).
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libtorch-dev prometheus-cpp-dev libabsl-dev
+  prometheus-cpp-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-glog-dev
   nlohmann-json3-dev libmetis-dev libzip-dev libyaml-cpp-dev
   libopenblas0-pthread
   openssl
 )
+if [[ "${GOPT_DEBIAN_LIBTORCH:-1}" != "0" ]]; then
+  PACKAGES+=(libtorch-dev)
+fi
 # Only needed for -DGOPT_FUZZ=ON (libFuzzer ships with clang's runtime).
 if [[ "${GOPT_FUZZ:-0}" == "1" ]]; then
   PACKAGES+=(clang libclang-rt-14-dev)

@@ -9,6 +9,7 @@
 // cancel the rest -> exit 0.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -27,6 +28,7 @@
 #include "glog/logging.h"
 #include "policy/go/go_model.h"
 #include "server/builtin_policies.h"
+#include "server/container_limits.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/policy_registry.h"
@@ -43,7 +45,8 @@ ABSL_FLAG(int64_t, max_graph_nodes, 1'000'000,
 ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
           "larger request messages are refused (RESOURCE_EXHAUSTED)");
 ABSL_FLAG(int32_t, threads, 0,
-          "threads running requests; 0 = one per CPU core");
+          "threads running requests; 0 = one per CPU the container may "
+          "use (affinity mask and cgroup CPU quota)");
 ABSL_FLAG(int32_t, queue_length, 64,
           "requests admitted while every thread is busy; more are refused "
           "(RESOURCE_EXHAUSTED)");
@@ -63,6 +66,24 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate; enables TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA for client certificates; enables mTLS");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of a plaintext port serving only grpc.health.v1 (for "
+          "probes when --tls_cert is set); empty = none");
+ABSL_FLAG(bool, reflection, false,
+          "serve gRPC server reflection (for grpcurl without .proto files)");
+ABSL_FLAG(int64_t, memory_budget_bytes, 0,
+          "memory the requests in flight may hold together, by estimate; a "
+          "request that does not fit is refused (RESOURCE_EXHAUSTED); 0 = "
+          "75% of the container's memory limit (cgroup), else of the "
+          "machine's memory");
+ABSL_FLAG(double, default_deadline_seconds, 600,
+          "deadline of requests whose client sets none");
+ABSL_FLAG(int32_t, max_fine_tune_steps, 10'000,
+          "largest budget.fine_tune_steps accepted (INVALID_ARGUMENT above)");
+ABSL_FLAG(int32_t, max_baseline_methods, 256,
+          "most distinct options.baseline_methods accepted");
+ABSL_FLAG(int64_t, max_trace_bytes, 32 << 20,
+          "largest Chrome trace Evaluate sends (RESOURCE_EXHAUSTED above)");
 
 namespace {
 
@@ -85,6 +106,13 @@ constexpr const char* kFlagNames[] = {
     "tls_cert",
     "tls_key",
     "tls_client_ca",
+    "health_listen",
+    "reflection",
+    "memory_budget_bytes",
+    "default_deadline_seconds",
+    "max_fine_tune_steps",
+    "max_baseline_methods",
+    "max_trace_bytes",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -109,6 +137,15 @@ bool ApplyEnvironment() {
 
 absl::Duration Seconds(double seconds) {
   return absl::Seconds(std::max(seconds, 0.0));
+}
+
+// 75% of the memory this process may use: the container's limit when
+// there is one, else the machine's memory. The rest is for the policies,
+// gRPC buffers and what the estimates miss.
+int64_t DefaultMemoryBudgetBytes(const gopt::server::ContainerLimits& limits) {
+  const int64_t machine = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  return limits.memory_limit_bytes.value_or(machine) / 4 * 3;
 }
 
 int WaitForSignal(const sigset_t& signals) {
@@ -151,10 +188,16 @@ int main(int argc, char** argv) {
   gopt::server::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-  options.threads =
-      absl::GetFlag(FLAGS_threads) > 0
-          ? absl::GetFlag(FLAGS_threads)
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // hardware_concurrency() ignores a container's cpuset and CPU quota.
+  const gopt::server::ContainerLimits limits =
+      gopt::server::ReadContainerLimits();
+  LOG(INFO) << "container limits: " << limits.cpus << " CPUs, memory "
+            << (limits.memory_limit_bytes
+                    ? absl::StrCat(*limits.memory_limit_bytes, " bytes")
+                    : std::string("unlimited"));
+  options.threads = absl::GetFlag(FLAGS_threads) > 0
+                        ? absl::GetFlag(FLAGS_threads)
+                        : limits.cpus;
   LOG(INFO) << "worker threads: " << options.threads;
   options.queue_length = absl::GetFlag(FLAGS_queue_length);
   options.keepalive_time = Seconds(absl::GetFlag(FLAGS_keepalive_time_seconds));
@@ -165,6 +208,15 @@ int main(int argc, char** argv) {
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.health_listen_address = absl::GetFlag(FLAGS_health_listen);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
+  options.default_deadline =
+      Seconds(absl::GetFlag(FLAGS_default_deadline_seconds));
+  options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes) > 0
+                                    ? absl::GetFlag(FLAGS_memory_budget_bytes)
+                                    : DefaultMemoryBudgetBytes(limits);
+  LOG(INFO) << "memory budget for requests: "
+            << options.memory_budget_bytes / (1 << 20) << " MiB";
 
   gopt::server::Metrics metrics(GOPT_VERSION, GOPT_GIT_REVISION);
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
@@ -208,6 +260,10 @@ int main(int argc, char** argv) {
   }
   gopt::server::EngineOptions engine_options;
   engine_options.max_graph_nodes = absl::GetFlag(FLAGS_max_graph_nodes);
+  engine_options.max_fine_tune_steps = absl::GetFlag(FLAGS_max_fine_tune_steps);
+  engine_options.max_baseline_methods =
+      absl::GetFlag(FLAGS_max_baseline_methods);
+  engine_options.max_trace_bytes = absl::GetFlag(FLAGS_max_trace_bytes);
   (*server)->SetEngine(
       std::make_shared<gopt::server::Engine>(engine_options, *policies));
   LOG(INFO) << "SERVING";

@@ -1,15 +1,22 @@
 // Checks the deployment files against the code: every YAML and JSON file
 // under deploy/ parses; the Kubernetes probes, ports, config keys, scrape
 // targets and dashboard queries name the ports, flags and metrics that
-// gopt-server really has.
+// gopt-server really has; the Dockerfiles, ConfigMap and compose file keep
+// their promises (CPU image by default, listen settings from the
+// environment, drain + shutdown within each grace period, no replica count
+// beside the HPA, no GPU reserved); scripts/runtime-packages.sh finds the
+// package of every library gopt-server loads. scripts/image-test.sh builds
+// and runs the image itself.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -18,7 +25,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "server/metrics.h"
@@ -29,6 +38,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int kGrpcPort = 50051;
 constexpr int kMetricsPort = 9464;
@@ -90,19 +100,99 @@ int ContainerPort(const YAML::Node& container, const std::string& name) {
   return -1;
 }
 
+struct CommandResult {
+  std::string output;  // stdout (and stderr where the command redirects it)
+  int exit_status = -1;
+};
+
+// Runs `command` through the shell.
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr) << command;
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    result.output += buffer;
+  }
+  const int status = pclose(pipe);
+  result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
 // Runs gopt-server --helpfull and returns its output.
 std::string ServerHelp() {
-  const std::string command =
-      std::string(GOPT_SERVER_BINARY) + " --helpfull 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  while (pipe != nullptr && fgets(buffer, sizeof(buffer), pipe) != nullptr) {
-    output += buffer;
+  return RunCommand(std::string(GOPT_SERVER_BINARY) + " --helpfull 2>&1")
+      .output;
+}
+
+// One Dockerfile instruction: keyword in capitals and its arguments, with
+// continuation lines joined and comments dropped.
+struct Instruction {
+  std::string keyword;
+  std::string arguments;
+};
+
+std::vector<Instruction> DockerfileInstructions(const std::string& relative) {
+  std::vector<Instruction> instructions;
+  std::string pending;
+  for (absl::string_view line :
+       absl::StrSplit(ReadFile(SourcePath(relative)), '\n')) {
+    const absl::string_view stripped = absl::StripAsciiWhitespace(line);
+    if (pending.empty() && (stripped.empty() || stripped[0] == '#')) continue;
+    if (!pending.empty() && !stripped.empty() && stripped[0] == '#') continue;
+    if (absl::EndsWith(stripped, "\\")) {
+      absl::StrAppend(&pending, stripped.substr(0, stripped.size() - 1), " ");
+      continue;
+    }
+    absl::StrAppend(&pending, stripped);
+    const size_t space = pending.find(' ');
+    instructions.push_back({absl::AsciiStrToUpper(pending.substr(0, space)),
+                            space == std::string::npos
+                                ? ""
+                                : std::string(absl::StripAsciiWhitespace(
+                                      pending.substr(space + 1)))});
+    pending.clear();
   }
-  if (pipe != nullptr) pclose(pipe);
-  return output;
+  return instructions;
+}
+
+// KEY=VALUE pairs of every ENV instruction of the last stage.
+std::map<std::string, std::string> RuntimeEnvironment(
+    const std::string& relative) {
+  std::map<std::string, std::string> environment;
+  for (const Instruction& instruction : DockerfileInstructions(relative)) {
+    if (instruction.keyword == "FROM") environment.clear();
+    if (instruction.keyword != "ENV") continue;
+    for (absl::string_view pair :
+         absl::StrSplit(instruction.arguments, ' ', absl::SkipEmpty())) {
+      const std::vector<std::string> key_value =
+          absl::StrSplit(pair, absl::MaxSplits('=', 1));
+      if (key_value.size() == 2) environment[key_value[0]] = key_value[1];
+    }
+  }
+  return environment;
+}
+
+double ToSeconds(const std::string& text) {
+  double seconds = -1;
+  EXPECT_TRUE(absl::SimpleAtod(absl::StripSuffix(text, "s"), &seconds)) << text;
+  return seconds;
+}
+
+// Kubernetes quantities with binary suffixes ("8Gi", "512Mi") in bytes.
+int64_t QuantityBytes(const std::string& quantity) {
+  int64_t value = 0;
+  for (const auto& [suffix, factor] :
+       std::vector<std::pair<std::string, int64_t>>{
+           {"Gi", int64_t{1} << 30}, {"Mi", int64_t{1} << 20}, {"", 1}}) {
+    if (absl::EndsWith(quantity, suffix) &&
+        absl::SimpleAtoi(absl::StripSuffix(quantity, suffix), &value)) {
+      return value * factor;
+    }
+  }
+  ADD_FAILURE() << "not a quantity: " << quantity;
+  return -1;
 }
 
 TEST(DeployTest, EveryYamlAndJsonFileParses) {
@@ -184,7 +274,8 @@ TEST(DeployTest, ServiceAndServiceMonitorUseContainerPortNames) {
     service_ports.insert(port["name"].as<std::string>());
     ContainerPort(ServerContainer(), port["targetPort"].as<std::string>());
   }
-  const YAML::Node monitor = FindKind("ServiceMonitor", "base/servicemonitor");
+  const YAML::Node monitor =
+      FindKind("ServiceMonitor", "components/prometheus-operator");
   for (const YAML::Node& endpoint : monitor["spec"]["endpoints"]) {
     EXPECT_THAT(service_ports, Contains(endpoint["port"].as<std::string>()));
     EXPECT_EQ(endpoint["path"].as<std::string>(), "/metrics");
@@ -192,20 +283,145 @@ TEST(DeployTest, ServiceAndServiceMonitorUseContainerPortNames) {
 }
 
 TEST(DeployTest, KustomizationsListExistingFiles) {
-  for (const char* dir :
-       {"deploy/base", "deploy/overlays/cpu", "deploy/overlays/gpu"}) {
+  int overlays = 0;
+  std::vector<std::string> dirs = {"deploy/base",
+                                   "deploy/components/prometheus-operator"};
+  for (const auto& entry :
+       fs::directory_iterator(SourcePath("deploy/overlays"))) {
+    dirs.push_back("deploy/overlays/" + entry.path().filename().string());
+    ++overlays;
+  }
+  EXPECT_GE(overlays, 3);
+  for (const std::string& dir : dirs) {
     const YAML::Node kustomization =
         YAML::LoadFile(SourcePath(absl::StrCat(dir, "/kustomization.yaml")));
-    for (const YAML::Node& resource : kustomization["resources"]) {
-      EXPECT_TRUE(fs::exists(
-          SourcePath(absl::StrCat(dir, "/", resource.as<std::string>()))))
-          << dir << ": " << resource.as<std::string>();
+    for (const char* list : {"resources", "components"}) {
+      for (const YAML::Node& entry : kustomization[list]) {
+        EXPECT_TRUE(fs::exists(
+            SourcePath(absl::StrCat(dir, "/", entry.as<std::string>()))))
+            << dir << ": " << entry.as<std::string>();
+      }
     }
     for (const YAML::Node& patch : kustomization["patches"]) {
       EXPECT_TRUE(fs::exists(
           SourcePath(absl::StrCat(dir, "/", patch["path"].as<std::string>()))));
     }
   }
+}
+
+// Base must apply on any cluster: only core Kubernetes kinds, no CRDs such
+// as the Prometheus Operator's ServiceMonitor.
+TEST(DeployTest, BaseHasOnlyCoreKinds) {
+  const std::set<std::string> core = {"ConfigMap", "Deployment", "Service",
+                                      "HorizontalPodAutoscaler",
+                                      "PodDisruptionBudget"};
+  const YAML::Node kustomization =
+      YAML::LoadFile(SourcePath("deploy/base/kustomization.yaml"));
+  for (const YAML::Node& resource : kustomization["resources"]) {
+    const std::string path =
+        SourcePath("deploy/base/" + resource.as<std::string>());
+    for (const YAML::Node& doc : YAML::LoadAllFromFile(path)) {
+      EXPECT_THAT(core, Contains(doc["kind"].as<std::string>())) << path;
+    }
+  }
+}
+
+// The HPA owns the replica count; a count in the Deployment would reset it
+// on every apply.
+TEST(DeployTest, DeploymentLeavesReplicasToTheHpa) {
+  const YAML::Node deployment = FindKind("Deployment", "base/deployment");
+  EXPECT_FALSE(deployment["spec"]["replicas"]);
+  const YAML::Node hpa = FindKind("HorizontalPodAutoscaler", "base/hpa");
+  EXPECT_EQ(hpa["spec"]["scaleTargetRef"]["name"].as<std::string>(),
+            deployment["metadata"]["name"].as<std::string>());
+}
+
+// Every overlay names the image through kustomize's `images:` with a
+// registry prefix (or builds on an overlay that does).
+TEST(DeployTest, OverlaysSetTheImageWithARegistry) {
+  for (const auto& entry :
+       fs::directory_iterator(SourcePath("deploy/overlays"))) {
+    const YAML::Node kustomization =
+        YAML::LoadFile((entry.path() / "kustomization.yaml").string());
+    if (!kustomization["images"]) {
+      EXPECT_NE(kustomization["resources"][0].as<std::string>(), "../../base")
+          << entry.path() << " uses the base image name unchanged";
+      continue;
+    }
+    const YAML::Node image = kustomization["images"][0];
+    EXPECT_EQ(image["name"].as<std::string>(), "gopt") << entry.path();
+    EXPECT_THAT(image["newName"].as<std::string>(), HasSubstr("/"))
+        << entry.path();
+  }
+}
+
+// gopt-server runs no tensor on CUDA: no overlay reserves a GPU.
+TEST(DeployTest, NoOverlayReservesAGpu) {
+  for (const auto& entry :
+       fs::recursive_directory_iterator(SourcePath("deploy"))) {
+    if (!entry.is_regular_file()) continue;
+    const std::string text = ReadFile(entry.path().string());
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "#")) {
+        continue;
+      }
+      EXPECT_THAT(std::string(line), Not(HasSubstr("nvidia.com/gpu")))
+          << entry.path();
+    }
+  }
+}
+
+// Threads, queue and memory budget fit the pod: threads = CPUs requested
+// (no CPU limit, so no cgroup quota to derive them from), memory budget
+// below the memory limit.
+TEST(DeployTest, ConfigMapFitsThePod) {
+  const YAML::Node data = FindKind("ConfigMap", "base/configmap")["data"];
+  const YAML::Node resources = ServerContainer()["resources"];
+  EXPECT_EQ(data["GOPT_THREADS"].as<std::string>(),
+            resources["requests"]["cpu"].as<std::string>());
+  int queue_length = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(data["GOPT_QUEUE_LENGTH"].as<std::string>(),
+                               &queue_length));
+  EXPECT_GT(queue_length, 0);
+  int64_t budget = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      data["GOPT_MEMORY_BUDGET_BYTES"].as<std::string>(), &budget));
+  int64_t max_message = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(data["GOPT_MAX_MESSAGE_BYTES"].as<std::string>(),
+                               &max_message));
+  EXPECT_LT(budget + queue_length * max_message,
+            QuantityBytes(resources["limits"]["memory"].as<std::string>()));
+}
+
+// Drain + shutdown timeout end before each environment's SIGKILL: docker
+// stop's default 10 s for the image, terminationGracePeriodSeconds for
+// Kubernetes, stop_grace_period for compose.
+TEST(DeployTest, DrainAndShutdownFitEachGracePeriod) {
+  for (const char* dockerfile : {"Dockerfile", "Dockerfile.cuda"}) {
+    const std::map<std::string, std::string> env =
+        RuntimeEnvironment(dockerfile);
+    ASSERT_TRUE(env.count("GOPT_DRAIN_SECONDS")) << dockerfile;
+    ASSERT_TRUE(env.count("GOPT_SHUTDOWN_TIMEOUT_SECONDS")) << dockerfile;
+    EXPECT_LT(ToSeconds(env.at("GOPT_DRAIN_SECONDS")) +
+                  ToSeconds(env.at("GOPT_SHUTDOWN_TIMEOUT_SECONDS")),
+              10)
+        << dockerfile << ": docker stop sends SIGKILL after 10 s";
+  }
+  const YAML::Node data = FindKind("ConfigMap", "base/configmap")["data"];
+  const YAML::Node pod =
+      FindKind("Deployment", "base/deployment")["spec"]["template"]["spec"];
+  EXPECT_FALSE(ServerContainer()["lifecycle"]) << "a preStop hook adds time";
+  EXPECT_LT(
+      ToSeconds(data["GOPT_DRAIN_SECONDS"].as<std::string>()) +
+          ToSeconds(data["GOPT_SHUTDOWN_TIMEOUT_SECONDS"].as<std::string>()),
+      pod["terminationGracePeriodSeconds"].as<double>());
+  const YAML::Node gopt = YAML::LoadFile(
+      SourcePath("deploy/docker-compose.yml"))["services"]["gopt"];
+  EXPECT_LT(
+      ToSeconds(gopt["environment"]["GOPT_DRAIN_SECONDS"].as<std::string>()) +
+          ToSeconds(gopt["environment"]["GOPT_SHUTDOWN_TIMEOUT_SECONDS"]
+                        .as<std::string>()),
+      ToSeconds(gopt["stop_grace_period"].as<std::string>()));
 }
 
 TEST(DeployTest, PrometheusAndComposeTargetTheMetricsPort) {
@@ -260,13 +476,153 @@ TEST(DeployTest, DashboardQueriesNameRealMetrics) {
   }
 }
 
-TEST(DeployTest, DockerfileExposesPortsAndChecksHealth) {
-  const std::string dockerfile = ReadFile(SourcePath("Dockerfile"));
-  EXPECT_THAT(dockerfile,
-              HasSubstr(absl::StrCat("EXPOSE ", kGrpcPort, " ", kMetricsPort)));
-  EXPECT_THAT(dockerfile, HasSubstr(R"(CMD ["gopt", "health")"));
-  EXPECT_THAT(dockerfile, HasSubstr("USER 10001"));
-  EXPECT_THAT(dockerfile, HasSubstr("AS runtime-cuda"));
+TEST(DeployTest, DockerfilesExposePortsAndCheckHealthOnGoptListen) {
+  for (const char* dockerfile : {"Dockerfile", "Dockerfile.cuda"}) {
+    bool exposes = false;
+    bool health = false;
+    bool user = false;
+    for (const Instruction& instruction : DockerfileInstructions(dockerfile)) {
+      if (instruction.keyword == "EXPOSE") {
+        exposes =
+            instruction.arguments == absl::StrCat(kGrpcPort, " ", kMetricsPort);
+      } else if (instruction.keyword == "USER") {
+        user = absl::StartsWith(instruction.arguments, "10001");
+      } else if (instruction.keyword == "HEALTHCHECK") {
+        health = true;
+        // The shell form, so the probe follows a moved GOPT_LISTEN.
+        EXPECT_THAT(
+            instruction.arguments,
+            HasSubstr(
+                R"(CMD gopt health --server="127.0.0.1:${GOPT_LISTEN##*:}")"))
+            << dockerfile;
+        // `gopt` loads LibTorch at start: ~2 s on a busy host.
+        EXPECT_THAT(instruction.arguments, HasSubstr("--timeout=10s"))
+            << dockerfile;
+      }
+    }
+    EXPECT_TRUE(exposes) << dockerfile;
+    EXPECT_TRUE(health) << dockerfile;
+    EXPECT_TRUE(user) << dockerfile;
+  }
+}
+
+// The listen addresses come from the environment (ENV defaults a ConfigMap
+// or `docker run -e` can override), not from the ENTRYPOINT.
+TEST(DeployTest, DockerfilesTakeListenSettingsFromTheEnvironment) {
+  for (const char* dockerfile : {"Dockerfile", "Dockerfile.cuda"}) {
+    std::string entrypoint;
+    for (const Instruction& instruction : DockerfileInstructions(dockerfile)) {
+      if (instruction.keyword == "ENTRYPOINT")
+        entrypoint = instruction.arguments;
+    }
+    EXPECT_EQ(entrypoint, R"(["gopt-server"])") << dockerfile;
+    const std::map<std::string, std::string> env =
+        RuntimeEnvironment(dockerfile);
+    EXPECT_EQ(env.at("GOPT_LISTEN"), absl::StrCat("0.0.0.0:", kGrpcPort));
+    EXPECT_EQ(env.at("GOPT_METRICS_LISTEN"),
+              absl::StrCat("0.0.0.0:", kMetricsPort));
+    EXPECT_EQ(env.at("GOPT_POLICY_DIR"), "/opt/gopt/policies");
+  }
+}
+
+// `docker build -t gopt:cpu .` builds the last stage: it must be the CPU
+// runtime, on either builder; the CUDA variant lives in Dockerfile.cuda with
+// one LibTorch (not Debian's as well).
+TEST(DeployTest, DefaultDockerfileBuildsTheCpuImage) {
+  std::vector<std::string> stages;
+  for (const Instruction& instruction : DockerfileInstructions("Dockerfile")) {
+    if (instruction.keyword == "FROM") stages.push_back(instruction.arguments);
+  }
+  ASSERT_FALSE(stages.empty());
+  EXPECT_EQ(stages.back(), "${RUNTIME_IMAGE} AS runtime");
+  EXPECT_THAT(absl::AsciiStrToLower(ReadFile(SourcePath("Dockerfile"))),
+              Not(HasSubstr("libtorch_url")));
+  const std::string cuda = ReadFile(SourcePath("Dockerfile.cuda"));
+  EXPECT_THAT(cuda,
+              HasSubstr("GOPT_DEBIAN_LIBTORCH=0 ./scripts/install-deps.sh"));
+  EXPECT_THAT(cuda, HasSubstr("libtorch-cxx11-abi-shared-with-deps-1.13."));
+  EXPECT_THAT(ReadFile(SourcePath("scripts/install-deps.sh")),
+              HasSubstr("GOPT_DEBIAN_LIBTORCH"));
+}
+
+// The build stage copies sources by name (so docs edits do not recompile):
+// every directory CMake descends into must be copied, itself, through an
+// ancestor, or as its CMakeLists.txt.
+TEST(DeployTest, DockerfilesCopyEverySourceDirectory) {
+  const std::regex subdirectory(R"(add_subdirectory\((\w+)\))");
+  for (const char* dockerfile : {"Dockerfile", "Dockerfile.cuda"}) {
+    std::set<std::string> copied;
+    for (const Instruction& instruction : DockerfileInstructions(dockerfile)) {
+      if (instruction.keyword != "COPY" ||
+          absl::StartsWith(instruction.arguments, "--from")) {
+        continue;
+      }
+      std::vector<std::string> paths =
+          absl::StrSplit(instruction.arguments, ' ', absl::SkipEmpty());
+      paths.pop_back();  // the destination
+      EXPECT_THAT(paths, Not(Contains(".")))
+          << dockerfile << ": COPY . copies docs";
+      for (const std::string& path : paths) {
+        copied.insert(std::string(absl::StripSuffix(path, "/")));
+      }
+    }
+    EXPECT_THAT(copied, Not(Contains("docs")));
+    EXPECT_THAT(copied, Contains("CMakeLists.txt"));
+    std::vector<std::string> pending = {""};
+    while (!pending.empty()) {
+      const std::string dir = pending.back();
+      pending.pop_back();
+      const std::string cmake = ReadFile(
+          SourcePath(dir.empty() ? "CMakeLists.txt" : dir + "/CMakeLists.txt"));
+      for (auto it =
+               std::sregex_iterator(cmake.begin(), cmake.end(), subdirectory);
+           it != std::sregex_iterator(); ++it) {
+        const std::string child =
+            dir.empty() ? (*it)[1].str() : dir + "/" + (*it)[1].str();
+        bool covered = copied.count(child + "/CMakeLists.txt") > 0;
+        for (std::string prefix = child; !covered && !prefix.empty();
+             prefix = prefix.find('/') == std::string::npos
+                          ? ""
+                          : prefix.substr(0, prefix.rfind('/'))) {
+          covered = copied.count(prefix) > 0;
+        }
+        EXPECT_TRUE(covered) << dockerfile << " does not copy " << child;
+        if (copied.count(child) == 0) pending.push_back(child);
+      }
+    }
+  }
+}
+
+// `GOPT_LISTEN=... make serve` reaches gopt-server.
+TEST(DeployTest, MakeServeTakesSettingsFromTheEnvironment) {
+  const CommandResult result = RunCommand(absl::StrCat(
+      "cd ", GOPT_SOURCE_DIR,
+      " && GOPT_LISTEN=0.0.0.0:50099 GOPT_METRICS_LISTEN=127.0.0.1:9499 "
+      "make -n serve 2>&1"));
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("--listen=0.0.0.0:50099"));
+  EXPECT_THAT(result.output, HasSubstr("--metrics_listen=127.0.0.1:9499"));
+}
+
+// scripts/runtime-packages.sh names the package of every library the
+// server loads, including those under /lib on merged-/usr Debian (libc6,
+// libgcc-s1, zlib1g, ...), which an earlier version missed.
+TEST(DeployTest, RuntimePackagesOwnEveryLoadedLibrary) {
+  if (RunCommand("command -v dpkg >/dev/null 2>&1").exit_status != 0) {
+    GTEST_SKIP() << "no dpkg: not a Debian host";
+  }
+  const CommandResult result =
+      RunCommand(absl::StrCat(SourcePath("scripts/runtime-packages.sh"), " ",
+                              GOPT_SERVER_BINARY, " 2>&1"));
+  ASSERT_EQ(result.exit_status, 0) << result.output;
+  EXPECT_THAT(result.output, Not(HasSubstr("unowned"))) << result.output;
+  const std::vector<std::string> packages =
+      absl::StrSplit(result.output, '\n', absl::SkipEmpty());
+  for (const char* package :
+       {"libc6", "libgcc-s1", "libstdc++6", "zlib1g", "libgrpc++1.51",
+        "libprotobuf32", "libopenblas0-pthread"}) {
+    EXPECT_THAT(packages, Contains(package));
+  }
 }
 
 }  // namespace
