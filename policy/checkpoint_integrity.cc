@@ -28,9 +28,9 @@ absl::StatusOr<std::string> CheckpointName(const nlohmann::json& card) {
 absl::Status CheckRelativePath(const std::string& file) {
   const fs::path path(file);
   if (file.empty() || path.is_absolute()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "card.json: '", file, "' must be a path relative to the policy "
-                              "directory"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("card.json: '", file,
+                     "' must be a path relative to the policy directory"));
   }
   for (const fs::path& part : path) {
     if (part == "..") {
@@ -76,11 +76,12 @@ absl::StatusOr<std::string> VerifiedCheckpointPath(const std::string& directory,
   }
   const auto hashes = card.find(kCheckpointSha256Key);
   if (hashes == card.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "card.json records no '", kCheckpointSha256Key, "' for checkpoint '",
-        *checkpoint, "', so its weights cannot be verified; record it with "
+    return absl::FailedPreconditionError(
+        absl::StrCat("card.json records no '", kCheckpointSha256Key,
+                     "' for checkpoint '", *checkpoint,
+                     "', so its weights cannot be verified; record it with "
                      "`gopt-train card-hash --policy_dir=",
-        directory, "`"));
+                     directory, "`"));
   }
   if (!hashes->is_object()) {
     return absl::InvalidArgumentError(
@@ -96,9 +97,9 @@ absl::StatusOr<std::string> VerifiedCheckpointPath(const std::string& directory,
   for (const auto& [file, expected] : hashes->items()) {
     if (absl::Status safe = CheckRelativePath(file); !safe.ok()) return safe;
     if (!expected.is_string() || !IsSha256Hex(expected.get<std::string>())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "card.json: ", kCheckpointSha256Key, "['", file,
-          "'] must be 64 lowercase hex digits"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("card.json: ", kCheckpointSha256Key, "['", file,
+                       "'] must be 64 lowercase hex digits"));
     }
     const std::string path = (fs::path(directory) / file).string();
     absl::StatusOr<std::string> actual = Sha256HexOfFile(path);

@@ -38,7 +38,7 @@ inline constexpr char kCheckpointSha256RecordedByKey[] =
 // read.
 //
 //   RETURN_IF_ERROR(model->Save(dir + "/model.pt"));
-//   RETURN_IF_ERROR(RecordCheckpointSha256(dir, "gopt-train costmodel", &card));
+//   RETURN_IF_ERROR(RecordCheckpointSha256(dir, "gopt-train", &card));
 absl::Status RecordCheckpointSha256(const std::string& directory,
                                     absl::string_view recorded_by,
                                     nlohmann::json* card);

@@ -61,8 +61,7 @@ TEST(VerifiedCheckpointPathTest, ChangedWeightsAreDataLossNamingFileAndHashes) {
   nlohmann::json card = Card();
   ASSERT_TRUE(RecordCheckpointSha256(dir, "test", &card).ok());
   // Same size, every byte zeroed: what a zeroed checkpoint looks like.
-  std::ofstream(dir + "/model.pt", std::ios::binary)
-      << std::string(7, '\0');
+  std::ofstream(dir + "/model.pt", std::ios::binary) << std::string(7, '\0');
   absl::StatusOr<std::string> path = VerifiedCheckpointPath(dir, card);
   EXPECT_EQ(path.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(path.status().message(),

@@ -45,10 +45,10 @@ void Sha256::Compress(const uint8_t* block) {
            (uint32_t{block[4 * i + 2]} << 8) | uint32_t{block[4 * i + 3]};
   }
   for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = RotateRight(w[i - 15], 7) ^
-                        RotateRight(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = RotateRight(w[i - 2], 17) ^
-                        RotateRight(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    const uint32_t s0 = RotateRight(w[i - 15], 7) ^ RotateRight(w[i - 15], 18) ^
+                        (w[i - 15] >> 3);
+    const uint32_t s1 = RotateRight(w[i - 2], 17) ^ RotateRight(w[i - 2], 19) ^
+                        (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
   uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];

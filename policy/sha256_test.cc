@@ -54,7 +54,8 @@ TEST(Sha256Test, PaddingBoundaries) {
 TEST(Sha256Test, UnevenUpdatesEqualOneUpdate) {
   std::string message;
   for (int i = 0; i < 300; ++i) {
-    for (int byte = 0; byte < 256; ++byte) message.push_back(static_cast<char>(byte));
+    for (int byte = 0; byte < 256; ++byte)
+      message.push_back(static_cast<char>(byte));
   }
   Sha256 hash;
   size_t offset = 0;

@@ -26,10 +26,10 @@ inline constexpr int kPolicyCardFormatVersion = 1;
 //
 // and is built by the PolicyFactory registered for its "kind". The
 // built-in factories (builtin_policies.h) verify the checkpoint against
-// "checkpoint_sha256" before loading it (policy/checkpoint_integrity.h). Filling the
-// registry (RegisterFactory, LoadDirectory, Add) is not thread-safe; once
-// filled, a const registry is safe to read from many threads, and so are
-// the policies it owns.
+// "checkpoint_sha256" before loading it (policy/checkpoint_integrity.h).
+// Filling the registry (RegisterFactory, LoadDirectory, Add) is not
+// thread-safe; once filled, a const registry is safe to read from many threads,
+// and so are the policies it owns.
 //
 //   PolicyRegistry registry;
 //   RETURN_IF_ERROR(registry.RegisterFactory("go", GoPolicyFactory()));

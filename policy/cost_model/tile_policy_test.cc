@@ -64,14 +64,13 @@ std::string WriteTileModel(const std::string& name, double default_margin) {
       cost_model::CostModel::Create(options, /*seed=*/3);
   EXPECT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE((*model)->Save(dir + "/model.pt").ok());
-  nlohmann::json card = {
-      {"format_version", 1},
-      {"kind", "cost-model-tile"},
-      {"name", "tile-test"},
-      {"version", "1"},
-      {"tasks", {"tile"}},
-      {"checkpoint", "model.pt"},
-      {"decision", {{"default_margin", default_margin}}}};
+  nlohmann::json card = {{"format_version", 1},
+                         {"kind", "cost-model-tile"},
+                         {"name", "tile-test"},
+                         {"version", "1"},
+                         {"tasks", {"tile"}},
+                         {"checkpoint", "model.pt"},
+                         {"decision", {{"default_margin", default_margin}}}};
   EXPECT_TRUE(RecordCheckpointSha256(dir, "tile_policy_test", &card).ok());
   std::ofstream(dir + "/card.json") << card.dump(2);
   return dir;

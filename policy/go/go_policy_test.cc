@@ -182,8 +182,7 @@ TEST(GoPolicyFactoryTest, CorruptCheckpointIsDataLoss) {
   nlohmann::json card = {{"kind", "go"}, {"checkpoint", "model.pt"}};
   // Hashed as it is, so that the load itself finds it corrupt.
   ASSERT_TRUE(RecordCheckpointSha256(dir, "test", &card).ok());
-  absl::StatusOr<std::unique_ptr<Policy>> policy =
-      GoPolicyFactory()(dir, card);
+  absl::StatusOr<std::unique_ptr<Policy>> policy = GoPolicyFactory()(dir, card);
   EXPECT_EQ(policy.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(policy.status().message(), HasSubstr("model.pt"));
 }
@@ -221,8 +220,7 @@ TEST(GoPolicyFactoryTest, OtherValidWeightsAreRefused) {
   ASSERT_TRUE(go::GoModel::Load(dir + "/go-multitask.pt").ok());
   absl::StatusOr<std::unique_ptr<Policy>> policy = LoadGoPolicy(dir);
   EXPECT_EQ(policy.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(policy.status().message(),
-              HasSubstr("does not match its card"));
+  EXPECT_THAT(policy.status().message(), HasSubstr("does not match its card"));
 }
 
 TEST(GoPolicyFactoryTest, CardWithoutHashIsFailedPrecondition) {
@@ -230,8 +228,7 @@ TEST(GoPolicyFactoryTest, CardWithoutHashIsFailedPrecondition) {
   std::ifstream in(dir + "/card.json");
   nlohmann::json card = nlohmann::json::parse(in);
   card.erase(kCheckpointSha256Key);
-  absl::StatusOr<std::unique_ptr<Policy>> policy =
-      GoPolicyFactory()(dir, card);
+  absl::StatusOr<std::unique_ptr<Policy>> policy = GoPolicyFactory()(dir, card);
   EXPECT_EQ(policy.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(policy.status().message(), HasSubstr("go-multitask.pt"));
 }
