@@ -113,6 +113,9 @@ void PrintOutcome(const char* call, const absl::StatusOr<Response>& response) {
     std::cerr << call << ": OK, step_time_s " << response->step_time_s()
               << ", default_step_time_s " << response->default_step_time_s()
               << "\n";
+    for (const std::string& warning : response->warnings()) {
+      std::cerr << "  warning: " << warning << "\n";
+    }
   } else {
     std::cerr << call << ": " << response.status() << "\n";
   }
