@@ -30,7 +30,7 @@ COPY cmake cmake
 COPY proto proto
 COPY graph graph
 COPY simulator simulator
-COPY policy/CMakeLists.txt policy/policy.h policy/train_main.cc policy/
+COPY policy/CMakeLists.txt policy/*.h policy/*.cc policy/
 COPY policy/go policy/go
 COPY policy/cost_model policy/cost_model
 COPY server server
