@@ -1,11 +1,13 @@
 # Thin wrapper over scripts/install-deps.sh, CMake and CTest.
-#   make test    install dependencies, build, run every test
-#   make serve   install dependencies, build, start gopt-server
+#   make test       install dependencies, build, run every test
+#   make test-asan  the sanitizer subset (label "sanitize") under ASan+UBSan
+#   make serve      install dependencies, build, start gopt-server
 BUILD_DIR ?= build
+ASAN_BUILD_DIR ?= build-asan
 JOBS ?= 2
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps configure build test serve fuzz clean pretrained-go \
+.PHONY: all deps configure build test test-asan serve fuzz clean pretrained-go \
 	pretrained-costmodel-tile pretrained-costmodel-layout
 
 all: build
@@ -21,6 +23,17 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over the unit tests that do
+# not link LibTorch (graph/, simulator/, server/ and the torch-free policy/
+# tests; the list: cmake/gopt_test.cmake), in their own build directory. Any
+# report fails its test. CI runs it after `make test` (.ci/run).
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DGOPT_SANITIZE=ON
+	$(ASAN_ENV) cmake --build $(ASAN_BUILD_DIR) -j$(JOBS) --target gopt_sanitize_tests
+	cd $(ASAN_BUILD_DIR) && $(ASAN_ENV) ctest -L sanitize --output-on-failure -j$(JOBS)
 
 # gopt-server on localhost (gRPC :50051, Prometheus :9464) with the bundled
 # policies; Ctrl-C drains and stops it. The three settings come from the
@@ -97,4 +110,4 @@ fuzz:
 	cmake --build build-fuzz -j$(JOBS)
 
 clean:
-	rm -rf $(BUILD_DIR) build-fuzz
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) build-fuzz

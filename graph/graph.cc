@@ -235,6 +235,32 @@ std::vector<int32_t> SortEdgesBy(const std::vector<Edge>& edges, int num_nodes,
 
 }  // namespace
 
+namespace {
+
+// A node's costs are finite, non-negative and within the per-node bounds.
+absl::Status ValidateNodeCost(const Node& node) {
+  if (!(node.flops >= 0 && node.flops <= kMaxNodeFlops)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", node.name, "' (op '", node.op, "'): flops ",
+                     node.flops, " is not a number in [0, ", kMaxNodeFlops,
+                     "] (a loop trip count or shape too large?)"));
+  }
+  for (auto [bytes, field] :
+       {std::pair<int64_t, absl::string_view>{node.bytes_read, "bytes_read"},
+        {node.bytes_written, "bytes_written"},
+        {node.bytes_communicated, "bytes_communicated"}}) {
+    if (bytes < 0 || bytes > kMaxNodeBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", node.name, "' (op '", node.op, "'): ", field,
+                       " ", bytes, " is not in [0, ", kMaxNodeBytes,
+                       "] (a loop trip count or shape too large?)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   const int n = static_cast<int>(nodes_.size());
   if (n > limits.max_nodes) {
@@ -262,6 +288,7 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
             "node '", node.name, "' output ", o, ": ", status.message()));
       }
     }
+    RETURN_IF_ERROR(ValidateNodeCost(node));
     for (int32_t subgraph : node.subgraphs) {
       if (subgraph < 0 || subgraph >= static_cast<int32_t>(subgraphs_.size())) {
         return absl::InvalidArgumentError(
@@ -361,9 +388,18 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
     graph.index_by_name_ = MakeNameIndex(graph.nodes_, n);
     for (NodeId i = 0; i < n; ++i) graph.index_by_name_.insert(i);
   }
+  // Each term is at most 2 * kMaxNodeBytes, so the running sum is checked
+  // before it can overflow.
   for (const Node& node : graph.nodes_) {
     graph.total_flops_ += node.flops;
     graph.total_bytes_ += node.bytes_read + node.bytes_written;
+    if (graph.total_flops_ > kMaxGraphFlops ||
+        graph.total_bytes_ > kMaxGraphBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph '", graph.name_, "': total cost over the limits (",
+          kMaxGraphFlops, " FLOPs, ", kMaxGraphBytes, " bytes) at node '",
+          node.name, "'"));
+    }
   }
   for (LoopInfo& loop : loops_) {
     loop.merge = new_id[loop.merge];

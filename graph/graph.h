@@ -198,6 +198,16 @@ struct GraphLimits {
   int64_t max_nodes = 5'000'000;
 };
 
+// Bounds on the costs a graph may carry, so that every sum and quotient of
+// them the simulator and the baselines compute stays finite (and int64 byte
+// sums cannot overflow). A node's FLOPs: beyond a whole large-model training
+// run (~1e24). A node's bytes per field: 2^56 (64 PiB). A graph's total
+// FLOPs and bytes: 1e30 and 2^61.
+inline constexpr double kMaxNodeFlops = 1e27;
+inline constexpr int64_t kMaxNodeBytes = int64_t{1} << 56;
+inline constexpr double kMaxGraphFlops = 1e30;
+inline constexpr int64_t kMaxGraphBytes = int64_t{1} << 61;
+
 // Collects nodes and edges in any order, then validates and freezes them
 // into a Graph. Not thread-safe; use one builder per thread.
 //
@@ -242,6 +252,9 @@ class GraphBuilder {
   //  - an edge whose endpoint does not exist or reads an output the producer
   //    does not have,
   //  - an invalid output type (negative or overflowing dims, bad layout),
+  //  - a cost that is negative, not finite or over kMaxNodeFlops /
+  //    kMaxNodeBytes (e.g. a loop whose trip count times its body
+  //    overflows), or graph totals over kMaxGraphFlops / kMaxGraphBytes,
   //  - a cycle (the message lists the nodes on it).
   // Nodes come out in a topological order that keeps insertion order where
   // the dependencies allow. Loop infos are renumbered alongside.

@@ -3,8 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <optional>
+
+#include "absl/strings/str_cat.h"
 
 namespace gopt::graph {
 namespace {
@@ -158,6 +161,40 @@ TEST(CompareGraphsTest, ReportsFirstDifference) {
   EXPECT_TRUE(CompareGraphs(build(1), build(1)).ok());
   absl::Status status = CompareGraphs(build(1), build(2));
   EXPECT_THAT(status.message(), HasSubstr("node 'a': flops 1 vs 2"));
+}
+
+TEST(GraphBuilderTest, RejectsCostsThatWouldOverflow) {
+  for (double flops : {1e308, std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::quiet_NaN(), -1.0}) {
+    GraphBuilder builder("g", "generated");
+    Node node = MakeNode("big");
+    node.flops = flops;
+    builder.AddNode(std::move(node));
+    auto graph = std::move(builder).Build(GraphLimits());
+    ASSERT_FALSE(graph.ok()) << flops;
+    EXPECT_THAT(graph.status().message(),
+                HasSubstr("node 'big' (op 'op'): flops"));
+  }
+  GraphBuilder builder("g", "generated");
+  Node node = MakeNode("wide");
+  node.bytes_read = int64_t{9'000'000'000'000'000'000};
+  builder.AddNode(std::move(node));
+  auto graph = std::move(builder).Build(GraphLimits());
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("bytes_read"));
+}
+
+TEST(GraphBuilderTest, RejectsTotalsOverTheGraphLimits) {
+  // Each node is within the per-node limit; the sum is not.
+  GraphBuilder builder("g", "generated");
+  for (int i = 0; i < 2000; ++i) {
+    Node node = MakeNode(absl::StrCat("n", i));
+    node.flops = kMaxNodeFlops;
+    builder.AddNode(std::move(node));
+  }
+  auto graph = std::move(builder).Build(GraphLimits());
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("total cost"));
 }
 
 }  // namespace

@@ -7,6 +7,11 @@
 //     finetune   PPO on one graph from a pretrained policy (--policy_dir)
 //     eval       zero-shot decisions on graphs vs the baselines; with
 //                --update_card, records them in the policy's card
+//
+//   Any policy:
+//     card-hash  records the SHA-256 of the checkpoint in its card.json
+//                (checkpoint_sha256; pretrain and costmodel record it when
+//                they save), which every policy load verifies
 
 #include <algorithm>
 #include <cctype>
@@ -31,6 +36,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/experiments.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
@@ -82,6 +88,11 @@ ABSL_FLAG(int32_t, search_simulations, 512,
           "each PPO step, around the best plan so far (0 = PPO alone)");
 ABSL_FLAG(bool, update_card, false,
           "eval: write the results into the policy card's metrics");
+// card-hash.
+ABSL_FLAG(bool, replace_hash, false,
+          "card-hash: overwrite a recorded checkpoint hash that differs from "
+          "the checkpoint's (by default that is an error: the weights "
+          "changed after the card was made)");
 // Learned cost model (costmodel, costmodel-eval).
 ABSL_FLAG(std::string, task, "layout", "costmodel: layout or tile");
 ABSL_FLAG(std::string, data, "",
@@ -146,6 +157,9 @@ GO policy:
 Learned cost model:
   costmodel       --data=SOURCES [--task --eval_data --costmodel_out=DIR ...]
   costmodel-eval  --task=tile|layout --data=FILE [--checkpoint --json]
+
+Any policy:
+  card-hash  --policy_dir=DIR [--replace_hash]
 
 SOURCE: a graph file, or gen:PRESET (gopt generate list).
 
@@ -224,12 +238,16 @@ absl::Status WriteCard(const std::string& dir, const nlohmann::json& card) {
   return absl::OkStatus();
 }
 
+// The GO model of policy directory `dir`, verified against its card's
+// checkpoint_sha256 as the server verifies it.
 absl::StatusOr<std::unique_ptr<go::GoModel>> LoadPolicyModel(
     const std::string& dir) {
   absl::StatusOr<nlohmann::json> card = ReadCard(dir);
   if (!card.ok()) return card.status();
-  return go::GoModel::Load(
-      absl::StrCat(dir, "/", (*card).value("checkpoint", "")));
+  absl::StatusOr<std::string> checkpoint =
+      gopt::policy::VerifiedCheckpointPath(dir, *card);
+  if (!checkpoint.ok()) return checkpoint.status();
+  return go::GoModel::Load(*checkpoint);
 }
 
 std::string UtcNow() {
@@ -351,6 +369,9 @@ int RunPretrain(const std::string& command_line) {
   auto save = [&](const std::vector<go::TrainLogRow>& log, int steps,
                   double seconds) -> absl::Status {
     absl::Status status = (*model)->Save(out_dir + "/" + checkpoint);
+    if (!status.ok()) return status;
+    status = gopt::policy::RecordCheckpointSha256(
+        out_dir, "gopt-train pretrain (when it saved the checkpoint)", &card);
     if (!status.ok()) return status;
     card["training"]["steps"] = steps;
     card["training"]["wall_seconds"] = std::round(seconds);
@@ -593,6 +614,43 @@ int RunEval() {
 }
 
 // ---------------------------------------------------------------------------
+// card-hash
+
+// Records the checkpoint's SHA-256 in --policy_dir's card.json. A card that
+// already records the same hash is left as it is; one that records another
+// hash is an error unless --replace_hash, so that a changed checkpoint is
+// never blessed by accident.
+int RunCardHash(const std::string& command_line) {
+  const std::string dir = absl::GetFlag(FLAGS_policy_dir);
+  absl::StatusOr<nlohmann::json> card = ReadCard(dir);
+  if (!card.ok()) return Fail("card-hash", card.status());
+  nlohmann::json updated = *card;
+  absl::Status status = gopt::policy::RecordCheckpointSha256(
+      dir, absl::StrCat(command_line, " (", UtcNow(), ")"), &updated);
+  if (!status.ok()) return Fail("card-hash", status);
+  const nlohmann::json& hashes = updated[gopt::policy::kCheckpointSha256Key];
+  const auto recorded = card->find(gopt::policy::kCheckpointSha256Key);
+  if (recorded != card->end()) {
+    if (*recorded == hashes) {
+      std::cout << dir << ": card.json already records " << hashes.dump()
+                << "\n";
+      return 0;
+    }
+    if (!absl::GetFlag(FLAGS_replace_hash)) {
+      return Fail("card-hash",
+                  absl::FailedPreconditionError(absl::StrCat(
+                      dir, "/card.json records ", recorded->dump(),
+                      " but the checkpoint is now ", hashes.dump(),
+                      "; pass --replace_hash if the new weights are meant")));
+    }
+  }
+  status = WriteCard(dir, updated);
+  if (!status.ok()) return Fail("card-hash", status);
+  std::cout << dir << ": recorded " << hashes.dump() << "\n";
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
 // costmodel, costmodel-eval (policy/cost_model)
 
 namespace cm = gopt::policy::cost_model;
@@ -684,6 +742,8 @@ Commands() {
           {"pretrain", [](const std::string& cl) { return RunPretrain(cl); }},
           {"finetune", [](const std::string&) { return RunFinetune(); }},
           {"eval", [](const std::string&) { return RunEval(); }},
+          {"card-hash",
+           [](const std::string& cl) { return RunCardHash(cl); }},
           {"costmodel",
            [](const std::string& cl) { return RunCostModelTrainCommand(cl); }},
           {"costmodel-eval",

@@ -10,7 +10,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-glog-dev

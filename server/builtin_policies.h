@@ -13,7 +13,9 @@ namespace gopt::server {
 // Registers the factory of every policy kind gopt ships: "go" (the GO
 // placement/scheduling/fusion policy, policy/go), "cost-model-layout"
 // (the learned layout cost model, policy/cost_model) and "cost-model-tile"
-// (the learned tile cost model: tile sizes of fused kernels). Errors: those of
+// (the learned tile cost model: tile sizes of fused kernels). Each verifies
+// the checkpoint against the SHA-256 its card records before loading it
+// (policy/checkpoint_integrity.h). Errors: those of
 // PolicyRegistry::RegisterFactory (AlreadyExists when called twice).
 absl::Status RegisterBuiltinPolicies(PolicyRegistry* registry);
 

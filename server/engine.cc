@@ -1,6 +1,8 @@
 #include "server/engine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -54,6 +56,114 @@ gopt::v1::Tasks TasksToProto(const policy::TaskSet& tasks) {
 
 double SecondsSince(absl::Time start) {
   return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+// When the work on a request stops: its deadline less a reserve for
+// sending the answer.
+absl::Time WorkDeadline(const EngineOptions& options, absl::Time deadline,
+                        absl::Time now) {
+  if (deadline == absl::InfiniteFuture()) return deadline;
+  const absl::Duration left = std::max(deadline - now, absl::ZeroDuration());
+  const absl::Duration reserve =
+      std::clamp(left * options.deadline_reserve_fraction,
+                 options.min_deadline_reserve, options.max_deadline_reserve);
+  return deadline - reserve;
+}
+
+// Cancelled when the client cancelled; DeadlineExceeded when the work
+// deadline passed (`stage` says where); OK otherwise.
+absl::Status StopStatus(const RequestContext& context, absl::Time work_deadline,
+                        absl::string_view stage) {
+  if (context.cancelled != nullptr && context.cancelled->load()) {
+    return absl::CancelledError(
+        absl::StrCat("the client cancelled the request (", stage, ")"));
+  }
+  if (absl::Now() >= work_deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the deadline passed before ", stage, " finished"));
+  }
+  return absl::OkStatus();
+}
+
+// Chrome trace bytes per node, for refusing a trace before it is built
+// (a real 253k-node trace was 123 MiB: ~500 bytes per node, rounded up).
+constexpr int64_t kTraceBytesPerNode = 600;
+
+// Whether a simulated step time may reach a response. Topology and graph
+// validation keep every time finite; this is the last line of defence.
+bool UsableStepTime(double seconds) {
+  return std::isfinite(seconds) && seconds > 0;
+}
+
+// Fills a result row from a simulation; a step time that is not finite and
+// positive makes the row invalid instead of reaching the client.
+void SetSimulated(const SimulationResult& result, gopt::v1::MethodResult* row) {
+  if (!UsableStepTime(result.step_time_s)) {
+    row->set_error(absl::StrCat("simulated to ", result.step_time_s,
+                                " s, which is not a step time"));
+    return;
+  }
+  row->set_valid(true);
+  row->set_step_time_s(result.step_time_s);
+  row->set_oom(result.oom);
+}
+
+absl::Status NoWorkError(const graph::Graph& graph) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "graph '", graph.name(), "' has no work to optimize: its ",
+      graph.num_nodes(),
+      " nodes carry no FLOPs and no memory traffic, so every plan takes 0 s"));
+}
+
+// Memory held for a request. Before the import only the serialized size is
+// known (a native graph's node count too); once the graph is built, the
+// reservation is replaced by one sized from its node count.
+class RequestMemory {
+ public:
+  RequestMemory(MemoryBudget* budget, RequestWork work, bool trace)
+      : budget_(budget), work_(work), trace_(trace) {}
+
+  absl::Status BeforeImport(const gopt::v1::GraphInput& input) {
+    if (budget_ == nullptr) return absl::OkStatus();
+    if (input.has_graph()) {
+      return Reserve(
+          EstimateRequestBytes(input.graph().nodes_size(), work_, trace_),
+          absl::StrCat("graph of ", input.graph().nodes_size(), " nodes"));
+    }
+    return Reserve(
+        EstimateImportBytes(static_cast<int64_t>(input.serialized().size())),
+        absl::StrCat("importing a ", input.serialized().size(), "-byte graph"));
+  }
+
+  absl::Status AfterImport(const graph::Graph& graph) {
+    if (budget_ == nullptr) return absl::OkStatus();
+    held_ = MemoryBudget::Reservation();
+    return Reserve(EstimateRequestBytes(graph.num_nodes(), work_, trace_),
+                   absl::StrCat("graph '", graph.name(), "' of ",
+                                graph.num_nodes(), " nodes"));
+  }
+
+ private:
+  absl::Status Reserve(int64_t bytes, const std::string& what) {
+    ASSIGN_OR_RETURN(held_, budget_->Reserve(bytes, what));
+    return absl::OkStatus();
+  }
+
+  MemoryBudget* const budget_;
+  const RequestWork work_;
+  const bool trace_;
+  MemoryBudget::Reservation held_;
+};
+
+RequestWork WorkOf(const gopt::v1::Budget& budget) {
+  switch (budget.mode()) {
+    case gopt::v1::Budget::BASELINES_ONLY:
+      return RequestWork::kBaselines;
+    case gopt::v1::Budget::FINE_TUNE:
+      return RequestWork::kFineTune;
+    default:
+      return RequestWork::kZeroShot;
+  }
 }
 
 absl::StatusOr<graph::Graph> ImportGraph(
@@ -204,33 +314,14 @@ class OptimizeRun {
         request_(request),
         context_(context),
         start_(absl::Now()),
-        work_deadline_(WorkDeadline(options, context.deadline, start_)) {}
+        work_deadline_(WorkDeadline(options, context.deadline, start_)),
+        memory_(context.memory, WorkOf(request.budget()), /*trace=*/false) {}
 
   absl::StatusOr<OptimizeResponse> Run();
 
  private:
-  static absl::Time WorkDeadline(const EngineOptions& options,
-                                 absl::Time deadline, absl::Time now) {
-    if (deadline == absl::InfiniteFuture()) return deadline;
-    const absl::Duration left = std::max(deadline - now, absl::ZeroDuration());
-    const absl::Duration reserve =
-        std::clamp(left * options.deadline_reserve_fraction,
-                   options.min_deadline_reserve, options.max_deadline_reserve);
-    return deadline - reserve;
-  }
-
-  // Cancelled when the client cancelled; DeadlineExceeded when the work
-  // deadline passed (`stage` says where).
   absl::Status CheckStop(absl::string_view stage) const {
-    if (context_.cancelled != nullptr && context_.cancelled->load()) {
-      return absl::CancelledError(
-          absl::StrCat("the client cancelled the request (", stage, ")"));
-    }
-    if (absl::Now() >= work_deadline_) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the deadline passed before ", stage, " finished"));
-    }
-    return absl::OkStatus();
+    return StopStatus(context_, work_deadline_, stage);
   }
 
   void Progress(absl::string_view stage, int32_t step) const {
@@ -254,6 +345,7 @@ class OptimizeRun {
 
   // Keeps `candidate` when it fits in memory and beats the best so far.
   void Offer(Candidate candidate) {
+    if (!UsableStepTime(candidate.step_time_s)) return;
     if (!best_.has_value() || candidate.step_time_s < best_->step_time_s) {
       best_ = std::move(candidate);
     }
@@ -283,6 +375,7 @@ class OptimizeRun {
   const RequestContext& context_;
   const absl::Time start_;
   const absl::Time work_deadline_;
+  RequestMemory memory_;
 
   policy::TaskSet tasks_;
   std::optional<graph::Graph> graph_;
@@ -298,8 +391,12 @@ class OptimizeRun {
 absl::Status OptimizeRun::Prepare() {
   tasks_ = RequestedTasks(request_.tasks());
   const gopt::v1::Budget& budget = request_.budget();
-  if (budget.fine_tune_steps() < 0) {
-    return absl::InvalidArgumentError("budget.fine_tune_steps must be >= 0");
+  if (budget.fine_tune_steps() < 0 ||
+      budget.fine_tune_steps() > options_.max_fine_tune_steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "budget.fine_tune_steps must be in 0..", options_.max_fine_tune_steps,
+        " (this server's --max_fine_tune_steps), got ",
+        budget.fine_tune_steps()));
   }
   if (!(budget.seconds() >= 0) ||
       budget.seconds() == std::numeric_limits<double>::infinity()) {
@@ -322,12 +419,15 @@ absl::Status OptimizeRun::Prepare() {
     return absl::InvalidArgumentError("policy.version needs policy.name");
   }
 
+  RETURN_IF_ERROR(memory_.BeforeImport(request_.graph()));
   const absl::Time import_start = absl::Now();
   ASSIGN_OR_RETURN(
       graph::Graph graph,
       ImportGraph(importers_, options_, request_.graph(), request_.options()));
   graph_.emplace(std::move(graph));
   AddTiming("import", import_start);
+  RETURN_IF_ERROR(memory_.AfterImport(*graph_));
+  RETURN_IF_ERROR(CheckStop("the import"));
   ASSIGN_OR_RETURN(simulator::Topology topology,
                    TopologyFromInput(request_.topology()));
   topology_.emplace(std::move(topology));
@@ -348,6 +448,12 @@ absl::Status OptimizeRun::Prepare() {
   absl::StatusOr<SimulationResult> result =
       simulator_->Simulate(default_plan_, quick);
   response_.set_num_simulations(1);
+  if (result.ok() && result->step_time_s == 0) return NoWorkError(*graph_);
+  if (result.ok() && !UsableStepTime(result->step_time_s)) {
+    return absl::InternalError(absl::StrCat("the default plan of graph '",
+                                            graph_->name(), "' simulated to ",
+                                            result->step_time_s, " s"));
+  }
   if (result.ok()) {
     response_.set_default_step_time_s(result->step_time_s);
     response_.set_default_oom(result->oom);
@@ -363,9 +469,18 @@ absl::Status OptimizeRun::Prepare() {
 
 absl::Status OptimizeRun::RunBaselines() {
   const absl::Time baselines_start = absl::Now();
-  std::vector<std::string> methods(
-      request_.options().baseline_methods().begin(),
-      request_.options().baseline_methods().end());
+  std::vector<std::string> methods;
+  for (const std::string& method : request_.options().baseline_methods()) {
+    if (std::find(methods.begin(), methods.end(), method) != methods.end()) {
+      continue;
+    }
+    if (static_cast<int64_t>(methods.size()) >= options_.max_baseline_methods) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.baseline_methods: more than ", options_.max_baseline_methods,
+          " distinct methods (this server's --max_baseline_methods)"));
+    }
+    methods.push_back(method);
+  }
   if (methods.empty()) methods = BaselineMethodsFor(baselines_, tasks_);
   // Grouped per placement: the heuristics of one placement share work inside
   // BestBaseline, and the deadline is checked between groups.
@@ -398,9 +513,15 @@ absl::Status OptimizeRun::RunBaselines() {
     }
     simulator::baselines::BestBaselineOptions group_options;
     group_options.methods = groups[i].second;
+    group_options.check_stop = [this] { return CheckStop("the baselines"); };
     absl::StatusOr<simulator::baselines::BestBaselineResult> best =
         simulator::baselines::BestBaseline(baselines_, baseline_context,
                                            group_options);
+    if (absl::IsDeadlineExceeded(best.status()) ||
+        absl::IsCancelled(best.status())) {
+      AddTiming("baselines", baselines_start);
+      return Stop(best.status());
+    }
     if (best.ok()) {
       double winner_s = 0;
       for (const auto& trial : best->trials) {
@@ -408,6 +529,12 @@ absl::Status OptimizeRun::RunBaselines() {
         row->set_method(trial.method);
         row->set_valid(trial.valid);
         row->set_error(trial.error);
+        if (trial.valid && !UsableStepTime(trial.step_time_s)) {
+          row->set_valid(false);
+          row->set_error(absl::StrCat("simulated to ", trial.step_time_s,
+                                      " s, which is not a step time"));
+          continue;
+        }
         row->set_step_time_s(trial.step_time_s);
         row->set_oom(trial.oom);
         if (trial.valid) {
@@ -425,6 +552,10 @@ absl::Status OptimizeRun::RunBaselines() {
       // No plan of this placement fits (or none could be made): say why
       // per method.
       for (const std::string& method : groups[i].second) {
+        if (absl::Status stop = CheckStop("the baselines"); !stop.ok()) {
+          AddTiming("baselines", baselines_start);
+          return Stop(stop);
+        }
         gopt::v1::MethodResult* row = response_.add_baselines();
         row->set_method(method);
         absl::StatusOr<Plan> plan = simulator::baselines::MakeBaselinePlan(
@@ -442,9 +573,7 @@ absl::Status OptimizeRun::RunBaselines() {
           continue;
         }
         response_.set_num_simulations(response_.num_simulations() + 1);
-        row->set_valid(true);
-        row->set_step_time_s(result->step_time_s);
-        row->set_oom(result->oom);
+        SetSimulated(*result, row);
       }
     }
     Progress("baselines", static_cast<int32_t>(i + 1));
@@ -547,20 +676,23 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
     };
   }
 
-  const double expected_s = policy_times_->ZeroShotSeconds(name);
+  const double expected_s =
+      policy_times_->ZeroShotSeconds(name, graph_->num_nodes());
   if (work_deadline_ - absl::Now() < absl::Seconds(expected_s)) {
-    return Stop(absl::DeadlineExceededError(absl::StrCat(
-        "the deadline leaves less time than policy '", name,
-        "' took for its last zero-shot pass (", expected_s, " s)")));
+    return Stop(absl::DeadlineExceededError(
+        absl::StrCat("the deadline leaves less time than policy '", name,
+                     "' needs for a zero-shot pass on ", graph_->num_nodes(),
+                     " nodes (", expected_s, " s, from its last pass)")));
   }
   const absl::Time policy_start = absl::Now();
   absl::StatusOr<policy::Proposal> proposal =
       policy.Propose(*simulator_, propose);
   AddTiming(stage, policy_start);
   if (proposal.ok()) {
-    policy_times_->RecordZeroShot(name, propose.fine_tune_steps == 0
-                                            ? SecondsSince(policy_start)
-                                            : proposal->inference_seconds);
+    policy_times_->RecordZeroShot(name, graph_->num_nodes(),
+                                  propose.fine_tune_steps == 0
+                                      ? SecondsSince(policy_start)
+                                      : proposal->inference_seconds);
   }
   gopt::v1::MethodResult* row = response_.add_policy_results();
   row->set_method(name);
@@ -594,9 +726,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
         "' proposed an invalid plan: ", result.status().message()));
     return absl::OkStatus();
   }
-  row->set_valid(true);
-  row->set_step_time_s(result->step_time_s);
-  row->set_oom(result->oom);
+  SetSimulated(*result, row);
   if (!result->oom)
     Offer(Candidate{std::move(plan), name, result->step_time_s});
   if (absl::Status stop = CheckStop(stage); !stop.ok()) return Stop(stop);
@@ -652,13 +782,18 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   ASSIGN_OR_RETURN(SimulationResult result,
                    simulator_->Simulate(best_->plan, quick));
   response_.set_num_simulations(response_.num_simulations() + 1);
+  if (!UsableStepTime(result.step_time_s)) {
+    return absl::InternalError(absl::StrCat("the chosen plan (", best_->method,
+                                            ") simulated to ",
+                                            result.step_time_s, " s"));
+  }
   *response_.mutable_plan() = simulator::PlanToProto(best_->plan);
   response_.set_method(best_->method);
   response_.set_step_time_s(result.step_time_s);
   for (int64_t bytes : result.peak_memory_bytes) {
     response_.add_peak_memory_bytes(bytes);
   }
-  if (default_usable_ && result.step_time_s > 0) {
+  if (default_usable_) {
     response_.set_speedup_over_default(response_.default_step_time_s() /
                                        result.step_time_s);
   }
@@ -706,16 +841,43 @@ void OptimizeRun::AddKernelTiles() {
 
 }  // namespace
 
-double PolicyTimeEstimates::ZeroShotSeconds(const std::string& policy) const {
+namespace {
+
+// Powers of two of the node count: a pass's fixed cost dominates on small
+// graphs, so its per-node rate differs by size.
+int SizeClass(int64_t num_nodes) {
+  int size_class = 0;
+  while (num_nodes > 1 && size_class < 62) {
+    num_nodes >>= 1;
+    ++size_class;
+  }
+  return size_class;
+}
+
+}  // namespace
+
+double PolicyTimeEstimates::ZeroShotSeconds(const std::string& policy,
+                                            int64_t num_nodes) const {
   absl::MutexLock lock(&mutex_);
-  const auto it = seconds_.find(policy);
-  return it == seconds_.end() ? 0 : it->second;
+  const auto rates = seconds_per_node_.find(policy);
+  if (rates == seconds_per_node_.end() || rates->second.empty()) return 0;
+  // The nearest size class seen (the larger one on a tie: its lower rate
+  // never skips a pass that would have fit).
+  const int size_class = SizeClass(num_nodes);
+  auto nearest = rates->second.lower_bound(size_class);
+  if (nearest == rates->second.end() ||
+      (nearest != rates->second.begin() &&
+       size_class - std::prev(nearest)->first < nearest->first - size_class)) {
+    nearest = std::prev(nearest);
+  }
+  return nearest->second * static_cast<double>(std::max<int64_t>(num_nodes, 1));
 }
 
 void PolicyTimeEstimates::RecordZeroShot(const std::string& policy,
-                                         double seconds) {
+                                         int64_t num_nodes, double seconds) {
   absl::MutexLock lock(&mutex_);
-  seconds_[policy] = seconds;
+  seconds_per_node_[policy][SizeClass(num_nodes)] =
+      seconds / static_cast<double>(std::max<int64_t>(num_nodes, 1));
 }
 
 policy::TaskSet RequestedTasks(const gopt::v1::Tasks& tasks) {
@@ -747,14 +909,34 @@ absl::StatusOr<OptimizeResponse> Engine::Optimize(
 
 absl::StatusOr<EvaluateResponse> Engine::Evaluate(
     const EvaluateRequest& request, const RequestContext& context) const {
+  // Evaluate has no partial answer: every stage checks the deadline and the
+  // client's cancellation, and stops.
+  const absl::Time work_deadline =
+      WorkDeadline(options_, context.deadline, absl::Now());
+  const auto check_stop = [&](absl::string_view stage) {
+    return StopStatus(context, work_deadline, stage);
+  };
+  RequestMemory memory(context.memory, RequestWork::kBaselines,
+                       request.include_trace());
+  RETURN_IF_ERROR(memory.BeforeImport(request.graph()));
   ASSIGN_OR_RETURN(
       const graph::Graph graph,
       ImportGraph(importers_, options_, request.graph(), request.options()));
+  RETURN_IF_ERROR(memory.AfterImport(graph));
   ASSIGN_OR_RETURN(const simulator::Topology topology,
                    TopologyFromInput(request.topology()));
-  if (context.cancelled != nullptr && context.cancelled->load()) {
-    return absl::CancelledError("the client cancelled the request");
+  if (request.include_trace() &&
+      graph.num_nodes() > options_.max_trace_bytes / kTraceBytesPerNode) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "include_trace: a trace of graph '", graph.name(), "' (",
+        graph.num_nodes(), " nodes) would take about ",
+        graph.num_nodes() * kTraceBytesPerNode / (1 << 20),
+        " MiB; this server sends traces of at most ",
+        options_.max_trace_bytes / (1 << 20), " MiB (about ",
+        options_.max_trace_bytes / kTraceBytesPerNode,
+        " nodes); evaluate without a trace, or use `gopt evaluate` locally"));
   }
+  RETURN_IF_ERROR(check_stop("the import"));
   const Plan plan = simulator::PlanFromProto(request.plan());
   RETURN_IF_ERROR(
       Annotate(simulator::ValidatePlan(plan, graph, topology), "plan"));
@@ -764,6 +946,12 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   absl::StatusOr<SimulationResult> result =
       simulator.Simulate(plan, simulation);
   if (!result.ok()) return Annotate(result.status(), "plan");
+  if (result->step_time_s == 0) return NoWorkError(graph);
+  if (!UsableStepTime(result->step_time_s)) {
+    return absl::InternalError(
+        absl::StrCat("the plan simulated to ", result->step_time_s, " s"));
+  }
+  RETURN_IF_ERROR(check_stop("the simulation"));
 
   EvaluateResponse response;
   response.set_graph_name(graph.name());
@@ -785,12 +973,21 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   quick.record_timeline = false;
   absl::StatusOr<SimulationResult> default_result =
       simulator.Simulate(simulator::DefaultPlan(graph), quick);
-  if (default_result.ok()) {
+  if (default_result.ok() && UsableStepTime(default_result->step_time_s)) {
     response.set_default_step_time_s(default_result->step_time_s);
   }
   if (request.include_trace()) {
-    response.set_chrome_trace_json(
-        simulator::ChromeTrace(graph, topology, plan, *result).dump());
+    RETURN_IF_ERROR(check_stop("the default plan's simulation"));
+    std::string trace =
+        simulator::ChromeTrace(graph, topology, plan, *result).dump();
+    if (static_cast<int64_t>(trace.size()) > options_.max_trace_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "include_trace: the trace of graph '", graph.name(), "' is ",
+          trace.size() / (1 << 20), " MiB; this server sends at most ",
+          options_.max_trace_bytes / (1 << 20), " MiB"));
+    }
+    RETURN_IF_ERROR(check_stop("the trace"));
+    response.set_chrome_trace_json(std::move(trace));
   }
   return response;
 }

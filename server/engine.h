@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
+#include "server/memory_budget.h"
 #include "server/policy_registry.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
@@ -33,6 +35,16 @@ struct EngineOptions {
   absl::Duration max_deadline_reserve = absl::Seconds(2);
   // Plans a policy samples for zero-shot best-of-K. Default 8.
   int32_t policy_samples = 8;
+  // Largest budget.fine_tune_steps accepted (InvalidArgument above it).
+  // Default 10,000 (the GO paper fine-tunes for < 50).
+  int32_t max_fine_tune_steps = 10'000;
+  // Most distinct options.baseline_methods accepted (duplicates are tried
+  // once). Default 256 (every built-in combination is ~200).
+  int32_t max_baseline_methods = 256;
+  // Largest Chrome trace Evaluate builds; a request whose trace would be
+  // larger is ResourceExhausted (estimated from the node count before the
+  // trace is built, checked after). Default 32 MiB.
+  int64_t max_trace_bytes = int64_t{32} << 20;
 };
 
 // What the transport knows about one request.
@@ -45,20 +57,34 @@ struct RequestContext {
   // Called with best-so-far after each stage (and on each policy progress
   // event), on the calling thread. May be empty.
   std::function<void(const gopt::v1::OptimizeProgress&)> on_progress;
+  // The server's memory budget; null = unlimited (the CLI). The engine
+  // reserves the request's estimated peak (EstimateRequestBytes) once the
+  // graph's size is known, before the expensive work, and releases it when
+  // the call returns.
+  MemoryBudget* memory = nullptr;
 };
 
-// How long each policy's zero-shot proposal took the last time it ran, so
-// that a request whose deadline leaves less time does not start a proposal
-// it cannot finish (a zero-shot pass cannot be interrupted). Thread-safe.
+// How long each policy's zero-shot proposal took per node, by graph size,
+// so that a request whose deadline leaves less time than its own graph
+// needs does not start a proposal it cannot finish (a zero-shot pass cannot
+// be interrupted). Estimates scale with the request's own node count, so
+// one client's large graph never makes another's small one look slow.
+// Thread-safe.
 class PolicyTimeEstimates {
  public:
-  // Seconds of the last zero-shot run of `policy`; 0 when it never ran.
-  double ZeroShotSeconds(const std::string& policy) const;
-  void RecordZeroShot(const std::string& policy, double seconds);
+  // Expected seconds of a zero-shot run of `policy` on `num_nodes` nodes:
+  // the per-node rate of its last run on a graph of the nearest size class
+  // (powers of two of the node count) times `num_nodes`; 0 when it never
+  // ran.
+  double ZeroShotSeconds(const std::string& policy, int64_t num_nodes) const;
+  void RecordZeroShot(const std::string& policy, int64_t num_nodes,
+                      double seconds);
 
  private:
   mutable absl::Mutex mutex_;
-  absl::flat_hash_map<std::string, double> seconds_ ABSL_GUARDED_BY(mutex_);
+  // policy -> size class -> seconds per node.
+  absl::flat_hash_map<std::string, std::map<int, double>> seconds_per_node_
+      ABSL_GUARDED_BY(mutex_);
 };
 
 // The Optimize / Evaluate core, shared by gopt-server and the `gopt` CLI's
@@ -77,14 +103,19 @@ class PolicyTimeEstimates {
 // Errors (absl codes, converted once to gRPC by the server):
 //   InvalidArgument  bad graph (naming node and field), bad topology, plan,
 //                    task, budget, method or format;
-//   ResourceExhausted graph over max_graph_nodes (or importer limits);
+//   ResourceExhausted graph over max_graph_nodes (or importer limits), its
+//                    estimated memory over what the budget has left, a
+//                    trace over max_trace_bytes;
 //   NotFound          unknown policy;
 //   FailedPrecondition no plan fits in the topology's memory;
 //   DeadlineExceeded  the deadline passed and the request did not allow a
 //                     partial result (or nothing was found yet);
 //   Cancelled         the client cancelled.
 // A policy is skipped (as if its time ran out) when the deadline leaves
-// less time than its last zero-shot run took.
+// less time than its last zero-shot run took, scaled to this graph's size.
+// No response carries a step time that is not finite and positive: a plan
+// simulated so is never chosen, and a graph with no work at all (every
+// plan 0 s) is InvalidArgument.
 //
 // The Engine is immutable after construction and safe to use from many
 // threads at once; the policies it borrows must be too.

@@ -185,8 +185,9 @@ TEST(EngineTest, SkipsPolicyWhenDeadlineLeavesLessThanItsLastRun) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_TRUE(second->partial());
   EXPECT_EQ(second->policy_results_size(), 0);
-  EXPECT_THAT(second->warnings(),
-              ::testing::Contains(HasSubstr("last zero-shot pass")));
+  EXPECT_THAT(
+      second->warnings(),
+      ::testing::Contains(HasSubstr("needs for a zero-shot pass on 7 nodes")));
 
   request.set_allow_partial_result(false);
   context.deadline = absl::Now() + absl::Milliseconds(200);
@@ -344,6 +345,178 @@ TEST(EngineTest, ListPoliciesShowsCardAndTasks) {
   EXPECT_TRUE(response.policies(0).tasks().placement());
   EXPECT_FALSE(response.policies(0).tasks().scheduling());
   EXPECT_THAT(response.policies(0).card_json(), HasSubstr("\"kind\""));
+}
+
+// Regressions from the hostile-client review (issue 16): each answer is a
+// precise error, never a crash and never a NaN, inf or 0 step time.
+
+TEST(EngineTest, LoopWhoseCostOverflowsIsInvalidArgument) {
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_graph()->set_serialized(R"(HloModule huge_loop
+
+body {
+  p = (s32[], f32[2048,2048]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[2048,2048]{1,0} get-tuple-element(p), index=1
+  d = f32[2048,2048]{1,0} dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (s32[], f32[2048,2048]) tuple(i, d)
+}
+
+cond {
+  p = (s32[], f32[2048,2048]) parameter(0)
+  ROOT c = pred[] constant(true)
+}
+
+ENTRY main {
+  x = f32[2048,2048]{1,0} parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[2048,2048]) tuple(z, x)
+  ROOT loop = (s32[], f32[2048,2048]) while(init), condition=cond, body=body, backend_config={"known_trip_count":{"n":"4611686018427387904"}}
+}
+)");
+  const Engine engine(EngineOptions(), nullptr);
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("node 'loop' (op 'while')"));
+}
+
+TEST(EngineTest, NodesOfAbsurdFlopsAreInvalidArgument) {
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
+  graph->set_name("absurd");
+  for (const char* name : {"a", "b"}) {
+    gopt::v1::Node* node = graph->add_nodes();
+    node->set_name(name);
+    node->set_op("custom");
+    node->set_kind("other");
+    node->set_flops(1e308);
+  }
+  const Engine engine(EngineOptions(), nullptr);
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("flops 1e+308"));
+}
+
+TEST(EngineTest, GraphWithoutWorkIsInvalidArgumentNotZeroStepTime) {
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_graph()->set_serialized(R"(HloModule idle
+
+ENTRY main {
+  ROOT a = f32[8]{0} parameter(0)
+}
+)");
+  const Engine engine(EngineOptions(), nullptr);
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("has no work to optimize"));
+}
+
+TEST(EngineTest, FineTuneStepsAreCapped) {
+  EngineOptions options;
+  options.max_fine_tune_steps = 100;
+  const Engine engine(options, nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_budget()->set_mode(gopt::v1::Budget::FINE_TUNE);
+  request.mutable_budget()->set_fine_tune_steps(2'147'483'647);
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("0..100"));
+}
+
+TEST(EngineTest, RepeatedBaselineMethodsRunOnceAndAreCapped) {
+  EngineOptions options;
+  options.max_baseline_methods = 2;
+  const Engine engine(options, nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  for (int i = 0; i < 30'000; ++i) {
+    request.mutable_options()->add_baseline_methods("heft");
+  }
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->baselines_size(), 1);
+
+  request.mutable_options()->add_baseline_methods("single");
+  request.mutable_options()->add_baseline_methods("round-robin");
+  const absl::Status status =
+      engine.Optimize(request, RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("more than 2 distinct methods"));
+}
+
+TEST(EngineTest, BaselinesStopAtTheDeadline) {
+  const Engine engine(EngineOptions(), nullptr);
+  RequestContext context;
+  context.deadline = absl::Now() - absl::Seconds(1);
+  const absl::Status status =
+      engine.Optimize(TwoBranchRequest(), context).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+// Evaluates the plan Optimize chose for TwoBranchRequest.
+gopt::v1::EvaluateRequest TwoBranchEvaluation(bool trace) {
+  gopt::v1::EvaluateRequest request;
+  *request.mutable_graph() = TwoBranchRequest().graph();
+  *request.mutable_topology() = TwoBranchRequest().topology();
+  absl::StatusOr<gopt::v1::OptimizeResponse> optimized =
+      Engine(EngineOptions(), nullptr)
+          .Optimize(TwoBranchRequest(), RequestContext());
+  EXPECT_TRUE(optimized.ok()) << optimized.status();
+  if (optimized.ok()) *request.mutable_plan() = optimized->plan();
+  request.set_include_trace(trace);
+  return request;
+}
+
+TEST(EngineTest, EvaluateKeepsToTheDeadlineAndTheTraceLimit) {
+  EngineOptions options;
+  options.max_trace_bytes = 1000;
+  const Engine engine(options, nullptr);
+  RequestContext late;
+  late.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_EQ(engine.Evaluate(TwoBranchEvaluation(false), late).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  const absl::Status status =
+      engine.Evaluate(TwoBranchEvaluation(true), RequestContext()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("include_trace"));
+  EXPECT_TRUE(
+      engine.Evaluate(TwoBranchEvaluation(false), RequestContext()).ok());
+}
+
+TEST(EngineTest, MemoryBudgetRefusesWhatDoesNotFitAndIsReleased) {
+  const Engine engine(EngineOptions(), nullptr);
+  MemoryBudget small(/*budget_bytes=*/1 << 20);
+  RequestContext context;
+  context.memory = &small;
+  const absl::Status status =
+      engine.Optimize(TwoBranchRequest(), context).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("--memory_budget_bytes"));
+  EXPECT_EQ(small.in_use_bytes(), 0);
+
+  MemoryBudget enough(/*budget_bytes=*/int64_t{1} << 30);
+  context.memory = &enough;
+  EXPECT_TRUE(engine.Optimize(TwoBranchRequest(), context).ok());
+  EXPECT_TRUE(engine.Evaluate(TwoBranchEvaluation(true), context).ok());
+  EXPECT_EQ(enough.in_use_bytes(), 0);
+}
+
+TEST(PolicyTimeEstimatesTest, EachRequestIsEstimatedFromItsOwnSize) {
+  PolicyTimeEstimates estimates;
+  EXPECT_EQ(estimates.ZeroShotSeconds("go", 10), 0);
+  // One 85k-node pass of 8.5 s ...
+  estimates.RecordZeroShot("go", /*num_nodes=*/85'000, /*seconds=*/8.5);
+  // ... makes a 1,000-node graph expect 0.1 s, not 8.5 s.
+  EXPECT_DOUBLE_EQ(estimates.ZeroShotSeconds("go", 1'000), 0.1);
+  // A small graph's own pass sets the rate of small graphs only.
+  estimates.RecordZeroShot("go", /*num_nodes=*/10, /*seconds=*/0.05);
+  EXPECT_DOUBLE_EQ(estimates.ZeroShotSeconds("go", 12), 0.06);
+  EXPECT_DOUBLE_EQ(estimates.ZeroShotSeconds("go", 80'000), 8.0);
+  EXPECT_EQ(estimates.ZeroShotSeconds("other", 80'000), 0);
 }
 
 }  // namespace

@@ -6,8 +6,26 @@ namespace gopt::server {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  absl::string_view message = status.message();
+  std::string wire;
+  if (message.size() > kMaxErrorMessageBytes) {
+    // The message travels in a trailer, whose size gRPC limits (8 KiB by
+    // default): a longer one would reach the client as RESOURCE_EXHAUSTED
+    // instead of the real code. Cut on a UTF-8 character boundary.
+    const std::string suffix =
+        absl::StrCat(" ... (", message.size(), " bytes, cut to ",
+                     kMaxErrorMessageBytes, ")");
+    size_t keep = kMaxErrorMessageBytes - suffix.size();
+    while (keep > 0 &&
+           (static_cast<unsigned char>(message[keep]) & 0xC0) == 0x80) {
+      --keep;
+    }
+    wire = absl::StrCat(message.substr(0, keep), suffix);
+  } else {
+    wire = std::string(message);
+  }
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+                      std::move(wire));
 }
 
 std::string GrpcCodeName(grpc::StatusCode code) {

@@ -29,5 +29,19 @@ TEST(GrpcCodeNameTest, CanonicalNames) {
             "DEADLINE_EXCEEDED");
 }
 
+TEST(ToGrpcStatusTest, CutsLongMessagesKeepingTheCode) {
+  // 100 KB of two-byte UTF-8 characters: the cut must not split one.
+  std::string long_message;
+  for (int i = 0; i < 50'000; ++i) long_message += "\xc3\xa9";
+  const grpc::Status status =
+      ToGrpcStatus(absl::InvalidArgumentError(long_message));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LE(status.error_message().size(), kMaxErrorMessageBytes);
+  EXPECT_NE(status.error_message().find("(100000 bytes, cut to 2048)"),
+            std::string::npos);
+  EXPECT_EQ(status.error_message().rfind("\xc3\xa9 ... ("),
+            status.error_message().find(" ... (") - 2);
+}
+
 }  // namespace
 }  // namespace gopt::server

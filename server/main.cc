@@ -9,10 +9,12 @@
 // cancel the rest -> exit 0.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -65,6 +67,24 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate; enables TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA for client certificates; enables mTLS");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of a plaintext port serving only grpc.health.v1 (for "
+          "probes when --tls_cert is set); empty = none");
+ABSL_FLAG(bool, reflection, false,
+          "serve gRPC server reflection (for grpcurl without .proto files)");
+ABSL_FLAG(int64_t, memory_budget_bytes, 0,
+          "memory the requests in flight may hold together, by estimate; a "
+          "request that does not fit is refused (RESOURCE_EXHAUSTED); 0 = "
+          "75% of the container's memory limit (cgroup), else of the "
+          "machine's memory");
+ABSL_FLAG(double, default_deadline_seconds, 600,
+          "deadline of requests whose client sets none");
+ABSL_FLAG(int32_t, max_fine_tune_steps, 10'000,
+          "largest budget.fine_tune_steps accepted (INVALID_ARGUMENT above)");
+ABSL_FLAG(int32_t, max_baseline_methods, 256,
+          "most distinct options.baseline_methods accepted");
+ABSL_FLAG(int64_t, max_trace_bytes, 32 << 20,
+          "largest Chrome trace Evaluate sends (RESOURCE_EXHAUSTED above)");
 
 namespace {
 
@@ -87,6 +107,13 @@ constexpr const char* kFlagNames[] = {
     "tls_cert",
     "tls_key",
     "tls_client_ca",
+    "health_listen",
+    "reflection",
+    "memory_budget_bytes",
+    "default_deadline_seconds",
+    "max_fine_tune_steps",
+    "max_baseline_methods",
+    "max_trace_bytes",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -111,6 +138,21 @@ bool ApplyEnvironment() {
 
 absl::Duration Seconds(double seconds) {
   return absl::Seconds(std::max(seconds, 0.0));
+}
+
+// 75% of the memory this process may use: the cgroup (container) limit
+// when there is one, else the machine's memory. The rest is for the
+// policies, gRPC buffers and what the estimates miss.
+int64_t DefaultMemoryBudgetBytes() {
+  int64_t limit = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+                  static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  for (const char* file : {"/sys/fs/cgroup/memory.max",
+                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(file);
+    int64_t cgroup = 0;
+    if (in >> cgroup && cgroup > 0 && cgroup < limit) limit = cgroup;
+  }
+  return limit / 4 * 3;
 }
 
 int WaitForSignal(const sigset_t& signals) {
@@ -173,6 +215,15 @@ int main(int argc, char** argv) {
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.health_listen_address = absl::GetFlag(FLAGS_health_listen);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
+  options.default_deadline =
+      Seconds(absl::GetFlag(FLAGS_default_deadline_seconds));
+  options.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes) > 0
+                                    ? absl::GetFlag(FLAGS_memory_budget_bytes)
+                                    : DefaultMemoryBudgetBytes();
+  LOG(INFO) << "memory budget for requests: "
+            << options.memory_budget_bytes / (1 << 20) << " MiB";
 
   gopt::server::Metrics metrics(GOPT_VERSION, GOPT_GIT_REVISION);
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
@@ -216,6 +267,10 @@ int main(int argc, char** argv) {
   }
   gopt::server::EngineOptions engine_options;
   engine_options.max_graph_nodes = absl::GetFlag(FLAGS_max_graph_nodes);
+  engine_options.max_fine_tune_steps = absl::GetFlag(FLAGS_max_fine_tune_steps);
+  engine_options.max_baseline_methods =
+      absl::GetFlag(FLAGS_max_baseline_methods);
+  engine_options.max_trace_bytes = absl::GetFlag(FLAGS_max_trace_bytes);
   (*server)->SetEngine(
       std::make_shared<gopt::server::Engine>(engine_options, *policies));
   LOG(INFO) << "SERVING";

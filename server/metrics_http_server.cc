@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace gopt::server {
 namespace {
@@ -43,6 +45,8 @@ MetricsHttpServer::~MetricsHttpServer() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
   if (listen_fd_ >= 0) close(listen_fd_);
+  // Connections end by themselves within kConnectionSeconds.
+  for (Connection& c : connections_) c.thread.join();
 }
 
 absl::StatusOr<int> MetricsHttpServer::Start(const std::string& address) {
@@ -110,20 +114,48 @@ void MetricsHttpServer::Serve() {
     if (poll(&listening, 1, /*timeout_ms=*/100) <= 0) continue;
     const int connection = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (connection < 0) continue;
-    Answer(connection);
-    close(connection);
+    // Threads of connections answered since are joined (at once).
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (connections_.size() >= kMaxConnections) {
+      // Every slot is held by a client that is slow to send or read.
+      close(connection);
+      continue;
+    }
+    // Each connection on its own thread, so a slow client delays only
+    // itself.
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    connections_.push_back(Connection{std::thread([this, connection, done] {
+                                        Answer(connection);
+                                        close(connection);
+                                        done->store(true);
+                                      }),
+                                      done});
   }
 }
 
 void MetricsHttpServer::Answer(int connection) {
-  // Read the request head (bounded in size and time: a scraper sends a
-  // few hundred bytes at once).
+  // Read the request head (bounded in size and in total time, however
+  // slowly the client trickles it: a scraper sends a few hundred bytes at
+  // once).
+  const absl::Time give_up = absl::Now() + absl::Seconds(kConnectionSeconds);
+  const timeval send_timeout{kConnectionSeconds, 0};
+  setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &send_timeout,
+             sizeof(send_timeout));
   std::string request;
   char buffer[1024];
   while (request.find("\r\n\r\n") == std::string::npos &&
          request.size() < 8192) {
+    const int64_t left_ms = absl::ToInt64Milliseconds(give_up - absl::Now());
+    if (left_ms <= 0) return;
     pollfd readable{connection, POLLIN, 0};
-    if (poll(&readable, 1, /*timeout_ms=*/2000) <= 0) return;
+    if (poll(&readable, 1, static_cast<int>(left_ms)) <= 0) return;
     const ssize_t n = recv(connection, buffer, sizeof(buffer), 0);
     if (n <= 0) break;
     request.append(buffer, static_cast<size_t>(n));

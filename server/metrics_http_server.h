@@ -2,7 +2,9 @@
 #define GOPT_SERVER_METRICS_HTTP_SERVER_H_
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,8 +15,10 @@ namespace gopt::server {
 
 // A minimal HTTP/1.0 server for Prometheus scrapes: GET /metrics answers
 // 200 with `scrape()` as text/plain (exposition format 0.0.4); any other
-// path 404, any other method 405. One connection at a time on one thread
-// (scrapes are rare and small).
+// path 404, any other method 405. Each connection is answered on its own
+// thread within kConnectionSeconds (reading the request and sending the
+// answer), at most kMaxConnections at once (more are closed at once), so
+// a slow or stalled client never blocks the scrapes of others.
 //
 // Why not prometheus-cpp's Exposer: its civetweb starts worker threads with
 // a fixed small stack, and once LibTorch is loaded the process's static TLS
@@ -37,6 +41,13 @@ class MetricsHttpServer {
   absl::StatusOr<int> Start(const std::string& address);
 
  private:
+  static constexpr int kConnectionSeconds = 5;
+  static constexpr size_t kMaxConnections = 16;
+  struct Connection {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;  // set by the thread at its end
+  };
+
   void Serve();
   void Answer(int connection);
 
@@ -44,6 +55,8 @@ class MetricsHttpServer {
   int listen_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  // Touched only by thread_ (and the destructor once it has joined).
+  std::list<Connection> connections_;
 };
 
 }  // namespace gopt::server

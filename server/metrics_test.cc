@@ -1,5 +1,10 @@
 #include "server/metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <set>
 #include <string>
 #include <vector>
@@ -8,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/http_get.h"
 
 namespace gopt::server {
 namespace {
@@ -65,6 +71,28 @@ TEST(MetricsTest, ExposerOnFreePort) {
   EXPECT_GT(metrics.exposer_port(), 0);
   EXPECT_EQ(metrics.StartExposer("127.0.0.1:0").code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(MetricsTest, StalledClientDoesNotBlockScrapes) {
+  Metrics metrics("1", "r");
+  ASSERT_TRUE(metrics.StartExposer("127.0.0.1:0").ok());
+  // Clients that connect and never send a byte.
+  std::vector<int> stalled;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(metrics.exposer_port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(
+        connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    stalled.push_back(fd);
+  }
+  const absl::StatusOr<std::string> body =
+      gopt::testing::HttpGet(metrics.exposer_port(), "/metrics");
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_NE(body->find("gopt_build_info"), std::string::npos);
+  for (int fd : stalled) close(fd);
 }
 
 }  // namespace

@@ -8,19 +8,23 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "graph/status_macros.h"
 #include "server/grpc_status.h"
+#include "server/request_wire.h"
 
 namespace gopt::server {
 namespace {
 
 using gopt::v1::OptimizeStreamResponse;
 
-absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
+// The client's deadline, or `default_deadline` from now when it set none.
+absl::Time DeadlineOf(const grpc::CallbackServerContext& context,
+                      absl::Duration default_deadline) {
   const std::chrono::system_clock::time_point deadline = context.deadline();
   // gRPC reports "no deadline" as the largest time point.
   if (deadline >= std::chrono::system_clock::time_point::max() -
                       std::chrono::hours(24 * 365)) {
-    return absl::InfiniteFuture();
+    return absl::Now() + default_deadline;
   }
   return absl::FromChrono(deadline);
 }
@@ -34,10 +38,19 @@ class CallMetrics {
   }
 
   // Once per call, before the status goes on the wire (so a client that
-  // scrapes after its answer sees it counted).
-  void Finished(const grpc::Status& status) {
+  // scrapes after its answer sees it counted), under the code the client
+  // gets: an answer finished after the client cancelled or its deadline
+  // passed never reaches it, and counts as CANCELLED / DEADLINE_EXCEEDED.
+  void Finished(const grpc::Status& status, bool cancelled,
+                absl::Time deadline) {
     if (metrics_ == nullptr) return;
-    metrics_->RecordRequest(method_, GrpcCodeName(status.error_code()),
+    grpc::StatusCode code = status.error_code();
+    if (code == grpc::StatusCode::OK && cancelled) {
+      code = grpc::StatusCode::CANCELLED;
+    } else if (code == grpc::StatusCode::OK && absl::Now() > deadline) {
+      code = grpc::StatusCode::DEADLINE_EXCEEDED;
+    }
+    metrics_->RecordRequest(method_, GrpcCodeName(code),
                             absl::ToDoubleSeconds(absl::Now() - start_));
     metrics_->RequestFinished();
   }
@@ -48,10 +61,19 @@ class CallMetrics {
   const absl::Time start_;
 };
 
+// What a request's client no longer waits for gets instead of an answer.
+absl::Status AbandonedStatus(bool cancelled) {
+  return cancelled ? absl::CancelledError(
+                         "the client cancelled the request before it ran")
+                   : absl::DeadlineExceededError(
+                         "the deadline passed while the request was queued");
+}
+
 // A unary call; deletes itself when gRPC is done with it.
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
-  UnaryCall(Metrics* metrics, const char* method) : metrics_(metrics, method) {}
+  UnaryCall(Metrics* metrics, const char* method, absl::Time deadline)
+      : metrics_(metrics, method), deadline_(deadline) {}
 
   void OnCancel() override { cancelled_.store(true); }
   void OnDone() override { delete this; }
@@ -59,24 +81,32 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // Sends `status` (the response message is already filled). Call once.
   void Answer(const absl::Status& status) {
     const grpc::Status wire = ToGrpcStatus(status);
-    metrics_.Finished(wire);
+    metrics_.Finished(wire, cancelled_.load(), deadline_);
     Finish(wire);
   }
 
+  // Whether the client stopped waiting (thread-safe).
+  bool Abandoned() const {
+    return cancelled_.load() || absl::Now() >= deadline_;
+  }
+  void AnswerAbandoned() { Answer(AbandonedStatus(cancelled_.load())); }
+
   const std::atomic<bool>* cancelled() const { return &cancelled_; }
+  absl::Time deadline() const { return deadline_; }
 
  private:
   CallMetrics metrics_;
+  const absl::Time deadline_;
   std::atomic<bool> cancelled_{false};
 };
 
 // OptimizeStream: progress events, then the result. Writes go out one at a
 // time (gRPC allows one outstanding write); a newer progress event replaces
 // one still waiting. Deletes itself when gRPC is done with it.
-class StreamCall final
-    : public grpc::ServerWriteReactor<OptimizeStreamResponse> {
+class StreamCall final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  explicit StreamCall(Metrics* metrics) : metrics_(metrics, "OptimizeStream") {}
+  StreamCall(Metrics* metrics, absl::Time deadline)
+      : metrics_(metrics, "OptimizeStream"), deadline_(deadline) {}
 
   void OnCancel() override { cancelled_.store(true); }
   void OnDone() override { delete this; }
@@ -92,31 +122,40 @@ class StreamCall final
   }
 
   void Progress(const gopt::v1::OptimizeProgress& progress) {
+    OptimizeStreamResponse message;
+    *message.mutable_progress() = progress;
+    absl::StatusOr<grpc::ByteBuffer> bytes = SerializeResponse(message);
+    if (!bytes.ok()) return;
     Next next = Next::kNothing;
     {
       absl::MutexLock lock(&mutex_);
       if (done_) return;
-      if (!pending_.empty() && pending_.back().has_progress()) {
-        pending_.pop_back();
-      }
-      OptimizeStreamResponse message;
-      *message.mutable_progress() = progress;
-      pending_.push_back(std::move(message));
+      if (!pending_.empty() && pending_.back().progress) pending_.pop_back();
+      pending_.push_back(Pending{/*progress=*/true, *std::move(bytes)});
       next = Pump();
     }
     Run(next);
   }
 
   // The last message (when `status` is OK) and the end of the stream.
-  void Answer(const absl::Status& status,
+  void Answer(absl::Status status,
               std::optional<gopt::v1::OptimizeResponse> result) {
+    std::optional<grpc::ByteBuffer> last;
+    if (status.ok() && result.has_value()) {
+      OptimizeStreamResponse message;
+      *message.mutable_result() = *std::move(result);
+      absl::StatusOr<grpc::ByteBuffer> bytes = SerializeResponse(message);
+      if (bytes.ok()) {
+        last = *std::move(bytes);
+      } else {
+        status = bytes.status();
+      }
+    }
     Next next = Next::kNothing;
     {
       absl::MutexLock lock(&mutex_);
-      if (result.has_value()) {
-        OptimizeStreamResponse message;
-        *message.mutable_result() = *std::move(result);
-        pending_.push_back(std::move(message));
+      if (last.has_value()) {
+        pending_.push_back(Pending{/*progress=*/false, *std::move(last)});
       }
       status_ = ToGrpcStatus(status);
       done_ = true;
@@ -125,10 +164,22 @@ class StreamCall final
     Run(next);
   }
 
+  bool Abandoned() const {
+    return cancelled_.load() || absl::Now() >= deadline_;
+  }
+  void AnswerAbandoned() {
+    Answer(AbandonedStatus(cancelled_.load()), std::nullopt);
+  }
+
   const std::atomic<bool>* cancelled() const { return &cancelled_; }
+  absl::Time deadline() const { return deadline_; }
 
  private:
   enum class Next { kNothing, kWrite, kFinish };
+  struct Pending {
+    bool progress;  // a progress event (replaceable), not the result
+    grpc::ByteBuffer bytes;
+  };
 
   // Decides the next step: write `current_`, finish once everything is
   // written, or nothing while a write is in flight.
@@ -136,7 +187,7 @@ class StreamCall final
     if (writing_ || finished_) return Next::kNothing;
     if (!pending_.empty()) {
       writing_ = true;
-      current_ = std::move(pending_.front());
+      current_ = std::move(pending_.front().bytes);
       pending_.pop_front();
       return Next::kWrite;
     }
@@ -157,16 +208,17 @@ class StreamCall final
         absl::MutexLock lock(&mutex_);
         status = status_;
       }
-      metrics_.Finished(status);
+      metrics_.Finished(status, cancelled_.load(), deadline_);
       Finish(status);
     }
   }
 
   CallMetrics metrics_;
+  const absl::Time deadline_;
   std::atomic<bool> cancelled_{false};
   absl::Mutex mutex_;
-  std::deque<OptimizeStreamResponse> pending_ ABSL_GUARDED_BY(mutex_);
-  OptimizeStreamResponse current_;  // being written; see Run
+  std::deque<Pending> pending_ ABSL_GUARDED_BY(mutex_);
+  grpc::ByteBuffer current_;  // being written; see Run
   bool writing_ ABSL_GUARDED_BY(mutex_) = false;
   bool done_ ABSL_GUARDED_BY(mutex_) = false;
   bool finished_ ABSL_GUARDED_BY(mutex_) = false;
@@ -175,8 +227,9 @@ class StreamCall final
 
 }  // namespace
 
-OptimizerService::OptimizerService(WorkQueue* queue, Metrics* metrics)
-    : queue_(queue), metrics_(metrics) {}
+OptimizerService::OptimizerService(const ServiceOptions& options,
+                                   WorkQueue* queue, Metrics* metrics)
+    : options_(options), queue_(queue), metrics_(metrics) {}
 
 void OptimizerService::SetEngine(std::shared_ptr<const Engine> engine) {
   absl::MutexLock lock(&mutex_);
@@ -215,49 +268,94 @@ void OptimizerService::RecordOptimize(
   }
 }
 
-grpc::ServerUnaryReactor* OptimizerService::Optimize(
-    grpc::CallbackServerContext* context,
-    const gopt::v1::OptimizeRequest* request,
-    gopt::v1::OptimizeResponse* response) {
-  auto* call = new UnaryCall(metrics_, "Optimize");
-  absl::StatusOr<std::shared_ptr<const Engine>> engine = Ready();
+void OptimizerService::RecordEvaluate(
+    const gopt::v1::EvaluateRequest& /*request*/,
+    const gopt::v1::EvaluateResponse& response) {
+  if (metrics_ == nullptr) return;
+  metrics_->RecordGraphNodes(response.num_nodes());
+  metrics_->AddSimulations(2);
+}
+
+template <typename Call, typename Request>
+absl::StatusOr<std::shared_ptr<const Engine>> OptimizerService::Admit(
+    Call* call, const grpc::ByteBuffer& bytes, absl::string_view type_name,
+    Request* request) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const Engine> engine, Ready());
+  RETURN_IF_ERROR(ParseRequest(bytes, engine->options().max_graph_nodes,
+                               type_name, request));
+  if (call->Abandoned()) return AbandonedStatus(call->cancelled()->load());
+  return engine;
+}
+
+RequestContext OptimizerService::ContextFor(
+    absl::Time deadline, const std::atomic<bool>* cancelled) const {
+  RequestContext context;
+  context.deadline = deadline;
+  context.cancelled = cancelled;
+  context.memory = options_.memory;
+  return context;
+}
+
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* OptimizerService::ServeUnary(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response, const char* method, absl::string_view type_name,
+    absl::StatusOr<Response> (Engine::*run)(const Request&,
+                                            const RequestContext&) const,
+    void (OptimizerService::*record)(const Request&, const Response&)) {
+  auto* call = new UnaryCall(metrics_, method,
+                             DeadlineOf(*context, options_.default_deadline));
+  auto request = std::make_shared<Request>();
+  absl::StatusOr<std::shared_ptr<const Engine>> engine =
+      Admit(call, *bytes, type_name, request.get());
   if (!engine.ok()) {
     call->Answer(engine.status());
     return call;
   }
-  const absl::Time deadline = DeadlineOf(*context);
   absl::Status admitted = queue_->Submit(
-      [this, call, request, response, deadline, engine = *std::move(engine)] {
-        RequestContext request_context;
-        request_context.deadline = deadline;
-        request_context.cancelled = call->cancelled();
-        absl::StatusOr<gopt::v1::OptimizeResponse> result =
-            engine->Optimize(*request, request_context);
+      [this, call, request, response, run, record,
+       engine = *std::move(engine)] {
+        absl::StatusOr<Response> result = ((*engine).*run)(
+            *request, ContextFor(call->deadline(), call->cancelled()));
+        absl::Status status = result.status();
         if (result.ok()) {
-          RecordOptimize(*request, *result);
-          *response = *std::move(result);
+          (this->*record)(*request, *result);
+          absl::StatusOr<grpc::ByteBuffer> serialized =
+              SerializeResponse(*result);
+          status = serialized.status();
+          if (serialized.ok()) *response = *std::move(serialized);
         }
-        call->Answer(result.status());
-      });
+        call->Answer(status);
+      },
+      [call] { return call->Abandoned(); },
+      [call] { call->AnswerAbandoned(); });
   if (!admitted.ok()) call->Answer(admitted);
   return call;
 }
 
-grpc::ServerWriteReactor<OptimizeStreamResponse>*
-OptimizerService::OptimizeStream(grpc::CallbackServerContext* context,
-                                 const gopt::v1::OptimizeRequest* request) {
-  auto* call = new StreamCall(metrics_);
-  absl::StatusOr<std::shared_ptr<const Engine>> engine = Ready();
+grpc::ServerUnaryReactor* OptimizerService::Optimize(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response) {
+  return ServeUnary(context, bytes, response, "Optimize",
+                    "gopt.v1.OptimizeRequest", &Engine::Optimize,
+                    &OptimizerService::RecordOptimize);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* OptimizerService::OptimizeStream(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes) {
+  auto* call =
+      new StreamCall(metrics_, DeadlineOf(*context, options_.default_deadline));
+  auto request = std::make_shared<gopt::v1::OptimizeRequest>();
+  absl::StatusOr<std::shared_ptr<const Engine>> engine =
+      Admit(call, *bytes, "gopt.v1.OptimizeRequest", request.get());
   if (!engine.ok()) {
     call->Answer(engine.status(), std::nullopt);
     return call;
   }
-  const absl::Time deadline = DeadlineOf(*context);
   absl::Status admitted = queue_->Submit(
-      [this, call, request, deadline, engine = *std::move(engine)] {
-        RequestContext request_context;
-        request_context.deadline = deadline;
-        request_context.cancelled = call->cancelled();
+      [this, call, request, engine = *std::move(engine)] {
+        RequestContext request_context =
+            ContextFor(call->deadline(), call->cancelled());
         request_context.on_progress =
             [call](const gopt::v1::OptimizeProgress& progress) {
               call->Progress(progress);
@@ -270,47 +368,26 @@ OptimizerService::OptimizeStream(grpc::CallbackServerContext* context,
         }
         RecordOptimize(*request, *result);
         call->Answer(absl::OkStatus(), *std::move(result));
-      });
+      },
+      [call] { return call->Abandoned(); },
+      [call] { call->AnswerAbandoned(); });
   if (!admitted.ok()) call->Answer(admitted, std::nullopt);
   return call;
 }
 
 grpc::ServerUnaryReactor* OptimizerService::Evaluate(
-    grpc::CallbackServerContext* context,
-    const gopt::v1::EvaluateRequest* request,
-    gopt::v1::EvaluateResponse* response) {
-  auto* call = new UnaryCall(metrics_, "Evaluate");
-  absl::StatusOr<std::shared_ptr<const Engine>> engine = Ready();
-  if (!engine.ok()) {
-    call->Answer(engine.status());
-    return call;
-  }
-  const absl::Time deadline = DeadlineOf(*context);
-  absl::Status admitted = queue_->Submit(
-      [this, call, request, response, deadline, engine = *std::move(engine)] {
-        RequestContext request_context;
-        request_context.deadline = deadline;
-        request_context.cancelled = call->cancelled();
-        absl::StatusOr<gopt::v1::EvaluateResponse> result =
-            engine->Evaluate(*request, request_context);
-        if (result.ok()) {
-          if (metrics_ != nullptr) {
-            metrics_->RecordGraphNodes(result->num_nodes());
-            metrics_->AddSimulations(2);
-          }
-          *response = *std::move(result);
-        }
-        call->Answer(result.status());
-      });
-  if (!admitted.ok()) call->Answer(admitted);
-  return call;
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response) {
+  return ServeUnary(context, bytes, response, "Evaluate",
+                    "gopt.v1.EvaluateRequest", &Engine::Evaluate,
+                    &OptimizerService::RecordEvaluate);
 }
 
 grpc::ServerUnaryReactor* OptimizerService::ListPolicies(
     grpc::CallbackServerContext* /*context*/,
     const gopt::v1::ListPoliciesRequest* /*request*/,
     gopt::v1::ListPoliciesResponse* response) {
-  auto* call = new UnaryCall(metrics_, "ListPolicies");
+  auto* call = new UnaryCall(metrics_, "ListPolicies", absl::InfiniteFuture());
   absl::StatusOr<std::shared_ptr<const Engine>> engine = Ready();
   if (engine.ok()) *response = (*engine)->ListPolicies();
   call->Answer(engine.status());

@@ -21,9 +21,12 @@ inline constexpr int kPolicyCardFormatVersion = 1;
 //
 //   {"format_version": 1, "kind": "go", "name": "go-multitask",
 //    "version": "1", "tasks": ["placement", "scheduling", "fusion"],
-//    "checkpoint": "model.pt", ...}
+//    "checkpoint": "model.pt", "checkpoint_sha256": {"model.pt": "..."},
+//    ...}
 //
-// and is built by the PolicyFactory registered for its "kind". Filling the
+// and is built by the PolicyFactory registered for its "kind". The
+// built-in factories (builtin_policies.h) verify the checkpoint against
+// "checkpoint_sha256" before loading it (policy/checkpoint_integrity.h). Filling the
 // registry (RegisterFactory, LoadDirectory, Add) is not thread-safe; once
 // filled, a const registry is safe to read from many threads, and so are
 // the policies it owns.
@@ -50,8 +53,10 @@ class PolicyRegistry {
   // field of the wrong type (tasks: an array of strings); NotFound for a
   // kind no
   // factory is registered for (listing the registered kinds); the
-  // factory's own error; AlreadyExists for a second policy with the same
-  // name and version.
+  // factory's own error (for the built-in ones: DataLoss for a checkpoint
+  // whose SHA-256 is not the card's, FailedPrecondition for a card that
+  // records none); AlreadyExists for a second policy with the same name and
+  // version. gopt-server does not start when this fails.
   absl::Status LoadDirectory(const std::string& directory);
 
   // Adds an already built policy. AlreadyExists for a duplicate name and

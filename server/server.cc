@@ -1,5 +1,10 @@
 #include "server/server.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <limits>
 #include <utility>
 
@@ -19,6 +24,45 @@ constexpr char kLivenessService[] = "liveness";
 
 int Milliseconds(absl::Duration duration) {
   return static_cast<int>(absl::ToInt64Milliseconds(duration));
+}
+
+// Unavailable, saying so, when something already listens on `address`
+// (host:port; port 0 and unresolvable hosts are left to gRPC). gRPC alone
+// reports a taken port only as a failed start.
+absl::Status CheckAddressFree(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return absl::OkStatus();
+  std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (port.empty() || port == "0") return absl::OkStatus();
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints,
+                  &found) != 0) {
+    return absl::OkStatus();
+  }
+  absl::Status status;
+  for (addrinfo* a = found; a != nullptr && status.ok(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    // As gRPC binds: SO_REUSEADDR (TIME_WAIT is no conflict), no
+    // SO_REUSEPORT (a listener is).
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 && errno == EADDRINUSE) {
+      status = absl::UnavailableError(absl::StrCat(
+          "cannot listen on '", address,
+          "': the address is already in use (another gopt-server?)"));
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return status;
 }
 
 }  // namespace
@@ -51,8 +95,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 }
 
 OptimizerServer::OptimizerServer(const ServerOptions& options, Metrics* metrics)
-    : queue_(options.threads, options.queue_length),
-      service_(&queue_, metrics) {
+    : memory_(options.memory_budget_bytes > 0
+                  ? std::make_unique<MemoryBudget>(options.memory_budget_bytes)
+                  : nullptr),
+      queue_(options.threads, options.queue_length),
+      service_(ServiceOptions{options.default_deadline, memory_.get()}, &queue_,
+               metrics) {
   if (metrics != nullptr) {
     queue_.set_queue_length_observer(
         [metrics](int64_t queued) { metrics->SetQueuedRequests(queued); });
@@ -69,13 +117,22 @@ absl::StatusOr<std::unique_ptr<OptimizerServer>> OptimizerServer::Start(
         options.queue_length, ") and 1 <= max_message_bytes <= 2^31-1 (",
         options.max_message_bytes, ")"));
   }
+  if (options.default_deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("the default deadline must be > 0");
+  }
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(options.tls));
+  RETURN_IF_ERROR(CheckAddressFree(options.listen_address));
+  if (!options.health_listen_address.empty()) {
+    RETURN_IF_ERROR(CheckAddressFree(options.health_listen_address));
+  }
   std::unique_ptr<OptimizerServer> server(
       new OptimizerServer(options, metrics));
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options.reflection) {
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, credentials, &server->port_);
   builder.RegisterService(&server->service_);
@@ -91,10 +148,32 @@ absl::StatusOr<std::unique_ptr<OptimizerServer>> OptimizerServer::Start(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
       Milliseconds(options.min_client_ping_interval));
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  // Two servers must never share a port: with SO_REUSEPORT the kernel
+  // would split connections between them.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on '", options.listen_address, "' (address in use?)"));
+    if (!options.tls.cert_file.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot start TLS on '", options.listen_address, "': --tls_key '",
+          options.tls.key_file, "' does not belong to --tls_cert '",
+          options.tls.cert_file, "', or a file is not valid PEM"));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on '", options.listen_address, "'"));
+  }
+  if (!options.health_listen_address.empty()) {
+    grpc::ServerBuilder health;
+    health.AddListeningPort(options.health_listen_address,
+                            grpc::InsecureServerCredentials(),
+                            &server->health_port_);
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    server->health_server_ = health.BuildAndStart();
+    if (server->health_server_ == nullptr || server->health_port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on '",
+                                                 options.health_listen_address,
+                                                 "' (--health_listen)"));
+    }
   }
   server->SetServing(false);
   return server;
@@ -103,13 +182,17 @@ absl::StatusOr<std::unique_ptr<OptimizerServer>> OptimizerServer::Start(
 OptimizerServer::~OptimizerServer() { Shutdown(absl::Now()); }
 
 void OptimizerServer::SetServing(bool serving) {
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  health->SetServingStatus(serving);
-  health->SetServingStatus(kServiceName, serving);
-  // "liveness" answers whether the process is alive, not whether it takes
-  // work: it stays SERVING through startup and drain (the Kubernetes
-  // liveness probe asks for it, so a draining pod is not restarted).
-  health->SetServingStatus(kLivenessService, true);
+  for (grpc::Server* s : {server_.get(), health_server_.get()}) {
+    if (s == nullptr) continue;
+    grpc::HealthCheckServiceInterface* health = s->GetHealthCheckService();
+    health->SetServingStatus(serving);
+    health->SetServingStatus(kServiceName, serving);
+    // "liveness" answers whether the process is alive, not whether it
+    // takes work: it stays SERVING through startup and drain (the
+    // Kubernetes liveness probe asks for it, so a draining pod is not
+    // restarted).
+    health->SetServingStatus(kLivenessService, true);
+  }
 }
 
 void OptimizerServer::SetEngine(std::shared_ptr<const Engine> engine) {
@@ -129,6 +212,9 @@ void OptimizerServer::Shutdown(absl::Time deadline) {
   if (server_ != nullptr) {
     SetServing(false);
     server_->Shutdown(absl::ToChronoTime(deadline));
+  }
+  if (health_server_ != nullptr) {
+    health_server_->Shutdown(absl::ToChronoTime(absl::Now()));
   }
   queue_.Shutdown();
 }

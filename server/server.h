@@ -42,6 +42,18 @@ struct ServerOptions {
   absl::Duration keepalive_timeout = absl::Seconds(20);
   absl::Duration min_client_ping_interval = absl::Seconds(10);
   TlsOptions tls;
+  // Deadline of calls whose client set none. Default 10 minutes.
+  absl::Duration default_deadline = absl::Minutes(10);
+  // Memory the requests in flight may hold together (MemoryBudget);
+  // 0 = no budget. Default 0 (gopt-server sets it from the cgroup limit).
+  int64_t memory_budget_bytes = 0;
+  // Serve gRPC server reflection (grpcurl without .proto files). Default
+  // off: it describes the whole API to anyone who can connect.
+  bool reflection = false;
+  // host:port of a second, plaintext port that serves only grpc.health.v1
+  // (for probes that cannot speak TLS, e.g. Kubernetes gRPC probes, when
+  // the main port has TLS). Empty = none. Default empty.
+  std::string health_listen_address;
 };
 
 // Reads the TLS files into server credentials (insecure when tls is
@@ -51,7 +63,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const TlsOptions& tls);
 
 // A running gopt-server: the GraphOptimizer service, grpc.health.v1 and
-// server reflection on one port, with keepalive and TLS as configured.
+// (when enabled) server reflection on one port, with keepalive and TLS as
+// configured; optionally grpc.health.v1 alone on a plaintext port.
 // Health starts NOT_SERVING; SetEngine makes it SERVING (call it once the
 // policies are loaded); BeginDrain makes it NOT_SERVING again while calls
 // are still served; Shutdown stops. Thread-safe.
@@ -65,9 +78,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 class OptimizerServer {
  public:
   // The one server-assembly function. `metrics` may be null and must outlive
-  // the server. Unavailable when the address cannot be bound;
-  // InvalidArgument for bad options; TLS file errors as
-  // MakeServerCredentials.
+  // the server. Unavailable when the address is in use (it is never shared:
+  // SO_REUSEPORT is off) or cannot be bound, FailedPrecondition when the
+  // TLS key does not belong to the certificate; InvalidArgument for bad
+  // options; TLS file errors as MakeServerCredentials.
   static absl::StatusOr<std::unique_ptr<OptimizerServer>> Start(
       const ServerOptions& options, Metrics* metrics);
 
@@ -78,6 +92,8 @@ class OptimizerServer {
 
   // The bound port.
   int port() const { return port_; }
+  // The bound health-only port; 0 when there is none.
+  int health_port() const { return health_port_; }
 
   // Serves requests with `engine` and reports SERVING.
   void SetEngine(std::shared_ptr<const Engine> engine);
@@ -95,10 +111,13 @@ class OptimizerServer {
   OptimizerServer(const ServerOptions& options, Metrics* metrics);
   void SetServing(bool serving);
 
+  std::unique_ptr<MemoryBudget> memory_;  // null: no budget
   WorkQueue queue_;
   OptimizerService service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> health_server_;  // null: no health port
   int port_ = 0;
+  int health_port_ = 0;
   absl::Mutex mutex_;
   bool shut_down_ ABSL_GUARDED_BY(mutex_) = false;
 };

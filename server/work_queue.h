@@ -35,6 +35,18 @@ class WorkQueue {
   // for a thread; Unavailable after Shutdown.
   absl::Status Submit(std::function<void()> work);
 
+  // Queues `work` for a request that may be abandoned while it waits (its
+  // deadline passed, its client cancelled): `abandoned` is asked when a
+  // thread takes the item and, when the queue is full, for every waiting
+  // item before a new one is refused. An abandoned item is removed and its
+  // `drop` runs instead of `work` (on a queue thread, or on the submitting
+  // thread when pruned to make room), so it takes no thread's time and no
+  // live request's place. `abandoned` must be cheap and thread-safe; it is
+  // called with the queue's lock held and must not call back into it.
+  absl::Status Submit(std::function<void()> work,
+                      std::function<bool()> abandoned,
+                      std::function<void()> drop);
+
   // Items waiting for a thread / running now.
   int64_t queued() const;
   int64_t running() const;
@@ -51,12 +63,22 @@ class WorkQueue {
   }
 
  private:
+  struct Item {
+    std::function<void()> work;
+    std::function<bool()> abandoned;  // may be empty: never abandoned
+    std::function<void()> drop;
+  };
+
   void Loop();
+  // Moves the abandoned items out of the queue into `dropped`.
+  void PruneAbandoned(std::vector<Item>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void ObserveLength() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const int max_queued_;
   std::function<void(int64_t)> queue_length_observer_;
   mutable absl::Mutex mutex_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mutex_);
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mutex_);
   int64_t running_ ABSL_GUARDED_BY(mutex_) = 0;
   int idle_ ABSL_GUARDED_BY(mutex_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mutex_) = false;

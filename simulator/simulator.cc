@@ -63,7 +63,10 @@ class EventQueue {
     const size_t size = heap_.size();
     size_t i = 0;
     for (size_t child = 1; child < size; child = 2 * i + 1) {
-      child += (child + 1 < size) & heap_[child + 1].Before(heap_[child]);
+      // Without a right child, compare the left one with itself (never
+      // Before): no read past the end, and no branch.
+      const size_t right = child + 1 < size ? child + 1 : child;
+      child += heap_[right].Before(heap_[child]);
       if (!heap_[child].Before(event)) break;
       heap_[i] = heap_[child];
       i = child;
@@ -90,7 +93,10 @@ class EventQueue {
     const size_t size = heap_.size() - 1;  // heap_[size] is `last`
     size_t i = 0;
     for (size_t child = 1; child < size; child = 2 * i + 1) {
-      child += (child + 1 < size) & heap_[child + 1].Before(heap_[child]);
+      // Without a right child, compare the left one with itself (never
+      // Before): no read past the end, and no branch.
+      const size_t right = child + 1 < size ? child + 1 : child;
+      child += heap_[right].Before(heap_[child]);
       heap_[i] = heap_[child];
       i = child;
     }

@@ -8,12 +8,46 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/status_macros.h"
 
 namespace gopt::simulator {
 namespace {
 
 constexpr int kMaxDevices = 64;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// What a device or link field may hold. Every simulated time is a sum of
+// quotients of graph costs (bounded by GraphBuilder::Build) by these values:
+// bounding them (finite, and positive ones at least 1, so never denormal)
+// keeps every time the simulator and the baselines compute finite. The
+// bounds are orders of magnitude beyond any real hardware.
+struct Range {
+  double min;
+  double max;
+};
+constexpr Range kPeakFlopsRange = {1, 1e21};
+constexpr Range kBandwidthRange = {1, 1e16};
+constexpr Range kLaunchOverheadRange = {0, 1};
+constexpr Range kLatencyRange = {0, 10};
+constexpr Range kEfficiencyRange = {1e-3, 1};
+constexpr int64_t kMaxMemoryBytes = int64_t{1} << 60;
+constexpr double kDefaultMaxEfficiency = 0.7;
+
+absl::Status CheckRange(absl::string_view context, absl::string_view field,
+                        double value, Range range) {
+  if (std::isfinite(value) && value >= range.min && value <= range.max) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(context, " field '", field, "': expected a number in [",
+                   range.min, ", ", range.max, "], got ", value));
+}
+
+absl::Status CheckLink(absl::string_view context, const gopt::v1::Link& link) {
+  RETURN_IF_ERROR(CheckRange(context, "bandwidth_bytes_per_s",
+                             link.bandwidth_bytes_per_s(), kBandwidthRange));
+  return CheckRange(context, "latency_s", link.latency_s(), kLatencyRange);
+}
 
 DeviceProfile V100Sxm2() {
   // NVIDIA Tesla V100 datasheet (SXM2 16 GB): 15.7 TFLOP/s FP32, 125 TFLOP/s
@@ -250,32 +284,37 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
     d.memory_bandwidth_bytes_per_s = p.memory_bandwidth_bytes_per_s();
     d.memory_bytes = p.memory_bytes();
     d.launch_overhead_s = p.launch_overhead_s();
-    d.max_efficiency = p.max_efficiency() > 0 ? p.max_efficiency() : 0.7;
-    auto positive = [&](double value, absl::string_view field) -> absl::Status {
-      if (!(value > 0) || !std::isfinite(value)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            context, " field '", field, "' must be > 0, got ", value));
-      }
-      return absl::OkStatus();
-    };
-    for (auto [value, field] :
-         {std::pair<double, absl::string_view>{d.peak_f32_flops,
-                                               "peak_f32_flops"},
-          {d.memory_bandwidth_bytes_per_s, "memory_bandwidth_bytes_per_s"},
-          {static_cast<double>(d.memory_bytes), "memory_bytes"}}) {
-      if (absl::Status s = positive(value, field); !s.ok()) return s;
+    d.max_efficiency =
+        p.max_efficiency() != 0 ? p.max_efficiency() : kDefaultMaxEfficiency;
+    RETURN_IF_ERROR(CheckRange(context, "peak_f32_flops", d.peak_f32_flops,
+                               kPeakFlopsRange));
+    for (auto [value, field] : {std::pair<double, absl::string_view>{
+                                    d.peak_f16_flops, "peak_f16_flops"},
+                                {d.peak_f64_flops, "peak_f64_flops"},
+                                {d.peak_int8_ops, "peak_int8_ops"}}) {
+      // 0 means "not given": PeakFlops falls back to the f32 peak.
+      if (value == 0) continue;
+      RETURN_IF_ERROR(CheckRange(context, field, value, kPeakFlopsRange));
     }
-    if (d.launch_overhead_s < 0 || d.max_efficiency > 1 ||
-        d.peak_f16_flops < 0 || d.peak_f64_flops < 0 || d.peak_int8_ops < 0) {
+    RETURN_IF_ERROR(CheckRange(context, "memory_bandwidth_bytes_per_s",
+                               d.memory_bandwidth_bytes_per_s,
+                               kBandwidthRange));
+    if (d.memory_bytes < 1 || d.memory_bytes > kMaxMemoryBytes) {
       return absl::InvalidArgumentError(
-          absl::StrCat(context,
-                       ": peaks and launch overhead must be >= 0 and "
-                       "max_efficiency in (0, 1]"));
+          absl::StrCat(context, " field 'memory_bytes': expected 1..",
+                       kMaxMemoryBytes, ", got ", d.memory_bytes));
     }
+    RETURN_IF_ERROR(CheckRange(context, "launch_overhead_s",
+                               d.launch_overhead_s, kLaunchOverheadRange));
+    RETURN_IF_ERROR(CheckRange(context, "max_efficiency", d.max_efficiency,
+                               kEfficiencyRange));
     t.devices.push_back(std::move(d));
   }
   const gopt::v1::Link& fallback = proto.default_link();
-  const bool has_default = fallback.bandwidth_bytes_per_s() > 0;
+  const bool has_default = fallback.bandwidth_bytes_per_s() != 0;
+  if (has_default) {
+    RETURN_IF_ERROR(CheckLink("default_link", fallback));
+  }
   t.links.assign(static_cast<size_t>(n) * n, Link{});
   std::vector<bool> set(static_cast<size_t>(n) * n, false);
   for (int i = 0; i < proto.links_size(); ++i) {
@@ -286,11 +325,8 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
           "link ", i, " connects devices ", l.src(), " -> ", l.dst(),
           "; expected two different devices in 0..", n - 1));
     }
-    if (!(l.bandwidth_bytes_per_s() > 0) || l.latency_s() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "link ", i, " (", l.src(), " -> ", l.dst(),
-          "): bandwidth_bytes_per_s must be > 0 and latency_s >= 0"));
-    }
+    RETURN_IF_ERROR(CheckLink(
+        absl::StrCat("link ", i, " (", l.src(), " -> ", l.dst(), ")"), l));
     t.links[l.src() * n + l.dst()] =
         Link{l.bandwidth_bytes_per_s(), l.latency_s()};
     set[l.src() * n + l.dst()] = true;
@@ -303,8 +339,8 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
             "no link from device ", a, " to device ", b,
             " and no default_link with bandwidth_bytes_per_s > 0"));
       }
-      t.links[a * n + b] = Link{fallback.bandwidth_bytes_per_s(),
-                                std::max(0.0, fallback.latency_s())};
+      t.links[a * n + b] =
+          Link{fallback.bandwidth_bytes_per_s(), fallback.latency_s()};
     }
   }
   return t;

@@ -60,10 +60,14 @@ std::vector<std::string> PresetTopologyNames();
 // A built-in topology by name; NotFound listing the names otherwise.
 absl::StatusOr<Topology> PresetTopology(absl::string_view name);
 
-// Converts and validates a topology message: 1..64 devices, positive peaks,
-// bandwidths and memory, links naming existing devices, every device pair
-// connected (directly or through default_link). InvalidArgument names the
-// device/link and field.
+// Converts and validates a topology message: 1..64 devices; every number
+// finite and within physical bounds (peaks 1..1e21 FLOP/s, 0 = not given
+// for the non-f32 peaks; bandwidths 1..1e16 B/s; memory 1..2^60 bytes;
+// launch overhead 0..1 s; link latency 0..10 s; max_efficiency 0.001..1,
+// 0 = default 0.7), so that no simulated time can overflow or be NaN; links
+// naming existing devices; every device pair connected (directly or through
+// default_link). InvalidArgument names the device/link, field, expected
+// range and value.
 absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto);
 
 gopt::v1::Topology TopologyToProto(const Topology& topology);

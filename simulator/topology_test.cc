@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
 namespace gopt::simulator {
 namespace {
 
@@ -61,6 +66,71 @@ TEST(TopologyTest, RejectsBadDevicesAndLinks) {
               HasSubstr("device 1 ('g0') field 'memory_bytes'"));
   proto.mutable_devices(1)->set_memory_bytes(1 << 30);
   EXPECT_TRUE(TopologyFromProto(proto).ok());
+}
+
+// Values that once crashed gopt-server (HEFT indexed device -1 when every
+// finish time was inf or NaN) or made it answer nonsense: each is refused,
+// naming the field.
+TEST(TopologyTest, RejectsNonFiniteDenormalAndAbsurdValues) {
+  gopt::v1::Topology good;
+  good.set_name("two");
+  for (int i = 0; i < 2; ++i) {
+    auto* device = good.add_devices();
+    device->set_peak_f32_flops(1e12);
+    device->set_memory_bandwidth_bytes_per_s(1e11);
+    device->set_memory_bytes(1 << 30);
+    device->set_launch_overhead_s(5e-6);
+  }
+  good.mutable_default_link()->set_bandwidth_bytes_per_s(1e9);
+  good.mutable_default_link()->set_latency_s(1e-6);
+  ASSERT_TRUE(TopologyFromProto(good).ok());
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Case {
+    std::function<void(gopt::v1::Topology*)> spoil;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {[&](auto* t) { t->mutable_devices(1)->set_launch_overhead_s(inf); },
+       "device 1 ('') field 'launch_overhead_s'"},
+      {[&](auto* t) { t->mutable_devices(1)->set_launch_overhead_s(nan); },
+       "field 'launch_overhead_s'"},
+      {[](auto* t) { t->mutable_devices(0)->set_peak_f32_flops(1e-320); },
+       "field 'peak_f32_flops'"},
+      {[](auto* t) { t->mutable_devices(0)->set_peak_f16_flops(1e-320); },
+       "field 'peak_f16_flops'"},
+      {[](auto* t) {
+         t->mutable_devices(0)->set_memory_bandwidth_bytes_per_s(1e-320);
+       },
+       "field 'memory_bandwidth_bytes_per_s'"},
+      {[&](auto* t) { t->mutable_devices(0)->set_peak_f32_flops(inf); },
+       "field 'peak_f32_flops'"},
+      {[](auto* t) { t->mutable_devices(0)->set_max_efficiency(1e-300); },
+       "field 'max_efficiency'"},
+      {[](auto* t) { t->mutable_devices(0)->set_max_efficiency(-0.5); },
+       "field 'max_efficiency'"},
+      {[&](auto* t) { t->mutable_default_link()->set_latency_s(nan); },
+       "default_link field 'latency_s'"},
+      {[](auto* t) {
+         t->mutable_default_link()->set_bandwidth_bytes_per_s(1e-320);
+       },
+       "default_link field 'bandwidth_bytes_per_s'"},
+      {[&](auto* t) {
+         auto* link = t->add_links();
+         link->set_src(0);
+         link->set_dst(1);
+         link->set_bandwidth_bytes_per_s(1e9);
+         link->set_latency_s(nan);
+       },
+       "link 0 (0 -> 1) field 'latency_s'"},
+  };
+  for (const Case& c : cases) {
+    gopt::v1::Topology bad = good;
+    c.spoil(&bad);
+    const absl::Status status = TopologyFromProto(bad).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.field));
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -306,13 +307,20 @@ TEST(ServerTest, DeadlineBoundsTheWork) {
   EXPECT_THAT(partial->method(), ::testing::StartsWith("best-baseline:"));
 }
 
-TEST(ServerTest, ClientCancellationStopsTheWork) {
-  absl::Notification started;
+// A server whose one policy blocks until the call ends; `started` is
+// notified when it starts.
+Running StartWithBlockingPolicy(absl::Notification* started) {
   TestServerSetup setup;
   setup.policies.push_back(test_util::FakePolicyOptions{});  // blocks
-  setup.policies.back().started = &started;
-  Running running = Start(setup);
-  ASSERT_NE(running.client, nullptr);
+  setup.policies.back().started = started;
+  return Start(setup);
+}
+
+// Sends an Optimize that a blocking policy holds, runs `interrupt` once
+// the policy has started, and returns the call's final status.
+grpc::Status InterruptBlockedCall(
+    const Running& running, absl::Notification* started,
+    const std::function<void(grpc::ClientContext*)>& interrupt) {
   auto stub = gopt::v1::GraphOptimizer::NewStub(grpc::CreateChannel(
       running.client->options().target, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
@@ -322,9 +330,19 @@ TEST(ServerTest, ClientCancellationStopsTheWork) {
   std::thread call([&] {
     status = stub->Optimize(&context, RequestFor(kSmallHlo), &response);
   });
-  started.WaitForNotification();
-  context.TryCancel();
+  started->WaitForNotification();
+  interrupt(&context);
   call.join();
+  return status;
+}
+
+TEST(ServerTest, ClientCancellationStopsTheWork) {
+  absl::Notification started;
+  Running running = StartWithBlockingPolicy(&started);
+  ASSERT_NE(running.client, nullptr);
+  const grpc::Status status = InterruptBlockedCall(
+      running, &started,
+      [](grpc::ClientContext* context) { context->TryCancel(); });
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   // The server stops the policy and answers CANCELLED well before the
   // deadline.
@@ -397,7 +415,9 @@ bool Next(grpc::CompletionQueue* queue) {
 }
 
 TEST(ServerTest, ReflectionListsTheServices) {
-  Running running = Start(TestServerSetup());
+  TestServerSetup setup;
+  setup.server.reflection = true;
+  Running running = Start(setup);
   ASSERT_NE(running.client, nullptr);
   grpc::GenericStub stub(grpc::CreateChannel(
       running.client->options().target, grpc::InsecureChannelCredentials()));
@@ -466,6 +486,133 @@ class Certificates {
   }
   std::filesystem::path dir_;
 };
+
+// Issue 16 regressions over real gRPC.
+
+TEST(ServerTest, OversizedInlineGraphIsRefusedBeforeItIsParsed) {
+  TestServerSetup setup;
+  setup.engine.max_graph_nodes = 1000;
+  Running running = Start(setup);
+  ASSERT_NE(running.client, nullptr);
+  gopt::v1::OptimizeRequest request;
+  gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
+  for (int i = 0; i < 5000; ++i) graph->add_nodes();
+  request.mutable_topology()->set_preset("v100x4-nvlink");
+  const absl::Status status = running.client->Optimize(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("graph.graph has 5000 nodes"));
+  EXPECT_THAT(status.message(), HasSubstr("at most 1000"));
+}
+
+TEST(ServerTest, TooDeepRequestIsInvalidArgumentWithAMessage) {
+  Running running = Start(TestServerSetup());
+  ASSERT_NE(running.client, nullptr);
+  gopt::v1::OptimizeRequest request = RequestFor(kSmallHlo);
+  request.mutable_graph()->clear_serialized();
+  gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
+  for (int i = 0; i < 150; ++i) graph = graph->add_subgraphs();
+  const absl::Status status = running.client->Optimize(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("nested deeper than"));
+}
+
+TEST(ServerTest, LongErrorMessagesKeepTheirCode) {
+  Running running = Start(TestServerSetup());
+  ASSERT_NE(running.client, nullptr);
+  gopt::v1::OptimizeRequest request = RequestFor(kSmallHlo);
+  request.mutable_options()->add_baseline_methods(std::string(100'000, 'x'));
+  const absl::Status status = running.client->Optimize(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LE(status.message().size(), 2048u);
+  EXPECT_THAT(status.message(), HasSubstr("options.baseline_methods"));
+}
+
+TEST(ServerTest, RefusesToStartOnAPortInUse) {
+  Running running = Start(TestServerSetup());
+  ASSERT_NE(running.server, nullptr);
+  ServerOptions second;
+  second.listen_address = absl::StrCat("127.0.0.1:", running.server->port());
+  const absl::Status status =
+      OptimizerServer::Start(second, /*metrics=*/nullptr).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr("already in use"));
+}
+
+TEST(ServerTest, HealthPortAnswersProbesInPlaintext) {
+  TestServerSetup setup;
+  setup.server.health_listen_address = "127.0.0.1:0";
+  setup.load_engine = false;
+  Running running = Start(setup);
+  ASSERT_NE(running.server, nullptr);
+  ASSERT_NE(running.server->health_port(), 0);
+  client::ClientOptions options;
+  options.target = absl::StrCat("127.0.0.1:", running.server->health_port());
+  options.max_attempts = 1;
+  auto probe = client::OptimizerClient::Connect(options);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_EQ(*(*probe)->Health(), HealthCheckResponse::NOT_SERVING);
+  running.server->SetEngine(std::make_shared<Engine>(EngineOptions(), nullptr));
+  EXPECT_EQ(*(*probe)->Health(), HealthCheckResponse::SERVING);
+  EXPECT_EQ(*(*probe)->Health("gopt.v1.GraphOptimizer"),
+            HealthCheckResponse::SERVING);
+  // Only health: the optimizer is not served there.
+  EXPECT_EQ((*probe)->Optimize(RequestFor(kSmallHlo)).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+TEST(ServerTest, ExpiredRequestsDoNotCrowdOutLiveOnes) {
+  TestServerSetup setup;
+  setup.server.threads = 1;
+  setup.server.queue_length = 4;
+  setup.policies.emplace_back();
+  setup.policies.back().method = "single+fifo+none";
+  setup.policies.back().delay = absl::Milliseconds(100);
+  setup.client.timeout = absl::Seconds(30);
+  Running running = Start(setup);
+  ASSERT_NE(running.client, nullptr);
+  const gopt::v1::OptimizeRequest request = RequestFor(kSmallHlo);
+  auto stub = gopt::v1::GraphOptimizer::NewStub(grpc::CreateChannel(
+      running.client->options().target, grpc::InsecureChannelCredentials()));
+  // A flood of clients that give up after 30 ms: every one is over by the
+  // time the joins return.
+  std::vector<std::thread> flood;
+  std::atomic<int> flood_ok{0};
+  for (int i = 0; i < 24; ++i) {
+    flood.emplace_back([&] {
+      grpc::ClientContext context;
+      context.set_deadline(
+          absl::ToChronoTime(absl::Now() + absl::Milliseconds(30)));
+      gopt::v1::OptimizeResponse response;
+      if (stub->Optimize(&context, request, &response).ok()) ++flood_ok;
+    });
+  }
+  for (std::thread& thread : flood) thread.join();
+  EXPECT_EQ(flood_ok.load(), 0);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<gopt::v1::OptimizeResponse> response =
+        running.client->Optimize(request);
+    EXPECT_TRUE(response.ok()) << i << ": " << response.status();
+  }
+  // Counted under the codes the clients got: only the live three are OK.
+  EXPECT_EQ(gopt::testing::PrometheusValue(
+                running.metrics->Scrape(),
+                R"(gopt_requests_total{code="OK",method="Optimize"})"),
+            3);
+}
+
+// What docs/reliability.md promises a client whose call is still running
+// when the shutdown grace ends.
+TEST(ServerTest, ShutdownCancelsCallsStillRunningAfterTheGrace) {
+  absl::Notification started;
+  Running running = StartWithBlockingPolicy(&started);
+  ASSERT_NE(running.client, nullptr);
+  const grpc::Status status =
+      InterruptBlockedCall(running, &started, [&](grpc::ClientContext*) {
+        running.server->Shutdown(absl::Now() + absl::Milliseconds(200));
+      });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << status.error_message();
+}
 
 TEST(ServerTest, TlsAndMutualTls) {
   const Certificates certs;

@@ -2,12 +2,16 @@
 // (in-process, real gRPC on a loopback port) loads them the way it does at
 // start, lists them, and answers Optimize on real graphs with the GO
 // policy's and the layout model's own results beside the baselines', and
-// the tile model's tile sizes for the answer's fused kernels.
+// the tile model's tile sizes for the answer's fused kernels. A copy whose
+// weights were changed after its card was made is refused at load, as
+// gopt-server refuses to start with it.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -15,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/optimizer_client.h"
+#include "nlohmann/json.hpp"
 #include "server/builtin_policies.h"
 #include "server/engine.h"
 #include "server/metrics.h"
@@ -178,6 +183,50 @@ TEST_F(ShippedPoliciesTest, LayoutTaskRunsTheLayoutModel) {
     if (absl::StrContains(warning, "configurable nodes")) reported = true;
   }
   EXPECT_TRUE(reported) << response->DebugString();
+}
+
+// gopt-server loads its policies with LoadBuiltinPolicies and exits when
+// that fails (server/main.cc), so a tampered checkpoint stops the server
+// from starting, with this message in its log.
+TEST(ShippedPoliciesIntegrityTest, ChangedCheckpointIsRefusedNamingTheFile) {
+  const std::filesystem::path copy =
+      std::filesystem::path(::testing::TempDir()) / "tampered_pretrained";
+  std::filesystem::remove_all(copy);
+  std::filesystem::copy(kPolicyDir, copy,
+                        std::filesystem::copy_options::recursive);
+  const std::filesystem::path checkpoint =
+      copy / "costmodel-layout-v1" / "model.pt";
+  {
+    // One byte changed in the middle of the tensors.
+    std::fstream file(checkpoint,
+                      std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(std::filesystem::file_size(checkpoint) / 2);
+    file.put('\x7f');
+  }
+  auto policies = server::LoadBuiltinPolicies(copy.string());
+  ASSERT_FALSE(policies.ok());
+  EXPECT_EQ(policies.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(policies.status().message(), HasSubstr(checkpoint.string()));
+  EXPECT_THAT(policies.status().message(), HasSubstr("sha256"));
+}
+
+// Every shipped card records the hash of its checkpoint, and each one
+// matches (the shipped policies load: ShippedPoliciesTest above).
+TEST(ShippedPoliciesIntegrityTest, EveryCardRecordsItsCheckpointHash) {
+  int cards = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kPolicyDir)) {
+    const std::filesystem::path card_path = entry.path() / "card.json";
+    if (!std::filesystem::exists(card_path)) continue;
+    ++cards;
+    std::ifstream in(card_path);
+    const nlohmann::json card = nlohmann::json::parse(in);
+    ASSERT_TRUE(card.contains("checkpoint_sha256")) << card_path;
+    EXPECT_TRUE(card["checkpoint_sha256"].contains(
+        card["checkpoint"].get<std::string>()))
+        << card_path;
+    EXPECT_TRUE(card.contains("checkpoint_sha256_recorded_by")) << card_path;
+  }
+  EXPECT_EQ(cards, 3);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "graph/hlo/tuning_data.h"
 #include "graph/status_macros.h"
+#include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/metrics.h"
 #include "simulator/generators/generators.h"
 #include "simulator/topology.h"
@@ -417,6 +418,9 @@ absl::StatusOr<nlohmann::json> RunCostModelTrain(
           {"wall_seconds", report.wall_seconds},
           {"git_revision", GitRevision()}}},
         {"metrics", protocol.is_null() ? out["eval"] : protocol}};
+    RETURN_IF_ERROR(RecordCheckpointSha256(
+        request.output_dir,
+        "gopt-train costmodel (when it saved the checkpoint)", &card));
     if (!protocol.is_null()) {
       card["decision"] = {
           {"default_margin", protocol["loko_default_margin"]},

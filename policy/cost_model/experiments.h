@@ -56,8 +56,9 @@ struct CostModelTrainRequest {
   CostModelOptions model;
   TrainOptions train;
   // When set: writes <output_dir>/model.pt and card.json (format_version 1,
-  // kind cost-model-<task>, name, version "1", tasks, checkpoint, training
-  // {command, data, seed, steps, wall_seconds, git_revision}, metrics).
+  // kind cost-model-<task>, name, version "1", tasks, checkpoint,
+  // checkpoint_sha256 (policy/checkpoint_integrity.h), training {command,
+  // data, seed, steps, wall_seconds, git_revision}, metrics).
   std::string output_dir;
   // Tile: before training, run the tile protocol (RunCostModelEval with
   // default_margin_cv) on `data`; its metrics go to the card's "metrics"

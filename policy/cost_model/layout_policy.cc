@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <numeric>
 #include <random>
 #include <string>
@@ -13,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "graph/status_macros.h"
+#include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/dataset.h"
 #include "policy/cost_model/features.h"
@@ -171,9 +171,8 @@ PolicyFactory LayoutCostModelFactory() {
           absl::StrCat(directory, "/card.json: kind '", card.value("kind", ""),
                        "' is not cost-model-layout"));
     }
-    const std::string checkpoint =
-        (std::filesystem::path(directory) / card.value("checkpoint", ""))
-            .string();
+    ASSIGN_OR_RETURN(const std::string checkpoint,
+                     VerifiedCheckpointPath(directory, card));
     ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
                      CostModel::Load(checkpoint));
     if (model->options().task != cost_model::Task::kLayout) {

@@ -10,9 +10,13 @@ namespace gopt::policy {
 
 // The factory for card kind "cost-model-layout": loads
 // <directory>/<card.checkpoint> (a cost_model::CostModel of task layout)
-// and returns a Policy that decides the layout task. Errors: NotFound when
-// the checkpoint is missing, InvalidArgument when the card's kind or the
-// checkpoint's task is not layout or the checkpoint is unreadable.
+// and returns a Policy that decides the layout task. The checkpoint is
+// verified against the card's checkpoint_sha256 first
+// (VerifiedCheckpointPath, policy/checkpoint_integrity.h). Errors: NotFound
+// when the checkpoint is missing, FailedPrecondition when the card records
+// no hash for it, DataLoss when its hash differs from the card's,
+// InvalidArgument when the card's kind or the checkpoint's task is not
+// layout or the checkpoint is unreadable.
 //
 // Propose: for every layout-configurable top-level node with an output of
 // rank >= 2, the candidate minor_to_major orders are all permutations for

@@ -8,6 +8,7 @@
 
 #include "graph/hlo/hlo_lowering.h"
 #include "graph/hlo/hlo_text_parser.h"
+#include "policy/checkpoint_integrity.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
@@ -114,6 +115,9 @@ TEST(LayoutPolicyTest, RejectsOtherTasksAndWrongCards) {
             absl::StatusCode::kInvalidArgument);
   card["kind"] = "cost-model-layout";
   card["checkpoint"] = "missing.pt";
+  EXPECT_EQ(LayoutCostModelFactory()(kShippedDir, card).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // no hash recorded
+  card[kCheckpointSha256Key]["missing.pt"] = std::string(64, '0');
   EXPECT_EQ(LayoutCostModelFactory()(kShippedDir, card).status().code(),
             absl::StatusCode::kNotFound);
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -12,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status_macros.h"
+#include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/metrics.h"
 
@@ -267,9 +267,8 @@ PolicyFactory TileCostModelFactory() {
           absl::StrCat(directory, "/card.json: kind '", card.value("kind", ""),
                        "' is not cost-model-tile"));
     }
-    const std::string checkpoint =
-        (std::filesystem::path(directory) / card.value("checkpoint", ""))
-            .string();
+    ASSIGN_OR_RETURN(const std::string checkpoint,
+                     VerifiedCheckpointPath(directory, card));
     ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
                      CostModel::Load(checkpoint));
     if (model->options().task != cost_model::Task::kTile) {

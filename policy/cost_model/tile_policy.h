@@ -14,9 +14,12 @@ namespace gopt::policy {
 // <directory>/<card.checkpoint> (a cost_model::CostModel of task tile) and
 // card.decision.default_margin (log-runtime units, default 0), and returns a
 // Policy that decides no plan task (Propose is InvalidArgument) but answers
-// ProposeKernelTiles. Errors: NotFound when the checkpoint is missing,
-// InvalidArgument when the card's kind or the checkpoint's task is not tile
-// or the checkpoint is unreadable.
+// ProposeKernelTiles. The checkpoint is verified against the card's
+// checkpoint_sha256 first (VerifiedCheckpointPath, policy/
+// checkpoint_integrity.h). Errors: NotFound when the checkpoint is missing,
+// FailedPrecondition when the card records no hash for it, DataLoss when
+// its hash differs from the card's, InvalidArgument when the card's kind or
+// the checkpoint's task is not tile or the checkpoint is unreadable.
 //
 // ProposeKernelTiles: for every fusion group of the plan, the kernel graph
 // (KernelGraph) is scored under TileCandidates of its root's output shape;

@@ -1,5 +1,6 @@
 #include "policy/cost_model/tile_policy.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 
 #include "graph/hlo/hlo_lowering.h"
 #include "graph/hlo/hlo_text_parser.h"
+#include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
@@ -17,6 +19,8 @@
 
 namespace gopt::policy {
 namespace {
+
+using ::testing::HasSubstr;
 
 graph::Graph SmallHloGraph() {
   constexpr char kHlo[] = R"(HloModule two_dots
@@ -60,7 +64,7 @@ std::string WriteTileModel(const std::string& name, double default_margin) {
       cost_model::CostModel::Create(options, /*seed=*/3);
   EXPECT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE((*model)->Save(dir + "/model.pt").ok());
-  const nlohmann::json card = {
+  nlohmann::json card = {
       {"format_version", 1},
       {"kind", "cost-model-tile"},
       {"name", "tile-test"},
@@ -68,6 +72,7 @@ std::string WriteTileModel(const std::string& name, double default_margin) {
       {"tasks", {"tile"}},
       {"checkpoint", "model.pt"},
       {"decision", {{"default_margin", default_margin}}}};
+  EXPECT_TRUE(RecordCheckpointSha256(dir, "tile_policy_test", &card).ok());
   std::ofstream(dir + "/card.json") << card.dump(2);
   return dir;
 }
@@ -217,7 +222,28 @@ TEST(TilePolicyTest, RejectsWrongCards) {
   card["decision"]["default_margin"] = 0;
   card["checkpoint"] = "missing.pt";
   EXPECT_EQ(TileCostModelFactory()(dir, card).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // no hash recorded
+  card[kCheckpointSha256Key]["missing.pt"] = std::string(64, '0');
+  EXPECT_EQ(TileCostModelFactory()(dir, card).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST(TilePolicyTest, ChangedCheckpointIsDataLossNamingTheFile) {
+  const std::string dir = WriteTileModel("changed", /*default_margin=*/0);
+  // Another valid tile model over the one the card describes.
+  cost_model::CostModelOptions options;
+  options.task = cost_model::Task::kTile;
+  options.hidden_dim = 8;
+  options.opcode_embedding_dim = 4;
+  options.tile_relative_to_default = true;
+  absl::StatusOr<std::unique_ptr<cost_model::CostModel>> other =
+      cost_model::CostModel::Create(options, /*seed=*/4);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE((*other)->Save(dir + "/model.pt").ok());
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      TileCostModelFactory()(dir, ReadCard(dir));
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(policy.status().message(), HasSubstr(dir + "/model.pt"));
 }
 
 }  // namespace

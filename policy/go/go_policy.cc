@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "policy/checkpoint_integrity.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/training.h"
@@ -182,13 +183,10 @@ PolicyFactory GoPolicyFactory() {
       return absl::InvalidArgumentError(absl::StrCat(
           "policy card in '", directory, "' is not of kind \"go\""));
     }
-    const std::string checkpoint = CardString(card, "checkpoint");
-    if (checkpoint.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "policy card in '", directory, "' names no \"checkpoint\""));
-    }
-    absl::StatusOr<std::unique_ptr<GoModel>> model =
-        GoModel::Load(absl::StrCat(directory, "/", checkpoint));
+    absl::StatusOr<std::string> checkpoint =
+        VerifiedCheckpointPath(directory, card);
+    if (!checkpoint.ok()) return checkpoint.status();
+    absl::StatusOr<std::unique_ptr<GoModel>> model = GoModel::Load(*checkpoint);
     if (!model.ok()) return model.status();
     PolicyInfo info;
     info.name = CardString(card, "name");

@@ -10,8 +10,10 @@
 
 namespace gopt::policy {
 
-// The factory for card kind "go": loads the checkpoint the card names
-// (card["checkpoint"], relative to `directory`) and serves it. The policy's
+// The factory for card kind "go": verifies the checkpoint the card names
+// (card["checkpoint"], relative to `directory`) against the card's
+// checkpoint_sha256 (VerifiedCheckpointPath, policy/checkpoint_integrity.h),
+// loads it and serves it. The policy's
 // Propose featurizes the graph and topology, runs the network once and
 // scores best-of-K sampled plans plus the greedy decode (zero-shot, stage
 // "zero-shot"); then, when options.fine_tune_steps > 0 and the deadline
@@ -23,7 +25,10 @@ namespace gopt::policy {
 // The policy is immutable: Propose is const and thread-safe.
 //
 // Factory errors: InvalidArgument for a card that is not kind "go" or names
-// no checkpoint; the checkpoint's load errors (NotFound, DataLoss).
+// no checkpoint; FailedPrecondition for a card that records no hash of its
+// checkpoint; DataLoss for a checkpoint whose hash differs from the card's
+// (message: file, expected and actual hash); the checkpoint's load errors
+// (NotFound, DataLoss).
 //
 //   PolicyFactory factory = GoPolicyFactory();
 //   ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, factory(dir, card));

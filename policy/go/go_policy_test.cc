@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/checkpoint_integrity.h"
 #include "policy/go/go_model.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -178,10 +179,61 @@ TEST(GoPolicyFactoryTest, CorruptCheckpointIsDataLoss) {
   const std::string dir = ::testing::TempDir() + "/corrupt_go_policy";
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/model.pt") << "not a checkpoint";
-  absl::StatusOr<std::unique_ptr<Policy>> policy = GoPolicyFactory()(
-      dir, nlohmann::json{{"kind", "go"}, {"checkpoint", "model.pt"}});
+  nlohmann::json card = {{"kind", "go"}, {"checkpoint", "model.pt"}};
+  // Hashed as it is, so that the load itself finds it corrupt.
+  ASSERT_TRUE(RecordCheckpointSha256(dir, "test", &card).ok());
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      GoPolicyFactory()(dir, card);
   EXPECT_EQ(policy.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(policy.status().message(), HasSubstr("model.pt"));
+}
+
+// A copy of the shipped policy directory in a fresh temporary directory.
+std::string CopyOfShippedPolicy(const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(ShippedPolicyDir(), dir);
+  return dir.string();
+}
+
+TEST(GoPolicyFactoryTest, ZeroedCheckpointIsRefusedNamingTheFile) {
+  const std::string dir = CopyOfShippedPolicy("zeroed_go_policy");
+  const std::string checkpoint = dir + "/go-multitask.pt";
+  const auto size = std::filesystem::file_size(checkpoint);
+  std::ofstream(checkpoint, std::ios::binary | std::ios::trunc)
+      << std::string(size, '\0');
+  absl::StatusOr<std::unique_ptr<Policy>> policy = LoadGoPolicy(dir);
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(policy.status().message(), HasSubstr(checkpoint));
+}
+
+TEST(GoPolicyFactoryTest, OtherValidWeightsAreRefused) {
+  // A well-formed checkpoint with other weights: GoModel::Load takes it,
+  // and without the card's hash the policy would serve it.
+  const std::string dir = CopyOfShippedPolicy("swapped_go_policy");
+  go::GoModelOptions options;
+  options.seed = 12345;
+  absl::StatusOr<std::unique_ptr<go::GoModel>> other =
+      go::GoModel::Create(options);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE((*other)->Save(dir + "/go-multitask.pt").ok());
+  ASSERT_TRUE(go::GoModel::Load(dir + "/go-multitask.pt").ok());
+  absl::StatusOr<std::unique_ptr<Policy>> policy = LoadGoPolicy(dir);
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(policy.status().message(),
+              HasSubstr("does not match its card"));
+}
+
+TEST(GoPolicyFactoryTest, CardWithoutHashIsFailedPrecondition) {
+  const std::string dir = CopyOfShippedPolicy("unhashed_go_policy");
+  std::ifstream in(dir + "/card.json");
+  nlohmann::json card = nlohmann::json::parse(in);
+  card.erase(kCheckpointSha256Key);
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      GoPolicyFactory()(dir, card);
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(policy.status().message(), HasSubstr("go-multitask.pt"));
 }
 
 TEST(GoPolicyFactoryTest, MissingCardIsNotFound) {

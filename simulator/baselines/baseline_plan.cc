@@ -193,6 +193,7 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
   BestBaselineResult best;
   int best_index = -1;
   for (const BaselineMethod& method : methods) {
+    if (options.check_stop) RETURN_IF_ERROR(options.check_stop());
     BaselineTrial trial;
     trial.method = method.FullName();
     auto [placed, new_placement] = placements.try_emplace(method.placement);

@@ -1,6 +1,7 @@
 #ifndef GOPT_SIMULATOR_BASELINES_BASELINE_PLAN_H_
 #define GOPT_SIMULATOR_BASELINES_BASELINE_PLAN_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ struct BestBaselineOptions {
   // with kPlacementOrder as one more scheduling for the placements that
   // assume an order.
   std::vector<std::string> methods;
+  // Called before each method; a non-OK status (e.g. the request's
+  // deadline passed, the client cancelled) stops the search and is
+  // returned as is. May be empty.
+  std::function<absl::Status()> check_stop;
 };
 
 struct BestBaselineResult {
@@ -89,7 +94,8 @@ struct BestBaselineResult {
 // plans (e.g. a layout heuristic that keeps every default) are simulated
 // once. Errors: InvalidArgument for a bad name in options.methods;
 // ResourceExhausted when every valid plan is OOM, or no method produced a
-// plan at all (the message summarises the trials). Thread-safe.
+// plan at all (the message summarises the trials); check_stop's status
+// when it stops the search. Thread-safe.
 absl::StatusOr<BestBaselineResult> BestBaseline(
     const BaselineRegistry& registry, const BaselineContext& context,
     const BestBaselineOptions& options = {});

@@ -70,7 +70,9 @@ absl::StatusOr<std::vector<int32_t>> HeftPlacer::Place(
       if (!is_free) {
         end = std::max(end, device_free[d]) + costs.ComputeSeconds(id, d);
       }
-      if (end < best_finish) {
+      // The first allowed device is taken even when every finish time is
+      // infinite or NaN, so a device is always chosen.
+      if (best_device < 0 || end < best_finish) {
         best_finish = end;
         best_device = d;
       }

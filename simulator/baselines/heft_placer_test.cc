@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "simulator/baselines/test_graphs.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
@@ -51,6 +53,25 @@ TEST(HeftPlacerTest, BeatsSingleDeviceOnAWideGraph) {
   plan.device = *device;
   // Eight 10 ms dots: 80 ms on one device, 20 ms on four.
   EXPECT_LT(simulator.Simulate(plan)->step_time_s, 0.3 * single);
+}
+
+// A topology that bypassed validation with an infinite launch overhead
+// makes every finish time infinite: HEFT must still choose a device for
+// every node (it once wrote device_free[-1] and corrupted the heap).
+TEST(HeftPlacerTest, InfiniteFinishTimesStillChooseADevice) {
+  const graph::Graph graph = FanOutGraph(4);
+  Topology topology = UniformTopology(2);
+  for (DeviceProfile& device : topology.devices) {
+    device.launch_overhead_s = std::numeric_limits<double>::infinity();
+  }
+  const RooflineCostModel cost_model;
+  const auto device =
+      HeftPlacer().Place({graph, topology, cost_model, /*seed=*/0});
+  ASSERT_TRUE(device.ok()) << device.status();
+  for (int32_t d : *device) {
+    EXPECT_GE(d, 0);
+    EXPECT_LT(d, 2);
+  }
 }
 
 }  // namespace

@@ -489,7 +489,7 @@ class Run {
       double best_ready = std::numeric_limits<double>::infinity();
       for (int32_t d : costs_.AllowedDevices(id)) {
         const double ready = DataReady(id, d);
-        if (ready < best_ready && Shortfall(id, d) <= 0) {
+        if ((best_device < 0 || ready < best_ready) && Shortfall(id, d) <= 0) {
           best_ready = ready;
           best_device = d;
         }

@@ -1,0 +1,399 @@
+// gopt-hostile: sends the requests of the hostile-client review (issue 16)
+// to a running gopt-server on this machine and prints one table row per
+// case: the code and message the client got, the time it took, the
+// server's resident and peak memory after it (from /proc/PID/status) and
+// whether the server still reports SERVING. Exits non-zero when a case got
+// another code than expected or the server stopped serving.
+//
+//   gopt-server --listen=127.0.0.1:50061 --metrics_listen= &
+//   gopt-hostile --server=127.0.0.1:50061 --pid=$! \
+//       --data_dir=../shared/data --graph_250k=/tmp/gnmt250k.pb
+//
+// scripts/hostile-cases.sh does this, plus the cases that need a server
+// process of their own (port in use, TLS key mismatch, tampered policy).
+// Not run in CI (it takes minutes and several GB); its table is what the
+// reliability note reports.
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "client/optimizer_client.h"
+#include "gopt/v1/optimizer.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "gopt-server HOST:PORT");
+ABSL_FLAG(int, pid, 0, "gopt-server's process id (for its memory); 0 = none");
+ABSL_FLAG(std::string, data_dir, "../shared/data", "shared data directory");
+ABSL_FLAG(std::string, cases_dir, "tests/hostile",
+          "directory of this tool's case files (while_trip_2p62.hlo)");
+ABSL_FLAG(std::string, graph_85k, "",
+          "a ~85k-node graph file (gopt generate gnmt --preset=gnmt8-80k); "
+          "empty = skip the cases that need it");
+ABSL_FLAG(std::string, graph_250k, "",
+          "a ~250k-node graph file; empty = skip the cases that need it");
+
+namespace {
+
+using gopt::v1::GraphOptimizer;
+using gopt::v1::OptimizeRequest;
+
+struct Outcome {
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string message;
+  double seconds = 0;
+  std::string detail;  // what the case adds (counts, step time)
+};
+
+std::string CodeName(grpc::StatusCode code) {
+  static const char* kNames[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+  const int index = static_cast<int>(code);
+  return index >= 0 && index < 17 ? kNames[index] : absl::StrCat(index);
+}
+
+// "VmRSS / VmHWM" of the server in MiB, or "-" without --pid.
+std::string ServerMemory() {
+  const int pid = absl::GetFlag(FLAGS_pid);
+  if (pid <= 0) return "-";
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  int64_t rss_kb = -1;
+  int64_t hwm_kb = -1;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) rss_kb = std::stoll(line.substr(6));
+    if (line.rfind("VmHWM:", 0) == 0) hwm_kb = std::stoll(line.substr(6));
+  }
+  if (rss_kb < 0) return "gone";
+  return absl::StrCat(rss_kb / 1024, " / ", hwm_kb / 1024);
+}
+
+class Hostile {
+ public:
+  Hostile() {
+    channel_ = grpc::CreateChannel(absl::GetFlag(FLAGS_server),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = GraphOptimizer::NewStub(channel_);
+    gopt::client::ClientOptions options;
+    options.target = absl::GetFlag(FLAGS_server);
+    options.max_attempts = 1;
+    options.timeout = absl::Seconds(10);
+    health_ = *gopt::client::OptimizerClient::Connect(options);
+  }
+
+  // Runs one case and prints its row; false when the code was not
+  // `expected` or the server stopped serving.
+  bool Case(const std::string& name, grpc::StatusCode expected,
+            const std::function<Outcome()>& run) {
+    const absl::Time start = absl::Now();
+    Outcome outcome = run();
+    outcome.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus>
+        health = health_->Health();
+    const bool serving =
+        health.ok() &&
+        *health == grpc::health::v1::HealthCheckResponse::SERVING;
+    std::string message = outcome.message.substr(0, 110);
+    if (outcome.message.size() > 110) message += "...";
+    message = absl::StrReplaceAll(message, {{"|", "/"}, {"\n", " "}});
+    std::cout << "| " << name << " | " << CodeName(outcome.code) << " | "
+              << message << (outcome.detail.empty() ? "" : " ")
+              << outcome.detail << " | " << absl::StrCat(outcome.seconds)
+              << " s | " << ServerMemory() << " | "
+              << (serving ? "SERVING" : "NOT SERVING") << " |" << std::endl;
+    return outcome.code == expected && serving;
+  }
+
+  Outcome Optimize(const OptimizeRequest& request,
+                   absl::Duration timeout = absl::Seconds(120)) {
+    grpc::ClientContext context;
+    if (timeout != absl::InfiniteDuration()) {
+      context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    }
+    gopt::v1::OptimizeResponse response;
+    const grpc::Status status = stub_->Optimize(&context, request, &response);
+    Outcome outcome{status.error_code(), status.error_message()};
+    if (status.ok()) {
+      outcome.message =
+          absl::StrCat("step ", response.step_time_s(), " s, default ",
+                       response.default_step_time_s(), " s");
+    }
+    return outcome;
+  }
+
+  Outcome Evaluate(const gopt::v1::EvaluateRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
+    gopt::v1::EvaluateResponse response;
+    const grpc::Status status = stub_->Evaluate(&context, request, &response);
+    return Outcome{status.error_code(), status.error_message()};
+  }
+
+  // Sends `bytes` as the Optimize request message, unparsed.
+  Outcome RawOptimize(const std::string& bytes) {
+    grpc::GenericStub generic(channel_);
+    grpc::CompletionQueue queue;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
+    grpc::Slice slice(bytes);
+    const grpc::ByteBuffer request(&slice, 1);
+    auto call = generic.PrepareUnaryCall(
+        &context, "/gopt.v1.GraphOptimizer/Optimize", request, &queue);
+    call->StartCall();
+    grpc::ByteBuffer response;
+    grpc::Status status;
+    call->Finish(&response, &status, reinterpret_cast<void*>(1));
+    void* tag = nullptr;
+    bool ok = false;
+    queue.Next(&tag, &ok);
+    return Outcome{status.error_code(), status.error_message()};
+  }
+
+  GraphOptimizer::Stub* stub() { return stub_.get(); }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<GraphOptimizer::Stub> stub_;
+  std::unique_ptr<gopt::client::OptimizerClient> health_;
+};
+
+gopt::v1::GraphInput GraphFromFile(const std::string& path) {
+  absl::StatusOr<gopt::v1::GraphInput> input =
+      gopt::client::GraphInputFromFile(path, "");
+  if (!input.ok()) {
+    std::cerr << "gopt-hostile: " << input.status() << "\n";
+    std::exit(2);
+  }
+  return *input;
+}
+
+OptimizeRequest SmallRequest() {
+  OptimizeRequest request;
+  *request.mutable_graph() = GraphFromFile(absl::StrCat(
+      absl::GetFlag(FLAGS_data_dir), "/hlo/maml_flax_train_step.hlo"));
+  request.mutable_topology()->set_preset("v100x4-nvlink");
+  return request;
+}
+
+// Two sane GPUs joined by a link; `spoil` makes one value hostile.
+OptimizeRequest TopologyCase(
+    const std::function<void(gopt::v1::Topology*)>& spoil) {
+  OptimizeRequest request = SmallRequest();
+  gopt::v1::Topology* topology = request.mutable_topology()->mutable_topology();
+  topology->set_name("hostile");
+  for (int i = 0; i < 2; ++i) {
+    gopt::v1::DeviceProfile* device = topology->add_devices();
+    device->set_name(absl::StrCat("gpu", i));
+    device->set_peak_f32_flops(1.5e13);
+    device->set_memory_bandwidth_bytes_per_s(9e11);
+    device->set_memory_bytes(int64_t{16} << 30);
+    device->set_launch_overhead_s(5e-6);
+  }
+  topology->mutable_default_link()->set_bandwidth_bytes_per_s(1.5e11);
+  topology->mutable_default_link()->set_latency_s(2e-6);
+  spoil(topology);
+  request.mutable_budget()->set_mode(gopt::v1::Budget::BASELINES_ONLY);
+  return request;
+}
+
+std::string LengthDelimited(int field, const std::string& payload) {
+  std::string out(1, static_cast<char>(field << 3 | 2));
+  uint64_t n = payload.size();
+  while (n >= 0x80) {
+    out += static_cast<char>((n & 0x7F) | 0x80);
+    n >>= 7;
+  }
+  out += static_cast<char>(n);
+  return out + payload;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "gopt-hostile --server=HOST:PORT [--pid=PID] [--graph_85k=FILE] "
+      "[--graph_250k=FILE]: hostile requests against a gopt-server, one "
+      "table row each");
+  absl::ParseCommandLine(argc, argv);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Hostile h;
+  bool all = true;
+  using C = grpc::StatusCode;
+  std::cout << "| case | code | message / result | time | server RSS / peak "
+               "MiB | health |\n|---|---|---|---|---|---|\n";
+  all &= h.Case("launch_overhead_s = inf", C::INVALID_ARGUMENT, [&] {
+    return h.Optimize(TopologyCase(
+        [&](auto* t) { t->mutable_devices(0)->set_launch_overhead_s(inf); }));
+  });
+  all &= h.Case("launch_overhead_s = NaN", C::INVALID_ARGUMENT, [&] {
+    return h.Optimize(TopologyCase(
+        [&](auto* t) { t->mutable_devices(0)->set_launch_overhead_s(nan); }));
+  });
+  all &= h.Case("peak_f32_flops = 1e-320", C::INVALID_ARGUMENT, [&] {
+    return h.Optimize(TopologyCase(
+        [](auto* t) { t->mutable_devices(1)->set_peak_f32_flops(1e-320); }));
+  });
+  all &= h.Case("memory bandwidth = 1e-320", C::INVALID_ARGUMENT, [&] {
+    return h.Optimize(TopologyCase([](auto* t) {
+      t->mutable_devices(1)->set_memory_bandwidth_bytes_per_s(1e-320);
+    }));
+  });
+  all &= h.Case("link latency = NaN", C::INVALID_ARGUMENT, [&] {
+    return h.Optimize(TopologyCase(
+        [&](auto* t) { t->mutable_default_link()->set_latency_s(nan); }));
+  });
+  all &=
+      h.Case("while, trip count 2^62, costly body", C::INVALID_ARGUMENT, [&] {
+        OptimizeRequest request = SmallRequest();
+        *request.mutable_graph() = GraphFromFile(absl::StrCat(
+            absl::GetFlag(FLAGS_cases_dir), "/while_trip_2p62.hlo"));
+        return h.Optimize(request);
+      });
+  all &= h.Case("two nodes of 1e308 FLOPs", C::INVALID_ARGUMENT, [&] {
+    OptimizeRequest request = SmallRequest();
+    gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
+    for (const char* name : {"a", "b"}) {
+      gopt::v1::Node* node = graph->add_nodes();
+      node->set_name(name);
+      node->set_op("custom");
+      node->set_kind("other");
+      node->set_flops(1e308);
+    }
+    return h.Optimize(request);
+  });
+  all &= h.Case("63 MiB of empty nodes (33M)", C::RESOURCE_EXHAUSTED, [&] {
+    std::string nodes;
+    nodes.reserve(63 << 20);
+    while (nodes.size() < (63u << 20)) nodes.append("\x1a\x00", 2);
+    return h.RawOptimize(LengthDelimited(1, LengthDelimited(1, nodes)));
+  });
+  all &= h.Case("unparsable bytes", C::INVALID_ARGUMENT,
+                [&] { return h.RawOptimize("\x0a\xff\xff\xff\x0f garbage"); });
+  all &= h.Case("subgraphs nested 150 deep", C::INVALID_ARGUMENT, [&] {
+    OptimizeRequest request = SmallRequest();
+    gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
+    for (int i = 0; i < 150; ++i) graph = graph->add_subgraphs();
+    return h.Optimize(request);
+  });
+  all &= h.Case("100 KB error text", C::INVALID_ARGUMENT, [&] {
+    OptimizeRequest request = SmallRequest();
+    request.mutable_options()->add_baseline_methods(std::string(100'000, 'x'));
+    Outcome outcome = h.Optimize(request);
+    outcome.detail = absl::StrCat("(", outcome.message.size(), " bytes)");
+    return outcome;
+  });
+  all &=
+      h.Case("fine_tune_steps 2^31-1, no deadline", C::INVALID_ARGUMENT, [&] {
+        OptimizeRequest request = SmallRequest();
+        request.mutable_budget()->set_mode(gopt::v1::Budget::FINE_TUNE);
+        request.mutable_budget()->set_fine_tune_steps(2'147'483'647);
+        return h.Optimize(request, absl::InfiniteDuration());
+      });
+  all &= h.Case("30,000 copies of one method, 3 s deadline", C::OK, [&] {
+    OptimizeRequest request = SmallRequest();
+    request.mutable_budget()->set_mode(gopt::v1::Budget::BASELINES_ONLY);
+    for (int i = 0; i < 30'000; ++i) {
+      request.mutable_options()->add_baseline_methods("heft");
+    }
+    return h.Optimize(request, absl::Seconds(3));
+  });
+  all &=
+      h.Case("1 ms-deadline flood (8 x 50) + a normal client (20)", C::OK, [&] {
+        std::atomic<bool> flooding{true};
+        std::vector<std::thread> flood;
+        const OptimizeRequest request = SmallRequest();
+        for (int t = 0; t < 8; ++t) {
+          flood.emplace_back([&] {
+            for (int i = 0; i < 50 && flooding; ++i) {
+              h.Optimize(request, absl::Milliseconds(1));
+            }
+          });
+        }
+        int ok = 0;
+        Outcome last;
+        for (int i = 0; i < 20; ++i) {
+          last = h.Optimize(request, absl::Seconds(30));
+          ok += last.code == C::OK;
+        }
+        flooding = false;
+        for (std::thread& thread : flood) thread.join();
+        Outcome outcome;
+        outcome.code = ok == 20 ? C::OK : last.code;
+        outcome.message = absl::StrCat("normal client: ", ok, " of 20 OK");
+        return outcome;
+      });
+  const std::string graph_85k = absl::GetFlag(FLAGS_graph_85k);
+  if (!graph_85k.empty()) {
+    all &= h.Case(
+        "85k-node zero-shot, then 2 s-deadline small zero-shots", C::OK, [&] {
+          OptimizeRequest big;
+          *big.mutable_graph() = GraphFromFile(graph_85k);
+          big.mutable_topology()->set_preset("v100x4-nvlink");
+          Outcome first = h.Optimize(big, absl::Seconds(300));
+          int ok = 0;
+          Outcome last;
+          for (int i = 0; i < 5; ++i) {
+            last = h.Optimize(SmallRequest(), absl::Seconds(2));
+            ok += last.code == C::OK;
+          }
+          Outcome outcome;
+          outcome.code = ok == 5 ? C::OK : last.code;
+          outcome.message = absl::StrCat("big: ", CodeName(first.code),
+                                         "; small: ", ok, " of 5 OK");
+          return outcome;
+        });
+  }
+  const std::string graph_250k = absl::GetFlag(FLAGS_graph_250k);
+  if (!graph_250k.empty()) {
+    const gopt::v1::GraphInput input = GraphFromFile(graph_250k);
+    all &= h.Case("250k-node FINE_TUNE", C::RESOURCE_EXHAUSTED, [&] {
+      OptimizeRequest request;
+      *request.mutable_graph() = input;
+      request.mutable_topology()->set_preset("v100x4-nvlink");
+      request.mutable_budget()->set_mode(gopt::v1::Budget::FINE_TUNE);
+      request.mutable_budget()->set_fine_tune_steps(5);
+      return h.Optimize(request, absl::Seconds(300));
+    });
+    all &= h.Case("250k-node Evaluate with trace", C::RESOURCE_EXHAUSTED, [&] {
+      gopt::v1::EvaluateRequest request;
+      *request.mutable_graph() = input;
+      request.mutable_topology()->set_preset("v100x4-nvlink");
+      request.set_include_trace(true);
+      return h.Evaluate(request);
+    });
+  }
+  std::cout << (all ? "every case as expected; the server still serves\n"
+                    : "SOME CASE FAILED\n");
+  return all ? 0 : 1;
+}
