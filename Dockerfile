@@ -32,7 +32,7 @@ COPY cmake cmake
 COPY proto proto
 COPY graph graph
 COPY simulator simulator
-COPY policy/CMakeLists.txt policy/policy.h policy/train_main.cc policy/
+COPY policy/CMakeLists.txt policy/*.h policy/*.cc policy/
 COPY policy/go policy/go
 COPY policy/cost_model policy/cost_model
 COPY server server
@@ -55,9 +55,10 @@ RUN scripts/runtime-packages.sh /build/bin/gopt-server /build/bin/gopt \
 FROM ${RUNTIME_IMAGE} AS runtime
 # Only the packages that own a shared library the two binaries load. They
 # are installed with dpkg, not apt, because apt would also install every
-# package they declare a dependency on: Debian's libtorch1.13 depends on
-# ~1 GB (ffmpeg, GDAL, Qt, Mesa and LLVM) that gopt never loads. dpkg records
-# them (dpkg -l lists them; their copyright files are kept) with those
+# package they declare a dependency on: through Debian's libtorch1.13 that
+# is 87 more packages gopt never loads (LLVM and Mesa's GL drivers, PROJ and
+# GDAL data, Tesseract, Qt's network module, ...). dpkg records the packages
+# (dpkg -l lists them; their copyright files are kept) with those
 # dependencies unmet; packages the base image already has are left alone.
 COPY --from=build /build/runtime-packages.txt /tmp/runtime-packages.txt
 RUN set -eu; \
