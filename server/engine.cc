@@ -441,7 +441,7 @@ absl::Status OptimizeRun::Prepare() {
   const absl::Time default_start = absl::Now();
   simulator_.emplace(*graph_, *topology_, cost_model_);
   response_.set_lower_bound_s(simulator_->LowerBound());
-  default_plan_ = simulator::DefaultPlan(*graph_);
+  default_plan_ = simulator::DefaultPlan(*graph_, *topology_);
   default_plan_.method = "default";
   simulator::SimulationOptions quick;
   quick.record_timeline = false;
@@ -972,7 +972,7 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   simulator::SimulationOptions quick;
   quick.record_timeline = false;
   absl::StatusOr<SimulationResult> default_result =
-      simulator.Simulate(simulator::DefaultPlan(graph), quick);
+      simulator.Simulate(simulator::DefaultPlan(graph, topology), quick);
   if (default_result.ok() && UsableStepTime(default_result->step_time_s)) {
     response.set_default_step_time_s(default_result->step_time_s);
   }

@@ -18,6 +18,31 @@ Plan DefaultPlan(const graph::Graph& graph) {
   return plan;
 }
 
+Plan DefaultPlan(const graph::Graph& graph, const Topology& topology) {
+  Plan plan = DefaultPlan(graph);
+  const auto first = [&](bool cpu) {
+    for (int d = 0; d < topology.num_devices(); ++d) {
+      if ((topology.devices[d].kind == DeviceKind::kCpu) == cpu) return d;
+    }
+    return 0;
+  };
+  const bool on_cpu = topology.num_devices() > 0 &&
+                      topology.devices[0].kind == DeviceKind::kCpu;
+  const int32_t cpu = first(/*cpu=*/true);
+  const int32_t accelerator = first(/*cpu=*/false);
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const graph::DeviceConstraint constraint = graph.node(id).device_constraint;
+    if (!on_cpu && constraint == graph::DeviceConstraint::kCpuOnly) {
+      plan.device[id] = cpu;
+    } else if (on_cpu &&
+               constraint == graph::DeviceConstraint::kAcceleratorOnly) {
+      plan.device[id] = accelerator;
+    }
+  }
+  ColocateGroups(graph, topology, &plan.device);
+  return plan;
+}
+
 absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
                           const Topology& topology) {
   const size_t n = static_cast<size_t>(graph.num_nodes());

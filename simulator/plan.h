@@ -32,6 +32,14 @@ struct Plan {
 // layouts.
 Plan DefaultPlan(const graph::Graph& graph);
 
+// The framework default on `topology`, as TensorFlow places ops: device 0
+// for every node, except that a CPU-only node goes to the first CPU device
+// when device 0 is not a CPU, an accelerator-only node to the first
+// accelerator when device 0 is a CPU, and colocation groups follow
+// (ColocateGroups). Passes ValidatePlan whenever any plan can. What
+// Optimize and Evaluate report as the default.
+Plan DefaultPlan(const graph::Graph& graph, const Topology& topology);
+
 // Checks `plan` against `graph` and `topology`. InvalidArgument naming the
 // node and field when: a vector has the wrong length; a device is outside
 // 0..num_devices-1; a CPU-only node sits on a non-CPU device (only when the

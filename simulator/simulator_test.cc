@@ -355,6 +355,9 @@ TEST(SimulatorTest, CpuOnlyNodeMustRunOnTheCpu) {
   Plan plan = DefaultPlan(graph);
   plan.device[0] = 1;
   EXPECT_TRUE(simulator.Simulate(plan).ok());
+  // The framework default on this topology puts it there itself.
+  EXPECT_EQ(DefaultPlan(graph, topology).device[0], 1);
+  EXPECT_TRUE(simulator.Simulate(DefaultPlan(graph, topology)).ok());
 }
 
 // "variable" anchors colocation group "variable"; "read" belongs to it.
