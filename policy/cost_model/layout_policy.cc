@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "graph/status_macros.h"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/dataset.h"
@@ -166,10 +167,10 @@ std::vector<std::vector<int32_t>> LayoutCandidates(int rank, uint64_t seed) {
 PolicyFactory LayoutCostModelFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    if (card.value("kind", "") != "cost-model-layout") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(directory, "/card.json: kind '", card.value("kind", ""),
-                       "' is not cost-model-layout"));
+    if (CardText(card, "kind", "") != "cost-model-layout") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          directory, "/card.json: kind '", CardText(card, "kind", ""),
+          "' is not cost-model-layout"));
     }
     ASSIGN_OR_RETURN(const std::string checkpoint,
                      VerifiedCheckpointPath(directory, card));
@@ -181,8 +182,8 @@ PolicyFactory LayoutCostModelFactory() {
           " model, not a layout model"));
     }
     PolicyInfo info;
-    info.name = card.value("name", "costmodel-layout");
-    info.version = card.value("version", "1");
+    info.name = CardText(card, "name", "costmodel-layout");
+    info.version = CardText(card, "version", "1");
     info.kind = "cost-model-layout";
     info.tasks = TaskSet{false, false, false, true};
     info.directory = directory;

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status_macros.h"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/metrics.h"
@@ -262,10 +263,10 @@ absl::StatusOr<std::vector<KernelTile>> TileCostModelPolicy::ProposeKernelTiles(
 PolicyFactory TileCostModelFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    if (card.value("kind", "") != "cost-model-tile") {
+    if (CardText(card, "kind", "") != "cost-model-tile") {
       return absl::InvalidArgumentError(
-          absl::StrCat(directory, "/card.json: kind '", card.value("kind", ""),
-                       "' is not cost-model-tile"));
+          absl::StrCat(directory, "/card.json: kind '",
+                       CardText(card, "kind", ""), "' is not cost-model-tile"));
     }
     ASSIGN_OR_RETURN(const std::string checkpoint,
                      VerifiedCheckpointPath(directory, card));
@@ -290,8 +291,8 @@ PolicyFactory TileCostModelFactory() {
       }
     }
     PolicyInfo info;
-    info.name = card.value("name", "costmodel-tile");
-    info.version = card.value("version", "1");
+    info.name = CardText(card, "name", "costmodel-tile");
+    info.version = CardText(card, "version", "1");
     info.kind = "cost-model-tile";
     info.tasks = TaskSet{false, false, false, false};
     info.directory = directory;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
@@ -167,19 +168,12 @@ TaskSet TasksFromCard(const nlohmann::json& card) {
   return tasks;
 }
 
-std::string CardString(const nlohmann::json& card, const char* key) {
-  if (card.contains(key) && card[key].is_string()) {
-    return card[key].get<std::string>();
-  }
-  return "";
-}
-
 }  // namespace
 
 PolicyFactory GoPolicyFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    if (!card.is_object() || CardString(card, "kind") != "go") {
+    if (!card.is_object() || CardText(card, "kind", "") != "go") {
       return absl::InvalidArgumentError(absl::StrCat(
           "policy card in '", directory, "' is not of kind \"go\""));
     }
@@ -189,8 +183,8 @@ PolicyFactory GoPolicyFactory() {
     absl::StatusOr<std::unique_ptr<GoModel>> model = GoModel::Load(*checkpoint);
     if (!model.ok()) return model.status();
     PolicyInfo info;
-    info.name = CardString(card, "name");
-    info.version = CardString(card, "version");
+    info.name = CardText(card, "name", "");
+    info.version = CardText(card, "version", "");
     info.kind = "go";
     info.tasks = TasksFromCard(card);
     info.directory = directory;
