@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/bench.h"
@@ -764,32 +766,40 @@ int main(int argc, char** argv) {
   // KeepFreedMemory: a PPO step on an 85k-node graph takes 3x as long
   // without it).
   gopt::policy::go::KeepFreedMemory();
-  // Flag names may be written with '-' for '_' (--budget-seconds). --graph
-  // may be repeated: its values are joined into one list (absl would keep
-  // only the last occurrence).
+  // Flag names may be written with '-' for '_' (--budget-seconds). The
+  // list flags may be repeated: each one's values are joined into one list
+  // (absl would silently keep only the last occurrence).
+  constexpr absl::string_view kListFlags[] = {"graph", "dim", "methods",
+                                              "tasks"};
   std::vector<std::string> normalized(argv, argv + argc);
   std::vector<char*> raw;
-  std::vector<std::string> graphs;
+  std::vector<std::vector<std::string>> lists(std::size(kListFlags));
   for (size_t i = 0; i < normalized.size(); ++i) {
     std::string& arg = normalized[i];
     if (absl::StartsWith(arg, "--")) {
       const size_t end = std::min(arg.find('='), arg.size());
       std::replace(arg.begin() + 2, arg.begin() + end, '-', '_');
     }
-    if (absl::StartsWith(arg, "--graph=")) {
-      graphs.push_back(arg.substr(std::string("--graph=").size()));
-      continue;
+    bool listed = false;
+    for (size_t f = 0; f < std::size(kListFlags) && !listed; ++f) {
+      const std::string name = absl::StrCat("--", kListFlags[f]);
+      if (absl::StartsWith(arg, name + "=")) {
+        lists[f].push_back(arg.substr(name.size() + 1));
+        listed = true;
+      } else if (arg == name && i + 1 < normalized.size()) {
+        lists[f].push_back(normalized[++i]);
+        listed = true;
+      }
     }
-    if (arg == "--graph" && i + 1 < normalized.size()) {
-      graphs.push_back(normalized[++i]);
-      continue;
-    }
-    raw.push_back(arg.data());
+    if (!listed) raw.push_back(arg.data());
   }
-  std::string graph_flag;
-  if (!graphs.empty()) {
-    graph_flag = absl::StrCat("--graph=", absl::StrJoin(graphs, ","));
-    raw.push_back(graph_flag.data());
+  std::vector<std::string> list_flags;
+  list_flags.reserve(lists.size());
+  for (size_t f = 0; f < lists.size(); ++f) {
+    if (lists[f].empty()) continue;
+    list_flags.push_back(
+        absl::StrCat("--", kListFlags[f], "=", absl::StrJoin(lists[f], ",")));
+    raw.push_back(list_flags.back().data());
   }
   std::vector<char*> args =
       absl::ParseCommandLine(static_cast<int>(raw.size()), raw.data());

@@ -291,6 +291,16 @@ TEST(CliTest, RepeatedGraphFlagsAddUp) {
   EXPECT_EQ(json["rows"].size(), 2u) << result.out;
 }
 
+TEST(CliTest, RepeatedListFlagsAddUp) {
+  // --methods twice: both lists are benchmarked (absl alone keeps the last).
+  const CommandResult result = RunGopt(
+      "bench --json --topology=v100x4-nvlink --methods=single --methods "
+      "expert,heft --graph=gen:resnet50-small");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["rows"].size(), 3u) << result.out;
+}
+
 TEST(CliTest, GenerateWritesAnImportableGraph) {
   const std::string out = ::testing::TempDir() + "/gnmt2.gopt.pb";
   const CommandResult generate =
