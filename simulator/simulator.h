@@ -72,12 +72,12 @@ struct SimulationResult {
 // thread-safe, so one Simulator serves parallel rollouts. The graph,
 // topology and cost model are borrowed and must outlive the Simulator.
 //
-// Simulate allocates nothing per event: its working memory (about 200 bytes
-// per node and edge) is one buffer per thread, reused by every call on that
-// thread, whichever Simulator makes it. A Simulator whose destruction finds
-// the calling thread's buffer above 64 MiB and last used by itself frees
-// it, so a thread that simulated a large graph does not keep its memory
-// once that graph's Simulator is gone (see ThreadWorkspace in simulator.cc).
+// Simulate allocates nothing per event: its working memory (about 85 bytes
+// per node and 80 per edge) is one buffer per thread, reused by every call
+// on that thread, whichever Simulator makes it. A Simulator whose
+// destruction finds the calling thread's buffer holding more than 64 MiB,
+// and last used by itself, frees it: a thread that simulated a large graph
+// does not keep that memory once the graph's Simulator is gone.
 class Simulator {
  public:
   Simulator(const graph::Graph& graph, const Topology& topology,
