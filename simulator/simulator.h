@@ -103,7 +103,7 @@ class Simulator {
   const Topology& topology() const { return topology_; }
 
  private:
-  class Run;  // one Simulate call, phase by phase (simulator.cc)
+  class Run;  // one Simulate call, phase by phase (simulator_run.cc)
 
   // The constructor's phases, in order.
   void PackNodes();
