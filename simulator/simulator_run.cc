@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/huge_pages.h"
@@ -241,8 +242,19 @@ class Simulator::Run {
   // PriceUnits' steps, per node in NodeId order.
   int32_t EnterNode(NodeId id, int32_t u);
   void PriceSoloNode(NodeId id, int32_t u, int32_t device);
-  void PriceNode(NodeId id, int32_t u, int32_t device);
-  bool LayoutCopyNeeded(const Edge& edge, NodeId id) const;
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void PriceNode(NodeId id, int32_t u,
+                                             int32_t device);
+  // Whether data edge `edge` into kernel `id` needs a layout copy: both
+  // ends chose layouts, of equal rank, and they disagree.
+  bool LayoutCopyNeeded(const Edge& edge, NodeId id) const {
+    // Most edges leave here, without a call.
+    if (edge.control || sim_.free_[id] || plan_.layout.empty() ||
+        plan_.layout[edge.src].empty() || plan_.layout[id].empty()) {
+      return false;
+    }
+    return LayoutsDiffer(edge.src, id);
+  }
+  bool LayoutsDiffer(NodeId src, NodeId id) const;
   double KernelSeconds(const UnitWork& w, int32_t device);
 
   // The event loop's steps.
@@ -426,7 +438,7 @@ inline void Simulator::Run::PriceSoloNode(NodeId id, int32_t u,
 // A node of a plan with fusion or layouts: inputs from other units, layout
 // copies, the bytes that stay inside a fused kernel; unfused, the node's
 // kernel time, fused, its work added to its unit's.
-void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
+inline void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
   const graph::Graph& graph = sim_.graph_;
   UnitWork node_work;
   node_work.free = sim_.free_[id];
@@ -490,17 +502,13 @@ void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
   if (node_work.efficiency != 1.0) w.efficiency = node_work.efficiency;
 }
 
-// Whether data edge `edge` into kernel `id` needs a layout copy: both ends
-// chose layouts, of equal rank, and they disagree.
-bool Simulator::Run::LayoutCopyNeeded(const Edge& edge, NodeId id) const {
-  if (edge.control || sim_.free_[id] || plan_.layout.empty() ||
-      plan_.layout[edge.src].empty() || plan_.layout[id].empty()) {
-    return false;
-  }
+// Whether the layouts `src` and `id` chose for their output 0 differ (a
+// different rank is no mismatch: the consumer reshapes).
+bool Simulator::Run::LayoutsDiffer(NodeId src, NodeId id) const {
   // (ValidatePlan has checked that both nodes have a ranked output 0.)
-  const int rank = sim_.graph_.node(edge.src).outputs[0].rank();
+  const int rank = sim_.graph_.node(src).outputs[0].rank();
   if (rank != sim_.graph_.node(id).outputs[0].rank()) return false;
-  return NormalizedLayout(plan_.layout[edge.src], rank) !=
+  return NormalizedLayout(plan_.layout[src], rank) !=
          NormalizedLayout(plan_.layout[id], rank);
 }
 
