@@ -59,7 +59,7 @@ struct UnitState {
   double ready_at = 0;
   Cause ready_cause;
   Cause start_cause;
-  int32_t rank = 0;  // order in the ready queues (see below)
+  int32_t rank = 0;  // order in the ready queues (see RankUnits)
   int32_t priority = std::numeric_limits<int32_t>::min();
 };
 
