@@ -71,10 +71,18 @@ struct SimulationResult {
 // Construction precomputes per-graph data; Simulate is const and
 // thread-safe, so one Simulator serves parallel rollouts. The graph,
 // topology and cost model are borrowed and must outlive the Simulator.
+//
+// Simulate allocates nothing per event: its working memory (about 85 bytes
+// per node and 80 per edge) is one buffer per thread, reused by every call
+// on that thread, whichever Simulator makes it. A Simulator whose
+// destruction finds the calling thread's buffer holding more than 64 MiB,
+// and last used by itself, frees it: a thread that simulated a large graph
+// does not keep that memory once the graph's Simulator is gone.
 class Simulator {
  public:
   Simulator(const graph::Graph& graph, const Topology& topology,
             const OpCostModel& cost_model);
+  ~Simulator();
 
   // Simulates `plan`. InvalidArgument (naming node and field) for a plan
   // that fails ValidatePlan or whose fusion groups form a cycle.
@@ -95,6 +103,14 @@ class Simulator {
   const Topology& topology() const { return topology_; }
 
  private:
+  class Run;  // one Simulate call, phase by phase (simulator_run.cc)
+
+  // The constructor's phases, in order.
+  void PackNodes();
+  void ComputeLowerBound();
+  void PriceSoloKernels();
+  void PackEdges();
+
   const graph::Graph& graph_;
   const Topology& topology_;
   const OpCostModel& cost_model_;

@@ -1,0 +1,937 @@
+// Simulator::Simulate: one call is a run object whose phases fill the
+// working memory it reuses (Simulator's per-graph data is built in
+// simulator.cc).
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "absl/base/attributes.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "graph/huge_pages.h"
+#include "graph/status_macros.h"
+#include "simulator/event_queue.h"
+#include "simulator/min_bit_tree.h"
+#include "simulator/simulator.h"
+
+namespace gopt::simulator {
+namespace {
+
+using graph::Edge;
+using graph::NodeId;
+
+// What caused a unit or transfer to start when it did (for the critical
+// path): another unit or a transfer, or nothing (a source).
+struct Cause {
+  enum Type : uint8_t { kNone, kUnit, kTransfer } type = kNone;
+  int32_t id = -1;
+};
+
+struct Transfer {
+  NodeId node;
+  int32_t output;
+  int32_t src_device;
+  int32_t dst_device;
+  int64_t bytes;
+  double start_s;
+  double end_s;
+  int64_t seq;           // its arrival event's place among equal times
+  int32_t remote_uses;   // consumer edges on dst still to finish
+  int32_t next_on_link;  // the transfer queued behind it on its link, or -1
+  // The out-edges it carries, in edge order: a list through
+  // Workspace::next_carried (-1 ends it).
+  int32_t first_carried;
+  int32_t last_carried;
+  Cause cause;
+};
+
+// What the event loop keeps per unit (a fusion group or an unfused node),
+// together: a unit's fields are read and written at once when it becomes
+// ready, starts and finishes, so separate arrays would cost a cache miss
+// each.
+struct UnitState {
+  double duration = 0;
+  double start = 0;
+  double end = 0;
+  double ready_at = 0;
+  Cause ready_cause;
+  Cause start_cause;
+  int32_t rank = 0;  // order in the ready queues (see RankUnits)
+  int32_t priority = std::numeric_limits<int32_t>::min();
+};
+
+// What a producer touches in each consumer unit when it finishes, apart
+// from the rest (8 units per cache line: consumers are often neighbours).
+struct UnitInputs {
+  int32_t pending = 0;  // inputs from other units not yet available
+  int32_t device = 0;
+};
+
+// What only the set-up reads per unit: the summed work of its members.
+struct UnitWork {
+  double flops = 0;
+  double best_flops = -1;  // the largest member's FLOPs (it sets the dtype)
+  double efficiency = 1.0;
+  double copy_s = 0;  // layout copies before the kernel
+  int64_t bytes = 0;
+  graph::DType dtype = graph::DType::kF32;
+  uint8_t free = 1;  // no member launches a kernel
+};
+
+// The working memory of Simulate: per unit, node, edge, device and link
+// arrays that each call sizes and fills. Reused across calls (see
+// ThreadWorkspace): training simulates thousands of plans of one graph, and
+// fresh multi-megabyte vectors per call would cost page faults on every
+// call.
+struct Workspace {
+  std::vector<int32_t> unit_of, member_offsets, members, fill;
+  std::vector<UnitWork> work;
+  std::vector<UnitState> units;
+  std::vector<UnitInputs> inputs;
+  std::vector<int64_t> memory;
+  std::vector<uint8_t> materialized, device_busy;
+  std::vector<int32_t> local_uses;
+  EventQueue events;
+  std::vector<MinBitTree> ready;
+  std::vector<int32_t> unit_of_rank, rank_count;
+  std::vector<int32_t> device_last_unit, link_last_transfer, link_tail;
+  std::vector<double> link_free;
+  std::vector<Transfer> transfers;
+  std::vector<int32_t> next_carried, in_transfer;
+  std::vector<int32_t> free_stack, dirty_devices;
+  std::vector<NodeId> release_stack;
+
+  // Bytes the per-node and per-edge arrays hold (their capacity), which is
+  // all but a few KiB of the workspace.
+  size_t HeldBytes() const {
+    return Held(unit_of) + Held(member_offsets) + Held(members) + Held(fill) +
+           Held(work) + Held(units) + Held(inputs) + Held(materialized) +
+           Held(local_uses) + Held(unit_of_rank) + Held(rank_count) +
+           Held(transfers) + Held(next_carried) + Held(in_transfer);
+  }
+  template <typename T>
+  static size_t Held(const std::vector<T>& values) {
+    return values.capacity() * sizeof(T);
+  }
+};
+
+// Makes room for `size` elements of a Workspace array. A new buffer gets the
+// huge-page advice before anything touches it: on the first call for a
+// graph of a million nodes, faulting these arrays in 4 KiB pages costs
+// three times the simulation itself.
+template <typename T>
+void ReserveScratch(std::vector<T>& values, size_t size) {
+  if (values.capacity() >= size) return;
+  values.reserve(size);
+  graph::AdviseHugePagesForCapacity(values);
+}
+
+// Which workspace a call uses, and how long it lives. One per thread, shared
+// by every Simulator: the steady state of a training loop allocates nothing,
+// and a thread holds one workspace however many graphs it simulates (a
+// pre-training corpus keeps hundreds of Simulators alive; a workspace each
+// would multiply the corpus's memory several times). A workspace grows to
+// the largest graph simulated on its thread, so a server thread that once
+// simulated a million nodes with two inputs each would keep ~250 MiB for
+// good. Instead the Simulator that used it last frees it on destruction when
+// it holds more than kKeptWorkspaceBytes; the engine destroys a request's
+// Simulator on the thread that ran the request. (Measured on that graph: the
+// process stays 287 MiB above the graph's own memory after the Simulator is
+// gone when the workspace is kept, 35 MiB when it is freed.)
+// Smaller workspaces (graphs up to ~250k such nodes; training graphs have at
+// most 80k) stay for the next call, so Simulators made and dropped per call,
+// as the baselines and Evaluate do, still find them warm.
+constexpr size_t kKeptWorkspaceBytes = size_t{64} << 20;
+
+// The calling thread's workspace. Trivially destructible, so ~Simulator can
+// read it even while the thread's other thread-locals are being destroyed
+// (a Simulator can outlive WorkspaceOwner).
+struct ThreadWorkspace {
+  Workspace* workspace = nullptr;   // owned; freed by WorkspaceOwner
+  const void* last_user = nullptr;  // the Simulator that used it last
+};
+thread_local ThreadWorkspace thread_workspace;
+
+// Frees the thread's workspace when the thread exits.
+struct WorkspaceOwner {
+  ~WorkspaceOwner() {
+    delete thread_workspace.workspace;
+    thread_workspace.workspace = nullptr;
+  }
+};
+
+Workspace& AcquireThreadWorkspace(const void* user) {
+  thread_local WorkspaceOwner owner;
+  if (thread_workspace.workspace == nullptr) {
+    thread_workspace.workspace = new Workspace;
+  }
+  thread_workspace.last_user = user;
+  return *thread_workspace.workspace;
+}
+
+void ReleaseThreadWorkspace(const void* user) {
+  if (thread_workspace.last_user != user) return;
+  thread_workspace.last_user = nullptr;
+  if (thread_workspace.workspace != nullptr &&
+      thread_workspace.workspace->HeldBytes() > kKeptWorkspaceBytes) {
+    delete thread_workspace.workspace;
+    thread_workspace.workspace = nullptr;
+  }
+}
+
+std::vector<int32_t> NormalizedLayout(const std::vector<int32_t>& layout,
+                                      int rank) {
+  if (!layout.empty()) return layout;
+  std::vector<int32_t> row_major(rank);
+  for (int i = 0; i < rank; ++i) row_major[i] = rank - 1 - i;
+  return row_major;
+}
+
+}  // namespace
+
+// The workspace is this file's: see ReleaseThreadWorkspace.
+Simulator::~Simulator() { ReleaseThreadWorkspace(this); }
+
+// One Simulate call: the plan's units (fusion groups and unfused nodes),
+// their prices and ranks, the event loop, then the critical path and the
+// timeline, each a phase over the workspace's arrays. Lives for one call, on
+// one thread; reads the Simulator's per-graph arrays.
+class Simulator::Run {
+ public:
+  Run(const Simulator& simulator, const Plan& plan,
+      const SimulationOptions& options, Workspace& workspace)
+      : sim_(simulator),
+        plan_(plan),
+        options_(options),
+        ws_(workspace),
+        n_(simulator.graph_.num_nodes()),
+        num_devices_(simulator.topology_.num_devices()),
+        fused_(!plan.fusion_group.empty()) {}
+
+  // Runs the phases in order. InvalidArgument when fusion groups form a
+  // cycle (the plan is otherwise valid: Simulate has checked).
+  absl::StatusOr<SimulationResult> Simulate() {
+    BuildUnits();
+    PriceUnits();
+    RankUnits();
+    RETURN_IF_ERROR(RunEventLoop());
+    TraceCriticalPath();
+    for (int d = 0; d < num_devices_; ++d) {
+      if (result_.peak_memory_bytes[d] >
+          sim_.topology_.devices[d].memory_bytes) {
+        result_.oom = true;
+      }
+    }
+    result_.num_transfers = static_cast<int64_t>(ws_.transfers.size());
+    if (options_.record_timeline) RecordTimeline();
+    return std::move(result_);
+  }
+
+ private:
+  // Phases, in order.
+  void BuildUnits();
+  void PriceUnits();
+  void RankUnits();
+  absl::Status RunEventLoop();
+  void TraceCriticalPath();
+  void RecordTimeline();
+
+  // PriceUnits' steps, per node in NodeId order.
+  int32_t EnterNode(NodeId id, int32_t u);
+  void PriceSoloNode(NodeId id, int32_t u, int32_t device);
+  // (Inlined into PriceUnits' loop: GCC keeps it out of line, as a member
+  // of a class with external linkage, and a call per node costs fused and
+  // layout plans 1-2% of their instructions.)
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void PriceNode(NodeId id, int32_t u,
+                                              int32_t device);
+  // Whether data edge `edge` into kernel `id` needs a layout copy: both
+  // ends chose layouts, of equal rank, and they disagree.
+  bool LayoutCopyNeeded(const Edge& edge, NodeId id) const {
+    // Most edges leave here, without a call.
+    if (edge.control || sim_.free_[id] || plan_.layout.empty() ||
+        plan_.layout[edge.src].empty() || plan_.layout[id].empty()) {
+      return false;
+    }
+    return LayoutsDiffer(edge.src, id);
+  }
+  bool LayoutsDiffer(NodeId src, NodeId id) const;
+  double KernelSeconds(const UnitWork& w, int32_t device);
+
+  // The event loop's steps.
+  void Allocate(int32_t device, int64_t amount) {
+    int64_t& memory = ws_.memory[device];
+    memory += amount;
+    if (memory > result_.peak_memory_bytes[device]) {
+      result_.peak_memory_bytes[device] = memory;
+    }
+  }
+  void MakeReady(int32_t u, double now, Cause cause);
+  void Dispatch(double now);
+  void StartUnit(int32_t u, double now);
+  void FinishUnit(int32_t u, double now);
+  void FinishFreeUnits(double now);
+  void SignalConsumers(NodeId id, int32_t u, int32_t device, double now);
+  int32_t CarrierFor(NodeId id, int32_t u, int32_t device, int32_t dst_device,
+                     int32_t e, int32_t first_transfer, double now);
+  void Arrive(int32_t index, double now);
+  void ReleaseInputs(NodeId id, int32_t u);
+  void DrainReleases();
+
+  const Simulator& sim_;
+  const Plan& plan_;
+  const SimulationOptions& options_;
+  Workspace& ws_;
+  const int n_;
+  const int num_devices_;
+  const bool fused_;  // the plan has fusion groups
+  int32_t num_units_ = 0;
+  SimulationResult result_;
+
+  // Event loop state.
+  const Edge* out_base_ = nullptr;  // Graph::out_edges(0)
+  const Edge* in_base_ = nullptr;   // Graph::edges()
+  int64_t seq_ = 0;                 // events and transfers made so far
+  int completed_units_ = 0;
+  // Whether the queue's earliest event has been processed but not removed
+  // yet: a kernel starting at the same instant takes its place (one heap
+  // update instead of a pop and a push). It stays the earliest of all: only
+  // transfers are pushed meanwhile, and they end no earlier than now, with
+  // later seqs.
+  bool done_on_top_ = false;
+  // The unit that finishes last (the first in unit order among equals),
+  // and the last transfer's arrival: the step time.
+  int32_t last_ = -1;
+  double last_end_ = 0;
+  double last_arrival_ = -std::numeric_limits<double>::infinity();
+};
+
+// Units: one per fusion group, one per unfused node, numbered in order of
+// their first member.
+void Simulator::Run::BuildUnits() {
+  const size_t edges = sim_.graph_.edges().size();
+  ReserveScratch(ws_.unit_of, n_);
+  ReserveScratch(ws_.members, n_);
+  ReserveScratch(ws_.member_offsets, n_ + size_t{1});
+  ReserveScratch(ws_.units, n_);
+  ReserveScratch(ws_.inputs, n_);
+  ReserveScratch(ws_.local_uses, n_);
+  ReserveScratch(ws_.unit_of_rank, n_);
+  ReserveScratch(ws_.transfers, edges);  // at most one per edge
+  ReserveScratch(ws_.next_carried, edges);
+  ReserveScratch(ws_.in_transfer, edges);
+  std::vector<int32_t>& unit_of = ws_.unit_of;
+  // The members of each unit (CSR).
+  std::vector<int32_t>& member_offsets = ws_.member_offsets;
+  std::vector<int32_t>& members = ws_.members;
+  unit_of.resize(n_);
+  members.resize(n_);
+  if (!fused_) {
+    // Every node its own unit.
+    num_units_ = n_;
+    std::iota(unit_of.begin(), unit_of.end(), 0);
+    member_offsets.resize(n_ + 1);
+    std::iota(member_offsets.begin(), member_offsets.end(), 0);
+    std::iota(members.begin(), members.end(), 0);
+    return;
+  }
+  absl::flat_hash_map<int32_t, int32_t> unit_of_group;
+  for (NodeId id = 0; id < n_; ++id) {
+    const int32_t group = plan_.fusion_group[id];
+    if (group < 0) {
+      unit_of[id] = num_units_++;
+      continue;
+    }
+    auto [it, inserted] = unit_of_group.emplace(group, num_units_);
+    if (inserted) ++num_units_;
+    unit_of[id] = it->second;
+  }
+  member_offsets.assign(num_units_ + 1, 0);
+  for (NodeId id = 0; id < n_; ++id) ++member_offsets[unit_of[id] + 1];
+  for (int u = 0; u < num_units_; ++u) {
+    member_offsets[u + 1] += member_offsets[u];
+  }
+  std::vector<int32_t>& fill = ws_.fill;
+  fill.assign(member_offsets.begin(), member_offsets.end() - 1);
+  for (NodeId id = 0; id < n_; ++id) members[fill[unit_of[id]]++] = id;
+}
+
+// Priority, pending inputs and duration per unit, local uses per node, and
+// the resident memory (parameters and constants, allocated before the first
+// kernel). Without fusion every node is its own kernel and gets its
+// duration right away; with fusion the members' work is summed per unit
+// first.
+void Simulator::Run::PriceUnits() {
+  if (fused_) {
+    ws_.work.assign(num_units_, UnitWork{});
+    ws_.units.assign(num_units_, UnitState{});
+    ws_.inputs.assign(num_units_, UnitInputs{});
+    ws_.local_uses.assign(n_, 0);
+    ws_.materialized.assign(n_, 0);
+  } else {
+    // EnterNode initializes a node's entries before any later node (its
+    // consumers) touches them: one pass over these arrays instead of two.
+    ws_.units.resize(num_units_);
+    ws_.inputs.resize(num_units_);
+    ws_.local_uses.resize(n_);
+    ws_.materialized.resize(n_);
+  }
+  result_.device_busy_s.assign(num_devices_, 0);
+  result_.peak_memory_bytes.assign(num_devices_, 0);
+  ws_.memory.assign(num_devices_, 0);
+  if (!fused_ && plan_.layout.empty()) {
+    for (NodeId id = 0; id < n_; ++id) {
+      PriceSoloNode(id, id, EnterNode(id, id));
+    }
+    return;
+  }
+  for (NodeId id = 0; id < n_; ++id) {
+    const int32_t u = ws_.unit_of[id];
+    PriceNode(id, u, EnterNode(id, u));
+  }
+  if (fused_) {
+    for (int u = 0; u < num_units_; ++u) {
+      ws_.units[u].duration = KernelSeconds(ws_.work[u], ws_.inputs[u].device);
+    }
+  }
+}
+
+// What every node does first: (without fusion) initializes its unit's
+// entries, allocates its output when resident, and gives its unit its
+// device and priority. Returns the node's device.
+inline int32_t Simulator::Run::EnterNode(NodeId id, int32_t u) {
+  if (!fused_) {
+    ws_.units[u] = UnitState{};
+    ws_.inputs[u] = UnitInputs{};
+    ws_.local_uses[id] = 0;
+    ws_.materialized[id] = 0;
+  }
+  const int32_t device = plan_.device[id];
+  if (sim_.resident_[id]) Allocate(device, sim_.output_bytes_[id]);
+  ws_.inputs[u].device = device;
+  UnitState& unit = ws_.units[u];
+  unit.priority =
+      std::max(unit.priority, plan_.priority.empty() ? 0 : plan_.priority[id]);
+  return device;
+}
+
+// Neither fusion nor layouts: every input counts, there are no copies and
+// the kernel time is precomputed. The compact in_src_ is all this needs of
+// the edges.
+inline void Simulator::Run::PriceSoloNode(NodeId id, int32_t u,
+                                          int32_t device) {
+  const absl::Span<const Edge> in = sim_.graph_.in_edges(id);
+  const int32_t begin =
+      static_cast<int32_t>(in.data() - sim_.graph_.edges().data());
+  const int32_t end = begin + static_cast<int32_t>(in.size());
+  ws_.inputs[u].pending = end - begin;
+  for (int32_t j = begin; j < end; ++j) {
+    const NodeId src = sim_.in_src_[j];  // ~src for control edges
+    if (src >= 0 && plan_.device[src] == device) ++ws_.local_uses[src];
+  }
+  ws_.materialized[id] = 1;
+  ws_.units[u].duration =
+      sim_.solo_seconds_[static_cast<size_t>(id) * sim_.num_device_classes_ +
+                         sim_.device_class_[device]];
+  result_.num_kernels += !sim_.free_[id];
+}
+
+// A node of a plan with fusion or layouts: inputs from other units, layout
+// copies, the bytes that stay inside a fused kernel; unfused, the node's
+// kernel time, fused, its work added to its unit's.
+inline void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
+  const graph::Graph& graph = sim_.graph_;
+  UnitWork node_work;
+  node_work.free = sim_.free_[id];
+  node_work.flops = sim_.flops_[id];
+  node_work.best_flops = sim_.flops_[id];
+  node_work.dtype = sim_.dtype_[id];
+  node_work.bytes = sim_.traffic_bytes_[id];
+  const bool explicit_layout =
+      !plan_.layout.empty() && !plan_.layout[id].empty();
+  if (explicit_layout && sim_.compute_kind_[id]) node_work.efficiency = 0.9;
+  // A group's layout copies add up in one sum, in member order.
+  double& copy_s = fused_ ? ws_.work[u].copy_s : node_work.copy_s;
+  bool consumed_outside = true;
+  if (fused_ && plan_.fusion_group[id] >= 0) {
+    consumed_outside = graph.out_edges(id).empty();
+    for (const Edge& edge : graph.out_edges(id)) {
+      if (ws_.unit_of[edge.dst] != u) consumed_outside = true;
+    }
+  }
+  for (const Edge& edge : graph.in_edges(id)) {
+    if (ws_.unit_of[edge.src] == u) {
+      if (!edge.control) node_work.bytes -= sim_.EdgeBytes(edge);
+      continue;
+    }
+    ++ws_.inputs[u].pending;
+    if (!edge.control && plan_.device[edge.src] == device) {
+      ++ws_.local_uses[edge.src];
+    }
+    if (LayoutCopyNeeded(edge, id)) {
+      const DeviceProfile& profile = sim_.topology_.devices[device];
+      copy_s += 2.0 * static_cast<double>(sim_.EdgeBytes(edge)) /
+                    profile.memory_bandwidth_bytes_per_s +
+                profile.launch_overhead_s;
+    }
+  }
+  if (!consumed_outside) {
+    node_work.bytes -= sim_.written_bytes_[id];  // stays inside the kernel
+  } else {
+    ws_.materialized[id] = 1;
+  }
+  if (!fused_) {
+    UnitState& unit = ws_.units[u];
+    if (copy_s == 0 && node_work.efficiency == 1.0) {
+      unit.duration = sim_.solo_seconds_[static_cast<size_t>(id) *
+                                             sim_.num_device_classes_ +
+                                         sim_.device_class_[device]];
+      result_.num_kernels += !sim_.free_[id];
+    } else {
+      unit.duration = KernelSeconds(node_work, device);
+    }
+    return;
+  }
+  UnitWork& w = ws_.work[u];
+  if (!node_work.free) w.free = 0;
+  w.flops += node_work.flops;
+  w.bytes += node_work.bytes;
+  if (node_work.flops > w.best_flops) {
+    w.best_flops = node_work.flops;
+    w.dtype = node_work.dtype;
+  }
+  if (node_work.efficiency != 1.0) w.efficiency = node_work.efficiency;
+}
+
+// Whether the layouts `src` and `id` chose for their output 0 differ (a
+// different rank is no mismatch: the consumer reshapes).
+bool Simulator::Run::LayoutsDiffer(NodeId src, NodeId id) const {
+  // (ValidatePlan has checked that both nodes have a ranked output 0.)
+  const int rank = sim_.graph_.node(src).outputs[0].rank();
+  if (rank != sim_.graph_.node(id).outputs[0].rank()) return false;
+  return NormalizedLayout(plan_.layout[src], rank) !=
+         NormalizedLayout(plan_.layout[id], rank);
+}
+
+// Seconds of one kernel (0 for a free unit without layout copies); counts
+// the kernel and its layout copies.
+double Simulator::Run::KernelSeconds(const UnitWork& w, int32_t device) {
+  if (w.free && w.copy_s == 0) return 0.0;
+  KernelWork kernel;
+  kernel.flops = w.flops;
+  kernel.bytes = std::max<int64_t>(0, w.bytes);
+  kernel.dtype = w.dtype;
+  kernel.efficiency_factor = w.efficiency;
+  result_.layout_copy_s += w.copy_s;
+  if (w.free) return w.copy_s;
+  ++result_.num_kernels;
+  return sim_.cost_model_.KernelSeconds(kernel,
+                                        sim_.topology_.devices[device]) +
+         w.copy_s;
+}
+
+// Ready kernels per device are ordered by rank: highest priority first, then
+// lowest first NodeId (units are numbered in first-NodeId order, so without
+// priorities the rank is the unit index).
+void Simulator::Run::RankUnits() {
+  std::vector<UnitState>& units = ws_.units;
+  std::vector<int32_t>& unit_of_rank = ws_.unit_of_rank;
+  unit_of_rank.resize(num_units_);
+  int32_t lowest = 0;
+  int32_t highest = 0;
+  if (!plan_.priority.empty() && num_units_ > 0) {
+    lowest = highest = units[0].priority;
+    for (const UnitState& unit : units) {
+      lowest = std::min(lowest, unit.priority);
+      highest = std::max(highest, unit.priority);
+    }
+  }
+  const int64_t span = static_cast<int64_t>(highest) - lowest + 1;
+  if (span == 1) {
+    for (int32_t u = 0; u < num_units_; ++u) {
+      units[u].rank = unit_of_rank[u] = u;
+    }
+  } else if (span <= std::max<int64_t>(int64_t{1} << 16, 2 * num_units_)) {
+    // Counting sort by descending priority, stable in unit order (O(units
+    // + span): plans that rank every node, such as m-sct's, take it too).
+    std::vector<int32_t>& count = ws_.rank_count;
+    count.assign(span + 1, 0);
+    for (int32_t u = 0; u < num_units_; ++u) {
+      ++count[highest - units[u].priority + 1];
+    }
+    for (int64_t p = 0; p < span; ++p) count[p + 1] += count[p];
+    for (int32_t u = 0; u < num_units_; ++u) {
+      const int32_t r = count[highest - units[u].priority]++;
+      units[u].rank = r;
+      unit_of_rank[r] = u;
+    }
+  } else {
+    for (int32_t u = 0; u < num_units_; ++u) unit_of_rank[u] = u;
+    std::stable_sort(unit_of_rank.begin(), unit_of_rank.end(),
+                     [&](int32_t a, int32_t b) {
+                       return units[a].priority > units[b].priority;
+                     });
+    for (int32_t r = 0; r < num_units_; ++r) units[unit_of_rank[r]].rank = r;
+  }
+}
+
+// The queue holds at most one event per device (its running kernel) and one
+// per link (the transfer at the head of the link's queue): a link's
+// transfers arrive in the order they were queued, so the others wait in the
+// link's list and join the queue when their predecessor arrives. Events pop
+// in (time, seq) order all the same.
+absl::Status Simulator::Run::RunEventLoop() {
+  const size_t num_links = static_cast<size_t>(num_devices_) * num_devices_;
+  ws_.events.Clear();
+  ws_.ready.resize(num_devices_);
+  for (MinBitTree& queue : ws_.ready) queue.Reset(num_units_);
+  ws_.device_busy.assign(num_devices_, 0);
+  ws_.device_last_unit.assign(num_devices_, -1);
+  ws_.link_free.assign(num_links, 0);
+  ws_.link_last_transfer.assign(num_links, -1);
+  ws_.link_tail.assign(num_links, -1);  // last queued transfer not arrived
+  ws_.transfers.clear();
+  // Per out-edge carried by a transfer: the next edge it carries; per
+  // in-edge from another device: the transfer carrying it. Written when the
+  // producer finishes, before any read, so they need no clearing between
+  // calls.
+  ws_.next_carried.resize(sim_.graph_.num_edges());
+  ws_.in_transfer.resize(sim_.graph_.num_edges());
+  out_base_ = n_ > 0 ? sim_.graph_.out_edges(0).data() : nullptr;
+  in_base_ = sim_.graph_.edges().data();
+  ws_.free_stack.clear();
+  ws_.dirty_devices.clear();
+  ws_.release_stack.clear();
+
+  for (int u = 0; u < num_units_; ++u) {
+    if (ws_.inputs[u].pending == 0) MakeReady(u, 0, Cause{});
+  }
+  FinishFreeUnits(0);
+  Dispatch(0);
+  EventQueue& events = ws_.events;
+  while (!events.empty()) {
+    const Event event = events.top();
+    const double now = event.time;
+    if (event.is_transfer()) {
+      Arrive(event.id(), now);  // replaces the event by the link's next one
+    } else {
+      done_on_top_ = true;
+      FinishUnit(event.id(), now);
+    }
+    FinishFreeUnits(now);
+    if (events.AllLaterThan(now, done_on_top_)) Dispatch(now);
+    if (done_on_top_) {
+      events.Pop();
+      done_on_top_ = false;
+    }
+  }
+  if (completed_units_ != num_units_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan fusion groups form a cycle: ", num_units_ - completed_units_,
+        " kernel(s) never became ready (a group must not both feed and "
+        "consume another group)"));
+  }
+  return absl::OkStatus();
+}
+
+// Unit u's inputs are all available at `now`, the last one by `cause`. A
+// kernel joins its device's ready queue; a unit of no duration (free ops)
+// waits on free_stack to finish at once.
+inline void Simulator::Run::MakeReady(int32_t u, double now, Cause cause) {
+  UnitState& unit = ws_.units[u];
+  unit.ready_at = now;
+  unit.ready_cause = cause;
+  if (unit.duration == 0) {
+    ws_.free_stack.push_back(u);
+    return;
+  }
+  const int32_t device = ws_.inputs[u].device;
+  ws_.ready[device].Insert(unit.rank);
+  ws_.dirty_devices.push_back(device);
+}
+
+// Devices whose queue or state changed at the current instant pick their
+// next kernel only once every event of that instant is processed, so
+// priorities decide among everything that became ready together.
+inline void Simulator::Run::Dispatch(double now) {
+  for (int32_t device : ws_.dirty_devices) {
+    if (ws_.device_busy[device] || ws_.ready[device].empty()) continue;
+    StartUnit(ws_.unit_of_rank[ws_.ready[device].PopMin()], now);
+  }
+  ws_.dirty_devices.clear();
+}
+
+inline void Simulator::Run::StartUnit(int32_t u, double now) {
+  UnitState& unit = ws_.units[u];
+  const int32_t device = ws_.inputs[u].device;
+  int32_t& device_last_unit = ws_.device_last_unit[device];
+  unit.start = now;
+  unit.end = now + unit.duration;
+  unit.start_cause = now > unit.ready_at && device_last_unit >= 0
+                         ? Cause{Cause::kUnit, device_last_unit}
+                         : unit.ready_cause;
+  ws_.device_busy[device] = 1;
+  device_last_unit = u;
+  result_.device_busy_s[device] += unit.duration;
+  for (int32_t m = ws_.member_offsets[u]; m < ws_.member_offsets[u + 1]; ++m) {
+    const NodeId id = ws_.members[m];
+    if (ws_.materialized[id] && !sim_.resident_[id] && !sim_.free_[id]) {
+      Allocate(device, sim_.output_bytes_[id]);
+    }
+  }
+  const Event end = Event::Make(unit.end, seq_++, u, /*is_transfer=*/false);
+  if (done_on_top_) {
+    ws_.events.ReplaceTop(end);
+    done_on_top_ = false;
+  } else {
+    ws_.events.Push(end);
+  }
+}
+
+// Finishing unit u at `now`: its inputs released, its consumers signalled,
+// its outputs sent, its device free.
+void Simulator::Run::FinishUnit(int32_t u, double now) {
+  ++completed_units_;
+  const double finished_at = ws_.units[u].end;
+  if (last_ < 0 || finished_at > last_end_ ||
+      (finished_at == last_end_ && u < last_)) {
+    last_ = u;
+    last_end_ = finished_at;
+  }
+  const int32_t device = ws_.inputs[u].device;
+  for (int32_t m = ws_.member_offsets[u]; m < ws_.member_offsets[u + 1]; ++m) {
+    const NodeId id = ws_.members[m];
+    // A kernel's inputs are released when it finishes; a free op's only
+    // when its own output is no longer used (it aliases them).
+    if (!sim_.free_[id]) {
+      ReleaseInputs(id, u);
+      DrainReleases();
+    }
+    SignalConsumers(id, u, device, now);
+    // An output nobody consumes (a graph output) stays allocated.
+  }
+  if (ws_.units[u].duration > 0) {
+    ws_.device_busy[device] = 0;
+    ws_.dirty_devices.push_back(device);
+  }
+}
+
+// The units of no duration made ready at `now` start and finish at once.
+inline void Simulator::Run::FinishFreeUnits(double now) {
+  std::vector<int32_t>& free_stack = ws_.free_stack;
+  while (!free_stack.empty()) {
+    const int32_t u = free_stack.back();
+    free_stack.pop_back();
+    UnitState& unit = ws_.units[u];
+    unit.start = unit.end = now;
+    unit.start_cause = unit.ready_cause;
+    FinishUnit(u, now);
+  }
+}
+
+// Node `id` of unit u (on `device`) has finished: each consumer in another
+// unit on the same device (or behind a control edge) loses a pending input;
+// each on another device gets the node's output by a transfer, one per
+// (output, remote device), which its arrival signals.
+inline void Simulator::Run::SignalConsumers(NodeId id, int32_t u,
+                                            int32_t device, double now) {
+  // This node's sends are the transfers created from here on.
+  const int32_t first_transfer = static_cast<int32_t>(ws_.transfers.size());
+  const absl::Span<const Edge> out = sim_.graph_.out_edges(id);
+  const int32_t begin = static_cast<int32_t>(out.data() - out_base_);
+  const int32_t end = begin + static_cast<int32_t>(out.size());
+  for (int32_t e = begin; e < end; ++e) {
+    const NodeId dst = sim_.out_dst_[e];
+    const bool control = dst < 0;
+    const int32_t v = ws_.unit_of[control ? ~dst : dst];
+    if (v == u) continue;
+    UnitInputs& consumer = ws_.inputs[v];
+    const int32_t dst_device = consumer.device;
+    if (dst_device == device || control) {
+      if (--consumer.pending == 0) MakeReady(v, now, Cause{Cause::kUnit, u});
+      continue;
+    }
+    const int32_t index =
+        CarrierFor(id, u, device, dst_device, e, first_transfer, now);
+    Transfer& carrier = ws_.transfers[index];
+    ++carrier.remote_uses;
+    if (carrier.last_carried >= 0) ws_.next_carried[carrier.last_carried] = e;
+    carrier.last_carried = e;
+    ws_.next_carried[e] = -1;
+    ws_.in_transfer[sim_.in_index_of_out_edge_[e]] = index;
+  }
+}
+
+// The transfer that carries out-edge `e` of node `id` to `dst_device`: one
+// made since `first_transfer` for the same output, or a new one queued on
+// the link at `now`.
+inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
+                                          int32_t dst_device, int32_t e,
+                                          int32_t first_transfer, double now) {
+  std::vector<Transfer>& transfers = ws_.transfers;
+  const int32_t output = sim_.out_output_[e];
+  for (int32_t t = first_transfer; t < static_cast<int32_t>(transfers.size());
+       ++t) {
+    if (transfers[t].output == output &&
+        transfers[t].dst_device == dst_device) {
+      return t;
+    }
+  }
+  const int32_t index = static_cast<int32_t>(transfers.size());
+  const size_t link_index =
+      static_cast<size_t>(device) * num_devices_ + dst_device;
+  const Link& link = sim_.topology_.link(device, dst_device);
+  int32_t& link_last_transfer = ws_.link_last_transfer[link_index];
+  int32_t& link_tail = ws_.link_tail[link_index];
+  double& link_free = ws_.link_free[link_index];
+  Transfer t;
+  t.node = id;
+  t.output = output;
+  t.src_device = device;
+  t.dst_device = dst_device;
+  t.bytes = sim_.OutputBytes(id, output);
+  t.start_s = std::max(now, link_free);
+  t.end_s = t.start_s + link.latency_s +
+            static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
+  t.seq = seq_++;
+  t.remote_uses = 0;
+  t.next_on_link = -1;
+  t.first_carried = e;
+  t.last_carried = -1;
+  t.cause = t.start_s > now && link_last_transfer >= 0
+                ? Cause{Cause::kTransfer, link_last_transfer}
+                : Cause{Cause::kUnit, u};
+  link_free = t.end_s;
+  last_arrival_ = std::max(last_arrival_, t.end_s);
+  link_last_transfer = index;
+  ++ws_.local_uses[id];  // the send holds the source buffer
+  Allocate(dst_device, t.bytes);
+  result_.bytes_moved += t.bytes;
+  if (link_tail < 0) {
+    ws_.events.Push(Event::Make(t.end_s, t.seq, index, /*is_transfer=*/true));
+  } else {
+    transfers[link_tail].next_on_link = index;
+  }
+  link_tail = index;
+  transfers.push_back(t);
+  return index;
+}
+
+// Transfer `index` has arrived at `now`: the sender's buffer loses a use,
+// the consumers it feeds lose a pending input, and the next transfer on its
+// link becomes the link's event, in place of this one's (still at the top
+// of the queue: nothing here pushes or pops); without a next one, this one
+// is left on top, marked done_on_top_.
+inline void Simulator::Run::Arrive(int32_t index, double now) {
+  const NodeId id = ws_.transfers[index].node;
+  ws_.release_stack.push_back(id);  // the send no longer holds the buffer
+  DrainReleases();
+  for (int32_t e = ws_.transfers[index].first_carried; e >= 0;
+       e = ws_.next_carried[e]) {
+    const int32_t v = ws_.unit_of[sim_.out_dst_[e]];  // a data edge
+    if (--ws_.inputs[v].pending == 0) {
+      MakeReady(v, now, Cause{Cause::kTransfer, index});
+    }
+  }
+  const Transfer& t = ws_.transfers[index];
+  if (t.next_on_link >= 0) {
+    const Transfer& next = ws_.transfers[t.next_on_link];
+    ws_.events.ReplaceTop(Event::Make(next.end_s, next.seq, t.next_on_link,
+                                      /*is_transfer=*/true));
+  } else {
+    const size_t link_index =
+        static_cast<size_t>(t.src_device) * num_devices_ + t.dst_device;
+    ws_.link_tail[link_index] = -1;
+    done_on_top_ = true;
+  }
+}
+
+// The inputs of node `id` (in unit `u`) from other units: same-device
+// producers lose a use (pushed on release_stack), received copies lose a
+// consumer.
+inline void Simulator::Run::ReleaseInputs(NodeId id, int32_t u) {
+  const int32_t device = plan_.device[id];
+  const absl::Span<const Edge> in = sim_.graph_.in_edges(id);
+  const int32_t begin = static_cast<int32_t>(in.data() - in_base_);
+  const int32_t end = begin + static_cast<int32_t>(in.size());
+  for (int32_t j = begin; j < end; ++j) {
+    const NodeId src = sim_.in_src_[j];
+    if (src < 0 || ws_.unit_of[src] == u) continue;  // control, or fused
+    if (plan_.device[src] == device) {
+      ws_.release_stack.push_back(src);
+      continue;
+    }
+    Transfer& t = ws_.transfers[ws_.in_transfer[j]];
+    if (--t.remote_uses == 0) ws_.memory[device] -= t.bytes;
+  }
+}
+
+// Drops the uses on release_stack. A free op (reshape, tuple, ...) aliases
+// its inputs, so when its last use goes, its inputs lose one.
+inline void Simulator::Run::DrainReleases() {
+  std::vector<NodeId>& release_stack = ws_.release_stack;
+  while (!release_stack.empty()) {
+    const NodeId id = release_stack.back();
+    release_stack.pop_back();
+    if (--ws_.local_uses[id] != 0 || sim_.resident_[id]) continue;
+    if (!sim_.free_[id]) {
+      if (ws_.materialized[id]) {
+        ws_.memory[plan_.device[id]] -= sim_.output_bytes_[id];
+      }
+      continue;
+    }
+    ReleaseInputs(id, ws_.unit_of[id]);
+  }
+}
+
+// Step time, and the critical path backwards from the last finisher.
+void Simulator::Run::TraceCriticalPath() {
+  result_.step_time_s = std::max(last_end_, last_arrival_);
+  std::vector<NodeId> path;
+  Cause cursor{Cause::kUnit, last_};
+  while (cursor.type != Cause::kNone && cursor.id >= 0 &&
+         path.size() <= static_cast<size_t>(n_) + ws_.transfers.size()) {
+    if (cursor.type == Cause::kUnit) {
+      const int32_t u = cursor.id;
+      result_.critical_path_busy_s += ws_.units[u].duration;
+      for (int32_t m = ws_.member_offsets[u + 1] - 1;
+           m >= ws_.member_offsets[u]; --m) {
+        path.push_back(ws_.members[m]);
+      }
+      cursor = ws_.units[u].start_cause;
+    } else {
+      const Transfer& t = ws_.transfers[cursor.id];
+      result_.critical_path_busy_s += t.end_s - t.start_s;
+      cursor = t.cause;
+    }
+  }
+  std::reverse(path.begin(), path.end());
+  result_.critical_path = std::move(path);
+}
+
+// Per node its kernel's start and end, and every transfer.
+void Simulator::Run::RecordTimeline() {
+  result_.node_start_s.resize(n_);
+  result_.node_end_s.resize(n_);
+  for (NodeId id = 0; id < n_; ++id) {
+    const UnitState& unit = ws_.units[ws_.unit_of[id]];
+    result_.node_start_s[id] = unit.start;
+    result_.node_end_s[id] = unit.end;
+  }
+  result_.transfers.reserve(ws_.transfers.size());
+  for (const Transfer& t : ws_.transfers) {
+    result_.transfers.push_back(TransferRecord{t.node, t.output, t.src_device,
+                                               t.dst_device, t.bytes, t.start_s,
+                                               t.end_s});
+  }
+}
+
+absl::StatusOr<SimulationResult> Simulator::Simulate(
+    const Plan& plan, const SimulationOptions& options) const {
+  RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
+  return Run(*this, plan, options, AcquireThreadWorkspace(this)).Simulate();
+}
+
+}  // namespace gopt::simulator
