@@ -147,9 +147,12 @@ absl::StatusOr<Plan> MakeBaselinePlan(const BaselineRegistry& registry,
   return plan;
 }
 
-absl::StatusOr<BestBaselineResult> BestBaseline(
-    const BaselineRegistry& registry, const BaselineContext& context,
-    const BestBaselineOptions& options) {
+namespace {
+
+// The methods `options` names, or every registered combination when it
+// names none. InvalidArgument for a bad name.
+absl::StatusOr<std::vector<BaselineMethod>> MethodsToTry(
+    const BaselineRegistry& registry, const BestBaselineOptions& options) {
   std::vector<BaselineMethod> methods;
   if (options.methods.empty()) {
     for (const std::string& p : registry.PlacerNames()) {
@@ -172,6 +175,16 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
       methods.push_back(std::move(parsed));
     }
   }
+  return methods;
+}
+
+}  // namespace
+
+absl::StatusOr<BestBaselineResult> BestBaseline(
+    const BaselineRegistry& registry, const BaselineContext& context,
+    const BestBaselineOptions& options) {
+  ASSIGN_OR_RETURN(const std::vector<BaselineMethod> methods,
+                   MethodsToTry(registry, options));
 
   const Simulator simulator(context.graph, context.topology,
                             context.cost_model);

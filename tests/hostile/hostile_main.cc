@@ -237,21 +237,12 @@ std::string LengthDelimited(int field, const std::string& payload) {
   return out + payload;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "gopt-hostile --server=HOST:PORT [--pid=PID] [--graph_85k=FILE] "
-      "[--graph_250k=FILE]: hostile requests against a gopt-server, one "
-      "table row each");
-  absl::ParseCommandLine(argc, argv);
+// Hostile topology values and graph costs that overflow.
+bool TopologyAndCostCases(Hostile& h) {
+  using C = grpc::StatusCode;
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  Hostile h;
   bool all = true;
-  using C = grpc::StatusCode;
-  std::cout << "| case | code | message / result | time | server RSS / peak "
-               "MiB | health |\n|---|---|---|---|---|---|\n";
   all &= h.Case("launch_overhead_s = inf", C::INVALID_ARGUMENT, [&] {
     return h.Optimize(TopologyCase(
         [&](auto* t) { t->mutable_devices(0)->set_launch_overhead_s(inf); }));
@@ -280,6 +271,13 @@ int main(int argc, char** argv) {
             absl::GetFlag(FLAGS_cases_dir), "/while_trip_2p62.hlo"));
         return h.Optimize(request);
       });
+  return all;
+}
+
+// Absurd graphs, bytes that do not parse, and requests past the caps.
+bool WireAndCapCases(Hostile& h) {
+  using C = grpc::StatusCode;
+  bool all = true;
   all &= h.Case("two nodes of 1e308 FLOPs", C::INVALID_ARGUMENT, [&] {
     OptimizeRequest request = SmallRequest();
     gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
@@ -320,6 +318,13 @@ int main(int argc, char** argv) {
         request.mutable_budget()->set_fine_tune_steps(2'147'483'647);
         return h.Optimize(request, absl::InfiniteDuration());
       });
+  return all;
+}
+
+// Repeated work and a flood of clients that give up at once.
+bool LoadCases(Hostile& h) {
+  using C = grpc::StatusCode;
+  bool all = true;
   all &= h.Case("30,000 copies of one method, 3 s deadline", C::OK, [&] {
     OptimizeRequest request = SmallRequest();
     request.mutable_budget()->set_mode(gopt::v1::Budget::BASELINES_ONLY);
@@ -353,6 +358,13 @@ int main(int argc, char** argv) {
         outcome.message = absl::StrCat("normal client: ", ok, " of 20 OK");
         return outcome;
       });
+  return all;
+}
+
+// Large graphs, when given: per-request estimates and memory admission.
+bool LargeGraphCases(Hostile& h) {
+  using C = grpc::StatusCode;
+  bool all = true;
   const std::string graph_85k = absl::GetFlag(FLAGS_graph_85k);
   if (!graph_85k.empty()) {
     all &= h.Case(
@@ -393,6 +405,25 @@ int main(int argc, char** argv) {
       return h.Evaluate(request);
     });
   }
+  return all;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "gopt-hostile --server=HOST:PORT [--pid=PID] [--graph_85k=FILE] "
+      "[--graph_250k=FILE]: hostile requests against a gopt-server, one "
+      "table row each");
+  absl::ParseCommandLine(argc, argv);
+  Hostile h;
+  bool all = true;
+  std::cout << "| case | code | message / result | time | server RSS / peak "
+               "MiB | health |\n|---|---|---|---|---|---|\n";
+  all &= TopologyAndCostCases(h);
+  all &= WireAndCapCases(h);
+  all &= LoadCases(h);
+  all &= LargeGraphCases(h);
   std::cout << (all ? "every case as expected; the server still serves\n"
                     : "SOME CASE FAILED\n");
   return all ? 0 : 1;
