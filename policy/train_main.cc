@@ -258,6 +258,40 @@ std::string UtcNow() {
 // ---------------------------------------------------------------------------
 // pretrain
 
+// The card's training metrics: means over the first and the last 10% of
+// the steps of a non-empty `log`.
+nlohmann::json TrainingMetrics(const std::vector<go::TrainLogRow>& log) {
+  const size_t window = std::max<size_t>(1, log.size() / 10);
+  auto mean = [&](size_t begin, size_t end,
+                  std::function<double(const go::TrainLogRow&)> f) {
+    double sum = 0;
+    for (size_t i = begin; i < end; ++i) sum += f(log[i]);
+    return sum / (end - begin);
+  };
+  auto reward = [](const go::TrainLogRow& r) { return r.reward; };
+  auto ratio = [](const go::TrainLogRow& r) {
+    return std::log(r.best_step_ratio);
+  };
+  return {{"window_steps", window},
+          {"mean_reward_first", mean(0, window, reward)},
+          {"mean_reward_last", mean(log.size() - window, log.size(), reward)},
+          {"geomean_best_step_ratio_first", std::exp(mean(0, window, ratio))},
+          {"geomean_best_step_ratio_last",
+           std::exp(mean(log.size() - window, log.size(), ratio))}};
+}
+
+go::PretrainOptions PretrainOptionsFromFlags(const go::PpoOptions& ppo) {
+  go::PretrainOptions options;
+  options.ppo = ppo;
+  options.max_steps = absl::GetFlag(FLAGS_max_steps);
+  options.max_seconds = absl::GetFlag(FLAGS_max_seconds);
+  options.graphs_per_step = absl::GetFlag(FLAGS_graphs_per_step);
+  options.pool_size = absl::GetFlag(FLAGS_pool_size);
+  options.switch_every = absl::GetFlag(FLAGS_switch_every);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  return options;
+}
+
 int RunPretrain(const std::string& command_line) {
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
   if (out_dir.empty()) {
@@ -377,38 +411,11 @@ int RunPretrain(const std::string& command_line) {
     card["training"]["wall_seconds"] = std::round(seconds);
     card["training"]["csv"] =
         std::filesystem::path(csv_path).filename().string();
-    // Training metrics: first and last 10% of steps.
-    if (!log.empty()) {
-      const size_t window = std::max<size_t>(1, log.size() / 10);
-      auto mean = [&](size_t begin, size_t end,
-                      std::function<double(const go::TrainLogRow&)> f) {
-        double sum = 0;
-        for (size_t i = begin; i < end; ++i) sum += f(log[i]);
-        return sum / (end - begin);
-      };
-      auto reward = [](const go::TrainLogRow& r) { return r.reward; };
-      auto ratio = [](const go::TrainLogRow& r) {
-        return std::log(r.best_step_ratio);
-      };
-      card["metrics"]["training"] = {
-          {"window_steps", window},
-          {"mean_reward_first", mean(0, window, reward)},
-          {"mean_reward_last", mean(log.size() - window, log.size(), reward)},
-          {"geomean_best_step_ratio_first", std::exp(mean(0, window, ratio))},
-          {"geomean_best_step_ratio_last",
-           std::exp(mean(log.size() - window, log.size(), ratio))}};
-    }
+    if (!log.empty()) card["metrics"]["training"] = TrainingMetrics(log);
     return WriteCard(out_dir, card);
   };
 
-  go::PretrainOptions options;
-  options.ppo = *ppo;
-  options.max_steps = absl::GetFlag(FLAGS_max_steps);
-  options.max_seconds = absl::GetFlag(FLAGS_max_seconds);
-  options.graphs_per_step = absl::GetFlag(FLAGS_graphs_per_step);
-  options.pool_size = absl::GetFlag(FLAGS_pool_size);
-  options.switch_every = absl::GetFlag(FLAGS_switch_every);
-  options.seed = absl::GetFlag(FLAGS_seed);
+  go::PretrainOptions options = PretrainOptionsFromFlags(*ppo);
   std::vector<go::TrainLogRow> log;
   const int checkpoint_every =
       std::max(absl::GetFlag(FLAGS_checkpoint_every), 1);
