@@ -294,6 +294,31 @@ std::optional<ConstantData> FoldBinary(BinaryOp op, const Value& a,
 
 // Add, Mul, Equal, ... and the variadic Sum/Max/Min/Mean: multidirectional
 // broadcasting over every input.
+// Sum, Max and Min of three or more folded inputs, folded pairwise from the
+// left (each is associative; Mean is not and stays unfolded). nullopt when
+// an input is not folded or an element does not fold.
+std::optional<ConstantData> FoldVariadic(const NodeContext& context,
+                                         BinaryOp op) {
+  if (op != BinaryOp::kAdd && op != BinaryOp::kMax && op != BinaryOp::kMin) {
+    return std::nullopt;
+  }
+  if (context.node().op_type() == "Mean") return std::nullopt;
+  const Value* first = context.input(0);
+  if (first == nullptr || !first->constant.has_value()) return std::nullopt;
+  Value acc = *first;
+  for (int i = 1; i < context.num_inputs(); ++i) {
+    const Value* next = context.input(i);
+    if (next == nullptr || !next->constant.has_value()) return std::nullopt;
+    absl::StatusOr<Dims> dims = BroadcastDims(acc.type.dims, next->type.dims);
+    if (!dims.ok()) return std::nullopt;
+    Value folded = MakeValue(acc.type.dtype, *std::move(dims));
+    folded.constant = FoldBinary(op, acc, *next, folded);
+    if (!folded.constant.has_value()) return std::nullopt;
+    acc = std::move(folded);
+  }
+  return acc.constant;
+}
+
 absl::Status BinaryRule(const NodeContext& context, OpInference* result) {
   const absl::string_view op_name = context.node().op_type();
   const BinaryOp op = BinaryOpFromName(op_name);
@@ -324,6 +349,8 @@ absl::Status BinaryRule(const NodeContext& context, OpInference* result) {
     out.constant = FoldBinary(op, *first, *context.input(1), out);
   } else if (context.num_inputs() == 1 && first->constant.has_value()) {
     out.constant = first->constant;
+  } else if (context.num_inputs() > 2 && Foldable(out)) {
+    out.constant = FoldVariadic(context, op);
   }
   result->outputs.push_back(std::move(out));
   return absl::OkStatus();

@@ -528,6 +528,80 @@ absl::Status GlobalPoolRule(const NodeContext& context, OpInference* result) {
   return absl::OkStatus();
 }
 
+// ReduceSum/Prod/Max/Min of a folded input (shape arithmetic such as the
+// element count of Shape(x)[1:]): `axes` are normalized and sorted, `out`
+// is the reduced value's type. nullopt for the other reductions and for
+// integer results that overflow.
+std::optional<ConstantData> FoldReduce(absl::string_view op, const Value& x,
+                                       const Dims& axes, const Value& out) {
+  enum class Kind { kSum, kProd, kMax, kMin };
+  Kind kind;
+  if (op == "ReduceSum") {
+    kind = Kind::kSum;
+  } else if (op == "ReduceProd") {
+    kind = Kind::kProd;
+  } else if (op == "ReduceMax") {
+    kind = Kind::kMax;
+  } else if (op == "ReduceMin") {
+    kind = Kind::kMin;
+  } else {
+    return std::nullopt;
+  }
+  const int64_t count = out.type.num_elements();
+  if (count == 0) return std::nullopt;
+  const bool real = x.constant->is_real;
+  std::vector<double> reals(static_cast<size_t>(count));
+  std::vector<int64_t> ints(static_cast<size_t>(count));
+  std::vector<bool> seen(static_cast<size_t>(count), false);
+  std::vector<bool> reduced(x.type.dims.size(), false);
+  for (int64_t axis : axes) reduced[static_cast<size_t>(axis)] = true;
+  for (int64_t flat = 0; flat < x.constant->size(); ++flat) {
+    // The output element this input element reduces into: its coordinates
+    // with the reduced axes dropped, row-major.
+    int64_t rest = flat;
+    int64_t target = 0;
+    int64_t stride = 1;
+    for (int d = x.type.rank() - 1; d >= 0; --d) {
+      const int64_t coord = rest % x.type.dims[d];
+      rest /= x.type.dims[d];
+      if (reduced[d]) continue;
+      target += coord * stride;
+      stride *= x.type.dims[d];
+    }
+    const size_t t = static_cast<size_t>(target);
+    if (real) {
+      const double v = x.constant->reals[flat];
+      double& r = reals[t];
+      r = !seen[t]              ? v
+          : kind == Kind::kSum  ? r + v
+          : kind == Kind::kProd ? r * v
+          : kind == Kind::kMax  ? std::max(r, v)
+                                : std::min(r, v);
+    } else {
+      const int64_t v = x.constant->ints[flat];
+      int64_t& r = ints[t];
+      if (!seen[t]) {
+        r = v;
+      } else if (kind == Kind::kSum) {
+        if (__builtin_add_overflow(r, v, &r)) return std::nullopt;
+      } else if (kind == Kind::kProd) {
+        if (__builtin_mul_overflow(r, v, &r)) return std::nullopt;
+      } else {
+        r = kind == Kind::kMax ? std::max(r, v) : std::min(r, v);
+      }
+    }
+    seen[t] = true;
+  }
+  ConstantData data;
+  data.is_real = real;
+  if (real) {
+    data.reals = std::move(reals);
+  } else {
+    data.ints = std::move(ints);
+  }
+  return data;
+}
+
 absl::Status ReduceRule(const NodeContext& context, OpInference* result) {
   ASSIGN_OR_RETURN(const Value* x, context.RequiredInput(0, "data"));
   ASSIGN_OR_RETURN(std::optional<Dims> axes,
@@ -550,7 +624,12 @@ absl::Status ReduceRule(const NodeContext& context, OpInference* result) {
   std::sort(result->attributes.dimensions.begin(),
             result->attributes.dimensions.end());
   result->kind = OpKind::kReduce;
-  result->outputs.push_back(MakeValue(x->type.dtype, *std::move(out)));
+  Value value = MakeValue(x->type.dtype, *std::move(out));
+  if (x->constant.has_value() && Foldable(value)) {
+    value.constant = FoldReduce(context.node().op_type(), *x,
+                                result->attributes.dimensions, value);
+  }
+  result->outputs.push_back(std::move(value));
   return absl::OkStatus();
 }
 

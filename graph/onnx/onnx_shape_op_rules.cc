@@ -258,10 +258,22 @@ absl::Status SplitRule(const NodeContext& context, OpInference* result) {
   }
   result->kind = OpKind::kSlice;
   result->attributes.dimensions = {axis};
+  int64_t offset = 0;
   for (int64_t size : sizes) {
     Dims out = x->type.dims;
     out[axis] = size;
-    result->outputs.push_back(MakeValue(x->type.dtype, std::move(out)));
+    Value value = MakeValue(x->type.dtype, std::move(out));
+    // A split shape vector (Shape -> Split) folds piece by piece.
+    if (x->constant.has_value() && x->type.rank() == 1) {
+      ConstantData data;
+      data.is_real = x->constant->is_real;
+      for (int64_t i = 0; i < size; ++i) {
+        data.AppendFrom(*x->constant, offset + i);
+      }
+      value.constant = std::move(data);
+    }
+    offset += size;
+    result->outputs.push_back(std::move(value));
   }
   return absl::OkStatus();
 }
