@@ -183,32 +183,21 @@ bool IsComparison(BinaryOp op) {
 }
 
 std::optional<int64_t> FoldBinaryInt(BinaryOp op, int64_t a, int64_t b) {
-  int64_t r;
   switch (op) {
     case BinaryOp::kAdd:
-      if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-      return r;
+      return FoldIntBinary(IntBinaryOp::kAdd, a, b);
     case BinaryOp::kSub:
-      if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
-      return r;
+      return FoldIntBinary(IntBinaryOp::kSub, a, b);
     case BinaryOp::kMul:
-      if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-      return r;
+      return FoldIntBinary(IntBinaryOp::kMul, a, b);
     case BinaryOp::kDiv:
-      if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1)) {
-        return std::nullopt;
-      }
-      return a / b;
-    case BinaryOp::kMod: {
-      if (b == 0 || b == -1)
-        return b == -1 ? std::optional<int64_t>(0) : std::nullopt;
-      const int64_t m = a % b;
-      return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
-    }
+      return FoldIntBinary(IntBinaryOp::kTruncatingDiv, a, b);
+    case BinaryOp::kMod:
+      return FoldIntBinary(IntBinaryOp::kFlooringMod, a, b);
     case BinaryOp::kMax:
-      return std::max(a, b);
+      return FoldIntBinary(IntBinaryOp::kMax, a, b);
     case BinaryOp::kMin:
-      return std::min(a, b);
+      return FoldIntBinary(IntBinaryOp::kMin, a, b);
     case BinaryOp::kEqual:
       return a == b;
     case BinaryOp::kLess:

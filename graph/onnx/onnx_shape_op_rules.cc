@@ -319,23 +319,13 @@ absl::Status SliceRule(const NodeContext& context, OpInference* result) {
       return absl::InvalidArgumentError("has an invalid step");
     }
     const int64_t dim = x->type.dims[axis];
-    int64_t start = (*starts)[i];
-    int64_t end = (*ends)[i];
-    if (start < 0) start = start < -dim ? -1 : start + dim;
-    if (end < 0) end = end < -dim ? -1 : end + dim;
+    const ResolvedSlice slice =
+        ResolveSlice(dim, (*starts)[i], (*ends)[i], step);
+    const int64_t start = slice.start;
+    const int64_t count = slice.count;
     // A step longer than the dimension takes one element, like dim + 1;
-    // bounding it keeps the arithmetic below from overflowing.
+    // bounding it keeps the limit arithmetic below from overflowing.
     const int64_t stride = std::min<int64_t>(step > 0 ? step : -step, dim + 1);
-    int64_t count;
-    if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      count = end > start ? (end - start + stride - 1) / stride : 0;
-    } else {
-      start = std::clamp<int64_t>(start, -1, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      count = start > end ? (start - end + stride - 1) / stride : 0;
-    }
     out[axis] = count;
     if (step > 0) {
       (*attrs.mutable_slice_starts())[axis] = start;

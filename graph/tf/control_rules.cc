@@ -86,7 +86,7 @@ absl::Status ConstRule(RuleContext& ctx) {
   if (!out.shape.fully_known()) {
     return ctx.Error("constant tensor has an unknown dimension");
   }
-  std::optional<int64_t> n = NumElements(out.shape);
+  std::optional<int64_t> n = KnownNumElements(out.shape);
   if (n.has_value()) out.value = IntTensorValues(tensor, *n);
   return absl::OkStatus();
 }

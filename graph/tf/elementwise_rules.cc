@@ -17,11 +17,28 @@
 namespace gopt::graph::tf {
 namespace {
 
-// Elementwise arithmetic on folded integer values (scalars broadcast).
+// The shared integer operation a TF binary op folds with, or nullopt for
+// ops whose values are not folded.
+std::optional<IntBinaryOp> FoldedIntOp(absl::string_view op) {
+  if (op == "Add" || op == "AddV2") return IntBinaryOp::kAdd;
+  if (op == "Sub") return IntBinaryOp::kSub;
+  if (op == "Mul") return IntBinaryOp::kMul;
+  if (op == "Div" || op == "TruncateDiv") return IntBinaryOp::kTruncatingDiv;
+  if (op == "FloorDiv") return IntBinaryOp::kFlooringDiv;
+  if (op == "FloorMod") return IntBinaryOp::kFlooringMod;
+  if (op == "Maximum") return IntBinaryOp::kMax;
+  if (op == "Minimum") return IntBinaryOp::kMin;
+  return std::nullopt;
+}
+
+// Elementwise arithmetic on folded integer values (scalars broadcast);
+// elements that are unknown or do not fold (overflow, division by zero)
+// become kUnknownValue.
 std::optional<std::vector<int64_t>> FoldBinary(absl::string_view op,
                                                const TensorInfo& a,
                                                const TensorInfo& b) {
   if (!a.value.has_value() || !b.value.has_value()) return std::nullopt;
+  const std::optional<IntBinaryOp> int_op = FoldedIntOp(op);
   const std::vector<int64_t>& x = *a.value;
   const std::vector<int64_t>& y = *b.value;
   if (x.size() != y.size() && x.size() != 1 && y.size() != 1) {
@@ -33,33 +50,10 @@ std::optional<std::vector<int64_t>> FoldBinary(absl::string_view op,
     const int64_t p = x[x.size() == 1 ? 0 : i];
     const int64_t q = y[y.size() == 1 ? 0 : i];
     if (p == kUnknownValue || q == kUnknownValue) continue;
-    if (op == "Add" || op == "AddV2") {
-      out[i] = SatAdd(p, q);
-    } else if (op == "Sub") {
-      out[i] = SatAdd(p, -q);
-    } else if (op == "Mul") {
-      out[i] = SatMul(p, q);
-    } else if (op == "FloorDiv" || op == "Div" || op == "TruncateDiv") {
-      if (q == 0 || (p == std::numeric_limits<int64_t>::min() && q == -1)) {
-        continue;
-      }
-      int64_t r = p / q;
-      if (op == "FloorDiv" && (p % q != 0) && ((p < 0) != (q < 0))) --r;
-      out[i] = r;
-    } else if (op == "FloorMod") {
-      if (q == 0 || (p == std::numeric_limits<int64_t>::min() && q == -1)) {
-        continue;
-      }
-      int64_t r = p % q;
-      if (r != 0 && ((r < 0) != (q < 0))) r += q;
-      out[i] = r;
-    } else if (op == "Maximum") {
-      out[i] = std::max(p, q);
-    } else if (op == "Minimum") {
-      out[i] = std::min(p, q);
-    } else {
-      return std::nullopt;
-    }
+    // Ops that do not fold still give an all-unknown value of the right
+    // length when no element is known.
+    if (!int_op.has_value()) return std::nullopt;
+    out[i] = FoldIntBinary(*int_op, p, q).value_or(kUnknownValue);
   }
   return out;
 }
@@ -92,7 +86,7 @@ absl::Status CastRule(RuleContext& ctx) {
 }
 
 absl::Status BinaryRule(RuleContext& ctx) {
-  auto shape = BroadcastPartial(ctx.In(0).shape, ctx.In(1).shape);
+  auto shape = BroadcastPartialShapes(ctx.In(0).shape, ctx.In(1).shape);
   if (!shape.ok()) return ctx.Annotated(shape.status());
   SetAll(ctx, DefaultDType(ctx), *shape);
   ctx.out[0].value = FoldBinary(ctx.node.op(), ctx.In(0), ctx.In(1));
@@ -100,7 +94,7 @@ absl::Status BinaryRule(RuleContext& ctx) {
 }
 
 absl::Status CompareRule(RuleContext& ctx) {
-  auto shape = BroadcastPartial(ctx.In(0).shape, ctx.In(1).shape);
+  auto shape = BroadcastPartialShapes(ctx.In(0).shape, ctx.In(1).shape);
   if (!shape.ok()) return ctx.Annotated(shape.status());
   SetAll(ctx, DType::kPred, *shape);
   return absl::OkStatus();
@@ -113,7 +107,7 @@ absl::Status BroadcastAllRule(RuleContext& ctx) {
   const int first = select ? 1 : 0;
   PartialShape shape = ctx.In(first).shape;
   for (int i = first + 1; i < ctx.num_inputs(); ++i) {
-    auto merged = BroadcastPartial(shape, ctx.In(i).shape);
+    auto merged = BroadcastPartialShapes(shape, ctx.In(i).shape);
     if (!merged.ok()) return ctx.Annotated(merged.status());
     shape = *merged;
   }
@@ -129,11 +123,12 @@ absl::Status BiasAddRule(RuleContext& ctx) {
   const PartialShape& x = ctx.In(0).shape;
   const PartialShape& b = ctx.In(1).shape;
   if (b.rank_known && b.dims.size() != 1) {
-    return ctx.Error(absl::StrCat("bias must be rank 1, is ", DimsString(b)));
+    return ctx.Error(
+        absl::StrCat("bias must be rank 1, is ", PartialShapeString(b)));
   }
   if (x.rank_known && x.dims.size() < 2) {
     return ctx.Error(
-        absl::StrCat("input must have rank >= 2, is ", DimsString(x)));
+        absl::StrCat("input must have rank >= 2, is ", PartialShapeString(x)));
   }
   PartialShape out = x;
   ASSIGN_OR_RETURN(std::string format,

@@ -55,16 +55,15 @@ absl::StatusOr<int64_t> WindowOutput(const RuleContext& ctx,
     return static_cast<int64_t>((static_cast<__int128>(input) + stride - 1) /
                                 stride);
   }
-  const __int128 effective = static_cast<__int128>(window - 1) * dilation + 1;
-  const __int128 padded = static_cast<__int128>(input) + pad_low + pad_high;
-  if (padded < effective) {
-    return ctx.Error(absl::StrCat("window of size ", window, " (dilation ",
-                                  dilation, ") does not fit input of size ",
-                                  input));
-  }
-  const __int128 out = (padded - effective) / stride + 1;
-  if (out > kMaxTensorBytes) return ctx.Error("output dimension too large");
-  return static_cast<int64_t>(out);
+  WindowDimension dimension;
+  dimension.size = window;
+  dimension.stride = stride;
+  dimension.window_dilation = dilation;
+  dimension.padding_low = pad_low;
+  dimension.padding_high = pad_high;
+  absl::StatusOr<int64_t> size = PartialWindowedOutputSize(input, dimension);
+  if (!size.ok()) return ctx.Annotated(size.status());
+  return *size;
 }
 
 absl::StatusOr<std::string> PaddingAttr(const RuleContext& ctx) {
@@ -94,8 +93,9 @@ absl::Status ConvRule(RuleContext& ctx) {
   const PartialShape& k = ctx.In(1).shape;
   if ((x.rank_known && x.dims.size() != 4) ||
       (k.rank_known && k.dims.size() != 4)) {
-    return ctx.Error(absl::StrCat("input ", DimsString(x), " and filter ",
-                                  DimsString(k), " must have rank 4"));
+    return ctx.Error(absl::StrCat("input ", PartialShapeString(x),
+                                  " and filter ", PartialShapeString(k),
+                                  " must have rank 4"));
   }
   const bool depthwise = absl::StrContains(ctx.node.op(), "Depthwise");
   PartialShape out = PartialShape::OfRank(4);
@@ -150,7 +150,7 @@ absl::Status PoolRule(RuleContext& ctx) {
   const PartialShape& x = ctx.In(0).shape;
   if (x.rank_known && x.dims.size() != 4) {
     return ctx.Error(
-        absl::StrCat("input must have rank 4, is ", DimsString(x)));
+        absl::StrCat("input must have rank 4, is ", PartialShapeString(x)));
   }
   PartialShape out = PartialShape::OfRank(4);
   if (x.rank_known) {
@@ -172,8 +172,8 @@ absl::Status MatMulRule(RuleContext& ctx) {
   const PartialShape& b = ctx.In(1).shape;
   if ((a.rank_known && a.dims.size() != 2) ||
       (b.rank_known && b.dims.size() != 2)) {
-    return ctx.Error(absl::StrCat("operands ", DimsString(a), " and ",
-                                  DimsString(b), " must have rank 2"));
+    return ctx.Error(absl::StrCat("operands ", PartialShapeString(a), " and ",
+                                  PartialShapeString(b), " must have rank 2"));
   }
   PartialShape out = PartialShape::OfRank(2);
   if (a.rank_known) out.dims[0] = a.dims[ta ? 1 : 0];
@@ -182,8 +182,9 @@ absl::Status MatMulRule(RuleContext& ctx) {
     const int64_t ka = a.dims[ta ? 0 : 1];
     const int64_t kb = b.dims[tb ? 1 : 0];
     if (ka >= 0 && kb >= 0 && ka != kb) {
-      return ctx.Error(absl::StrCat("inner dimensions differ: ", DimsString(a),
-                                    " x ", DimsString(b)));
+      return ctx.Error(
+          absl::StrCat("inner dimensions differ: ", PartialShapeString(a),
+                       " x ", PartialShapeString(b)));
     }
   }
   SetAll(ctx, DefaultDType(ctx), out);
@@ -201,8 +202,9 @@ absl::Status BatchMatMulRule(RuleContext& ctx) {
     return absl::OkStatus();
   }
   if (a.dims.size() < 2 || b.dims.size() < 2) {
-    return ctx.Error(absl::StrCat("operands ", DimsString(a), " and ",
-                                  DimsString(b), " must have rank >= 2"));
+    return ctx.Error(absl::StrCat("operands ", PartialShapeString(a), " and ",
+                                  PartialShapeString(b),
+                                  " must have rank >= 2"));
   }
   const size_t ra = a.dims.size();
   const size_t rb = b.dims.size();
@@ -211,14 +213,15 @@ absl::Status BatchMatMulRule(RuleContext& ctx) {
   const int64_t kb = b.dims[adj_y ? rb - 1 : rb - 2];
   const int64_t n = b.dims[adj_y ? rb - 2 : rb - 1];
   if (ka >= 0 && kb >= 0 && ka != kb) {
-    return ctx.Error(absl::StrCat("inner dimensions differ: ", DimsString(a),
-                                  " x ", DimsString(b)));
+    return ctx.Error(
+        absl::StrCat("inner dimensions differ: ", PartialShapeString(a), " x ",
+                     PartialShapeString(b)));
   }
   PartialShape batch_a = PartialShape::Known(
       std::vector<int64_t>(a.dims.begin(), a.dims.end() - 2));
   PartialShape batch_b = PartialShape::Known(
       std::vector<int64_t>(b.dims.begin(), b.dims.end() - 2));
-  auto batch = BroadcastPartial(batch_a, batch_b);
+  auto batch = BroadcastPartialShapes(batch_a, batch_b);
   if (!batch.ok()) return ctx.Annotated(batch.status());
   PartialShape out = *batch;
   out.dims.push_back(m);
@@ -232,7 +235,7 @@ absl::Status FusedBatchNormRule(RuleContext& ctx) {
   const PartialShape& x = ctx.In(0).shape;
   if (x.rank_known && x.dims.size() != 4) {
     return ctx.Error(
-        absl::StrCat("input must have rank 4, is ", DimsString(x)));
+        absl::StrCat("input must have rank 4, is ", PartialShapeString(x)));
   }
   int64_t channels = kUnknownDim;
   if (x.rank_known) channels = x.dims[layout.feature];
@@ -299,7 +302,7 @@ absl::Status ResizeRule(RuleContext& ctx) {
                                                        : DType::kF32;
   if (x.rank_known && x.dims.size() != 4) {
     return ctx.Error(
-        absl::StrCat("images must have rank 4, is ", DimsString(x)));
+        absl::StrCat("images must have rank 4, is ", PartialShapeString(x)));
   }
   out.shape = PartialShape::OfRank(4);
   if (x.rank_known) {
@@ -343,7 +346,7 @@ absl::Status AudioSpectrogramRule(RuleContext& ctx) {
   const PartialShape& x = ctx.In(0).shape;
   if (x.rank_known && x.dims.size() != 2) {
     return ctx.Error(
-        absl::StrCat("input must have rank 2, is ", DimsString(x)));
+        absl::StrCat("input must have rank 2, is ", PartialShapeString(x)));
   }
   int64_t fft = 1;
   while (fft < window) fft *= 2;
@@ -364,8 +367,8 @@ absl::Status MfccRule(RuleContext& ctx) {
                    IntAttr(ctx.node, "dct_coefficient_count", 13));
   const PartialShape& x = ctx.In(0).shape;
   if (x.rank_known && x.dims.size() != 3) {
-    return ctx.Error(
-        absl::StrCat("spectrogram must have rank 3, is ", DimsString(x)));
+    return ctx.Error(absl::StrCat("spectrogram must have rank 3, is ",
+                                  PartialShapeString(x)));
   }
   PartialShape out = PartialShape::Known({kUnknownDim, kUnknownDim, count});
   if (count < 0) return ctx.Error("negative dct_coefficient_count");

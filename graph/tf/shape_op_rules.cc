@@ -49,7 +49,7 @@ absl::Status SizeRule(RuleContext& ctx) {
     }
     return absl::OkStatus();
   }
-  std::optional<int64_t> n = NumElements(ctx.In(0).shape);
+  std::optional<int64_t> n = KnownNumElements(ctx.In(0).shape);
   out.value = std::vector<int64_t>{n.has_value() ? *n : kUnknownValue};
   return absl::OkStatus();
 }
@@ -67,7 +67,7 @@ absl::Status ReshapeRule(RuleContext& ctx) {
   out.shape = ShapeFromValue(target);
   if (!target.value.has_value() || !out.shape.rank_known) {
     if (out.shape.rank_known && out.shape.dims.size() == 1) {
-      std::optional<int64_t> n = NumElements(ctx.In(0).shape);
+      std::optional<int64_t> n = KnownNumElements(ctx.In(0).shape);
       if (n.has_value()) out.shape.dims[0] = *n;
     }
     return absl::OkStatus();
@@ -88,7 +88,7 @@ absl::Status ReshapeRule(RuleContext& ctx) {
       product = SatMul(product, v);
     }
   }
-  std::optional<int64_t> n = NumElements(ctx.In(0).shape);
+  std::optional<int64_t> n = KnownNumElements(ctx.In(0).shape);
   if (unknown || !n.has_value()) {
     // With a single unknown entry the element count still fixes it.
     int missing = -1;
@@ -107,13 +107,13 @@ absl::Status ReshapeRule(RuleContext& ctx) {
   if (inferred >= 0) {
     if (product == 0 || *n % product != 0) {
       return ctx.Error(absl::StrCat("cannot reshape ", *n, " elements into ",
-                                    DimsString(out.shape)));
+                                    PartialShapeString(out.shape)));
     }
     out.shape.dims[inferred] = *n / product;
   } else if (product != *n) {
     return ctx.Error(absl::StrCat("cannot reshape ", *n, " elements (",
-                                  DimsString(ctx.In(0).shape), ") into ",
-                                  DimsString(out.shape)));
+                                  PartialShapeString(ctx.In(0).shape),
+                                  ") into ", PartialShapeString(out.shape)));
   }
   return absl::OkStatus();
 }
@@ -144,8 +144,8 @@ absl::Status SqueezeRule(RuleContext& ctx) {
     }
     const int64_t a = axis < 0 ? axis + rank : axis;
     if (x.dims[a] > 1 || x.dims[a] == 0) {
-      return ctx.Error(
-          absl::StrCat("cannot squeeze dimension ", a, " of ", DimsString(x)));
+      return ctx.Error(absl::StrCat("cannot squeeze dimension ", a, " of ",
+                                    PartialShapeString(x)));
     }
     drop[a] = true;
   }
@@ -193,21 +193,9 @@ absl::Status TransposeRule(RuleContext& ctx) {
     out.shape = PartialShape::OfRank(static_cast<int64_t>(x.dims.size()));
     return absl::OkStatus();
   }
-  if (perm->size() != x.dims.size()) {
-    return ctx.Error(absl::StrCat("permutation of length ", perm->size(),
-                                  " for rank ", x.dims.size()));
-  }
-  std::vector<bool> seen(x.dims.size(), false);
-  out.shape = PartialShape::OfRank(static_cast<int64_t>(x.dims.size()));
-  for (size_t i = 0; i < perm->size(); ++i) {
-    const int64_t p = (*perm)[i];
-    if (p < 0 || p >= static_cast<int64_t>(x.dims.size()) || seen[p]) {
-      return ctx.Error(absl::StrCat("[", absl::StrJoin(*perm, ","),
-                                    "] is not a permutation"));
-    }
-    seen[p] = true;
-    out.shape.dims[i] = x.dims[p];
-  }
+  absl::StatusOr<PartialShape> shape = TransposePartialShape(x, *perm);
+  if (!shape.ok()) return ctx.Annotated(shape.status());
+  out.shape = *std::move(shape);
   return absl::OkStatus();
 }
 
@@ -308,7 +296,7 @@ absl::Status PackRule(RuleContext& ctx) {
   if (a == 0) {
     std::vector<int64_t> value;
     for (const TensorInfo* part : ctx.in) {
-      std::optional<int64_t> n = NumElements(part->shape);
+      std::optional<int64_t> n = KnownNumElements(part->shape);
       if (part->value.has_value()) {
         value.insert(value.end(), part->value->begin(), part->value->end());
       } else if (n.has_value() && *n <= kMaxFoldedElements) {
@@ -407,25 +395,14 @@ absl::Status SplitRule(RuleContext& ctx) {
   return absl::OkStatus();
 }
 
-// Resolves one StridedSlice dimension (TF semantics, clamped bounds).
+// Resolves one StridedSlice dimension; a masked bound is open.
 int64_t SliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride,
                     bool begin_masked, bool end_masked) {
-  if (stride > 0) {
-    int64_t b = begin_masked ? 0 : (begin < 0 ? begin + dim : begin);
-    int64_t e = end_masked ? dim : (end < 0 ? end + dim : end);
-    b = std::clamp<int64_t>(b, 0, dim);
-    e = std::clamp<int64_t>(e, 0, dim);
-    if (e <= b) return 0;
-    return static_cast<int64_t>((static_cast<__int128>(e) - b + stride - 1) /
-                                stride);
-  }
-  int64_t b = begin_masked ? dim - 1 : (begin < 0 ? begin + dim : begin);
-  int64_t e = end_masked ? -1 : (end < 0 ? end + dim : end);
-  b = std::clamp<int64_t>(b, -1, dim - 1);
-  e = std::clamp<int64_t>(e, -1, dim - 1);
-  if (b <= e) return 0;
-  const __int128 s = -static_cast<__int128>(stride);
-  return static_cast<int64_t>((static_cast<__int128>(b) - e + s - 1) / s);
+  constexpr int64_t kOpenHigh = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kOpenLow = std::numeric_limits<int64_t>::min();
+  const int64_t first = !begin_masked ? begin : stride > 0 ? 0 : kOpenHigh;
+  const int64_t last = !end_masked ? end : stride > 0 ? kOpenHigh : kOpenLow;
+  return ResolveSlice(dim, first, last, stride).count;
 }
 
 absl::Status StridedSliceRule(RuleContext& ctx) {
@@ -645,22 +622,11 @@ absl::Status ReduceRule(RuleContext& ctx) {
     }
     return absl::OkStatus();
   }
-  std::vector<bool> reduced(x.dims.size(), false);
-  for (int64_t axis : *axes) {
-    if (axis < -rank || axis >= rank) {
-      return ctx.Error(absl::StrCat("reduction axis ", axis,
-                                    " is out of range for rank ", rank));
-    }
-    reduced[axis < 0 ? axis + rank : axis] = true;
+  absl::StatusOr<PartialShape> shape = ReducePartialShape(x, *axes, keep_dims);
+  if (!shape.ok()) {
+    return ctx.Error(absl::StrCat("reduction ", shape.status().message()));
   }
-  out.shape = PartialShape::Known({});
-  for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced[d]) {
-      out.shape.dims.push_back(x.dims[d]);
-    } else if (keep_dims) {
-      out.shape.dims.push_back(1);
-    }
-  }
+  out.shape = *std::move(shape);
   if (op == "Prod" && rank == 1 && !keep_dims && ctx.In(0).value.has_value()) {
     int64_t product = 1;
     for (int64_t v : *ctx.In(0).value) {
@@ -676,7 +642,7 @@ absl::Status FillRule(RuleContext& ctx) {
   TensorInfo& out = ctx.out[0];
   out.dtype = AttrOr(ctx, "T", ctx.In(1).dtype);
   out.shape = ShapeFromValue(ctx.In(0));
-  std::optional<int64_t> n = NumElements(out.shape);
+  std::optional<int64_t> n = KnownNumElements(out.shape);
   if (n.has_value() && *n <= kMaxFoldedElements) {
     std::optional<int64_t> v = ScalarValue(ctx.In(1));
     out.value = std::vector<int64_t>(*n, v.has_value() ? *v : kUnknownValue);
@@ -689,7 +655,7 @@ absl::Status BroadcastToRule(RuleContext& ctx) {
   out.dtype = DefaultDType(ctx);
   out.shape = ShapeFromValue(ctx.In(1));
   if (out.shape.rank_known) {
-    auto merged = BroadcastPartial(ctx.In(0).shape, out.shape);
+    auto merged = BroadcastPartialShapes(ctx.In(0).shape, out.shape);
     if (merged.ok() && merged->rank_known &&
         merged->dims.size() == out.shape.dims.size()) {
       out.shape = *merged;
@@ -827,7 +793,7 @@ absl::Status WhereRule(RuleContext& ctx) {
   TensorInfo& out = ctx.out[0];
   out.dtype = DType::kS64;
   if (ctx.num_inputs() > 1) {
-    auto shape = BroadcastPartial(ctx.In(1).shape, ctx.In(2).shape);
+    auto shape = BroadcastPartialShapes(ctx.In(1).shape, ctx.In(2).shape);
     if (!shape.ok()) return ctx.Annotated(shape.status());
     out.dtype = DefaultDType(ctx);
     out.shape = *shape;

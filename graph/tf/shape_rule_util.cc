@@ -34,20 +34,6 @@ int64_t SatMul(int64_t a, int64_t b) {
                                           : r;
 }
 
-std::string DimsString(const PartialShape& shape) {
-  if (!shape.rank_known) return "<unknown rank>";
-  std::vector<std::string> parts;
-  for (int64_t d : shape.dims) parts.push_back(d < 0 ? "?" : absl::StrCat(d));
-  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
-}
-
-std::optional<int64_t> NumElements(const PartialShape& shape) {
-  if (!shape.fully_known()) return std::nullopt;
-  int64_t n = 1;
-  for (int64_t d : shape.dims) n = SatMul(n, d);
-  return n;
-}
-
 std::optional<std::vector<int64_t>> KnownValues(const TensorInfo& info) {
   if (!info.value.has_value()) return std::nullopt;
   for (int64_t v : *info.value) {
@@ -99,34 +85,6 @@ void SetAll(RuleContext& ctx, DType dtype, const PartialShape& shape) {
     out.dtype = dtype;
     out.shape = shape;
   }
-}
-
-absl::StatusOr<PartialShape> BroadcastPartial(const PartialShape& a,
-                                              const PartialShape& b) {
-  if (!a.rank_known || !b.rank_known) return PartialShape::UnknownRank();
-  const size_t rank = std::max(a.dims.size(), b.dims.size());
-  PartialShape out = PartialShape::OfRank(static_cast<int64_t>(rank));
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t x =
-        i < rank - a.dims.size() ? 1 : a.dims[i - (rank - a.dims.size())];
-    const int64_t y =
-        i < rank - b.dims.size() ? 1 : b.dims[i - (rank - b.dims.size())];
-    if (x >= 0 && y >= 0) {
-      if (x != y && x != 1 && y != 1) {
-        return absl::InvalidArgumentError(absl::StrCat("shapes ", DimsString(a),
-                                                       " and ", DimsString(b),
-                                                       " do not broadcast"));
-      }
-      out.dims[i] = x == 1 ? y : x;
-    } else if (x < 0 && y < 0) {
-      out.dims[i] = kUnknownDim;
-    } else {
-      // An unknown size against a known size above 1 must broadcast to it.
-      const int64_t known = x < 0 ? y : x;
-      out.dims[i] = known == 1 ? kUnknownDim : known;
-    }
-  }
-  return out;
 }
 
 PartialShape ShapeFromValue(const TensorInfo& info) {

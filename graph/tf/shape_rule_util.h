@@ -70,12 +70,6 @@ void AddControlFlowRules(RuleTable& rules);
 int64_t SatAdd(int64_t a, int64_t b);
 int64_t SatMul(int64_t a, int64_t b);
 
-// "[2,?,4]", or "<unknown rank>".
-std::string DimsString(const PartialShape& shape);
-
-// The element count of a fully known shape (saturating), else nullopt.
-std::optional<int64_t> NumElements(const PartialShape& shape);
-
 // The folded value when every element is known, else nullopt.
 std::optional<std::vector<int64_t>> KnownValues(const TensorInfo& info);
 
@@ -96,12 +90,6 @@ DType DefaultDType(const RuleContext& ctx);
 
 // Gives every output `dtype` and `shape`.
 void SetAll(RuleContext& ctx, DType dtype, const PartialShape& shape);
-
-// NumPy broadcasting over partial shapes: an unknown dim against a known dim
-// above 1 takes the known size. InvalidArgument when two known sizes
-// conflict; unknown rank when either rank is unknown.
-absl::StatusOr<PartialShape> BroadcastPartial(const PartialShape& a,
-                                              const PartialShape& b);
 
 // A shape given as the value of a 1-D tensor (Reshape, Fill, BroadcastTo):
 // negative or unknown entries become unknown dims.

@@ -35,21 +35,6 @@ int TensorListMinInputs(absl::string_view op) {
 
 }  // namespace
 
-PartialShape MergeShapes(const PartialShape& a, const PartialShape& b) {
-  if (!a.rank_known) return b;
-  if (!b.rank_known) return a;
-  if (a.dims.size() != b.dims.size()) return PartialShape::UnknownRank();
-  PartialShape out = a;
-  for (size_t i = 0; i < a.dims.size(); ++i) {
-    if (a.dims[i] < 0) {
-      out.dims[i] = b.dims[i];
-    } else if (b.dims[i] >= 0 && b.dims[i] != a.dims[i]) {
-      out.dims[i] = kUnknownDim;
-    }
-  }
-  return out;
-}
-
 absl::StatusOr<std::optional<int>> KnownOutputCount(
     const tensorflow::NodeDef& node, int max_outputs) {
   const std::string& op = node.op();
@@ -132,7 +117,7 @@ absl::StatusOr<std::vector<TensorInfo>> InferOutputs(
       }
     }
     if (out.value.has_value()) {
-      std::optional<int64_t> n = NumElements(out.shape);
+      std::optional<int64_t> n = KnownNumElements(out.shape);
       if (static_cast<int64_t>(out.value->size()) > kMaxFoldedElements ||
           (n.has_value() && *n != static_cast<int64_t>(out.value->size()))) {
         out.value.reset();

@@ -15,10 +15,6 @@
 
 namespace gopt::graph::tf {
 
-// Marks an element of a folded value that is not known (a TF.js weight, a
-// dimension that is itself unknown).
-inline constexpr int64_t kUnknownValue = std::numeric_limits<int64_t>::min();
-
 // What inference knows about one tensor of a GraphDef: its element type, a
 // possibly partial shape, for small integer tensors their contents (so that
 // shape arithmetic such as Shape -> StridedSlice -> Pack -> Reshape folds),
@@ -32,11 +28,6 @@ struct TensorInfo {
   // The element shape of a TensorArray or TensorList this handle refers to.
   std::optional<PartialShape> element_shape;
 };
-
-// Combines two descriptions of the same tensor: dimensions known in one and
-// unknown in the other take the known size; sizes that disagree become
-// unknown. Used for `_output_shapes`, TF.js hints and loop Merge nodes.
-PartialShape MergeShapes(const PartialShape& a, const PartialShape& b);
 
 // Infers the outputs of `node` (exactly `num_outputs` of them) from its data
 // inputs. Returns InvalidArgument naming the node when the inputs contradict
