@@ -141,9 +141,21 @@ ConvolutionDimensions NchwDimensions(int64_t spatial) {
   return dims;
 }
 
-absl::Status ConvRule(const NodeContext& context, OpInference* result) {
-  ASSIGN_OR_RETURN(const Value* x, context.RequiredInput(0, "X"));
-  ASSIGN_OR_RETURN(const Value* w, context.RequiredInput(1, "W"));
+// What Conv and ConvTranspose read alike: X and W of the same rank (at
+// least 3), the window attributes and the group count.
+struct ConvOperands {
+  const Value* x = nullptr;
+  const Value* w = nullptr;
+  SpatialWindow window;
+  int64_t group = 1;
+};
+
+absl::StatusOr<ConvOperands> ReadConvOperands(const NodeContext& context) {
+  ConvOperands operands;
+  ASSIGN_OR_RETURN(operands.x, context.RequiredInput(0, "X"));
+  ASSIGN_OR_RETURN(operands.w, context.RequiredInput(1, "W"));
+  const Value* x = operands.x;
+  const Value* w = operands.w;
   RETURN_IF_ERROR(RequireRank(x, "X", 3, -1));
   if (w->type.rank() != x->type.rank()) {
     return absl::InvalidArgumentError(
@@ -151,13 +163,24 @@ absl::Status ConvRule(const NodeContext& context, OpInference* result) {
                      w->type.rank(), " for a rank-", x->type.rank(), " input"));
   }
   const int64_t rank = x->type.rank();
-  const int64_t spatial = rank - 2;
   const Dims kernel(w->type.dims.begin() + 2, w->type.dims.end());
-  ASSIGN_OR_RETURN(SpatialWindow window,
-                   ReadWindow(context, spatial, rank, kernel));
-  ASSIGN_OR_RETURN(int64_t group, context.Int("group", 1));
-  RETURN_IF_ERROR(CheckRange(group, 1, std::max<int64_t>(1, x->type.dims[1]),
+  ASSIGN_OR_RETURN(operands.window,
+                   ReadWindow(context, rank - 2, rank, kernel));
+  ASSIGN_OR_RETURN(operands.group, context.Int("group", 1));
+  RETURN_IF_ERROR(CheckRange(operands.group, 1,
+                             std::max<int64_t>(1, x->type.dims[1]),
                              "attribute 'group'"));
+  return operands;
+}
+
+absl::Status ConvRule(const NodeContext& context, OpInference* result) {
+  ASSIGN_OR_RETURN(ConvOperands operands, ReadConvOperands(context));
+  const Value* x = operands.x;
+  const Value* w = operands.w;
+  const int64_t rank = x->type.rank();
+  const int64_t spatial = rank - 2;
+  SpatialWindow& window = operands.window;
+  const int64_t group = operands.group;
   const Dims input_spatial(x->type.dims.begin() + 2, x->type.dims.end());
   ApplyAutoPad(input_spatial, &window);
   OpAttributes& attrs = result->attributes;
@@ -195,22 +218,13 @@ absl::Status ConvRule(const NodeContext& context, OpInference* result) {
 // [C/group, M, k...] so that group counts work as for Conv.
 absl::Status ConvTransposeRule(const NodeContext& context,
                                OpInference* result) {
-  ASSIGN_OR_RETURN(const Value* x, context.RequiredInput(0, "X"));
-  ASSIGN_OR_RETURN(const Value* w, context.RequiredInput(1, "W"));
-  RETURN_IF_ERROR(RequireRank(x, "X", 3, -1));
-  if (w->type.rank() != x->type.rank()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input 'W' has type ", w->type.ToString(), " for a rank-",
-                     x->type.rank(), " input"));
-  }
+  ASSIGN_OR_RETURN(ConvOperands operands, ReadConvOperands(context));
+  const Value* x = operands.x;
+  const Value* w = operands.w;
   const int64_t rank = x->type.rank();
   const int64_t spatial = rank - 2;
-  const Dims kernel(w->type.dims.begin() + 2, w->type.dims.end());
-  ASSIGN_OR_RETURN(SpatialWindow window,
-                   ReadWindow(context, spatial, rank, kernel));
-  ASSIGN_OR_RETURN(int64_t group, context.Int("group", 1));
-  RETURN_IF_ERROR(CheckRange(group, 1, std::max<int64_t>(1, x->type.dims[1]),
-                             "attribute 'group'"));
+  SpatialWindow& window = operands.window;
+  const int64_t group = operands.group;
   const int64_t in_channels = x->type.dims[1];
   if (w->type.dims[0] != in_channels || in_channels % group != 0) {
     return absl::InvalidArgumentError(
