@@ -2,13 +2,13 @@
 #define GOPT_GRAPH_TF_SHAPE_RULES_H_
 
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "graph/shape_inference.h"
 #include "graph/tensor_type.h"
 #include "graph/tf/attr_util.h"
 #include "tensorflow/graph.pb.h"
@@ -16,9 +16,10 @@
 namespace gopt::graph::tf {
 
 // What inference knows about one tensor of a GraphDef: its element type, a
-// possibly partial shape, for small integer tensors their contents (so that
-// shape arithmetic such as Shape -> StridedSlice -> Pack -> Reshape folds),
-// and for TensorArray / TensorList handles the shape of one element.
+// possibly partial shape (graph/shape_inference.h), for small integer tensors
+// their contents (so that shape arithmetic such as Shape -> StridedSlice ->
+// Pack -> Reshape folds), and for TensorArray / TensorList handles the shape of
+// one element.
 struct TensorInfo {
   DType dtype = DType::kInvalid;
   PartialShape shape;
