@@ -7,12 +7,18 @@
 #include <iostream>
 
 #include "client/command_line.h"
+#include "glog/logging.h"
 #include "policy/go/go_model.h"
 
 int main(int argc, char** argv) {
   // Corrupt protobuf input makes libprotobuf log (e.g. invalid UTF-8) before
   // the importer returns its own precise error; keep stderr to that one line.
   google::protobuf::SetLogHandler(nullptr);
+  // LibTorch logs through glog: to stderr, warnings and worse only, and
+  // without glog's "Logging before InitGoogleLogging()" notice.
+  FLAGS_logtostderr = true;
+  FLAGS_minloglevel = google::GLOG_WARNING;
+  google::InitGoogleLogging(argv[0]);
   // optimize and bench fine-tune the GO network in-process (see
   // KeepFreedMemory: a PPO step on an 85k-node graph takes 3x as long
   // without it).
