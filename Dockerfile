@@ -29,6 +29,7 @@ COPY scripts/install-deps.sh scripts/install-deps.sh
 RUN ./scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY cmake cmake
+COPY util util
 COPY proto proto
 COPY graph graph
 COPY simulator simulator

@@ -10,14 +10,17 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/bench.h"
-#include "client/flag_set.h"
 #include "graph/status_macros.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/generators/generators.h"
+#include "util/command_table.h"
+#include "util/flag_set.h"
 
 namespace gopt::client {
 namespace {
+
+using util::FlagSet;
 
 constexpr char kOverview[] =
     R"(gopt: optimize ML computation graphs for ML compilers.
@@ -26,7 +29,7 @@ usage: gopt COMMAND [FLAGS] [FILE]
        gopt help COMMAND   (or gopt COMMAND --help): the command's flags
 
 commands:
-%s
+{commands}
 FILE formats (sniffed, or --format): XLA HLO text (hlo), HloModuleProto
 (hlo-proto), ONNX (onnx), TensorFlow GraphDef binary/text (graphdef),
 TF.js model.json (tfjs), gopt.v1.Graph binary/JSON (gopt), TpuGraphs
@@ -474,101 +477,63 @@ absl::Status Finish(std::vector<std::string> operands, LoadCommandOptions* o) {
 
 // ---- The command table -----------------------------------------------------
 
-struct CommandSpec {
-  const char* name;
-  const char* usage;    // "inspect FILE"
-  const char* summary;  // what it does, a few lines
-  // Parses the arguments after the command name.
-  std::function<absl::StatusOr<Command>(const std::vector<std::string>&)> parse;
-  std::function<std::string()> flag_help;
-  std::function<bool(const std::string&)> has_flag;
-};
+using Table = util::CommandTable<CommandOptions>;
 
+// Adds the command whose options are O: its flags (Flags) and operands
+// (Finish) as declared above.
 template <typename O>
-CommandSpec Spec(const char* name, const char* usage, const char* summary) {
-  CommandSpec spec{name, usage, summary, nullptr, nullptr, nullptr};
-  spec.parse =
-      [name](const std::vector<std::string>& args) -> absl::StatusOr<Command> {
-    O options;
-    std::vector<std::string> operands;
-    // NotFound: a flag the command does not have (ParseCli names it).
-    RETURN_IF_ERROR(Flags(&options).Parse(args, &options, &operands));
-    if (absl::Status finished = Finish(std::move(operands), &options);
-        !finished.ok()) {
-      return absl::InvalidArgumentError(finished.message());
-    }
-    return Command{name, std::move(options)};
-  };
-  spec.flag_help = [] { return Flags(static_cast<O*>(nullptr)).Help(); };
-  spec.has_flag = [](const std::string& flag) {
-    return Flags(static_cast<O*>(nullptr)).Has(flag);
-  };
-  return spec;
+void AddCommand(Table* table, const char* name, const char* usage,
+                const char* summary, std::string more_help = "") {
+  table->Add<O>(
+      name, usage, summary, Flags(static_cast<O*>(nullptr)),
+      [](std::vector<std::string> operands, O* options) {
+        return Finish(std::move(operands), options);
+      },
+      nullptr, std::move(more_help));
 }
 
-const std::vector<CommandSpec>& Commands() {
-  static const auto* const kCommands = new std::vector<CommandSpec>{
-      Spec<InspectOptions>(
-          "inspect", "inspect FILE",
-          "import a graph; print name, format, node/edge counts, total "
-          "FLOPs and bytes, op-kind histogram and warnings"),
-      Spec<ConvertOptions>("convert", "convert FILE --out=PATH",
-                           "import a graph and write it in gopt's own format"),
-      Spec<SimulateOptions>(
-          "simulate", "simulate FILE",
-          "simulate one plan (--method or --plan) on --topology: step "
-          "time, lower bound, memory, transfers"),
-      Spec<BenchCommandOptions>(
-          "bench", "bench FILE...",
-          "every baseline (or --methods) on every graph (also "
-          "--graph=gen:PRESET): step time vs default and lower bound"),
-      Spec<GenerateOptions>(
-          "generate", "generate FAMILY --out=PATH",
-          "write a training-step graph of a model family; 'generate list' "
-          "shows families and presets"),
-      Spec<OptimizeOptions>(
-          "optimize", "optimize FILE",
-          "decide placement, scheduling, fusion (--tasks) on --topology: "
-          "default vs every baseline vs the chosen plan (in-process, or on "
-          "--server)"),
-      Spec<EvaluateOptions>("evaluate", "evaluate FILE --plan=PLAN",
-                            "simulate a plan on --topology (--server)"),
-      Spec<PoliciesOptions>("policies", "policies --server=HOST:PORT",
-                            "list the policies --server has loaded"),
-      Spec<HealthOptions>("health", "health --server=HOST:PORT",
-                          "exit 0 only when --server reports SERVING"),
-      Spec<LoadCommandOptions>(
-          "load", "load --server=HOST:PORT --graph=FILE",
-          "send the graph with --concurrency N for --duration S: "
-          "throughput, p50/p90/p99, errors by code"),
-  };
-  return *kCommands;
-}
-
-const CommandSpec* FindCommand(const std::string& name) {
-  for (const CommandSpec& spec : Commands()) {
-    if (spec.name == name) return &spec;
-  }
-  return nullptr;
-}
-
-// "gopt inspect: --methods is not a flag of inspect (bench, optimize, load
-// take it); see gopt help inspect".
-absl::Status NotAFlagOf(const std::string& flag, const CommandSpec& command) {
-  std::vector<std::string> owners;
-  for (const CommandSpec& spec : Commands()) {
-    if (spec.has_flag(flag.substr(2))) owners.push_back(spec.name);
-  }
-  std::string message = absl::StrCat("gopt ", command.name, ": ", flag,
-                                     " is not a flag of ", command.name);
-  if (owners.empty()) {
-    absl::StrAppend(&message, " (no command does)");
-  } else {
-    absl::StrAppend(&message, " (", absl::StrJoin(owners, ", "),
-                    owners.size() == 1 ? " takes it)" : " take it)");
-  }
-  absl::StrAppend(&message, "; see gopt help ", command.name);
-  return absl::InvalidArgumentError(message);
+const Table& Commands() {
+  static const Table* const kTable = [] {
+    auto* table = new Table("gopt", kOverview);
+    AddCommand<InspectOptions>(
+        table, "inspect", "inspect FILE",
+        "import a graph; print name, format, node/edge counts, total FLOPs "
+        "and bytes, op-kind histogram and warnings");
+    AddCommand<ConvertOptions>(
+        table, "convert", "convert FILE --out=PATH",
+        "import a graph and write it in gopt's own format");
+    AddCommand<SimulateOptions>(
+        table, "simulate", "simulate FILE",
+        "simulate one plan (--method or --plan) on --topology: step time, "
+        "lower bound, memory, transfers");
+    AddCommand<BenchCommandOptions>(
+        table, "bench", "bench FILE...",
+        "every baseline (or --methods) on every graph (also "
+        "--graph=gen:PRESET): step time vs default and lower bound",
+        kGoMethodsHelp);
+    AddCommand<GenerateOptions>(
+        table, "generate", "generate FAMILY --out=PATH",
+        "write a training-step graph of a model family; 'generate list' "
+        "shows families and presets");
+    AddCommand<OptimizeOptions>(
+        table, "optimize", "optimize FILE",
+        "decide placement, scheduling, fusion (--tasks) on --topology: "
+        "default vs every baseline vs the chosen plan (in-process, or on "
+        "--server)");
+    AddCommand<EvaluateOptions>(table, "evaluate", "evaluate FILE --plan=PLAN",
+                                "simulate a plan on --topology (--server)");
+    AddCommand<PoliciesOptions>(table, "policies",
+                                "policies --server=HOST:PORT",
+                                "list the policies --server has loaded");
+    AddCommand<HealthOptions>(table, "health", "health --server=HOST:PORT",
+                              "exit 0 only when --server reports SERVING");
+    AddCommand<LoadCommandOptions>(
+        table, "load", "load --server=HOST:PORT --graph=FILE",
+        "send the graph with --concurrency N for --duration S: throughput, "
+        "p50/p90/p99, errors by code");
+    return table;
+  }();
+  return *kTable;
 }
 
 // Runs the body that takes `options`.
@@ -610,35 +575,7 @@ absl::Status RunOptions(const LoadCommandOptions& o, std::ostream& out) {
 }  // namespace
 
 absl::StatusOr<Command> ParseCli(const std::vector<std::string>& args) {
-  if (args.size() < 2) {
-    return absl::InvalidArgumentError("gopt: no command; see gopt help");
-  }
-  const std::string& name = args[1];
-  std::vector<std::string> rest(args.begin() + 2, args.end());
-  if (name == "help" || name == "--help" || name == "-h") {
-    if (rest.size() > 1 || (!rest.empty() && FindCommand(rest[0]) == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "gopt help: no command '", absl::StrJoin(rest, " "), "'"));
-    }
-    return Command{"help", HelpOptions{rest.empty() ? "" : rest[0]}};
-  }
-  const CommandSpec* spec = FindCommand(name);
-  if (spec == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gopt: unknown command '", name, "'; see gopt help"));
-  }
-  if (std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
-    return Command{"help", HelpOptions{name}};
-  }
-  absl::StatusOr<Command> command = spec->parse(rest);
-  if (absl::IsNotFound(command.status())) {
-    return NotAFlagOf(std::string(command.status().message()), *spec);
-  }
-  if (!command.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gopt ", name, ": ", command.status().message()));
-  }
-  return command;
+  return Commands().Parse(args);
 }
 
 absl::StatusOr<Command> ParseCli(int argc, char** argv) {
@@ -646,21 +583,7 @@ absl::StatusOr<Command> ParseCli(int argc, char** argv) {
 }
 
 std::string CliHelp(const std::string& command) {
-  if (command.empty()) {
-    std::string commands;
-    for (const CommandSpec& spec : Commands()) {
-      absl::StrAppend(&commands, absl::StrFormat("  %-40s\n      %s\n",
-                                                 spec.usage, spec.summary));
-    }
-    return absl::StrFormat(kOverview, commands);
-  }
-  const CommandSpec* spec = FindCommand(command);
-  if (spec == nullptr) return "";
-  std::string help =
-      absl::StrCat("usage: gopt ", spec->usage, " [FLAGS]\n\n", spec->summary,
-                   "\n\nflags:\n", spec->flag_help());
-  if (command == "bench") absl::StrAppend(&help, "\n", kGoMethodsHelp);
-  return help;
+  return Commands().Help(command);
 }
 
 absl::Status RunCommand(const Command& command, std::ostream& out) {

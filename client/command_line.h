@@ -7,8 +7,9 @@
 //
 // Adding a command: an Options struct and an
 // `absl::Status RunX(const XOptions&, std::ostream&)` body (local_commands.h
-// or remote_commands.h), its alternative in Command::Options, and one entry
-// in the command table of command_line.cc (name, summary, flags, operands).
+// or remote_commands.h); in command_line.cc its flags (a Flags overload),
+// its operands and checks (a Finish overload), a RunOptions overload that
+// calls RunX, and one AddCommand line; its alternative in CommandOptions.
 
 #include <ostream>
 #include <string>
@@ -19,23 +20,21 @@
 #include "absl/status/statusor.h"
 #include "client/local_commands.h"
 #include "client/remote_commands.h"
+#include "util/command_table.h"
 
 namespace gopt::client {
 
-// `gopt help [COMMAND]`, `gopt --help`, `gopt COMMAND --help`.
-struct HelpOptions {
-  std::string command;  // "" = the overview of every command
-};
+using util::HelpOptions;
 
-// One parsed command line.
-struct Command {
-  std::string name;  // "inspect", ..., or "help"
-  std::variant<HelpOptions, InspectOptions, ConvertOptions, SimulateOptions,
-               BenchCommandOptions, GenerateOptions, OptimizeOptions,
-               EvaluateOptions, PoliciesOptions, HealthOptions,
-               LoadCommandOptions>
-      options;
-};
+// The options of one command: `gopt help`, or one of the commands.
+using CommandOptions =
+    std::variant<HelpOptions, InspectOptions, ConvertOptions, SimulateOptions,
+                 BenchCommandOptions, GenerateOptions, OptimizeOptions,
+                 EvaluateOptions, PoliciesOptions, HealthOptions,
+                 LoadCommandOptions>;
+
+// One parsed command line: name ("inspect", ..., or "help") and options.
+using Command = util::ParsedCommand<CommandOptions>;
 
 // Parses `args` (args[0] is the program name) into one command's Options.
 // Flag names may use '-' for '_'; list flags (--graph, --dim, --methods,

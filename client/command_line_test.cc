@@ -57,7 +57,7 @@ TEST(CommandLineTest, AFlagOfAnotherCommandIsRefusedNamingBoth) {
   EXPECT_NE(message.find("bench"), std::string::npos) << message;
   absl::StatusOr<Command> unknown = Parse("inspect --colour=red g.hlo");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("(no command does)"),
+  EXPECT_NE(unknown.status().message().find("(no command takes it)"),
             std::string::npos)
       << unknown.status();
 }

@@ -609,4 +609,23 @@ absl::StatusOr<nlohmann::json> RunCostModelEval(
   return out;
 }
 
+CostModelRecipe ShippedRecipe(Task task) {
+  CostModelRecipe recipe;
+  recipe.model.task = task;
+  recipe.model.cross_config_attention = false;
+  if (task == Task::kTile) {
+    recipe.model.tile_relative_to_default = true;
+    recipe.train.loss = RankingLoss::kHingeListMle;
+    recipe.train.steps = 300;
+    recipe.default_margin_cv = true;
+  } else {
+    recipe.model.prune_hops = 1;
+    recipe.train.loss = RankingLoss::kPairwiseHinge;
+    recipe.train.steps = 6000;
+    recipe.train.tie_tolerance = 0.001;
+    recipe.train.learning_rate = 0.005;
+  }
+  return recipe;
+}
+
 }  // namespace gopt::policy::cost_model

@@ -1,11 +1,11 @@
-#include "client/flag_set.h"
+#include "util/flag_set.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
-namespace gopt::client {
+namespace gopt::util {
 namespace {
 
 absl::Status BadValue(absl::string_view flag, absl::string_view text,
@@ -82,4 +82,4 @@ std::string FormatFlagValue(const std::vector<std::string>& values) {
   return absl::StrJoin(values, ",");
 }
 
-}  // namespace gopt::client
+}  // namespace gopt::util

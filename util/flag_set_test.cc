@@ -1,11 +1,11 @@
-#include "client/flag_set.h"
+#include "util/flag_set.h"
 
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace gopt::client {
+namespace gopt::util {
 namespace {
 
 struct Options {
@@ -103,4 +103,4 @@ TEST(FlagSetTest, HelpShowsDefaults) {
 }
 
 }  // namespace
-}  // namespace gopt::client
+}  // namespace gopt::util

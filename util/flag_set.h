@@ -1,5 +1,5 @@
-#ifndef GOPT_CLIENT_FLAG_SET_H_
-#define GOPT_CLIENT_FLAG_SET_H_
+#ifndef GOPT_UTIL_FLAG_SET_H_
+#define GOPT_UTIL_FLAG_SET_H_
 
 #include <cstdint>
 #include <functional>
@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace gopt::client {
+namespace gopt::util {
 
 // Parses one flag's text into a field. InvalidArgument naming the flag when
 // the text is not a value of the field's type. Lists (std::vector) take a
@@ -186,6 +186,6 @@ class FlagSet {
   std::vector<Flag> flags_;
 };
 
-}  // namespace gopt::client
+}  // namespace gopt::util
 
-#endif  // GOPT_CLIENT_FLAG_SET_H_
+#endif  // GOPT_UTIL_FLAG_SET_H_
