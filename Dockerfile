@@ -36,6 +36,7 @@ COPY simulator simulator
 COPY policy/CMakeLists.txt policy/*.h policy/*.cc policy/
 COPY policy/go policy/go
 COPY policy/cost_model policy/cost_model
+COPY policy/eval policy/eval
 COPY server server
 COPY client client
 COPY tests/CMakeLists.txt tests/CMakeLists.txt

@@ -1,6 +1,7 @@
 #ifndef GOPT_UTIL_FLAG_SET_H_
 #define GOPT_UTIL_FLAG_SET_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,7 +46,7 @@ std::string FormatFlagValue(const std::vector<std::string>& values);
 // `--name value`, `--name` and `--noname` for bools, '-' for '_' in names
 // (--budget-seconds), and `--` before operands that start with '-'. A list
 // flag (std::vector<std::string>) takes a comma list and may be repeated:
-// the values add up.
+// the values add up (the first occurrence replaces the default list).
 //
 //   FlagSet<InspectOptions> flags;
 //   flags.Add("json", "print JSON", [](auto& o) -> auto& { return o.json; });
@@ -71,7 +72,12 @@ class FlagSet {
         std::remove_reference_t<decltype(field(std::declval<Options&>()))>;
     flag.is_bool = std::is_same_v<Value, bool>;
     const std::string flag_name = flag.name;
-    flag.set = [field, flag_name](Options* options, absl::string_view text) {
+    flag.set = [field, flag_name](Options* options, absl::string_view text,
+                                  bool first) {
+      // A list's first occurrence replaces its default; later ones add.
+      if constexpr (std::is_same_v<Value, std::vector<std::string>>) {
+        if (first) field(*options).clear();
+      }
       return ParseFlagValue(flag_name, text, &field(*options));
     };
     Options defaults;
@@ -92,7 +98,8 @@ class FlagSet {
     flag.name = std::move(name);
     flag.help = std::move(help);
     flag.default_text = std::move(default_text);
-    flag.set = std::move(set);
+    flag.set = [set = std::move(set)](Options* options, absl::string_view text,
+                                      bool) { return set(options, text); };
     flags_.push_back(std::move(flag));
     return *this;
   }
@@ -112,6 +119,7 @@ class FlagSet {
   // InvalidArgument for a bad or missing value.
   absl::Status Parse(const std::vector<std::string>& args, Options* options,
                      std::vector<std::string>* operands) const {
+    std::vector<const Flag*> seen;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& arg = args[i];
       if (arg == "--") {
@@ -147,7 +155,10 @@ class FlagSet {
         value = args[++i];
       }
       if (flag == nullptr) return absl::NotFoundError("--" + name);
-      if (absl::Status status = flag->set(options, value); !status.ok()) {
+      const bool first = std::find(seen.begin(), seen.end(), flag) == seen.end();
+      if (first) seen.push_back(flag);
+      if (absl::Status status = flag->set(options, value, first);
+          !status.ok()) {
         return status;
       }
     }
@@ -173,7 +184,8 @@ class FlagSet {
     std::string help;
     std::string default_text;
     bool is_bool = false;
-    std::function<absl::Status(Options*, absl::string_view)> set;
+    // Applies one value; `first`: the flag's first occurrence in a Parse.
+    std::function<absl::Status(Options*, absl::string_view, bool first)> set;
   };
 
   const Flag* Find(absl::string_view name) const {

@@ -56,6 +56,15 @@ TEST(FlagSetTest, RepeatedListFlagsAddUp) {
   EXPECT_EQ(options.items, (std::vector<std::string>{"a", "b", "c", "d"}));
 }
 
+TEST(FlagSetTest, AListFlagReplacesItsDefaultThenAddsUp) {
+  Options options;
+  options.items = {"default"};
+  std::vector<std::string> operands;
+  ASSERT_TRUE(
+      TestFlags().Parse({"--items=a", "--items=b"}, &options, &operands).ok());
+  EXPECT_EQ(options.items, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(FlagSetTest, NoPrefixClearsABool) {
   Options options;
   options.verbose = true;
