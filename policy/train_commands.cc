@@ -23,7 +23,7 @@
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/pretrain_card.h"
 #include "policy/go/pretraining.h"
-#include "policy/train_eval.h"
+#include "policy/go/zero_shot_eval.h"
 #include "simulator/topology.h"
 
 namespace gopt::policy {
@@ -112,8 +112,8 @@ PretrainingInstances(const PretrainCommandOptions& options,
         {{"graph", graph.label}, {"nodes", graph.graph->num_nodes()}});
   }
   std::cerr << "pretrain: " << corpus.size() << " graphs x "
-            << options.topologies.size() << " topologies = "
-            << instances.size() << " instances\n";
+            << options.topologies.size() << " topologies = " << instances.size()
+            << " instances\n";
   return instances;
 }
 
@@ -129,8 +129,6 @@ go::PretrainOptions PretrainOptionsOf(const PretrainCommandOptions& options,
   pretrain.seed = options.go.seed;
   return pretrain;
 }
-
-}  // namespace
 
 absl::StatusOr<go::PpoOptions> PpoOptionsOf(const GoTrainingOptions& options) {
   go::PpoOptions ppo;
@@ -155,6 +153,8 @@ absl::StatusOr<go::PpoOptions> PpoOptionsOf(const GoTrainingOptions& options) {
   ppo.seed = options.seed;
   return ppo;
 }
+
+}  // namespace
 
 absl::Status RunPretrain(const PretrainCommandOptions& options,
                          std::ostream& out) {
@@ -242,10 +242,10 @@ absl::Status RunFinetune(const FinetuneCommandOptions& options,
       go::MakeTrainingInstance(
           options.graph, std::make_shared<const graph::Graph>(std::move(graph)),
           std::make_shared<const simulator::Topology>(std::move(topology))));
-  ASSIGN_OR_RETURN(go::ZeroShotResult zero_shot,
-                   go::ZeroShot(*model, *instance, ppo.tasks,
-                                ppo.samples_per_graph, ppo.seed,
-                                ppo.simulation_threads));
+  ASSIGN_OR_RETURN(
+      go::ZeroShotResult zero_shot,
+      go::ZeroShot(*model, *instance, ppo.tasks, ppo.samples_per_graph,
+                   ppo.seed, ppo.simulation_threads));
   std::cerr << absl::StrFormat("zero-shot: %.4f ms (default %.4f ms)\n",
                                zero_shot.best.step_time_s * 1e3,
                                instance->default_step_time_s * 1e3);
@@ -286,8 +286,8 @@ absl::Status RunEval(const EvalCommandOptions& options, std::ostream& out) {
   ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
                    LoadPolicyModel(options.policy_dir));
   ASSIGN_OR_RETURN(nlohmann::json result,
-                   EvaluateZeroShot(*model, options.graphs, options.topologies,
-                                    ppo, out));
+                   go::EvaluateZeroShot(*model, options.graphs,
+                                        options.topologies, ppo, out));
   if (!options.update_card) return absl::OkStatus();
   ASSIGN_OR_RETURN(nlohmann::json card, ReadCard(options.policy_dir));
   card["metrics"]["held_out_zero_shot"] = {{"samples", ppo.samples_per_graph},
@@ -314,15 +314,32 @@ absl::Status RunCardHash(const CardHashOptions& options, std::ostream& out) {
       return absl::OkStatus();
     }
     if (!options.replace_hash) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          dir, "/card.json records ", recorded->dump(),
-          " but the checkpoint is now ", hashes.dump(),
-          "; pass --replace_hash if the new weights are meant"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(dir, "/card.json records ", recorded->dump(),
+                       " but the checkpoint is now ", hashes.dump(),
+                       "; pass --replace_hash if the new weights are meant"));
     }
   }
   RETURN_IF_ERROR(WriteCard(dir, updated));
   out << dir << ": recorded " << hashes.dump() << "\n";
   return absl::OkStatus();
+}
+
+CostModelTrainCommandOptions::CostModelTrainCommandOptions(
+    cost_model::Task task) {
+  const cost_model::CostModelRecipe recipe = cost_model::ShippedRecipe(task);
+  request.model = recipe.model;
+  request.train = recipe.train;
+  request.name = absl::StrCat("costmodel-", cost_model::TaskName(task));
+}
+
+CostModelEvalCommandOptions::CostModelEvalCommandOptions(
+    cost_model::Task task) {
+  const cost_model::CostModelRecipe recipe = cost_model::ShippedRecipe(task);
+  request.task = task;
+  request.model = recipe.model;
+  request.train = recipe.train;
+  request.default_margin_cv = recipe.default_margin_cv;
 }
 
 absl::Status RunCostModelTrainCommand(
@@ -333,8 +350,8 @@ absl::Status RunCostModelTrainCommand(
   return absl::OkStatus();
 }
 
-absl::Status RunCostModelEvalCommand(
-    const CostModelEvalCommandOptions& options, std::ostream& out) {
+absl::Status RunCostModelEvalCommand(const CostModelEvalCommandOptions& options,
+                                     std::ostream& out) {
   ASSIGN_OR_RETURN(nlohmann::json result,
                    cost_model::RunCostModelEval(options.request));
   out << (options.json ? result.dump() : result.dump(2)) << "\n";

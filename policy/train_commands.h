@@ -24,13 +24,13 @@ namespace gopt::policy {
 struct GoTrainingOptions {
   // placement, scheduling, fusion.
   std::vector<std::string> tasks = {"placement", "scheduling", "fusion"};
-  int samples = 16;                // plans sampled per graph per PPO step
-  int epochs = 2;                  // PPO epochs per batch of samples
-  double learning_rate = 5e-4;     // Adam
-  double entropy_coef = 0.001;     // PPO entropy bonus
-  int simulation_threads = 2;      // parallel simulations
-  int torch_threads = 2;           // LibTorch intra-op threads (--threads)
-  uint64_t seed = 1;               // initialisation, sampling, batches
+  int samples = 16;             // plans sampled per graph per PPO step
+  int epochs = 2;               // PPO epochs per batch of samples
+  double learning_rate = 5e-4;  // Adam
+  double entropy_coef = 0.001;  // PPO entropy bonus
+  int simulation_threads = 2;   // parallel simulations
+  int torch_threads = 2;        // LibTorch intra-op threads (--threads)
+  uint64_t seed = 1;            // initialisation, sampling, batches
 };
 
 // The default topologies of pretrain and eval.
@@ -49,7 +49,7 @@ inline constexpr char kDefaultGoPolicyDir[] =
 // checkpoint, card.json and train.csv in out_dir.
 struct PretrainCommandOptions {
   GoTrainingOptions go;
-  std::string out_dir;                   // required
+  std::string out_dir;                      // required
   std::string data_dir = "../shared/data";  // real graphs (held-out skipped)
   std::vector<std::string> topologies = DefaultTrainingTopologies();
   int max_nodes = 8000;       // largest graph trained on
@@ -105,8 +105,10 @@ absl::Status RunCardHash(const CardHashOptions& options, std::ostream& out);
 
 // gopt-train costmodel: trains a learned cost model (and ships it with
 // request.output_dir). Model and training options default to
-// cost_model::ShippedRecipe(task).
+// cost_model::ShippedRecipe(task), the name to "costmodel-<task>".
 struct CostModelTrainCommandOptions {
+  explicit CostModelTrainCommandOptions(
+      cost_model::Task task = cost_model::Task::kLayout);
   cost_model::CostModelTrainRequest request;
   bool json = false;  // one line of JSON instead of indented JSON
 };
@@ -114,13 +116,15 @@ absl::Status RunCostModelTrainCommand(
     const CostModelTrainCommandOptions& options, std::ostream& out);
 
 // gopt-train costmodel-eval: the real-data and simulator protocols.
-// Defaults: cost_model::ShippedRecipe(task).
+// Defaults: cost_model::ShippedRecipe(task), default_margin_cv included.
 struct CostModelEvalCommandOptions {
+  explicit CostModelEvalCommandOptions(
+      cost_model::Task task = cost_model::Task::kLayout);
   cost_model::CostModelEvalRequest request;
   bool json = false;
 };
-absl::Status RunCostModelEvalCommand(
-    const CostModelEvalCommandOptions& options, std::ostream& out);
+absl::Status RunCostModelEvalCommand(const CostModelEvalCommandOptions& options,
+                                     std::ostream& out);
 
 }  // namespace gopt::policy
 

@@ -265,8 +265,8 @@ std::vector<std::string> BaselineMethodsFor(
   std::vector<std::string> methods;
   for (const simulator::baselines::BaselineMethod& method :
        simulator::baselines::BaselineCombinations(
-           registry, {tasks.placement, tasks.scheduling, tasks.fusion,
-                      tasks.layout})) {
+           registry,
+           {tasks.placement, tasks.scheduling, tasks.fusion, tasks.layout})) {
     methods.push_back(method.FullName());
   }
   return methods;

@@ -155,7 +155,8 @@ class FlagSet {
         value = args[++i];
       }
       if (flag == nullptr) return absl::NotFoundError("--" + name);
-      const bool first = std::find(seen.begin(), seen.end(), flag) == seen.end();
+      const bool first =
+          std::find(seen.begin(), seen.end(), flag) == seen.end();
       if (first) seen.push_back(flag);
       if (absl::Status status = flag->set(options, value, first);
           !status.ok()) {

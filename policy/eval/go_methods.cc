@@ -138,7 +138,8 @@ class GoMethodRun {
     ASSIGN_OR_RETURN(simulator::Plan scheduled,
                      Propose(kSchedulingOnly, &expert, OrNull(warm_start)));
     if (fine_tune_) {
-      warm_start = BestOf(registry_, context_, {"expert", "expert+fifo+greedy"});
+      warm_start =
+          BestOf(registry_, context_, {"expert", "expert+fifo+greedy"});
     }
     ASSIGN_OR_RETURN(simulator::Plan fused,
                      Propose(kFusionOnly, &expert, OrNull(warm_start)));
@@ -191,10 +192,12 @@ simulator::Plan CombineSeparateDecisions(simulator::Plan placed,
   return plan;
 }
 
-absl::StatusOr<GoMethodResult> RunGoMethod(
-    const std::string& method, const Policy& policy,
-    const simulator::Simulator& sim, const BaselineContext& context,
-    const BaselineRegistry& registry, const GoMethodOptions& options) {
+absl::StatusOr<GoMethodResult> RunGoMethod(const std::string& method,
+                                           const Policy& policy,
+                                           const simulator::Simulator& sim,
+                                           const BaselineContext& context,
+                                           const BaselineRegistry& registry,
+                                           const GoMethodOptions& options) {
   if (!IsGoMethod(method)) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", method, "' is not a GO protocol"));

@@ -78,10 +78,10 @@ simulator::Plan CombineSeparateDecisions(simulator::Plan placed,
 
 // The budget of one protocol run.
 struct GoMethodOptions {
-  int num_samples = 8;             // sampled plans for zero-shot
-  uint64_t seed = 0;               // the policy's sampling
-  int fine_tune_steps = 50;        // go-finetune*: PPO steps at most
-  double fine_tune_seconds = 60;   // go-finetune*: wall-clock budget
+  int num_samples = 8;                    // sampled plans for zero-shot
+  uint64_t seed = 0;                      // the policy's sampling
+  int fine_tune_steps = 50;               // go-finetune*: PPO steps at most
+  double fine_tune_seconds = 60;          // go-finetune*: wall-clock budget
   int search_simulations_per_step = 512;  // plan search per PPO step
 };
 

@@ -10,8 +10,7 @@ std::vector<MethodSummary> SummariseMethods(
   std::map<std::string, double> fastest_s;  // per graph, usable plans only
   for (const MethodOutcome& outcome : outcomes) {
     if (!outcome.usable) continue;
-    auto [it, inserted] =
-        fastest_s.emplace(outcome.graph, outcome.step_time_s);
+    auto [it, inserted] = fastest_s.emplace(outcome.graph, outcome.step_time_s);
     if (!inserted) it->second = std::min(it->second, outcome.step_time_s);
   }
   std::vector<MethodSummary> summaries;

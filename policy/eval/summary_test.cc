@@ -18,10 +18,8 @@ TEST(GeometricMeanTest, OfRatios) {
 
 TEST(SummariseMethodsTest, GeomeansWinsAndOrderOfFirstAppearance) {
   const std::vector<MethodOutcome> outcomes = {
-      {"a", "single", true, 1.0, 1.0, 4.0},
-      {"a", "metis", true, 0.5, 0.5, 2.0},
-      {"b", "single", true, 2.0, 1.0, 2.0},
-      {"b", "metis", true, 4.0, 2.0, 4.0},
+      {"a", "single", true, 1.0, 1.0, 4.0}, {"a", "metis", true, 0.5, 0.5, 2.0},
+      {"b", "single", true, 2.0, 1.0, 2.0}, {"b", "metis", true, 4.0, 2.0, 4.0},
       {"b", "heft", false, 0, 0, 0},
   };
   const std::vector<MethodSummary> summaries = SummariseMethods(outcomes);
@@ -30,8 +28,7 @@ TEST(SummariseMethodsTest, GeomeansWinsAndOrderOfFirstAppearance) {
   EXPECT_EQ(summaries[0].graphs, 2);
   EXPECT_EQ(summaries[0].wins, 1);  // b
   EXPECT_DOUBLE_EQ(summaries[0].geomean_ratio_to_default, 1.0);
-  EXPECT_DOUBLE_EQ(summaries[0].geomean_ratio_to_lower_bound,
-                   std::sqrt(8.0));
+  EXPECT_DOUBLE_EQ(summaries[0].geomean_ratio_to_lower_bound, std::sqrt(8.0));
   EXPECT_EQ(summaries[1].method, "metis");
   EXPECT_EQ(summaries[1].wins, 1);  // a
   EXPECT_DOUBLE_EQ(summaries[1].geomean_ratio_to_default, 1.0);
