@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "graph/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/go/corpus.h"
 #include "policy/go/fine_tuning.h"
@@ -47,31 +48,11 @@ std::string UtcNow() {
                           absl::UTCTimeZone());
 }
 
-absl::StatusOr<nlohmann::json> ReadCard(const std::string& dir) {
-  std::ifstream in(dir + "/card.json");
-  if (!in) return absl::NotFoundError(absl::StrCat("no ", dir, "/card.json"));
-  nlohmann::json card = nlohmann::json::parse(in, nullptr, false);
-  if (card.is_discarded()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir, "/card.json is not JSON"));
-  }
-  return card;
-}
-
-absl::Status WriteCard(const std::string& dir, const nlohmann::json& card) {
-  std::ofstream out(dir + "/card.json");
-  out << card.dump(2) << "\n";
-  if (!out) {
-    return absl::InternalError(absl::StrCat("writing ", dir, "/card.json"));
-  }
-  return absl::OkStatus();
-}
-
 // The GO model of policy directory `dir`, verified against its card's
 // checkpoint_sha256 as the server verifies it.
 absl::StatusOr<std::unique_ptr<go::GoModel>> LoadPolicyModel(
     const std::string& dir) {
-  ASSIGN_OR_RETURN(nlohmann::json card, ReadCard(dir));
+  ASSIGN_OR_RETURN(nlohmann::json card, ReadCardFile(dir));
   ASSIGN_OR_RETURN(std::string checkpoint, VerifiedCheckpointPath(dir, card));
   return go::GoModel::Load(checkpoint);
 }
@@ -200,7 +181,7 @@ absl::Status RunPretrain(const PretrainCommandOptions& options,
     card["training"]["csv"] =
         std::filesystem::path(csv_path).filename().string();
     if (!log.empty()) card["metrics"]["training"] = go::TrainingMetrics(log);
-    return WriteCard(options.out_dir, card);
+    return WriteCardFile(options.out_dir, card);
   };
 
   std::vector<go::TrainLogRow> log;
@@ -289,12 +270,12 @@ absl::Status RunEval(const EvalCommandOptions& options, std::ostream& out) {
                    go::EvaluateZeroShot(*model, options.graphs,
                                         options.topologies, ppo, out));
   if (!options.update_card) return absl::OkStatus();
-  ASSIGN_OR_RETURN(nlohmann::json card, ReadCard(options.policy_dir));
+  ASSIGN_OR_RETURN(nlohmann::json card, ReadCardFile(options.policy_dir));
   card["metrics"]["held_out_zero_shot"] = {{"samples", ppo.samples_per_graph},
                                            {"tasks", options.go.tasks},
                                            {"rows", result["rows"]},
                                            {"summary", result["summary"]}};
-  return WriteCard(options.policy_dir, card);
+  return WriteCardFile(options.policy_dir, card);
 }
 
 // A card that already records the same hash is left as it is; one that
@@ -302,7 +283,7 @@ absl::Status RunEval(const EvalCommandOptions& options, std::ostream& out) {
 // checkpoint is never blessed by accident.
 absl::Status RunCardHash(const CardHashOptions& options, std::ostream& out) {
   const std::string& dir = options.policy_dir;
-  ASSIGN_OR_RETURN(nlohmann::json card, ReadCard(dir));
+  ASSIGN_OR_RETURN(nlohmann::json card, ReadCardFile(dir));
   nlohmann::json updated = card;
   RETURN_IF_ERROR(RecordCheckpointSha256(
       dir, absl::StrCat(options.command_line, " (", UtcNow(), ")"), &updated));
@@ -320,7 +301,7 @@ absl::Status RunCardHash(const CardHashOptions& options, std::ostream& out) {
                        "; pass --replace_hash if the new weights are meant"));
     }
   }
-  RETURN_IF_ERROR(WriteCard(dir, updated));
+  RETURN_IF_ERROR(WriteCardFile(dir, updated));
   out << dir << ": recorded " << hashes.dump() << "\n";
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "policy/card.h"
 #include "policy/go/corpus.h"
 
 namespace gopt::policy::go {
