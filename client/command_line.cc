@@ -237,7 +237,7 @@ FlagSet<SimulateOptions> Flags(SimulateOptions*) {
   using O = SimulateOptions;
   FlagSet<O> flags;
   AddReadFlags(
-      &flags, [](O & o) -> auto& { return o.read; });
+      &flags, [](auto& o) -> auto& { return o.read; });
   flags.Add("topology", kTopologyHelp,
             [](O& o) -> std::string& { return o.topology; });
   flags.Add("method",
@@ -268,7 +268,7 @@ FlagSet<BenchCommandOptions> Flags(BenchCommandOptions*) {
   using O = BenchCommandOptions;
   FlagSet<O> flags;
   AddReadFlags(
-      &flags, [](O & o) -> auto& { return o.read; });
+      &flags, [](auto& o) -> auto& { return o.read; });
   flags.Add("graph", "graph files, or gen:PRESET for a generated graph",
             [](O& o) -> std::vector<std::string>& { return o.sources; });
   flags.Add("topology", kTopologyHelp,
@@ -367,9 +367,9 @@ FlagSet<OptimizeOptions> Flags(OptimizeOptions*) {
   using O = OptimizeOptions;
   FlagSet<O> flags;
   AddRequestFlags(
-      &flags, [](O & o) -> auto& { return o.request; });
+      &flags, [](auto& o) -> auto& { return o.request; });
   AddRemoteFlags(
-      &flags, [](O & o) -> auto& { return o.remote; },
+      &flags, [](auto& o) -> auto& { return o.remote; },
       /*required=*/false);
   flags.Add("policy_dir", kPolicyDirHelp,
             [](O& o) -> std::string& { return o.policy_dir; });
@@ -393,7 +393,7 @@ FlagSet<EvaluateOptions> Flags(EvaluateOptions*) {
   using O = EvaluateOptions;
   FlagSet<O> flags;
   AddReadFlags(
-      &flags, [](O & o) -> auto& { return o.read; });
+      &flags, [](auto& o) -> auto& { return o.read; });
   flags.Add("topology", kTopologyHelp,
             [](O& o) -> std::string& { return o.topology; });
   flags.Add("plan", "the plan JSON file (gopt.v1.Plan); required",
@@ -401,7 +401,7 @@ FlagSet<EvaluateOptions> Flags(EvaluateOptions*) {
   flags.Add("seed", "seed of the request",
             [](O& o) -> uint64_t& { return o.seed; });
   AddRemoteFlags(
-      &flags, [](O & o) -> auto& { return o.remote; },
+      &flags, [](auto& o) -> auto& { return o.remote; },
       /*required=*/false);
   flags.Add("policy_dir", kPolicyDirHelp,
             [](O& o) -> std::string& { return o.policy_dir; });
@@ -450,11 +450,11 @@ FlagSet<LoadCommandOptions> Flags(LoadCommandOptions*) {
   using O = LoadCommandOptions;
   FlagSet<O> flags;
   AddRequestFlags(
-      &flags, [](O & o) -> auto& { return o.request; });
+      &flags, [](auto& o) -> auto& { return o.request; });
   flags.Add("graph", "the graph file every request carries (exactly one)",
             [](O& o) -> std::string& { return o.request.path; });
   AddRemoteFlags(
-      &flags, [](O & o) -> auto& { return o.remote; },
+      &flags, [](auto& o) -> auto& { return o.remote; },
       /*required=*/true);
   flags.Add("concurrency", "requests in flight at once",
             [](O& o) -> int& { return o.concurrency; });

@@ -27,20 +27,12 @@
 namespace gopt::client {
 namespace {
 
-absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary);
-  file << bytes;
-  file.close();
-  if (!file) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
 // Writes `graph` in gopt's format (.json: JSON, else binary) to `path`.
 absl::Status WriteGraph(const graph::Graph& graph, const std::string& path) {
   absl::StatusOr<std::string> bytes =
       graph::SerializeGraph(graph, absl::EndsWith(path, ".json"));
   if (!bytes.ok()) return absl::InternalError(bytes.status().message());
-  RETURN_IF_ERROR(WriteBytes(path, *bytes));
+  RETURN_IF_ERROR(WriteFileBytes(path, *bytes));
   std::cerr << "wrote " << path << " (" << graph.num_nodes() << " nodes)\n";
   return absl::OkStatus();
 }
@@ -75,6 +67,14 @@ std::string SourceLabel(const std::string& source) {
 }  // namespace
 
 std::string DefaultPolicyDir() { return GOPT_DEFAULT_POLICY_DIR; }
+
+absl::Status WriteFileBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream file(path, std::ios::binary);
+  file << bytes;
+  file.close();
+  if (!file) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
 
 absl::StatusOr<graph::Graph> LoadGraph(const std::string& source,
                                        const GraphReadOptions& options) {

@@ -35,6 +35,10 @@ struct GraphReadOptions {
 // binary was built from): the default of every --policy_dir.
 std::string DefaultPolicyDir();
 
+// Writes `bytes` to the file `path` (replacing it). Internal naming the
+// path when it cannot be written.
+absl::Status WriteFileBytes(const std::string& path, const std::string& bytes);
+
 // Reads a graph file, or `gen:PRESET` for a generated graph
 // (simulator/generators). Errors: the importer's or generator's (NotFound
 // for a missing file or preset, InvalidArgument naming the node at fault).

@@ -1,7 +1,6 @@
 #include "client/remote_commands.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <utility>
@@ -21,14 +20,6 @@
 
 namespace gopt::client {
 namespace {
-
-absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary);
-  file << bytes;
-  file.close();
-  if (!file) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::unique_ptr<OptimizerClient>> Connect(
     const RemoteOptions& options, int max_attempts) {
@@ -144,7 +135,7 @@ absl::Status WriteTrace(const Backend& backend,
   evaluate.set_include_trace(true);
   ASSIGN_OR_RETURN(gopt::v1::EvaluateResponse response,
                    backend.Evaluate(evaluate));
-  return WriteBytes(path, response.chrome_trace_json());
+  return WriteFileBytes(path, response.chrome_trace_json());
 }
 
 absl::Status SetTask(const std::string& task, gopt::v1::Tasks* tasks) {
@@ -208,7 +199,7 @@ absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
                    backend.Optimize(request, options.progress));
   if (!options.out_path.empty()) {
     RETURN_IF_ERROR(
-        WriteBytes(options.out_path, MessageToJson(response.plan())));
+        WriteFileBytes(options.out_path, MessageToJson(response.plan())));
   }
   if (!options.trace_path.empty()) {
     RETURN_IF_ERROR(
@@ -242,7 +233,7 @@ absl::Status RunEvaluate(const EvaluateOptions& options, std::ostream& out) {
                    backend.Evaluate(request));
   if (request.include_trace()) {
     RETURN_IF_ERROR(
-        WriteBytes(options.trace_path, response.chrome_trace_json()));
+        WriteFileBytes(options.trace_path, response.chrome_trace_json()));
     response.clear_chrome_trace_json();
   }
   if (options.json) {

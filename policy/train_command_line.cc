@@ -146,7 +146,8 @@ void AddCostModelFlags(FlagSet<O>* flags, Model model, Train train) {
       "is-default flag)",
       [model](O & o) -> auto& { return model(o).tile_relative_to_default; });
   flags->Add(
-      "json", "print one line of JSON", [](O & o) -> auto& { return o.json; });
+      "json", "print one line of JSON",
+      [](auto& o) -> auto& { return o.json; });
 }
 
 // The value of --task in `args` ("" when absent), so that the recipe of
@@ -181,44 +182,44 @@ FlagSet<PretrainCommandOptions> PretrainFlags() {
   using O = PretrainCommandOptions;
   FlagSet<O> flags;
   AddGoFlags(
-      &flags, [](O & o) -> auto& { return o.go; });
+      &flags, [](auto& o) -> auto& { return o.go; });
   flags.Add(
       "out_dir", "output policy directory (required)",
-      [](O & o) -> auto& { return o.out_dir; });
+      [](auto& o) -> auto& { return o.out_dir; });
   flags.Add(
       "data_dir", "real graphs (held-out files are skipped)",
-      [](O & o) -> auto& { return o.data_dir; });
+      [](auto& o) -> auto& { return o.data_dir; });
   flags.Add(
       "topologies", "topologies trained on",
-      [](O & o) -> auto& { return o.topologies; });
+      [](auto& o) -> auto& { return o.topologies; });
   flags.Add(
       "max_nodes", "largest graph trained on",
-      [](O & o) -> auto& { return o.max_nodes; });
+      [](auto& o) -> auto& { return o.max_nodes; });
   flags.Add(
-      "max_steps", "PPO steps", [](O & o) -> auto& { return o.max_steps; });
+      "max_steps", "PPO steps", [](auto& o) -> auto& { return o.max_steps; });
   flags.Add(
       "max_seconds", "wall-clock budget",
-      [](O & o) -> auto& { return o.max_seconds; });
+      [](auto& o) -> auto& { return o.max_seconds; });
   flags.Add(
       "graphs_per_step", "graphs per PPO update",
-      [](O & o) -> auto& { return o.graphs_per_step; });
+      [](auto& o) -> auto& { return o.graphs_per_step; });
   flags.Add(
       "pool_size", "graphs in the current pool",
-      [](O & o) -> auto& { return o.pool_size; });
+      [](auto& o) -> auto& { return o.pool_size; });
   flags.Add(
       "switch_every", "steps between pool switches",
-      [](O & o) -> auto& { return o.switch_every; });
+      [](auto& o) -> auto& { return o.switch_every; });
   flags.Add(
       "checkpoint_every", "steps between saves",
-      [](O & o) -> auto& { return o.checkpoint_every; });
+      [](auto& o) -> auto& { return o.checkpoint_every; });
   flags.Add(
-      "hidden", "network width", [](O & o) -> auto& { return o.hidden; });
+      "hidden", "network width", [](auto& o) -> auto& { return o.hidden; });
   flags.Add(
       "attention_layers", "layers per task stack",
-      [](O & o) -> auto& { return o.attention_layers; });
+      [](auto& o) -> auto& { return o.attention_layers; });
   flags.Add(
       "csv", "training log CSV (empty: OUT_DIR/train.csv)",
-      [](O & o) -> auto& { return o.csv; });
+      [](auto& o) -> auto& { return o.csv; });
   return flags;
 }
 
@@ -232,35 +233,35 @@ FlagSet<FinetuneCommandOptions> FinetuneFlags() {
   using O = FinetuneCommandOptions;
   FlagSet<O> flags;
   AddGoFlags(
-      &flags, [](O & o) -> auto& { return o.go; });
+      &flags, [](auto& o) -> auto& { return o.go; });
   flags.Add(
       "policy_dir", "a GO policy directory (card.json + checkpoint)",
-      [](O & o) -> auto& { return o.policy_dir; });
+      [](auto& o) -> auto& { return o.policy_dir; });
   flags.Add(
       "graph", "the graph file or gen:PRESET (required)",
-      [](O & o) -> auto& { return o.graph; });
+      [](auto& o) -> auto& { return o.graph; });
   flags.Add(
       "topologies", "the topology (the first one)",
-      [](O & o) -> auto& { return o.topologies; });
+      [](auto& o) -> auto& { return o.topologies; });
   flags.Add(
-      "max_steps", "PPO steps", [](O & o) -> auto& { return o.max_steps; });
+      "max_steps", "PPO steps", [](auto& o) -> auto& { return o.max_steps; });
   flags.Add(
       "max_seconds", "wall-clock budget",
-      [](O & o) -> auto& { return o.max_seconds; });
+      [](auto& o) -> auto& { return o.max_seconds; });
   flags.Add(
       "csv", "training log CSV (empty: none)",
-      [](O & o) -> auto& { return o.csv; });
+      [](auto& o) -> auto& { return o.csv; });
   flags.Add(
       "placement_prior_factor",
       "reset the placement priors' gate and multiply their learned "
       "scales by this before fine-tuning (below 1 = samples stray "
       "further from the priors' placement)",
-      [](O & o) -> auto& { return o.placement_prior_factor; });
+      [](auto& o) -> auto& { return o.placement_prior_factor; });
   flags.Add(
       "search_simulations",
       "plans the critical-path plan search simulates after each PPO "
       "step, around the best plan so far (0 = PPO alone)",
-      [](O & o) -> auto& { return o.search_simulations; });
+      [](auto& o) -> auto& { return o.search_simulations; });
   return flags;
 }
 
@@ -282,19 +283,19 @@ FlagSet<EvalCommandOptions> EvalFlags() {
   using O = EvalCommandOptions;
   FlagSet<O> flags;
   AddGoFlags(
-      &flags, [](O & o) -> auto& { return o.go; });
+      &flags, [](auto& o) -> auto& { return o.go; });
   flags.Add(
       "policy_dir", "a GO policy directory (card.json + checkpoint)",
-      [](O & o) -> auto& { return o.policy_dir; });
+      [](auto& o) -> auto& { return o.policy_dir; });
   flags.Add(
       "graph", "graph files or gen:PRESET (at least one)",
-      [](O & o) -> auto& { return o.graphs; });
+      [](auto& o) -> auto& { return o.graphs; });
   flags.Add(
       "topologies", "topologies to evaluate on",
-      [](O & o) -> auto& { return o.topologies; });
+      [](auto& o) -> auto& { return o.topologies; });
   flags.Add(
       "update_card", "write the results into the policy card's metrics",
-      [](O & o) -> auto& { return o.update_card; });
+      [](auto& o) -> auto& { return o.update_card; });
   return flags;
 }
 
@@ -312,13 +313,13 @@ FlagSet<CardHashOptions> CardHashFlags() {
   FlagSet<O> flags;
   flags.Add(
       "policy_dir", "the policy directory whose card records the hash",
-      [](O & o) -> auto& { return o.policy_dir; });
+      [](auto& o) -> auto& { return o.policy_dir; });
   flags.Add(
       "replace_hash",
       "overwrite a recorded checkpoint hash that differs from the "
       "checkpoint's (by default that is an error: the weights changed "
       "after the card was made)",
-      [](O & o) -> auto& { return o.replace_hash; });
+      [](auto& o) -> auto& { return o.replace_hash; });
   return flags;
 }
 
@@ -331,32 +332,32 @@ FlagSet<CostModelTrainCommandOptions> CostModelTrainFlags() {
   using O = CostModelTrainCommandOptions;
   FlagSet<O> flags;
   AddCostModelFlags(
-      &flags, [](O & o) -> auto& { return o.request.model; },
-      [](O & o) -> auto& { return o.request.train; });
+      &flags, [](auto& o) -> auto& { return o.request.model; },
+      [](auto& o) -> auto& { return o.request.train; });
   flags.Add(
       "data",
       "comma-separated sources: tuning .pb, .npz file or directory, "
       "sim:PRESET+... / sim:train-families / sim:heldout (required)",
-      [](O & o) -> auto& { return o.request.data; });
+      [](auto& o) -> auto& { return o.request.data; });
   flags.Add(
       "eval_data", "sources evaluated after training",
-      [](O & o) -> auto& { return o.request.eval_data; });
+      [](auto& o) -> auto& { return o.request.eval_data; });
   flags.Add(
       "costmodel_out", "write model.pt + card.json to this directory",
-      [](O & o) -> auto& { return o.request.output_dir; });
+      [](auto& o) -> auto& { return o.request.output_dir; });
   flags.Add(
       "costmodel_name", "name recorded in the card",
-      [](O & o) -> auto& { return o.request.name; });
+      [](auto& o) -> auto& { return o.request.name; });
   flags.Add(
       "costmodel_half_split",
       "train on one hash half of tuning-data layout groups, evaluate "
       "on the other",
-      [](O & o) -> auto& { return o.request.layout_half_split; });
+      [](auto& o) -> auto& { return o.request.layout_half_split; });
   flags.Add(
       "costmodel_tile_protocol",
       "tile: run the tile protocol first; its metrics and default "
       "margin go into the card",
-      [](O & o) -> auto& { return o.request.tile_protocol; });
+      [](auto& o) -> auto& { return o.request.tile_protocol; });
   return flags;
 }
 
@@ -370,24 +371,24 @@ FlagSet<CostModelEvalCommandOptions> CostModelEvalFlags() {
   using O = CostModelEvalCommandOptions;
   FlagSet<O> flags;
   AddCostModelFlags(
-      &flags, [](O & o) -> auto& { return o.request.model; },
-      [](O & o) -> auto& { return o.request.train; });
+      &flags, [](auto& o) -> auto& { return o.request.model; },
+      [](auto& o) -> auto& { return o.request.train; });
   flags.Add(
       "data", "one source (see costmodel --help) (required)",
-      [](O & o) -> auto& { return o.request.data; });
+      [](auto& o) -> auto& { return o.request.data; });
   flags.Add(
       "checkpoint", "score --data with this model instead of training",
-      [](O & o) -> auto& { return o.request.checkpoint; });
+      [](auto& o) -> auto& { return o.request.checkpoint; });
   flags.Add(
       "costmodel_ensemble",
       "models trained per fold (tile) or per split (layout), seeds "
       "seed, seed+1, ...; their scores are averaged",
-      [](O & o) -> auto& { return o.request.ensemble; });
+      [](auto& o) -> auto& { return o.request.ensemble; });
   flags.Add(
       "costmodel_default_margin_cv",
       "tile: default margin chosen by inner leave-one-kernel-out on "
       "the training kernels",
-      [](O & o) -> auto& { return o.request.default_margin_cv; });
+      [](auto& o) -> auto& { return o.request.default_margin_cv; });
   return flags;
 }
 

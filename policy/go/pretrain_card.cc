@@ -1,11 +1,11 @@
 #include "policy/go/pretrain_card.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "policy/card.h"
+#include "policy/eval/summary.h"
 #include "policy/go/corpus.h"
 
 namespace gopt::policy::go {
@@ -13,7 +13,7 @@ namespace gopt::policy::go {
 nlohmann::json PretrainCard(const PretrainCardInfo& info) {
   const PpoOptions& ppo = info.pretrain.ppo;
   const GoModelOptions& model = info.model;
-  return {{"format_version", 1},
+  return {{"format_version", kPolicyCardFormatVersion},
           {"kind", "go"},
           {"name", "go-multitask"},
           {"version", "2"},
@@ -66,13 +66,17 @@ nlohmann::json TrainingMetrics(const std::vector<TrainLogRow>& log) {
     return sum / (end - begin);
   };
   auto reward = [](const TrainLogRow& r) { return r.reward; };
-  auto ratio = [](const TrainLogRow& r) { return std::log(r.best_step_ratio); };
+  auto geomean_ratio = [&](size_t begin, size_t end) {
+    eval::GeometricMean ratio;
+    for (size_t i = begin; i < end; ++i) ratio.Add(log[i].best_step_ratio);
+    return ratio.value();
+  };
   return {{"window_steps", window},
           {"mean_reward_first", mean(0, window, reward)},
           {"mean_reward_last", mean(log.size() - window, log.size(), reward)},
-          {"geomean_best_step_ratio_first", std::exp(mean(0, window, ratio))},
+          {"geomean_best_step_ratio_first", geomean_ratio(0, window)},
           {"geomean_best_step_ratio_last",
-           std::exp(mean(log.size() - window, log.size(), ratio))}};
+           geomean_ratio(log.size() - window, log.size())}};
 }
 
 }  // namespace gopt::policy::go
