@@ -27,9 +27,9 @@ example (the shipped checkpoint; see policy/pretrained/go-multitask-v2):
   gopt-train pretrain --out_dir=policy/pretrained/go-multitask-v2 --seed=1)";
 
 constexpr char kCostModelHelp[] =
-    R"(Defaults are the shipped recipe of --task (cost_model::ShippedRecipe,
-what made policy/pretrained/costmodel-<task>-v1); the defaults above are
---task=layout's. --task=tile starts from: --costmodel_tile_relative
+    R"(Defaults are the recipe of --task that works (cost_model::DefaultRecipe;
+the defaults above are --task=layout's). --task=tile starts from the
+shipped tile model's recipe: --costmodel_tile_relative
 --costmodel_loss=hinge+listmle --costmodel_steps=300
 --costmodel_attention=false (costmodel-eval: --costmodel_default_margin_cv).
 )";

@@ -33,7 +33,7 @@ TEST(TrainCommandLineTest, CostModelEvalDefaultsAreTheShippedTileRecipe) {
   EXPECT_TRUE(request.default_margin_cv);
 }
 
-TEST(TrainCommandLineTest, CostModelDefaultsAreTheShippedLayoutRecipe) {
+TEST(TrainCommandLineTest, CostModelDefaultsAreTheLayoutProtocolRecipe) {
   absl::StatusOr<TrainCommand> command =
       Parse("costmodel --data=layout.pb --costmodel_steps=10");
   ASSERT_TRUE(command.ok()) << command.status();
@@ -44,7 +44,8 @@ TEST(TrainCommandLineTest, CostModelDefaultsAreTheShippedLayoutRecipe) {
   EXPECT_FALSE(request.model.cross_config_attention);
   EXPECT_EQ(request.train.loss, cost_model::RankingLoss::kPairwiseHinge);
   EXPECT_DOUBLE_EQ(request.train.tie_tolerance, 0.001);
-  EXPECT_DOUBLE_EQ(request.train.learning_rate, 0.005);
+  EXPECT_DOUBLE_EQ(request.train.learning_rate, 0.003);
+  EXPECT_DOUBLE_EQ(request.train.regression_weight, 2);
   EXPECT_EQ(request.train.steps, 10);  // the flag wins over the recipe
   EXPECT_EQ(request.name, "costmodel-layout");
   EXPECT_EQ(request.command,
@@ -95,7 +96,7 @@ TEST(TrainCommandLineTest, HelpShowsARecipeNote) {
   ASSERT_TRUE(command.ok());
   std::ostringstream out;
   ASSERT_TRUE(RunTrainCommand(*command, out).ok());
-  EXPECT_NE(out.str().find("ShippedRecipe"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("DefaultRecipe"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("--costmodel_steps (default 6000)"),
             std::string::npos)
       << out.str();

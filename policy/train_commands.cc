@@ -308,7 +308,7 @@ absl::Status RunCardHash(const CardHashOptions& options, std::ostream& out) {
 
 CostModelTrainCommandOptions::CostModelTrainCommandOptions(
     cost_model::Task task) {
-  const cost_model::CostModelRecipe recipe = cost_model::ShippedRecipe(task);
+  const cost_model::CostModelRecipe recipe = cost_model::DefaultRecipe(task);
   request.model = recipe.model;
   request.train = recipe.train;
   request.name = absl::StrCat("costmodel-", cost_model::TaskName(task));
@@ -316,7 +316,7 @@ CostModelTrainCommandOptions::CostModelTrainCommandOptions(
 
 CostModelEvalCommandOptions::CostModelEvalCommandOptions(
     cost_model::Task task) {
-  const cost_model::CostModelRecipe recipe = cost_model::ShippedRecipe(task);
+  const cost_model::CostModelRecipe recipe = cost_model::DefaultRecipe(task);
   request.task = task;
   request.model = recipe.model;
   request.train = recipe.train;

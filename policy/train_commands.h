@@ -105,7 +105,7 @@ absl::Status RunCardHash(const CardHashOptions& options, std::ostream& out);
 
 // gopt-train costmodel: trains a learned cost model (and ships it with
 // request.output_dir). Model and training options default to
-// cost_model::ShippedRecipe(task), the name to "costmodel-<task>".
+// cost_model::DefaultRecipe(task), the name to "costmodel-<task>".
 struct CostModelTrainCommandOptions {
   explicit CostModelTrainCommandOptions(
       cost_model::Task task = cost_model::Task::kLayout);
@@ -116,7 +116,7 @@ absl::Status RunCostModelTrainCommand(
     const CostModelTrainCommandOptions& options, std::ostream& out);
 
 // gopt-train costmodel-eval: the real-data and simulator protocols.
-// Defaults: cost_model::ShippedRecipe(task), default_margin_cv included.
+// Defaults: cost_model::DefaultRecipe(task), default_margin_cv included.
 struct CostModelEvalCommandOptions {
   explicit CostModelEvalCommandOptions(
       cost_model::Task task = cost_model::Task::kLayout);

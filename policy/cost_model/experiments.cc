@@ -637,7 +637,7 @@ absl::StatusOr<nlohmann::json> RunCostModelEval(
   return out;
 }
 
-CostModelRecipe ShippedRecipe(Task task) {
+CostModelRecipe DefaultRecipe(Task task) {
   CostModelRecipe recipe;
   recipe.model.task = task;
   recipe.model.cross_config_attention = false;
@@ -651,7 +651,8 @@ CostModelRecipe ShippedRecipe(Task task) {
     recipe.train.loss = RankingLoss::kPairwiseHinge;
     recipe.train.steps = 6000;
     recipe.train.tie_tolerance = 0.001;
-    recipe.train.learning_rate = 0.005;
+    recipe.train.regression_weight = 2;
+    recipe.train.learning_rate = 0.003;
   }
   return recipe;
 }
