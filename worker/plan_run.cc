@@ -1,5 +1,7 @@
 #include "worker/plan_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -31,6 +33,15 @@ int64_t TensorBytes(const std::vector<at::Tensor>& tensors) {
 
 bool IsResidentKind(OpKind kind) {
   return kind == OpKind::kParameter || kind == OpKind::kConstant;
+}
+
+// A quarter of the host's physical memory: the largest tensor a plan may
+// hold (a run holds several at once).
+int64_t MaxTensorBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return int64_t{1} << 32;
+  return static_cast<int64_t>(pages) * page_size / 4;
 }
 
 // Heap key of a ready unit: priority first, then the lower first NodeId.
@@ -181,6 +192,19 @@ absl::Status PlanRun::Check() const {
 
 absl::Status PlanRun::Setup(SetupReport* report) {
   const int n = graph_.num_nodes();
+  const int64_t limit = MaxTensorBytes();
+  for (NodeId id = 0; id < n; ++id) {
+    for (const graph::TensorType& type : graph_.node(id).outputs) {
+      if (type.size_bytes() > limit) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("node '", graph_.node(id).name, "' output ",
+                         type.ToString(), " needs ", type.size_bytes(),
+                         " bytes; this host runs tensors up "
+                         "to ",
+                         limit, " bytes (a quarter of its memory)"));
+      }
+    }
+  }
   real_.assign(n, 0);
   resident_.assign(n, {});
   copy_src_.assign(n, {});

@@ -62,8 +62,13 @@ int64_t IndexValue(const std::vector<at::Tensor>& inputs, size_t first,
 // XLA broadcast (operand dim i -> output dim dimensions[i]) or numpy-style
 // expansion (ONNX Expand, TF BroadcastTo), materialised as XLA does.
 at::Tensor BroadcastOp(const Node& node, const std::vector<at::Tensor>& in) {
-  at::Tensor x = In(in, 0, node);
   const std::vector<int64_t>& out = OutDims(node);
+  // TF Fill(dims, value): the first operand is the shape, the second the
+  // value.
+  const bool fill = in.size() >= 2 && in[1].numel() == 1 && in[0].dim() == 1 &&
+                    in[0].numel() == static_cast<int64_t>(out.size());
+  at::Tensor x = In(in, fill ? 1 : 0, node);
+  if (fill) x = x.reshape({});
   const std::vector<int64_t>& dims = node.attributes.dimensions;
   if (!dims.empty() && static_cast<int64_t>(dims.size()) == x.dim()) {
     std::vector<int64_t> order(dims.size());
@@ -165,6 +170,11 @@ at::Tensor ConcatenateOp(const Node& node, const std::vector<at::Tensor>& in) {
   for (const at::Tensor& t : in) {
     if (t.dim() == first.dim()) parts.push_back(t.to(first.scalar_type()));
   }
+  if (static_cast<int64_t>(out.size()) == first.dim() + 1) {
+    // TF Pack: stacks along a new axis.
+    const int64_t axis = FirstDimOr(node, 0, first.dim() + 1);
+    return at::stack(parts, axis);
+  }
   return at::cat(parts, dim);
 }
 
@@ -212,8 +222,9 @@ std::vector<at::Tensor> SortOp(const Node& node,
   }
   std::vector<at::Tensor> results = {values};
   for (size_t i = 1; i < node.outputs.size(); ++i) {
-    results.push_back(i < in.size() ? at::take_along_dim(in[i], indices, dim)
-                                    : indices);
+    const bool carried = i < in.size() && in[i].dim() == keys.dim();
+    results.push_back(carried ? at::take_along_dim(in[i], indices, dim)
+                              : indices);
   }
   return results;
 }
@@ -306,6 +317,16 @@ std::vector<at::Tensor> DataMovementOp(const Node& node,
     case OpKind::kCopy:
       return {In(in, 0, node).clone()};
     case OpKind::kSlice:
+      if (node.outputs.size() > 1) {
+        // TF Unpack / ONNX Split: one output per piece.
+        const at::Tensor& x = In(in, 0, node);
+        const int64_t axis = FirstDimOr(node, 0, x.dim());
+        if (x.size(axis) == static_cast<int64_t>(node.outputs.size())) {
+          return at::unbind(x, axis);
+        }
+        return at::tensor_split(x, static_cast<int64_t>(node.outputs.size()),
+                                axis);
+      }
       return {SliceOp(node, in)};
     case OpKind::kDynamicSlice:
       return {DynamicSliceOp(node, in, /*update=*/false)};
@@ -363,8 +384,9 @@ std::vector<at::Tensor> OtherOp(const Node& node,
       return std::vector<at::Tensor>(
           in.begin(), in.begin() + std::min(in.size(), node.outputs.size()));
     case OpKind::kGetTupleElement: {
+      // The edge names the element (one input) or the whole tuple (all).
       const int64_t index = std::max<int64_t>(0, node.attributes.tuple_index);
-      return {In(in, static_cast<size_t>(index), node)};
+      return {In(in, in.size() == 1 ? 0 : static_cast<size_t>(index), node)};
     }
     case OpKind::kShapeOf:
       return {at::tensor(In(in, 0, node).sizes().vec(), at::kLong)};
