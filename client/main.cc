@@ -27,6 +27,7 @@
 #include "client/bench.h"
 #include "client/inspect.h"
 #include "client/load_generator.h"
+#include "client/measure.h"
 #include "client/optimize_report.h"
 #include "client/optimizer_client.h"
 #include "client/simulate_report.h"
@@ -103,6 +104,13 @@ ABSL_FLAG(bool, allow_partial, false,
 ABSL_FLAG(bool, progress, false,
           "optimize --server: stream progress events to stderr");
 ABSL_FLAG(double, timeout, 120, "remote calls: deadline in seconds");
+ABSL_FLAG(int32_t, verify, 0,
+          "optimize: run the top K distinct candidates (chosen, default, best "
+          "baseline) on workers; the answer is the measured fastest");
+ABSL_FLAG(std::string, workers, "local",
+          "optimize --verify and measure without --server: where plans run "
+          "('local' = this process's CPU executors, or HOST:PORT,... of "
+          "gopt-workers, or dns:///NAME:PORT)");
 ABSL_FLAG(int32_t, concurrency, 1, "load: requests in flight at once");
 ABSL_FLAG(double, duration, 10, "load: seconds to send requests for");
 ABSL_FLAG(int64_t, requests, 0,
@@ -140,6 +148,9 @@ commands:
                    --topology: default vs every baseline vs the chosen plan
                    (in-process, or on --server; --out plan.json, --trace)
   evaluate FILE    simulate --plan plan.json on --topology (--server)
+  measure FILE     run one plan (--method or --plan) for real on a worker
+                   (--workers, or --server's pool) beside its prediction:
+                   predicted and measured step time, spread, real-op share
   policies         list the policies --server has loaded
   health           exit 0 only when --server reports SERVING
   load             send --graph FILE to --server with --concurrency N for
@@ -178,6 +189,8 @@ examples:
   gopt bench --topology=v100x4-nvlink --graph=gen:gnmt8-large,model.onnx
   gopt generate gnmt --layers=8 --seq=100 --batch=256 --out=gnmt8.gopt.pb
   gopt optimize mixer.hlo --topology=v100x4-nvlink --server=127.0.0.1:50051
+  gopt optimize mixer.hlo --topology=cpu-host --baselines_only --verify=3
+  gopt measure mixer.hlo --topology=cpu-host --method=metis+critical-path --json
   gopt load --server=127.0.0.1:50051 --graph=mixer.hlo --concurrency=4 --duration=30
 
 Flag names may use '-' for '_' (--budget-seconds).)";
@@ -545,6 +558,7 @@ absl::StatusOr<gopt::v1::OptimizeRequest> OptimizeRequestFromFlags(
     budget->set_mode(gopt::v1::Budget::ZERO_SHOT);
   }
   request.set_allow_partial_result(absl::GetFlag(FLAGS_allow_partial));
+  request.set_verify(absl::GetFlag(FLAGS_verify));
   *request.mutable_options() = RequestOptionsFromFlags();
   return request;
 }
@@ -563,6 +577,12 @@ class Backend {
             gopt::server::LoadBuiltinPolicies(absl::GetFlag(FLAGS_policy_dir));
         if (!loaded.ok()) return loaded.status();
         policies = *std::move(loaded);
+      }
+      if (absl::GetFlag(FLAGS_verify) > 0) {
+        auto measurer =
+            gopt::client::MakeCliMeasurer(absl::GetFlag(FLAGS_workers));
+        if (!measurer.ok()) return measurer.status();
+        options.measurer = *std::move(measurer);
       }
       backend.engine_ =
           std::make_shared<gopt::server::Engine>(options, std::move(policies));
@@ -645,6 +665,28 @@ int RunOptimize(const std::string& path) {
   } else {
     std::cout << gopt::client::OptimizeResponseToText(*response);
   }
+  return 0;
+}
+
+// gopt measure FILE: the body is gopt::client::RunMeasure.
+int RunMeasureCommand(const std::string& path) {
+  gopt::client::MeasureOptions options;
+  options.path = path;
+  options.format = absl::GetFlag(FLAGS_format);
+  const gopt::graph::ImportOptions import = *ImportOptionsFromFlags();
+  options.symbolic_dims = {import.symbolic_dims.begin(),
+                           import.symbolic_dims.end()};
+  options.default_dim = import.default_symbolic_dim;
+  options.topology = absl::GetFlag(FLAGS_topology);
+  options.method = absl::GetFlag(FLAGS_method);
+  options.plan_path = absl::GetFlag(FLAGS_plan);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.server = absl::GetFlag(FLAGS_server);
+  options.workers = absl::GetFlag(FLAGS_workers);
+  options.timeout_seconds = absl::GetFlag(FLAGS_timeout);
+  options.json = absl::GetFlag(FLAGS_json);
+  const absl::Status status = gopt::client::RunMeasure(options, std::cout);
+  if (!status.ok()) return FailCall("measure", status);
   return 0;
 }
 
@@ -837,7 +879,7 @@ int main(int argc, char** argv) {
     return RunGenerate(operands.empty() ? "" : operands[0]);
   }
   if (command != "inspect" && command != "convert" && command != "simulate" &&
-      command != "optimize" && command != "evaluate") {
+      command != "optimize" && command != "evaluate" && command != "measure") {
     std::cerr << "gopt: unknown command '" << command << "'\n\n"
               << kUsage << "\n";
     return kExitUsage;
@@ -851,5 +893,6 @@ int main(int argc, char** argv) {
   if (command == "convert") return RunConvert(operands[0]);
   if (command == "optimize") return RunOptimize(operands[0]);
   if (command == "evaluate") return RunEvaluate(operands[0]);
+  if (command == "measure") return RunMeasureCommand(operands[0]);
   return RunSimulate(operands[0]);
 }
