@@ -29,6 +29,7 @@ COPY scripts/install-deps.sh scripts/install-deps.sh
 RUN ./scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY cmake cmake
+COPY util util
 COPY proto proto
 COPY graph graph
 COPY simulator simulator
@@ -36,6 +37,7 @@ COPY worker worker
 COPY policy/CMakeLists.txt policy/*.h policy/*.cc policy/
 COPY policy/go policy/go
 COPY policy/cost_model policy/cost_model
+COPY policy/eval policy/eval
 COPY server server
 COPY client client
 COPY tests/CMakeLists.txt tests/CMakeLists.txt

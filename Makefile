@@ -74,22 +74,24 @@ pretrained-go:
 # protocol on op_tuning_data.pb (leave-one-kernel-out over its 15 kernels,
 # default margins by inner leave-one-kernel-out; its metrics go into the
 # card), then one model trained on all 15 kernels, served with the margin the
-# protocol's scores choose (card.json decision.default_margin).
+# protocol's scores choose (card.json decision.default_margin). The model and
+# training options are gopt-train's defaults for --task=tile: the shipped
+# recipe (cost_model::ShippedRecipe; name costmodel-tile, seed 0).
 TILE_DIR = policy/pretrained/costmodel-tile-v1
 pretrained-costmodel-tile:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train
 	$(GO_TRAIN) costmodel --task=tile \
 	  --data=../shared/data/tpugraphs/op_tuning_data.pb \
-	  --costmodel_out=$(TILE_DIR) --costmodel_name=costmodel-tile \
-	  --costmodel_tile_protocol --costmodel_tile_relative \
-	  --costmodel_loss=hinge+listmle --costmodel_steps=300 \
-	  --costmodel_attention=false --seed=0 --json
+	  --costmodel_out=$(TILE_DIR) --costmodel_tile_protocol --json
 
 # The shipped layout cost model (policy/pretrained/costmodel-layout-v1):
 # trained on one hash half of the real TPU layout runs plus simulator-labelled
 # layouts of every generator family but transformer_xl; its card's metrics
-# are on the other real half and on transformer_xl-small and -large.
+# are on the other real half and on transformer_xl-small and -large. The
+# model and training options are gopt-train's defaults for --task=layout:
+# the shipped recipe (cost_model::ShippedRecipe; name costmodel-layout,
+# seed 0).
 LAYOUT_DIR = policy/pretrained/costmodel-layout-v1
 pretrained-costmodel-layout:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
@@ -97,10 +99,7 @@ pretrained-costmodel-layout:
 	$(GO_TRAIN) costmodel --task=layout \
 	  --data=../shared/data/tpugraphs/module_tuning_data_layout.pb,sim:train-families \
 	  --eval_data=sim:heldout --costmodel_half_split \
-	  --costmodel_out=$(LAYOUT_DIR) --costmodel_name=costmodel-layout \
-	  --costmodel_steps=6000 --costmodel_loss=hinge --costmodel_tie_tolerance=0.001 \
-	  --costmodel_lr=0.005 --costmodel_prune_hops=1 --costmodel_attention=false \
-	  --seed=0 --json
+	  --costmodel_out=$(LAYOUT_DIR) --json
 
 # libFuzzer targets (clang): make fuzz, then see tests/fuzz/README.md.
 fuzz:

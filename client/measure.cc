@@ -47,8 +47,9 @@ absl::StatusOr<simulator::Plan> MakePlan(const MeasureOptions& options,
 absl::StatusOr<gopt::v1::EvaluateRequest> MakeRequest(
     const MeasureOptions& options, std::string* method) {
   gopt::v1::EvaluateRequest request;
-  absl::StatusOr<gopt::v1::GraphInput> input = GraphInputFromFile(
-      options.path, options.format == "auto" ? "" : options.format);
+  const std::string& format = options.read.format;
+  absl::StatusOr<gopt::v1::GraphInput> input =
+      GraphInputFromFile(options.path, format == "auto" ? "" : format);
   if (!input.ok()) return input.status();
   *request.mutable_graph() = *std::move(input);
   graph::ImporterRegistry importers;
@@ -76,10 +77,10 @@ absl::StatusOr<gopt::v1::EvaluateRequest> MakeRequest(
         simulator::TopologyToProto(*topology);
   }
   *request.mutable_plan() = simulator::PlanToProto(*plan);
-  for (const auto& [name, value] : options.symbolic_dims) {
+  for (const auto& [name, value] : import.symbolic_dims) {
     (*request.mutable_options()->mutable_symbolic_dims())[name] = value;
   }
-  request.mutable_options()->set_default_dim(options.default_dim);
+  request.mutable_options()->set_default_dim(import.default_symbolic_dim);
   request.set_measure(true);
   return request;
 }
@@ -139,6 +140,7 @@ absl::Status RunMeasure(const MeasureOptions& options, std::ostream& out) {
   absl::StatusOr<gopt::v1::EvaluateResponse> response;
   if (options.server.empty()) {
     server::EngineOptions engine_options;
+    engine_options.max_graph_nodes = options.read.import.limits.max_nodes;
     absl::StatusOr<std::shared_ptr<server::PlanMeasurer>> measurer =
         MakeCliMeasurer(options.workers);
     if (!measurer.ok()) return measurer.status();

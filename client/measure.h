@@ -6,13 +6,13 @@
 // the simulator's prediction.
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/local_commands.h"
 #include "server/plan_measurer.h"
 
 namespace gopt::client {

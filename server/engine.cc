@@ -259,33 +259,16 @@ absl::StatusOr<simulator::Topology> TopologyFromInput(
 }
 
 // Every combination of the registered heuristics for the requested tasks;
-// tasks not requested keep the framework default (the first name). A
-// placement that checks memory in its own order (m-etf, m-sct) also runs
-// in that order ("placement-order") when scheduling is requested.
+// tasks not requested keep the framework default.
 std::vector<std::string> BaselineMethodsFor(
     const simulator::baselines::BaselineRegistry& registry,
     const policy::TaskSet& tasks) {
-  const auto pick = [](std::vector<std::string> names, bool requested) {
-    if (!requested) names.resize(1);
-    return names;
-  };
   std::vector<std::string> methods;
-  for (const std::string& p : pick(registry.PlacerNames(), tasks.placement)) {
-    std::vector<std::string> schedulings =
-        pick(registry.SchedulerNames(), tasks.scheduling);
-    const absl::StatusOr<const simulator::baselines::Placer*> placer =
-        registry.FindPlacer(p);
-    if (tasks.scheduling && placer.ok() && (*placer)->AssumesOrder()) {
-      schedulings.emplace_back(simulator::baselines::kPlacementOrder);
-    }
-    for (const std::string& s : schedulings) {
-      for (const std::string& f : pick(registry.FuserNames(), tasks.fusion)) {
-        for (const std::string& l :
-             pick(registry.LayoutAssignerNames(), tasks.layout)) {
-          methods.push_back(absl::StrCat(p, "+", s, "+", f, "+", l));
-        }
-      }
-    }
+  for (const simulator::baselines::BaselineMethod& method :
+       simulator::baselines::BaselineCombinations(
+           registry,
+           {tasks.placement, tasks.scheduling, tasks.fusion, tasks.layout})) {
+    methods.push_back(method.FullName());
   }
   return methods;
 }

@@ -113,8 +113,8 @@ graph::Graph RealGraph() {
 
 // Nodes alternate between the two CPU executors: real cross-device copies.
 simulator::Plan RoundRobin(const graph::Graph& graph) {
-  simulator::Plan plan = simulator::DefaultPlan(
-      graph, *simulator::PresetTopology("cpu-host"));
+  simulator::Plan plan =
+      simulator::DefaultPlan(graph, *simulator::PresetTopology("cpu-host"));
   for (size_t i = 0; i < plan.device.size(); ++i) {
     plan.device[i] = static_cast<int32_t>(i % 2);
   }
@@ -154,8 +154,8 @@ TEST(WorkerProcessTest, MeasuresARealPlanAndStopsOnSigterm) {
   // A plan for devices the worker does not have: a clear error.
   simulator::Plan bad = RoundRobin(graph);
   bad.device[3] = 5;
-  absl::StatusOr<PlanMeasurement> refused = pool->Measure(
-      graph, bad, absl::Now() + absl::Seconds(120), nullptr);
+  absl::StatusOr<PlanMeasurement> refused =
+      pool->Measure(graph, bad, absl::Now() + absl::Seconds(120), nullptr);
   EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
   EXPECT_THAT(refused.status().message(), HasSubstr("device"));
 

@@ -43,6 +43,25 @@ void SplitConfigsByHash(const ConfigGroup& group, uint64_t seed,
 nlohmann::json RankingMetrics(const std::vector<ConfigGroup>& groups,
                               const std::vector<std::vector<double>>& scores);
 
+// The shipped recipe of `task`: the options that made
+// policy/pretrained/costmodel-<task>-v1 (Makefile pretrained-costmodel-*),
+// and the defaults of `gopt-train costmodel` and `costmodel-eval`, so that a
+// command without flags trains the model that works:
+//   tile:   features relative to the kernel's default (+ is-default flag),
+//           hinge + ListMLE, 300 steps, no cross-configuration attention;
+//           costmodel-eval chooses the default margin by inner
+//           leave-one-kernel-out (default_margin_cv);
+//   layout: pairwise hinge with runs within 0.1% tied, 6,000 steps,
+//           learning rate 0.005, pruned to configurable nodes + 1 hop, no
+//           cross-configuration attention.
+// Everything else is CostModelOptions' and TrainOptions' defaults (seed 0).
+struct CostModelRecipe {
+  CostModelOptions model;
+  TrainOptions train;
+  bool default_margin_cv = false;  // costmodel-eval, tile
+};
+CostModelRecipe ShippedRecipe(Task task);
+
 // `gopt-train costmodel`: trains a model and optionally ships it.
 struct CostModelTrainRequest {
   // Comma-separated data sources (see LoadConfigGroups) to train on.

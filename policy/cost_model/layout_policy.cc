@@ -15,7 +15,6 @@
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
-#include "policy/cost_model/dataset.h"
 #include "policy/cost_model/features.h"
 
 namespace gopt::policy {

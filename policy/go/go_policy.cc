@@ -8,9 +8,9 @@
 #include "absl/time/clock.h"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
+#include "policy/go/fine_tuning.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
-#include "policy/go/training.h"
 
 namespace gopt::policy {
 namespace {
