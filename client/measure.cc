@@ -54,13 +54,10 @@ absl::StatusOr<gopt::v1::EvaluateRequest> MakeRequest(
   *request.mutable_graph() = *std::move(input);
   graph::ImporterRegistry importers;
   graph::RegisterBuiltinImporters(&importers);
-  graph::ImportOptions import;
+  graph::ImportOptions import = options.read.import;
   import.source_name = request.graph().name();
-  import.symbolic_dims = {options.symbolic_dims.begin(),
-                          options.symbolic_dims.end()};
-  import.default_symbolic_dim = options.default_dim;
   absl::StatusOr<graph::Graph> graph =
-      importers.Import(request.graph().serialized(), options.format, import);
+      importers.Import(request.graph().serialized(), format, import);
   if (!graph.ok()) return graph.status();
   absl::StatusOr<simulator::Topology> topology =
       simulator::LoadTopology(options.topology);

@@ -19,10 +19,8 @@ namespace gopt::client {
 
 // What `gopt measure` runs. Defaults are the command's flag defaults.
 struct MeasureOptions {
-  std::string path;                              // the graph file (required)
-  std::string format = "auto";                   // importer, or sniffed
-  std::map<std::string, int64_t> symbolic_dims;  // --dim NAME=VALUE
-  int64_t default_dim = 1;                       // other symbolic dimensions
+  std::string path;       // the graph file (required)
+  GraphReadOptions read;  // --format, --dim, --default_dim, --max_nodes
   // Preset or topology JSON file (e.g. from `gopt calibrate`); its devices
   // must be the worker's (cpu-host: this host's two CPU executors).
   std::string topology = "cpu-host";

@@ -66,7 +66,7 @@ class RemoteWorker : public PoolWorker {
     arguments.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
     channel_ = grpc::CreateCustomChannel(
         name_, grpc::InsecureChannelCredentials(), arguments);
-    stub_ = gopt::v1::Worker::NewStub(channel_);
+    worker_rpc_ = gopt::v1::Worker::NewStub(channel_);
     health_ = grpc::health::v1::Health::NewStub(channel_);
   }
   const std::string& name() const override { return name_; }
@@ -81,7 +81,8 @@ class RemoteWorker : public PoolWorker {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline + kRemoteDeadlineSlack));
     gopt::v1::ExecuteResponse response;
-    const grpc::Status status = stub_->Execute(&context, request, &response);
+    const grpc::Status status =
+        worker_rpc_->Execute(&context, request, &response);
     if (!status.ok()) {
       return absl::Status(
           FromGrpc(status).code(),
@@ -106,7 +107,7 @@ class RemoteWorker : public PoolWorker {
  private:
   const std::string name_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<gopt::v1::Worker::Stub> stub_;
+  std::unique_ptr<gopt::v1::Worker::Stub> worker_rpc_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 
