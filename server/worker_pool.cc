@@ -83,11 +83,7 @@ class RemoteWorker : public PoolWorker {
     gopt::v1::ExecuteResponse response;
     const grpc::Status status =
         worker_rpc_->Execute(&context, request, &response);
-    if (!status.ok()) {
-      return absl::Status(
-          FromGrpc(status).code(),
-          absl::StrCat("worker ", name_, ": ", status.error_message()));
-    }
+    if (!status.ok()) return FromGrpc(status);
     return worker::ExecutionResultFromProto(response);
   }
 

@@ -17,6 +17,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -76,6 +78,14 @@ int main(int argc, char** argv) {
       "usage: gopt-worker [--listen=HOST:PORT] [--cpu_executors=N] ...\n"
       "gopt-server uses it with --workers=HOST:PORT[,HOST:PORT...] or "
       "--workers=dns:///NAME:PORT (every address NAME resolves to).");
+  // --help lists this file's flags (not only those of a file named after
+  // the binary).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "worker/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     std::cerr << "gopt-worker: unexpected argument '" << positional[1]
