@@ -42,6 +42,11 @@ ABSL_FLAG(std::vector<std::string>, real_ops, {},
           "files whose real-op fraction to print (no correlation)");
 ABSL_FLAG(double, min_measure_seconds, 0.1, "measured time per plan");
 ABSL_FLAG(int32_t, min_repeats, 5, "measured runs per plan at least");
+ABSL_FLAG(int32_t, cpu_executors, 0,
+          "CPU executors (0 = one per hardware thread)");
+ABSL_FLAG(int32_t, cuda_devices, 0,
+          "CUDA devices after the CPU executors (-1 = all; needs a CUDA "
+          "LibTorch build, see scripts/gpu-check.sh)");
 
 namespace gopt::worker {
 namespace {
@@ -351,7 +356,8 @@ int main(int argc, char** argv) {
   gopt::graph::ImporterRegistry registry;
   gopt::graph::RegisterBuiltinImporters(&registry);
   gopt::worker::ExecutorOptions options;
-  options.cuda_devices = 0;
+  options.cpu_executors = absl::GetFlag(FLAGS_cpu_executors);
+  options.cuda_devices = absl::GetFlag(FLAGS_cuda_devices);
   absl::StatusOr<std::unique_ptr<gopt::worker::Executor>> executor =
       gopt::worker::Executor::Create(options);
   if (!executor.ok()) {
