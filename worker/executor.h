@@ -64,6 +64,9 @@ struct ExecutionResult {
   // Spread of the kept runs: (p90 - p10) / median, a relative figure
   // (0.05 = the middle 80% of runs lie within 5% of the median).
   double measured_spread = 0;
+  // Fastest measured run: the figure least disturbed by other load on a
+  // shared host (what timeit reports), given beside the median.
+  double measured_min_step_time_s = 0;
   int runs = 0;                     // measured runs kept
   int outliers_discarded = 0;       // runs over median + 3 * MAD, dropped
   std::vector<double> run_seconds;  // every kept run, in order
