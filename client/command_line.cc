@@ -322,6 +322,33 @@ absl::Status Finish(std::vector<std::string> operands, BenchCommandOptions* o) {
   return CheckRead(o->read);
 }
 
+FlagSet<CalibrateOptions> Flags(CalibrateOptions*) {
+  using O = CalibrateOptions;
+  FlagSet<O> flags;
+  flags.Add("out", "the topology JSON to write; required",
+            [](O& o) -> std::string& { return o.out_path; });
+  flags.Add("executors", "CPU executors (0 = one per hardware thread)",
+            [](O& o) -> int& { return o.cpu_executors; });
+  flags.Add("quick", "fewer, smaller benchmarks (a smoke run)",
+            [](O& o) -> bool& { return o.quick; });
+  flags.Add("min_measure_seconds", "measured seconds per benchmark",
+            [](O& o) -> double& { return o.min_measure_seconds; });
+  flags.Add("json", "print the measurements as JSON",
+            [](O& o) -> bool& { return o.json; });
+  return flags;
+}
+
+absl::Status Finish(std::vector<std::string> operands, CalibrateOptions* o) {
+  if (!operands.empty()) {
+    return absl::InvalidArgumentError("calibrate takes no operands");
+  }
+  if (o->cpu_executors < 0 || o->min_measure_seconds < 0) {
+    return absl::InvalidArgumentError(
+        "--executors and --min_measure_seconds must be 0 or more");
+  }
+  return Require(o->out_path, "out");
+}
+
 FlagSet<GenerateOptions> Flags(GenerateOptions*) {
   using O = GenerateOptions;
   FlagSet<O> flags;
@@ -581,6 +608,10 @@ const Table& Commands() {
         table, "load", "load --server=HOST:PORT --graph=FILE",
         "send the graph with --concurrency N for --duration S: throughput, "
         "p50/p90/p99, errors by code");
+    AddCommand<CalibrateOptions>(
+        table, "calibrate", "calibrate --out=FILE",
+        "measure this host's executors (matmul, convolution, bandwidth, "
+        "dispatch, copies) and write a topology for --topology=FILE");
     return table;
   }();
   return *kTable;
@@ -623,6 +654,9 @@ absl::Status RunOptions(const HealthOptions& o, std::ostream& out) {
 }
 absl::Status RunOptions(const LoadCommandOptions& o, std::ostream& out) {
   return RunLoadCommand(o, out);
+}
+absl::Status RunOptions(const CalibrateOptions& o, std::ostream& out) {
+  return RunCalibrate(o, out);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/calibrate.h"
 #include "client/local_commands.h"
 #include "client/measure.h"
 #include "client/remote_commands.h"
@@ -32,7 +33,7 @@ using CommandOptions =
     std::variant<HelpOptions, InspectOptions, ConvertOptions, SimulateOptions,
                  BenchCommandOptions, GenerateOptions, OptimizeOptions,
                  EvaluateOptions, PoliciesOptions, HealthOptions,
-                 LoadCommandOptions, MeasureOptions>;
+                 LoadCommandOptions, CalibrateOptions, MeasureOptions>;
 
 // One parsed command line: name ("inspect", ..., or "help") and options.
 using Command = util::ParsedCommand<CommandOptions>;

@@ -225,9 +225,14 @@ absl::Status CalibrateLinks(Executor& executor,
     t.push_back(transfer_s);
   }
   ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
-  const simulator::Link link{
-      std::clamp(fit.first > 0 ? 1 / fit.first : 1e16, 1.0, 1e16),
-      std::clamp(fit.second, 0.0, 10.0)};
+  if (!(fit.first > 0) || fit.second < 0) {
+    // Noise (another load on the host) bent the line: the largest transfer
+    // gives the bandwidth, the smallest the latency.
+    fit.first = t.back() / x.back();
+    fit.second = t.front();
+  }
+  const simulator::Link link{std::clamp(1 / fit.first, 1.0, 1e16),
+                             std::clamp(fit.second, 0.0, 10.0)};
   for (simulator::Link& l : topology->links) l = link;
   result->notes.push_back(absl::StrFormat(
       "links: %.3g B/s, latency %.3g s (device 0 -> 1, %d sizes)",

@@ -201,6 +201,8 @@ absl::StatusOr<ExecutionResult> TorchExecutor::Execute(
   ExecutionResult result;
   result.measured_step_time_s = summary.median_s;
   result.measured_spread = summary.spread;
+  result.measured_min_step_time_s =
+      runs.empty() ? 0 : *std::min_element(runs.begin(), runs.end());
   result.runs = static_cast<int>(summary.kept_s.size());
   result.outliers_discarded = summary.outliers;
   result.run_seconds = summary.kept_s;

@@ -64,12 +64,15 @@ struct ExecutionResult {
   // Spread of the kept runs: (p90 - p10) / median, a relative figure
   // (0.05 = the middle 80% of runs lie within 5% of the median).
   double measured_spread = 0;
+  // Fastest measured run: the figure least disturbed by other load on a
+  // shared host (what timeit reports), given beside the median.
+  double measured_min_step_time_s = 0;
   int runs = 0;                     // measured runs kept
   int outliers_discarded = 0;       // runs over median + 3 * MAD, dropped
   std::vector<double> run_seconds;  // every kept run, in order
-  // Per node (NodeId order): median kernel seconds (0 for free ops and
-  // nodes inside a fusion group run as one unit, whose time sits on the
-  // group's first node). Empty unless ExecuteOptions::per_node_times.
+  // Per node (NodeId order): median seconds of the node's op (inputs
+  // gathered, op run; fusion-group members timed one by one, as they run).
+  // Empty unless ExecuteOptions::per_node_times.
   std::vector<double> per_node_seconds;
   // Per plan device: the largest number of bytes of tensors the run held
   // on it at once (inputs, weights, outputs, received copies).

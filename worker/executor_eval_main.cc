@@ -42,6 +42,11 @@ ABSL_FLAG(std::vector<std::string>, real_ops, {},
           "files whose real-op fraction to print (no correlation)");
 ABSL_FLAG(double, min_measure_seconds, 0.1, "measured time per plan");
 ABSL_FLAG(int32_t, min_repeats, 5, "measured runs per plan at least");
+ABSL_FLAG(int32_t, cpu_executors, 0,
+          "CPU executors (0 = one per hardware thread)");
+ABSL_FLAG(int32_t, cuda_devices, 0,
+          "CUDA devices after the CPU executors (-1 = all; needs a CUDA "
+          "LibTorch build, see scripts/gpu-check.sh)");
 
 namespace gopt::worker {
 namespace {
@@ -54,7 +59,8 @@ struct Candidate {
 struct Row {
   std::string graph;
   std::string plan;
-  double measured_s = 0;
+  double measured_s = 0;      // median
+  double measured_min_s = 0;  // fastest run
   double spread = 0;
   double calibrated_s = 0;
   double nominal_s = 0;
@@ -244,16 +250,20 @@ void PrintSummary(const std::vector<Row>& rows) {
   std::map<std::string, std::vector<const Row*>> by_graph;
   for (const Row& r : rows) by_graph[r.graph].push_back(&r);
   auto stats = [](const std::vector<const Row*>& subset) {
-    std::vector<double> m, c, u;
+    std::vector<double> m, f, c, u;
     for (const Row* r : subset) {
       m.push_back(r->measured_s);
+      f.push_back(r->measured_min_s);
       c.push_back(r->calibrated_s);
       u.push_back(r->nominal_s);
     }
     return absl::StrFormat(
-        "plans=%d spearman_calibrated=%.3f spearman_uncalibrated=%.3f "
+        "plans=%d median: spearman_calibrated=%.3f spearman_uncalibrated=%.3f "
+        "mape_calibrated=%.1f%% mape_uncalibrated=%.1f%%; fastest run: "
+        "spearman_calibrated=%.3f spearman_uncalibrated=%.3f "
         "mape_calibrated=%.1f%% mape_uncalibrated=%.1f%%",
-        subset.size(), Spearman(c, m), Spearman(u, m), Mape(c, m), Mape(u, m));
+        subset.size(), Spearman(c, m), Spearman(u, m), Mape(c, m), Mape(u, m),
+        Spearman(c, f), Spearman(u, f), Mape(c, f), Mape(u, f));
   };
   std::vector<const Row*> all;
   for (const Row& r : rows) all.push_back(&r);
@@ -275,9 +285,11 @@ void PrintSpeedups(const std::vector<Row>& rows) {
     const Row& d = *defaults[r.graph];
     std::cout << absl::StrFormat(
         "%s: default %.3f ms (spread %.3f), %s %.3f ms (spread %.3f): "
-        "measured speedup %.3fx (calibrated simulator predicted %.3fx)\n",
+        "measured speedup %.3fx median, %.3fx fastest run (calibrated "
+        "simulator predicted %.3fx)\n",
         r.graph, d.measured_s * 1e3, d.spread, r.plan, r.measured_s * 1e3,
-        r.spread, d.measured_s / r.measured_s, d.calibrated_s / r.calibrated_s);
+        r.spread, d.measured_s / r.measured_s,
+        d.measured_min_s / r.measured_min_s, d.calibrated_s / r.calibrated_s);
   }
 }
 
@@ -295,8 +307,8 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
     if (parts.size() == 2) chosen[parts[0]] = parts[1];
   }
   std::vector<Row> rows;
-  std::cout << "graph\tplan\tmeasured_ms\tspread\tpredicted_calibrated_ms\t"
-               "predicted_uncalibrated_ms\n";
+  std::cout << "graph\tplan\tmeasured_median_ms\tmeasured_min_ms\tspread\t"
+               "predicted_calibrated_ms\tpredicted_uncalibrated_ms\n";
   for (const std::string& path : absl::GetFlag(FLAGS_graph)) {
     absl::StatusOr<graph::Graph> graph = registry.ImportFile(path, "auto", {});
     if (!graph.ok()) {
@@ -329,11 +341,13 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
       Row row{name,
               c.name,
               measured->measured_step_time_s,
+              measured->measured_min_step_time_s,
               measured->measured_spread,
               *cal,
               *nom};
-      std::cout << absl::StrFormat("%s\t%s\t%.4f\t%.3f\t%.4f\t%.4f\n", name,
-                                   c.name, row.measured_s * 1e3, row.spread,
+      std::cout << absl::StrFormat("%s\t%s\t%.4f\t%.4f\t%.3f\t%.4f\t%.4f\n",
+                                   name, c.name, row.measured_s * 1e3,
+                                   row.measured_min_s * 1e3, row.spread,
                                    row.calibrated_s * 1e3, row.nominal_s * 1e3);
       rows.push_back(row);
     }
@@ -351,7 +365,8 @@ int main(int argc, char** argv) {
   gopt::graph::ImporterRegistry registry;
   gopt::graph::RegisterBuiltinImporters(&registry);
   gopt::worker::ExecutorOptions options;
-  options.cuda_devices = 0;
+  options.cpu_executors = absl::GetFlag(FLAGS_cpu_executors);
+  options.cuda_devices = absl::GetFlag(FLAGS_cuda_devices);
   absl::StatusOr<std::unique_ptr<gopt::worker::Executor>> executor =
       gopt::worker::Executor::Create(options);
   if (!executor.ok()) {

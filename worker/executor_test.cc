@@ -151,6 +151,8 @@ TEST(ExecutorTest, ReportsRealOpsMemoryAndPerNodeTimes) {
   EXPECT_DOUBLE_EQ(result->real_op_flop_fraction, 1.0);
   EXPECT_EQ(result->runs + result->outliers_discarded, 3);
   EXPECT_GT(result->measured_step_time_s, 0);
+  EXPECT_GT(result->measured_min_step_time_s, 0);
+  EXPECT_LE(result->measured_min_step_time_s, result->measured_step_time_s);
   EXPECT_EQ(result->per_node_seconds.size(), graph.num_nodes());
   ASSERT_EQ(result->peak_memory_bytes.size(), 2u);
   EXPECT_GT(result->peak_memory_bytes[0], 0);

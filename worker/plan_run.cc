@@ -173,7 +173,17 @@ std::vector<at::Tensor> PlanRun::RunNode(
   if (!resident_[node].empty() || IsResidentKind(graph_.node(node).kind)) {
     return resident_[node];
   }
-  if (real_[node]) return RunRealOp(graph_, graph_.node(node), inputs);
+  if (real_[node]) {
+    // Generated values (iota, random, shape-of) come from the host: move
+    // them to the node's device.
+    const at::Device& device = threads_.torch_devices[plan_.device[node]];
+    std::vector<at::Tensor> outputs =
+        RunRealOp(graph_, graph_.node(node), inputs);
+    for (at::Tensor& t : outputs) {
+      if (t.device() != device) t = t.to(device);
+    }
+    return outputs;
+  }
   std::vector<at::Tensor> outputs;
   for (const at::Tensor& t : copy_src_[node]) outputs.push_back(t.clone());
   return outputs;
@@ -245,6 +255,7 @@ absl::Status PlanRun::Setup(SetupReport* report) {
         if (HasRealOp(node.kind)) {
           try {
             values_[id] = RunRealOp(graph_, node, inputs);
+            for (at::Tensor& t : values_[id]) t = t.to(torch_device);
             real_[id] = 1;
           } catch (const c10::Error& e) {
             reason = e.what_without_backtrace();
