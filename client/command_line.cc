@@ -181,6 +181,10 @@ constexpr char kPolicyDirHelp[] =
     "without --server: load policies from this directory (one "
     "sub-directory with a card.json per policy)";
 
+constexpr char kWorkersHelp[] =
+    "without --server: where plans run ('local' = this process's CPU "
+    "executors; HOST:PORT,... of gopt-workers; dns:///NAME:PORT)";
+
 absl::Status ExpectOperands(const std::vector<std::string>& operands,
                             size_t count, absl::string_view what) {
   if (operands.size() != count) {
@@ -318,6 +322,33 @@ absl::Status Finish(std::vector<std::string> operands, BenchCommandOptions* o) {
   return CheckRead(o->read);
 }
 
+FlagSet<CalibrateOptions> Flags(CalibrateOptions*) {
+  using O = CalibrateOptions;
+  FlagSet<O> flags;
+  flags.Add("out", "the topology JSON to write; required",
+            [](O& o) -> std::string& { return o.out_path; });
+  flags.Add("executors", "CPU executors (0 = one per hardware thread)",
+            [](O& o) -> int& { return o.cpu_executors; });
+  flags.Add("quick", "fewer, smaller benchmarks (a smoke run)",
+            [](O& o) -> bool& { return o.quick; });
+  flags.Add("min_measure_seconds", "measured seconds per benchmark",
+            [](O& o) -> double& { return o.min_measure_seconds; });
+  flags.Add("json", "print the measurements as JSON",
+            [](O& o) -> bool& { return o.json; });
+  return flags;
+}
+
+absl::Status Finish(std::vector<std::string> operands, CalibrateOptions* o) {
+  if (!operands.empty()) {
+    return absl::InvalidArgumentError("calibrate takes no operands");
+  }
+  if (o->cpu_executors < 0 || o->min_measure_seconds < 0) {
+    return absl::InvalidArgumentError(
+        "--executors and --min_measure_seconds must be 0 or more");
+  }
+  return Require(o->out_path, "out");
+}
+
 FlagSet<GenerateOptions> Flags(GenerateOptions*) {
   using O = GenerateOptions;
   FlagSet<O> flags;
@@ -377,6 +408,12 @@ FlagSet<OptimizeOptions> Flags(OptimizeOptions*) {
             [](O& o) -> bool& { return o.progress; });
   flags.Add("out", "write the chosen plan's JSON (gopt.v1.Plan) here",
             [](O& o) -> std::string& { return o.out_path; });
+  flags.Add("verify",
+            "run the top K distinct candidates (chosen, default, best "
+            "baseline) on workers; the answer is the measured fastest",
+            [](O& o) -> int& { return o.request.verify; });
+  flags.Add("workers", kWorkersHelp,
+            [](O& o) -> std::string& { return o.workers; });
   flags.Add("trace", "write a Chrome trace of the chosen plan",
             [](O& o) -> std::string& { return o.trace_path; });
   flags.Add("json", kJsonHelp, [](O& o) -> bool& { return o.json; });
@@ -415,6 +452,41 @@ absl::Status Finish(std::vector<std::string> operands, EvaluateOptions* o) {
   RETURN_IF_ERROR(ExpectOperands(operands, 1, "exactly one FILE"));
   o->path = operands[0];
   RETURN_IF_ERROR(Require(o->plan_path, "plan"));
+  return CheckRead(o->read);
+}
+
+FlagSet<MeasureOptions> Flags(MeasureOptions*) {
+  using O = MeasureOptions;
+  FlagSet<O> flags;
+  AddReadFlags(
+      &flags, [](O & o) -> auto& { return o.read; });
+  flags.Add("topology",
+            "preset or topology JSON file whose devices are the worker's "
+            "(cpu-host: this host's two CPU executors)",
+            [](O& o) -> std::string& { return o.topology; });
+  flags.Add("method",
+            "PLACEMENT[+SCHEDULING[+FUSION]] or best-baseline: the plan",
+            [](O& o) -> std::string& { return o.method; });
+  flags.Add("plan", "a plan JSON file (gopt.v1.Plan) instead of --method",
+            [](O& o) -> std::string& { return o.plan_path; });
+  flags.Add("seed", "seed for random baselines",
+            [](O& o) -> uint64_t& { return o.seed; });
+  flags.Add("server", "gopt-server HOST:PORT to measure on (its workers)",
+            [](O& o) -> std::string& { return o.server; });
+  flags.Add("workers", kWorkersHelp,
+            [](O& o) -> std::string& { return o.workers; });
+  flags.Add("timeout", "seconds the measurement may take",
+            [](O& o) -> double& { return o.timeout_seconds; });
+  flags.Add("json", kJsonHelp, [](O& o) -> bool& { return o.json; });
+  return flags;
+}
+
+absl::Status Finish(std::vector<std::string> operands, MeasureOptions* o) {
+  RETURN_IF_ERROR(ExpectOperands(operands, 1, "exactly one FILE"));
+  o->path = operands[0];
+  if (!(o->timeout_seconds > 0)) {
+    return absl::InvalidArgumentError("--timeout must be > 0");
+  }
   return CheckRead(o->read);
 }
 
@@ -522,6 +594,11 @@ const Table& Commands() {
         "--server)");
     AddCommand<EvaluateOptions>(table, "evaluate", "evaluate FILE --plan=PLAN",
                                 "simulate a plan on --topology (--server)");
+    AddCommand<MeasureOptions>(
+        table, "measure", "measure FILE",
+        "run one plan (--method or --plan) for real on a worker (--workers, "
+        "or --server's pool) beside its prediction: predicted and measured "
+        "step time, spread, real-op share");
     AddCommand<PoliciesOptions>(table, "policies",
                                 "policies --server=HOST:PORT",
                                 "list the policies --server has loaded");
@@ -531,6 +608,10 @@ const Table& Commands() {
         table, "load", "load --server=HOST:PORT --graph=FILE",
         "send the graph with --concurrency N for --duration S: throughput, "
         "p50/p90/p99, errors by code");
+    AddCommand<CalibrateOptions>(
+        table, "calibrate", "calibrate --out=FILE",
+        "measure this host's executors (matmul, convolution, bandwidth, "
+        "dispatch, copies) and write a topology for --topology=FILE");
     return table;
   }();
   return *kTable;
@@ -562,6 +643,9 @@ absl::Status RunOptions(const OptimizeOptions& o, std::ostream& out) {
 absl::Status RunOptions(const EvaluateOptions& o, std::ostream& out) {
   return RunEvaluate(o, out);
 }
+absl::Status RunOptions(const MeasureOptions& o, std::ostream& out) {
+  return RunMeasure(o, out);
+}
 absl::Status RunOptions(const PoliciesOptions& o, std::ostream& out) {
   return RunPolicies(o, out);
 }
@@ -570,6 +654,9 @@ absl::Status RunOptions(const HealthOptions& o, std::ostream& out) {
 }
 absl::Status RunOptions(const LoadCommandOptions& o, std::ostream& out) {
   return RunLoadCommand(o, out);
+}
+absl::Status RunOptions(const CalibrateOptions& o, std::ostream& out) {
+  return RunCalibrate(o, out);
 }
 
 }  // namespace

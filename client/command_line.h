@@ -18,7 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/calibrate.h"
 #include "client/local_commands.h"
+#include "client/measure.h"
 #include "client/remote_commands.h"
 #include "util/command_table.h"
 
@@ -31,7 +33,7 @@ using CommandOptions =
     std::variant<HelpOptions, InspectOptions, ConvertOptions, SimulateOptions,
                  BenchCommandOptions, GenerateOptions, OptimizeOptions,
                  EvaluateOptions, PoliciesOptions, HealthOptions,
-                 LoadCommandOptions>;
+                 LoadCommandOptions, CalibrateOptions, MeasureOptions>;
 
 // One parsed command line: name ("inspect", ..., or "help") and options.
 using Command = util::ParsedCommand<CommandOptions>;

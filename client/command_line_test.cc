@@ -35,6 +35,23 @@ TEST(CommandLineTest, InspectTakesItsFlagsIntoItsOptions) {
   EXPECT_EQ(options.read.import.symbolic_dims.at("seq"), 128);
 }
 
+TEST(CommandLineTest, CalibrateTakesItsFlagsAndNeedsOut) {
+  absl::StatusOr<Command> command =
+      Parse("calibrate --out=host.json --executors=2 --quick "
+            "--min_measure_seconds=0.5");
+  ASSERT_TRUE(command.ok()) << command.status();
+  const auto& options = std::get<CalibrateOptions>(command->options);
+  EXPECT_EQ(options.out_path, "host.json");
+  EXPECT_EQ(options.cpu_executors, 2);
+  EXPECT_TRUE(options.quick);
+  EXPECT_DOUBLE_EQ(options.min_measure_seconds, 0.5);
+  absl::StatusOr<Command> missing = Parse("calibrate");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--out"), std::string::npos)
+      << missing.status().message();
+  EXPECT_FALSE(Parse("calibrate --out=a.json extra").ok());
+}
+
 TEST(CommandLineTest, DefaultsAreTheOptionsStructsDefaults) {
   absl::StatusOr<Command> command = Parse("simulate g.hlo");
   ASSERT_TRUE(command.ok()) << command.status();

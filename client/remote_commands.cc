@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/load_generator.h"
+#include "client/measure.h"
 #include "client/optimize_report.h"
 #include "client/optimizer_client.h"
 #include "graph/status_macros.h"
@@ -80,11 +81,13 @@ void PrintProgress(const gopt::v1::OptimizeProgress& progress) {
 class Backend {
  public:
   // `load_policies`: the in-process engine loads `policy_dir` (else it
-  // answers with baselines alone).
+  // answers with baselines alone); `workers` non-empty: it measures plans
+  // there (MakeCliMeasurer).
   static absl::StatusOr<Backend> Make(const RemoteOptions& remote,
                                       const std::string& policy_dir,
                                       bool load_policies,
-                                      int64_t max_graph_nodes) {
+                                      int64_t max_graph_nodes,
+                                      const std::string& workers = "") {
     Backend backend;
     if (!remote.server.empty()) {
       ASSIGN_OR_RETURN(backend.client_, Connect(remote, /*max_attempts=*/3));
@@ -95,6 +98,9 @@ class Backend {
     std::shared_ptr<const server::PolicyRegistry> policies;
     if (load_policies) {
       ASSIGN_OR_RETURN(policies, server::LoadBuiltinPolicies(policy_dir));
+    }
+    if (!workers.empty()) {
+      ASSIGN_OR_RETURN(options.measurer, MakeCliMeasurer(workers));
     }
     backend.engine_ =
         std::make_shared<server::Engine>(options, std::move(policies));
@@ -183,6 +189,7 @@ absl::StatusOr<gopt::v1::OptimizeRequest> MakeOptimizeRequest(
     budget->set_mode(gopt::v1::Budget::ZERO_SHOT);
   }
   request.set_allow_partial_result(options.allow_partial);
+  request.set_verify(options.verify);
   *request.mutable_options() =
       RequestOptions(options.read, options.seed, options.baseline_methods);
   return request;
@@ -191,10 +198,12 @@ absl::StatusOr<gopt::v1::OptimizeRequest> MakeOptimizeRequest(
 absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
   ASSIGN_OR_RETURN(gopt::v1::OptimizeRequest request,
                    MakeOptimizeRequest(options.request));
-  ASSIGN_OR_RETURN(Backend backend,
-                   Backend::Make(options.remote, options.policy_dir,
-                                 !options.request.baselines_only,
-                                 options.request.read.import.limits.max_nodes));
+  ASSIGN_OR_RETURN(
+      Backend backend,
+      Backend::Make(options.remote, options.policy_dir,
+                    !options.request.baselines_only,
+                    options.request.read.import.limits.max_nodes,
+                    options.request.verify > 0 ? options.workers : ""));
   ASSIGN_OR_RETURN(gopt::v1::OptimizeResponse response,
                    backend.Optimize(request, options.progress));
   if (!options.out_path.empty()) {

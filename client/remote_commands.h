@@ -47,6 +47,9 @@ struct OptimizeRequestOptions {
   bool allow_partial = false;   // on deadline, the best plan so far
   std::vector<std::string> baseline_methods;  // --methods; empty = default
   uint64_t seed = 0;
+  // Run the top K distinct candidates on workers (OptimizeRequest.verify);
+  // 0 = no measuring.
+  int verify = 0;
 };
 
 // The request `options` describe: the graph file read into it, the
@@ -62,6 +65,9 @@ struct OptimizeOptions {
   // In-process: load policies from this directory (one sub-directory with
   // a card.json per policy).
   std::string policy_dir = DefaultPolicyDir();
+  // In-process with request.verify: where plans run ("local" = this
+  // process's CPU executors, or HOST:PORT,... of gopt-workers).
+  std::string workers = "local";
   bool progress = false;   // progress events to stderr
   std::string out_path;    // "" = do not write the chosen plan's JSON
   std::string trace_path;  // "" = no Chrome trace of the chosen plan

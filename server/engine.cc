@@ -13,6 +13,7 @@
 #include "graph/import/builtin_importers.h"
 #include "graph/native/graph_proto.h"
 #include "graph/status_macros.h"
+#include "server/verify.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
 #include "simulator/plan.h"
@@ -338,6 +339,9 @@ class OptimizeRun {
   absl::Status RunPolicies();
   absl::Status RunPolicy(const policy::Policy& policy,
                          const policy::TaskSet& tasks);
+  // OptimizeRequest.verify: measures the chosen plan, the default and the
+  // best baseline on the workers and makes best_ the measured fastest.
+  void Verify();
   // Called when CheckStop failed: DeadlineExceeded is turned into a partial
   // answer when allowed and a plan exists.
   absl::Status Stop(const absl::Status& stop);
@@ -366,6 +370,7 @@ class OptimizeRun {
   bool default_usable_ = false;  // simulated and fits in memory
   Plan default_plan_;
   std::optional<Candidate> best_;
+  std::optional<Candidate> best_baseline_;  // for Verify
   bool partial_ = false;
   OptimizeResponse response_;
 };
@@ -399,6 +404,10 @@ absl::Status OptimizeRun::Prepare() {
   if (!request_.policy().version().empty() &&
       request_.policy().name().empty()) {
     return absl::InvalidArgumentError("policy.version needs policy.name");
+  }
+  if (request_.verify() < 0 || request_.verify() > kMaxVerify) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "verify must be in 0..", kMaxVerify, ", got ", request_.verify()));
   }
 
   RETURN_IF_ERROR(memory_.BeforeImport(request_.graph()));
@@ -524,12 +533,16 @@ absl::Status OptimizeRun::RunBaselines() {
         }
         if (trial.method == best->plan.method) winner_s = trial.step_time_s;
       }
-      if (baseline_best_method.empty() || winner_s < baseline_best_s) {
+      const bool best_so_far =
+          baseline_best_method.empty() || winner_s < baseline_best_s;
+      if (best_so_far) {
         baseline_best_method = best->plan.method;
         baseline_best_s = winner_s;
       }
       std::string label = absl::StrCat("best-baseline:", best->plan.method);
-      Offer(Candidate{std::move(best->plan), std::move(label), winner_s});
+      Candidate candidate{std::move(best->plan), std::move(label), winner_s};
+      if (best_so_far && UsableStepTime(winner_s)) best_baseline_ = candidate;
+      Offer(std::move(candidate));
     } else {
       // No plan of this placement fits (or none could be made): say why
       // per method.
@@ -761,6 +774,7 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
                      response_.baselines_size(), " baseline methods: ", oom,
                      " out of memory, ", failed, " failed", first_error, ")"));
   }
+  if (request_.verify() > 0) Verify();
   simulator::SimulationOptions quick;
   quick.record_timeline = false;
   ASSIGN_OR_RETURN(SimulationResult result,
@@ -787,6 +801,28 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   total->set_stage("total");
   total->set_seconds(SecondsSince(*context_.clock, start_));
   return std::move(response_);
+}
+
+void OptimizeRun::Verify() {
+  const absl::Time verify_start = absl::Now();
+  std::vector<VerifyCandidate> candidates;
+  candidates.push_back({best_->plan, best_->method, best_->step_time_s});
+  if (default_usable_) {
+    candidates.push_back(
+        {default_plan_, "default", response_.default_step_time_s()});
+  }
+  if (best_baseline_.has_value()) {
+    candidates.push_back({best_baseline_->plan, best_baseline_->method,
+                          best_baseline_->step_time_s});
+  }
+  const int chosen = VerifyCandidates(
+      options_.measurer.get(), *graph_, candidates, request_.verify(),
+      work_deadline_, context_.cancelled, &response_);
+  if (chosen != 0) {
+    best_ = Candidate{candidates[chosen].plan, candidates[chosen].method,
+                      candidates[chosen].predicted_step_time_s};
+  }
+  AddTiming("verify", verify_start);
 }
 
 void OptimizeRun::AddKernelTiles() {
@@ -959,6 +995,10 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
       simulator.Simulate(simulator::DefaultPlan(graph, topology), quick);
   if (default_result.ok() && UsableStepTime(default_result->step_time_s)) {
     response.set_default_step_time_s(default_result->step_time_s);
+  }
+  if (request.measure()) {
+    MeasureForEvaluate(options_.measurer.get(), graph, plan, work_deadline,
+                       context.cancelled, &response);
   }
   if (request.include_trace()) {
     RETURN_IF_ERROR(check_stop("the default plan's simulation"));

@@ -17,6 +17,7 @@
 #include "graph/importer.h"
 #include "policy/clock.h"
 #include "server/memory_budget.h"
+#include "server/plan_measurer.h"
 #include "server/policy_registry.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
@@ -46,6 +47,11 @@ struct EngineOptions {
   // larger is ResourceExhausted (estimated from the node count before the
   // trace is built, checked after). Default 32 MiB.
   int64_t max_trace_bytes = int64_t{32} << 20;
+  // Runs plans for real for OptimizeRequest.verify and
+  // EvaluateRequest.measure (gopt-server's WorkerPool); shared, thread-safe.
+  // Null (default): such requests answer with simulated numbers and a
+  // warning.
+  std::shared_ptr<PlanMeasurer> measurer;
 };
 
 // What the transport knows about one request.

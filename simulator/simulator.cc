@@ -21,7 +21,7 @@ bool SameProfile(const DeviceProfile& a, const DeviceProfile& b) {
          a.memory_bandwidth_bytes_per_s == b.memory_bandwidth_bytes_per_s &&
          a.memory_bytes == b.memory_bytes &&
          a.launch_overhead_s == b.launch_overhead_s &&
-         a.max_efficiency == b.max_efficiency;
+         a.max_efficiency == b.max_efficiency && a.op_curves == b.op_curves;
 }
 
 }  // namespace
@@ -161,6 +161,7 @@ void Simulator::PriceSoloKernels() {
     kernel.flops = flops_[id];
     kernel.bytes = std::max<int64_t>(0, traffic_bytes_[id]);
     kernel.dtype = dtype_[id];
+    kernel.op_class = OpCostClassOf(graph_.node(id).kind);
     for (int c = 0; c < num_device_classes_; ++c) {
       solo_seconds_[static_cast<size_t>(id) * num_device_classes_ + c] =
           cost_model_.KernelSeconds(kernel, topology_.devices[class_device[c]]);
