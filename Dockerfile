@@ -33,6 +33,7 @@ COPY util util
 COPY proto proto
 COPY graph graph
 COPY simulator simulator
+COPY worker worker
 COPY policy/CMakeLists.txt policy/*.h policy/*.cc policy/
 COPY policy/go policy/go
 COPY policy/cost_model policy/cost_model
