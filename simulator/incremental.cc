@@ -1,0 +1,472 @@
+// Incremental simulation of local moves: Simulator::Record keeps
+// checkpoints of a run's event loop, Simulator::SimulateCandidate resumes a
+// plan that differs in a few nodes from the last checkpoint before the
+// first event the differences can change.
+//
+// Why resuming is exact: a checkpoint is taken at the end of an instant
+// (every event up to its time processed and dispatched). Before a changed
+// unit is ready, its priority (rank) decides nothing, and before one of its
+// producers finishes, its device decides nothing either: sends, local uses
+// and memory only depend on it from then on. So up to the earliest of
+// those times (in the base run) both runs process the same events in the
+// same state, and the candidate's state at a checkpoint before then is the
+// base's, with the changed units' devices, ranks and their producers' local
+// uses adjusted.
+//
+// What a checkpoint need not hold: a unit's times and causes are written
+// when it becomes ready, starts or finishes, so those of units not yet
+// ready are overwritten before any read; the same holds for a producer's
+// sends (next_carried, in_transfer) and for transfers made later. Those
+// come from the base's final state, which each thread keeps in its
+// candidate workspace and restores after each candidate (the units it
+// touched, the transfers it wrote).
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/status_macros.h"
+#include "simulator/simulator_run.h"
+
+namespace gopt::simulator {
+namespace {
+
+// Ranks left free below the base's for raised priorities: the most units a
+// candidate may change and still resume.
+constexpr int32_t kRaisedRanks = 1024;
+// Checkpoints per run, and the memory they may take (about 12 bytes per
+// node each).
+constexpr int64_t kMaxCheckpoints = 32;
+constexpr int64_t kCheckpointBudgetBytes = int64_t{256} << 20;
+// The relative slack of the early stop: the bound adds kernel times in
+// another order than the run, so it may exceed the step time by rounding.
+constexpr double kStopSlack = 1e-9;
+
+std::atomic<uint64_t> next_trajectory_id{1};
+
+int32_t PriorityOf(const Plan& plan, graph::NodeId id) {
+  return plan.priority.empty() ? 0 : plan.priority[id];
+}
+
+}  // namespace
+
+Trajectory::Trajectory(std::unique_ptr<Data> data) : data_(std::move(data)) {}
+Trajectory::~Trajectory() = default;
+const Plan& Trajectory::plan() const { return data_->plan; }
+const SimulationResult& Trajectory::result() const { return data_->result; }
+int Trajectory::num_checkpoints() const {
+  return static_cast<int>(data_->checkpoints.size());
+}
+int64_t Trajectory::num_events() const { return data_->total_events; }
+
+absl::StatusOr<std::unique_ptr<Trajectory>> Simulator::Record(
+    const Plan& plan, const SimulationOptions& options) const {
+  RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
+  auto data = std::make_unique<Trajectory::Data>();
+  data->simulator = this;
+  data->id = next_trajectory_id++;
+  Run run(*this, plan, options,
+          internal::AcquireThreadWorkspace(this, /*candidate=*/false));
+  ASSIGN_OR_RETURN(data->result, run.Record(*data));
+  return std::make_unique<Trajectory>(std::move(data));
+}
+
+absl::StatusOr<SimulationResult> Simulator::Run::Record(
+    Trajectory::Data& trajectory) {
+  BuildUnits();
+  PriceUnits();
+  RankUnits();
+  recorder_ = &trajectory;
+  bounded_ = true;
+  ws_.remaining_work.assign(num_devices_, 0);
+  for (int32_t u = 0; u < num_units_; ++u) {
+    ws_.remaining_work[ws_.inputs[u].device] += ws_.units[u].duration;
+  }
+  // Events: one per unit, one per transfer (at most one per edge between
+  // devices).
+  int64_t events = num_units_;
+  for (const Edge& edge : sim_.graph_.edges()) {
+    events += plan_.device[edge.src] != plan_.device[edge.dst];
+  }
+  const int64_t bytes_per_checkpoint =
+      12 * static_cast<int64_t>(n_) + 8 * num_units_ + 1;
+  const int64_t checkpoints = std::clamp<int64_t>(
+      kCheckpointBudgetBytes / bytes_per_checkpoint, 2, kMaxCheckpoints);
+  trajectory.checkpoint_interval = std::max<int64_t>(64, events / checkpoints);
+  StartEventLoop();
+  LoopEvents();
+  RETURN_IF_ERROR(CheckAllCompleted());
+  trajectory.total_events = events_;
+  KeepFinalState(trajectory);
+  return Finish();
+}
+
+void Simulator::Run::MaybeCheckpoint(double now) {
+  Trajectory::Data& trajectory = *recorder_;
+  if (!trajectory.checkpoints.empty() &&
+      events_ - trajectory.checkpoints.back().events <
+          trajectory.checkpoint_interval) {
+    return;
+  }
+  Checkpoint& c = trajectory.checkpoints.emplace_back();
+  c.time_s = now;
+  c.events = events_;
+  c.inputs.assign(ws_.inputs.begin(), ws_.inputs.begin() + num_units_);
+  c.local_uses.assign(ws_.local_uses.begin(), ws_.local_uses.begin() + n_);
+  c.queue = ws_.events.heap();
+  c.ready_units.resize(num_devices_);
+  for (int d = 0; d < num_devices_; ++d) {
+    ws_.ready[d].ForEach([&](int64_t rank) {
+      c.ready_units[d].push_back(ws_.unit_of_rank[rank]);
+    });
+  }
+  c.device_busy = ws_.device_busy;
+  c.device_last_unit = ws_.device_last_unit;
+  c.link_last_transfer = ws_.link_last_transfer;
+  c.link_tail = ws_.link_tail;
+  c.link_free = ws_.link_free;
+  c.device_busy_s = result_.device_busy_s;
+  c.remaining_work = ws_.remaining_work;
+  c.memory = ws_.memory;
+  c.peak_memory_bytes = result_.peak_memory_bytes;
+  c.bytes_moved = result_.bytes_moved;
+  c.seq = seq_;
+  c.completed_units = completed_units_;
+  c.last = last_;
+  c.last_end = last_end_;
+  c.last_arrival = last_arrival_;
+  c.num_transfers = num_transfers_;
+  // Transfers whose fields change later: those still feeding consumers
+  // (remote_uses) and the last queued on each link (next_on_link).
+  for (int32_t t = 0; t < num_transfers_; ++t) {
+    const Transfer& transfer = ws_.transfers[t];
+    if (transfer.remote_uses > 0) {
+      c.live_transfers.push_back(
+          {t, transfer.remote_uses, transfer.next_on_link});
+    }
+  }
+  for (const int32_t tail : ws_.link_tail) {
+    if (tail >= 0 && ws_.transfers[tail].remote_uses == 0) {
+      c.live_transfers.push_back({tail, 0, ws_.transfers[tail].next_on_link});
+    }
+  }
+}
+
+void Simulator::Run::KeepFinalState(Trajectory::Data& trajectory) const {
+  trajectory.plan = plan_;
+  trajectory.num_units = num_units_;
+  trajectory.rank_offset = kRaisedRanks;
+  trajectory.unit_of.assign(ws_.unit_of.begin(), ws_.unit_of.begin() + n_);
+  trajectory.member_offsets.assign(ws_.member_offsets.begin(),
+                                   ws_.member_offsets.begin() + num_units_ + 1);
+  trajectory.members.assign(ws_.members.begin(), ws_.members.begin() + n_);
+  trajectory.materialized.assign(ws_.materialized.begin(),
+                                 ws_.materialized.begin() + n_);
+  trajectory.units.assign(ws_.units.begin(), ws_.units.begin() + num_units_);
+  trajectory.unit_of_rank.assign(num_units_ + kRaisedRanks, -1);
+  trajectory.highest_priority = std::numeric_limits<int32_t>::min();
+  for (int32_t u = 0; u < num_units_; ++u) {
+    UnitState& unit = trajectory.units[u];
+    unit.rank += kRaisedRanks;
+    trajectory.unit_of_rank[unit.rank] = u;
+    trajectory.highest_priority =
+        std::max(trajectory.highest_priority, unit.priority);
+  }
+  trajectory.transfers.assign(ws_.transfers.begin(),
+                              ws_.transfers.begin() + num_transfers_);
+  trajectory.next_carried = ws_.next_carried;
+  trajectory.in_transfer = ws_.in_transfer;
+  if (fused_) return;
+  // Without fusion units are nodes, in topological order: the tail of a
+  // node is its kernel time plus the longest tail among its consumers.
+  trajectory.tail.assign(n_, 0);
+  for (NodeId id = n_ - 1; id >= 0; --id) {
+    double longest = 0;
+    const absl::Span<const Edge> out = sim_.graph_.out_edges(id);
+    const int32_t begin = static_cast<int32_t>(out.data() - out_base_);
+    for (int32_t e = begin; e < begin + static_cast<int32_t>(out.size()); ++e) {
+      const NodeId dst = sim_.out_dst_[e];
+      longest = std::max(longest, trajectory.tail[dst < 0 ? ~dst : dst]);
+    }
+    trajectory.tail[id] = ws_.units[id].duration + longest;
+  }
+}
+
+int Simulator::Run::PickCheckpoint(const Trajectory::Data& base,
+                                   std::vector<int32_t>* changed_units) const {
+  changed_units->clear();
+  if (sim_.num_device_classes_ != 1 || base.checkpoints.empty() ||
+      plan_.fusion_group != base.plan.fusion_group ||
+      plan_.layout != base.plan.layout) {
+    return -1;
+  }
+  for (NodeId id = 0; id < n_; ++id) {
+    if (plan_.device[id] == base.plan.device[id] &&
+        PriorityOf(plan_, id) == PriorityOf(base.plan, id)) {
+      continue;
+    }
+    if (changed_units->size() >= static_cast<size_t>(kRaisedRanks)) return -1;
+    changed_units->push_back(base.unit_of[id]);
+  }
+  std::sort(changed_units->begin(), changed_units->end());
+  changed_units->erase(
+      std::unique(changed_units->begin(), changed_units->end()),
+      changed_units->end());
+  // The earliest time a difference can change an event in the base run.
+  double first_s = std::numeric_limits<double>::infinity();
+  for (const int32_t u : *changed_units) {
+    const UnitState& unit = base.units[u];
+    int32_t priority = std::numeric_limits<int32_t>::min();
+    bool moved = false;
+    for (int32_t m = base.member_offsets[u]; m < base.member_offsets[u + 1];
+         ++m) {
+      const NodeId id = base.members[m];
+      priority = std::max(priority, PriorityOf(plan_, id));
+      if (plan_.device[id] == base.plan.device[id]) continue;
+      // A resident node is allocated before the first event.
+      if (sim_.resident_[id]) return -1;
+      moved = true;
+      for (const Edge& edge : sim_.graph_.in_edges(id)) {
+        const int32_t producer = base.unit_of[edge.src];
+        if (producer != u)
+          first_s = std::min(first_s, base.units[producer].end);
+      }
+    }
+    if (priority != unit.priority) {
+      // Only raised above every unit keeps the others' ranks.
+      if (priority <= base.highest_priority) return -1;
+      first_s = std::min(first_s, unit.ready_at);
+    }
+    if (moved) first_s = std::min(first_s, unit.ready_at);
+  }
+  int checkpoint = -1;
+  for (int c = 0; c < static_cast<int>(base.checkpoints.size()); ++c) {
+    if (!(base.checkpoints[c].time_s < first_s)) break;
+    checkpoint = c;
+  }
+  return checkpoint;
+}
+
+void Simulator::Run::PrepareCandidateWorkspace(const Trajectory::Data& base) {
+  Workspace& ws = ws_;
+  const size_t edges = sim_.graph_.edges().size();
+  if (ws.base_id != base.id) {
+    ws.base_id = 0;
+    ws.unit_of = base.unit_of;
+    ws.member_offsets = base.member_offsets;
+    ws.members = base.members;
+    ws.materialized = base.materialized;
+    ws.units = base.units;
+    ws.unit_of_rank = base.unit_of_rank;
+    ws.next_carried = base.next_carried;
+    ws.in_transfer = base.in_transfer;
+    internal::ReserveScratch(ws.transfers, edges);
+    if (ws.transfers.size() < edges) ws.transfers.resize(edges);
+    std::copy(base.transfers.begin(), base.transfers.end(),
+              ws.transfers.begin());
+    ws.inputs.resize(base.num_units);
+    ws.local_uses.resize(n_);
+    ws.touched.clear();
+    ws.transfers_from = ws.transfers_to = 0;
+    ws.touched_checkpoint = -1;
+    ws.base_id = base.id;
+    return;
+  }
+  // Undo the last candidate.
+  for (const int32_t u : ws.touched) {
+    ws.units[u] = base.units[u];
+    for (int32_t m = ws.member_offsets[u]; m < ws.member_offsets[u + 1]; ++m) {
+      const absl::Span<const Edge> out = sim_.graph_.out_edges(ws.members[m]);
+      const int32_t begin =
+          static_cast<int32_t>(out.data() - sim_.graph_.out_edges(0).data());
+      for (int32_t e = begin; e < begin + static_cast<int32_t>(out.size());
+           ++e) {
+        ws.next_carried[e] = base.next_carried[e];
+        const int32_t j = sim_.in_index_of_out_edge_[e];
+        ws.in_transfer[j] = base.in_transfer[j];
+      }
+    }
+  }
+  ws.touched.clear();
+  const int32_t recorded = static_cast<int32_t>(base.transfers.size());
+  for (int32_t t = ws.transfers_from; t < std::min(ws.transfers_to, recorded);
+       ++t) {
+    ws.transfers[t] = base.transfers[t];
+  }
+  if (ws.touched_checkpoint >= 0) {
+    for (const Checkpoint::LiveTransfer& live :
+         base.checkpoints[ws.touched_checkpoint].live_transfers) {
+      ws.transfers[live.index] = base.transfers[live.index];
+    }
+  }
+  ws.touched_checkpoint = -1;
+  ws.transfers_from = ws.transfers_to = 0;
+}
+
+void Simulator::Run::Restore(const Trajectory::Data& base, int checkpoint) {
+  const Checkpoint& c = base.checkpoints[checkpoint];
+  ws_.touched_checkpoint = checkpoint;
+  ws_.transfers_from = c.num_transfers;
+  std::copy(c.inputs.begin(), c.inputs.end(), ws_.inputs.begin());
+  std::copy(c.local_uses.begin(), c.local_uses.end(), ws_.local_uses.begin());
+  ws_.events.Assign(c.queue);
+  ws_.ready.resize(num_devices_);
+  for (int d = 0; d < num_devices_; ++d) {
+    ws_.ready[d].Reset(num_units_ + rank_offset_);
+    for (const int32_t u : c.ready_units[d]) {
+      ws_.ready[d].Insert(ws_.units[u].rank);
+    }
+  }
+  ws_.device_busy = c.device_busy;
+  ws_.device_last_unit = c.device_last_unit;
+  ws_.link_last_transfer = c.link_last_transfer;
+  ws_.link_tail = c.link_tail;
+  ws_.link_free = c.link_free;
+  ws_.remaining_work = c.remaining_work;
+  ws_.memory = c.memory;
+  result_.device_busy_s = c.device_busy_s;
+  result_.peak_memory_bytes = c.peak_memory_bytes;
+  result_.bytes_moved = c.bytes_moved;
+  seq_ = c.seq;
+  completed_units_ = c.completed_units;
+  last_ = c.last;
+  last_end_ = c.last_end;
+  last_arrival_ = c.last_arrival;
+  num_transfers_ = c.num_transfers;
+  events_ = c.events;
+  for (const Checkpoint::LiveTransfer& live : c.live_transfers) {
+    ws_.transfers[live.index].remote_uses = live.remote_uses;
+    ws_.transfers[live.index].next_on_link = live.next_on_link;
+  }
+  out_base_ = n_ > 0 ? sim_.graph_.out_edges(0).data() : nullptr;
+  in_base_ = sim_.graph_.edges().data();
+  ws_.free_stack.clear();
+  ws_.dirty_devices.clear();
+  ws_.release_stack.clear();
+}
+
+void Simulator::Run::ApplyChanges(const Trajectory::Data& base,
+                                  const std::vector<int32_t>& changed_units) {
+  std::vector<std::pair<int32_t, int32_t>> raised;  // (priority, unit)
+  std::vector<NodeId> recount;  // nodes whose local uses may change
+  for (const int32_t u : changed_units) {
+    Touch(u);
+    int32_t priority = std::numeric_limits<int32_t>::min();
+    int32_t device = 0;
+    for (int32_t m = ws_.member_offsets[u]; m < ws_.member_offsets[u + 1];
+         ++m) {
+      const NodeId id = ws_.members[m];
+      priority = std::max(priority, PriorityOf(plan_, id));
+      device = plan_.device[id];
+      if (device == base.plan.device[id]) continue;
+      recount.push_back(id);
+      for (const Edge& edge : sim_.graph_.in_edges(id)) {
+        if (!edge.control && ws_.unit_of[edge.src] != u) {
+          recount.push_back(edge.src);
+        }
+      }
+    }
+    if (priority != ws_.units[u].priority) raised.push_back({priority, u});
+    UnitInputs& inputs = ws_.inputs[u];
+    if (device != inputs.device) {
+      const double duration = ws_.units[u].duration;
+      ws_.remaining_work[inputs.device] -= duration;
+      ws_.remaining_work[device] += duration;
+      inputs.device = device;
+    }
+  }
+  // Raised units rank first: highest priority, then lowest unit.
+  std::sort(raised.begin(), raised.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (size_t r = 0; r < raised.size(); ++r) {
+    UnitState& unit = ws_.units[raised[r].second];
+    unit.priority = raised[r].first;
+    unit.rank = static_cast<int32_t>(r);
+    ws_.unit_of_rank[r] = raised[r].second;
+  }
+  // A node's local uses: its consumers in other units on its device (see
+  // PriceNode), under the candidate's devices instead of the base's.
+  std::sort(recount.begin(), recount.end());
+  recount.erase(std::unique(recount.begin(), recount.end()), recount.end());
+  for (const NodeId id : recount) {
+    int32_t delta = 0;
+    for (const Edge& edge : sim_.graph_.out_edges(id)) {
+      if (edge.control || ws_.unit_of[edge.dst] == ws_.unit_of[id]) continue;
+      delta += plan_.device[edge.dst] == plan_.device[id];
+      delta -= base.plan.device[edge.dst] == base.plan.device[id];
+    }
+    ws_.local_uses[id] += delta;
+  }
+  // The kernels running now end no earlier than planned, and their devices'
+  // remaining work follows them.
+  for (int d = 0; d < num_devices_; ++d) {
+    const int32_t u = ws_.device_last_unit[d];
+    if (!ws_.device_busy[d] || u < 0) continue;
+    bound_s_ = std::max(bound_s_, ws_.units[u].end + ws_.remaining_work[d]);
+  }
+}
+
+absl::StatusOr<SimulationResult> Simulator::Run::SimulateFrom(
+    const Trajectory::Data& base, int checkpoint,
+    const std::vector<int32_t>& changed_units, double stop_above_s,
+    bool* slower, double* bound_s, int64_t* events) {
+  candidate_ = true;
+  bounded_ = true;
+  stop_above_s_ = stop_above_s;
+  rank_offset_ = base.rank_offset;
+  num_units_ = base.num_units;
+  tail_ = base.tail.empty() ? nullptr : base.tail.data();
+  result_.num_kernels = base.result.num_kernels;
+  result_.layout_copy_s = base.result.layout_copy_s;
+  Restore(base, checkpoint);
+  ApplyChanges(base, changed_units);
+  const int64_t events_before = events_;
+  LoopEvents();
+  *events = events_ - events_before;
+  ws_.transfers_to = num_transfers_;
+  if (stopped_) {
+    *slower = true;
+    *bound_s = std::max(bound_s_, last_arrival_);
+    return SimulationResult{};
+  }
+  RETURN_IF_ERROR(CheckAllCompleted());
+  return Finish();
+}
+
+absl::StatusOr<CandidateResult> Simulator::SimulateCandidate(
+    const Trajectory& base, const Plan& plan, const SimulationOptions& options,
+    double cutoff_s) const {
+  const Trajectory::Data& data = base.data();
+  if (data.simulator != this) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SimulateCandidate on graph '", graph_.name(),
+        "': the base trajectory was recorded by another simulator"));
+  }
+  RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
+  CandidateResult candidate;
+  Run run(*this, plan, options,
+          internal::AcquireThreadWorkspace(this, /*candidate=*/true));
+  std::vector<int32_t> changed_units;
+  const int checkpoint = run.PickCheckpoint(data, &changed_units);
+  if (checkpoint < 0) {
+    Run full(*this, plan, options,
+             internal::AcquireThreadWorkspace(this, /*candidate=*/false));
+    ASSIGN_OR_RETURN(candidate.result, full.Simulate());
+    return candidate;
+  }
+  run.PrepareCandidateWorkspace(data);
+  candidate.incremental = true;
+  const double stop_above_s =
+      cutoff_s + kStopSlack * std::abs(cutoff_s) + 1e-300;
+  ASSIGN_OR_RETURN(candidate.result,
+                   run.SimulateFrom(data, checkpoint, changed_units,
+                                    stop_above_s, &candidate.slower_than_cutoff,
+                                    &candidate.step_time_lower_bound_s,
+                                    &candidate.events_simulated));
+  return candidate;
+}
+
+}  // namespace gopt::simulator
