@@ -54,6 +54,9 @@ int32_t PriorityOf(const Plan& plan, graph::NodeId id) {
 
 Trajectory::Trajectory(std::unique_ptr<Data> data) : data_(std::move(data)) {}
 Trajectory::~Trajectory() = default;
+std::unique_ptr<Trajectory::Data> Trajectory::TakeData() {
+  return std::move(data_);
+}
 const Plan& Trajectory::plan() const { return data_->plan; }
 const SimulationResult& Trajectory::result() const { return data_->result; }
 int Trajectory::num_checkpoints() const {
@@ -62,9 +65,17 @@ int Trajectory::num_checkpoints() const {
 int64_t Trajectory::num_events() const { return data_->total_events; }
 
 absl::StatusOr<std::unique_ptr<Trajectory>> Simulator::Record(
-    const Plan& plan, const SimulationOptions& options) const {
+    const Plan& plan, const SimulationOptions& options,
+    std::unique_ptr<Trajectory> recycle) const {
   RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
-  auto data = std::make_unique<Trajectory::Data>();
+  std::unique_ptr<Trajectory::Data> data;
+  if (recycle != nullptr) data = recycle->TakeData();
+  if (data == nullptr) data = std::make_unique<Trajectory::Data>();
+  // The old checkpoints become spares whose buffers new ones take over.
+  for (internal::Checkpoint& old : data->checkpoints) {
+    data->spare_checkpoints.push_back(std::move(old));
+  }
+  data->checkpoints.clear();
   data->simulator = this;
   data->id = next_trajectory_id++;
   Run run(*this, plan, options,
@@ -95,10 +106,20 @@ absl::StatusOr<SimulationResult> Simulator::Run::Record(
   const int64_t checkpoints = std::clamp<int64_t>(
       kCheckpointBudgetBytes / bytes_per_checkpoint, 2, kMaxCheckpoints);
   trajectory.checkpoint_interval = std::max<int64_t>(64, events / checkpoints);
+  interval_peak_bytes_ = ws_.memory;
   StartEventLoop();
   LoopEvents();
   RETURN_IF_ERROR(CheckAllCompleted());
   trajectory.total_events = events_;
+  // The memory peaks after each checkpoint, from those between them.
+  std::vector<internal::Checkpoint>& kept = trajectory.checkpoints;
+  if (!kept.empty()) kept.back().later_peak_bytes = interval_peak_bytes_;
+  for (int k = static_cast<int>(kept.size()) - 2; k >= 0; --k) {
+    for (int d = 0; d < num_devices_; ++d) {
+      kept[k].later_peak_bytes[d] = std::max(kept[k].later_peak_bytes[d],
+                                             kept[k + 1].later_peak_bytes[d]);
+    }
+  }
   KeepFinalState(trajectory);
   return Finish();
 }
@@ -110,14 +131,27 @@ void Simulator::Run::MaybeCheckpoint(double now) {
           trajectory.checkpoint_interval) {
     return;
   }
-  Checkpoint& c = trajectory.checkpoints.emplace_back();
+  if (!trajectory.checkpoints.empty()) {
+    trajectory.checkpoints.back().later_peak_bytes = interval_peak_bytes_;
+  }
+  interval_peak_bytes_ = ws_.memory;
+  std::vector<Checkpoint>& spares = trajectory.spare_checkpoints;
+  if (spares.empty()) {
+    trajectory.checkpoints.emplace_back();
+  } else {
+    trajectory.checkpoints.push_back(std::move(spares.back()));
+    spares.pop_back();
+  }
+  Checkpoint& c = trajectory.checkpoints.back();
   c.time_s = now;
   c.events = events_;
   c.inputs.assign(ws_.inputs.begin(), ws_.inputs.begin() + num_units_);
   c.local_uses.assign(ws_.local_uses.begin(), ws_.local_uses.begin() + n_);
   c.queue = ws_.events.heap();
   c.ready_units.resize(num_devices_);
+  c.live_transfers.clear();
   for (int d = 0; d < num_devices_; ++d) {
+    c.ready_units[d].clear();
     ws_.ready[d].ForEach([&](int64_t rank) {
       c.ready_units[d].push_back(ws_.unit_of_rank[rank]);
     });
@@ -157,6 +191,9 @@ void Simulator::Run::MaybeCheckpoint(double now) {
 void Simulator::Run::KeepFinalState(Trajectory::Data& trajectory) const {
   trajectory.plan = plan_;
   trajectory.num_units = num_units_;
+  trajectory.last_unit = last_;
+  trajectory.last_end_s = last_end_;
+  trajectory.last_arrival_s = last_arrival_;
   trajectory.rank_offset = kRaisedRanks;
   trajectory.unit_of.assign(ws_.unit_of.begin(), ws_.unit_of.begin() + n_);
   trajectory.member_offsets.assign(ws_.member_offsets.begin(),
@@ -178,6 +215,7 @@ void Simulator::Run::KeepFinalState(Trajectory::Data& trajectory) const {
                               ws_.transfers.begin() + num_transfers_);
   trajectory.next_carried = ws_.next_carried;
   trajectory.in_transfer = ws_.in_transfer;
+  trajectory.tail.clear();
   if (fused_) return;
   // Without fusion units are nodes, in topological order: the tail of a
   // node is its kernel time plus the longest tail among its consumers.
@@ -313,11 +351,15 @@ void Simulator::Run::Restore(const Trajectory::Data& base, int checkpoint) {
   std::copy(c.local_uses.begin(), c.local_uses.end(), ws_.local_uses.begin());
   ws_.events.Assign(c.queue);
   ws_.ready.resize(num_devices_);
+  // The units ready or running now are the ones this run may change
+  // without making them ready (see MakeReady's Touch).
   for (int d = 0; d < num_devices_; ++d) {
     ws_.ready[d].Reset(num_units_ + rank_offset_);
     for (const int32_t u : c.ready_units[d]) {
       ws_.ready[d].Insert(ws_.units[u].rank);
+      ws_.touched.push_back(u);
     }
+    if (c.device_busy[d]) ws_.touched.push_back(c.device_last_unit[d]);
   }
   ws_.device_busy = c.device_busy;
   ws_.device_last_unit = c.device_last_unit;
@@ -377,10 +419,12 @@ void Simulator::Run::ApplyChanges(const Trajectory::Data& base,
       inputs.device = device;
     }
   }
+  if (!recount.empty()) may_rejoin_ = false;  // a device changed
   // Raised units rank first: highest priority, then lowest unit.
   std::sort(raised.begin(), raised.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
+  raised_units_ = static_cast<int32_t>(raised.size());
   for (size_t r = 0; r < raised.size(); ++r) {
     UnitState& unit = ws_.units[raised[r].second];
     unit.priority = raised[r].first;
@@ -409,12 +453,15 @@ void Simulator::Run::ApplyChanges(const Trajectory::Data& base,
   }
 }
 
-absl::StatusOr<SimulationResult> Simulator::Run::SimulateFrom(
+absl::Status Simulator::Run::SimulateFrom(
     const Trajectory::Data& base, int checkpoint,
     const std::vector<int32_t>& changed_units, double stop_above_s,
-    bool* slower, double* bound_s, int64_t* events) {
+    CandidateResult* candidate) {
   candidate_ = true;
   bounded_ = true;
+  base_ = &base;
+  may_rejoin_ = true;
+  next_checkpoint_ = checkpoint + 1;
   stop_above_s_ = stop_above_s;
   rank_offset_ = base.rank_offset;
   num_units_ = base.num_units;
@@ -425,15 +472,117 @@ absl::StatusOr<SimulationResult> Simulator::Run::SimulateFrom(
   ApplyChanges(base, changed_units);
   const int64_t events_before = events_;
   LoopEvents();
-  *events = events_ - events_before;
+  candidate->incremental = true;
+  candidate->events_simulated = events_ - events_before;
+  candidate->rejoined_base = rejoined_at_ >= 0;
   ws_.transfers_to = num_transfers_;
   if (stopped_) {
-    *slower = true;
-    *bound_s = std::max(bound_s_, last_arrival_);
-    return SimulationResult{};
+    candidate->slower_than_cutoff = true;
+    candidate->step_time_lower_bound_s = std::max(bound_s_, last_arrival_);
+    return absl::OkStatus();
   }
   RETURN_IF_ERROR(CheckAllCompleted());
-  return Finish();
+  candidate->result = Finish();
+  return absl::OkStatus();
+}
+
+void Simulator::Run::CompareWithBase(const Transfer& transfer, int32_t index) {
+  if (!may_rejoin_) return;
+  if (index >= static_cast<int32_t>(base_->transfers.size())) {
+    may_rejoin_ = false;
+    return;
+  }
+  const Transfer& b = base_->transfers[index];
+  may_rejoin_ = transfer.node == b.node && transfer.output == b.output &&
+                transfer.dst_device == b.dst_device &&
+                transfer.start_s == b.start_s && transfer.end_s == b.end_s &&
+                transfer.seq == b.seq;
+}
+
+// The candidate's state equals the base's at checkpoint k when: it made the
+// base's transfers (CompareWithBase), finished the same units (as many, all
+// finished by then in the base), every raised unit has started (ranks no
+// longer matter), and the queue, the ready units (with their ready times
+// and causes), the devices, links, memory and counters are equal. Pending
+// inputs and local uses follow from the same units finished and transfers
+// made, so they need no comparing.
+bool Simulator::Run::InSyncWithBase(double now) {
+  if (!may_rejoin_ || raised_started_ < raised_units_) return false;
+  const std::vector<Checkpoint>& checkpoints = base_->checkpoints;
+  while (next_checkpoint_ < static_cast<int>(checkpoints.size()) &&
+         checkpoints[next_checkpoint_].time_s < now) {
+    ++next_checkpoint_;
+  }
+  if (next_checkpoint_ >= static_cast<int>(checkpoints.size())) return false;
+  const Checkpoint& k = checkpoints[next_checkpoint_];
+  if (k.time_s != now || k.completed_units != completed_units_ ||
+      base_end_finished_ > now || k.num_transfers != num_transfers_ ||
+      k.seq != seq_ || k.bytes_moved != result_.bytes_moved ||
+      k.memory != ws_.memory || k.device_busy_s != result_.device_busy_s ||
+      k.device_busy != ws_.device_busy ||
+      k.device_last_unit != ws_.device_last_unit ||
+      k.link_free != ws_.link_free || k.link_tail != ws_.link_tail ||
+      k.link_last_transfer != ws_.link_last_transfer ||
+      k.last_arrival != last_arrival_ || !SameQueueAndReadyUnits(k)) {
+    return false;
+  }
+  rejoined_at_ = next_checkpoint_;
+  return true;
+}
+
+bool Simulator::Run::SameQueueAndReadyUnits(const Checkpoint& checkpoint) {
+  auto earlier = [](const Event& a, const Event& b) { return a.Before(b); };
+  std::vector<Event> queue = ws_.events.heap();
+  std::vector<Event> expected = checkpoint.queue;
+  if (queue.size() != expected.size()) return false;
+  std::sort(queue.begin(), queue.end(), earlier);
+  std::sort(expected.begin(), expected.end(), earlier);
+  for (size_t i = 0; i < queue.size(); ++i) {
+    if (queue[i].time != expected[i].time || queue[i].tag != expected[i].tag) {
+      return false;
+    }
+  }
+  for (int d = 0; d < num_devices_; ++d) {
+    const std::vector<int32_t>& ready = checkpoint.ready_units[d];
+    size_t i = 0;
+    bool same = true;
+    ws_.ready[d].ForEach([&](int64_t rank) {
+      const int32_t u = ws_.unit_of_rank[rank];
+      const UnitState& unit = ws_.units[u];
+      const UnitState& planned = base_->units[u];
+      same = same && i < ready.size() && ready[i] == u &&
+             unit.ready_at == planned.ready_at &&
+             unit.ready_cause.type == planned.ready_cause.type &&
+             unit.ready_cause.id == planned.ready_cause.id;
+      ++i;
+    });
+    if (!same || i != ready.size()) return false;
+  }
+  return true;
+}
+
+// From the checkpoint it rejoined at the run is the base's: the units,
+// sends and transfers still to come are the base's final ones (already in
+// the workspace), and the totals are the base's, but for the memory peak
+// and the last unit, which may have changed before.
+void Simulator::Run::FinishAsBase() {
+  const Checkpoint& k = base_->checkpoints[rejoined_at_];
+  for (int d = 0; d < num_devices_; ++d) {
+    result_.peak_memory_bytes[d] =
+        std::max(result_.peak_memory_bytes[d], k.later_peak_bytes[d]);
+  }
+  const double base_end = base_->last_end_s;
+  if (base_->last_unit >= 0 &&
+      (last_ < 0 || base_end > last_end_ ||
+       (base_end == last_end_ && base_->last_unit < last_))) {
+    last_ = base_->last_unit;
+    last_end_ = base_end;
+  }
+  last_arrival_ = base_->last_arrival_s;  // the same transfers until now
+  result_.device_busy_s = base_->result.device_busy_s;
+  result_.bytes_moved = base_->result.bytes_moved;
+  num_transfers_ = static_cast<int32_t>(base_->transfers.size());
+  completed_units_ = num_units_;
 }
 
 absl::StatusOr<CandidateResult> Simulator::SimulateCandidate(
@@ -458,14 +607,10 @@ absl::StatusOr<CandidateResult> Simulator::SimulateCandidate(
     return candidate;
   }
   run.PrepareCandidateWorkspace(data);
-  candidate.incremental = true;
   const double stop_above_s =
       cutoff_s + kStopSlack * std::abs(cutoff_s) + 1e-300;
-  ASSIGN_OR_RETURN(candidate.result,
-                   run.SimulateFrom(data, checkpoint, changed_units,
-                                    stop_above_s, &candidate.slower_than_cutoff,
-                                    &candidate.step_time_lower_bound_s,
-                                    &candidate.events_simulated));
+  RETURN_IF_ERROR(run.SimulateFrom(data, checkpoint, changed_units,
+                                   stop_above_s, &candidate));
   return candidate;
 }
 

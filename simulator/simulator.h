@@ -75,6 +75,8 @@ class Trajectory {
   int64_t num_events() const;
 
   const Data& data() const { return *data_; }
+  // Hands the buffers over to a new recording (Simulator::Record).
+  std::unique_ptr<Data> TakeData();
 
  private:
   std::unique_ptr<Data> data_;
@@ -90,9 +92,12 @@ struct CandidateResult {
   // Otherwise the simulation, equal in every field to Simulate's.
   SimulationResult result;
   // Whether the run started from a checkpoint (else it was simulated from
-  // the start), and the event-loop iterations it ran.
+  // the start, and events_simulated is 0), the event-loop iterations it
+  // ran, and whether it rejoined the base: reached a checkpoint of the
+  // base's in the same state, and took the rest of the run from the base.
   bool incremental = false;
   int64_t events_simulated = 0;
+  bool rejoined_base = false;
 };
 
 // Event-driven execution of a graph under a plan:
@@ -134,9 +139,12 @@ class Simulator {
       const Plan& plan, const SimulationOptions& options = {}) const;
 
   // Simulate, keeping a Trajectory for SimulateCandidate. The same errors;
-  // the result is Simulate's.
+  // the result is Simulate's. `recycle` (may be null), a trajectory no
+  // longer needed, lends its buffers: a search that records each new
+  // incumbent then allocates (and page-faults) nothing.
   absl::StatusOr<std::unique_ptr<Trajectory>> Record(
-      const Plan& plan, const SimulationOptions& options = {}) const;
+      const Plan& plan, const SimulationOptions& options = {},
+      std::unique_ptr<Trajectory> recycle = nullptr) const;
 
   // Simulates `plan` given `base`, a recording of a plan of this simulator
   // that `plan` may differ from anywhere. When they differ only in the

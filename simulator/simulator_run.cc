@@ -436,8 +436,13 @@ void Simulator::Run::LoopEvents() {
     }
     if (ABSL_PREDICT_FALSE(bounded_) && instant_done) {
       if (recorder_ != nullptr) MaybeCheckpoint(now);
+      if (!candidate_) continue;
       if (std::max(bound_s_, last_arrival_) > stop_above_s_) {
         stopped_ = true;
+        return;
+      }
+      if (InSyncWithBase(now)) {
+        FinishAsBase();
         return;
       }
     }
@@ -507,7 +512,7 @@ inline void Simulator::Run::StartUnit(int32_t u, double now) {
   device_last_unit = u;
   result_.device_busy_s[device] += unit.duration;
   if (ABSL_PREDICT_FALSE(bounded_)) {
-    Touch(u);
+    raised_started_ += unit.rank < rank_offset_;
     double& remaining = ws_.remaining_work[device];
     remaining -= unit.duration;
     bound_s_ = std::max(bound_s_, unit.end + remaining);
@@ -531,7 +536,9 @@ inline void Simulator::Run::StartUnit(int32_t u, double now) {
 // Finishing unit u at `now`: its inputs released, its consumers signalled,
 // its outputs sent, its device free.
 void Simulator::Run::FinishUnit(int32_t u, double now) {
-  Touch(u);  // its sends rewrite next_carried and in_transfer
+  if (ABSL_PREDICT_FALSE(candidate_)) {
+    base_end_finished_ = std::max(base_end_finished_, base_->units[u].end);
+  }
   ++completed_units_;
   const double finished_at = ws_.units[u].end;
   if (last_ < 0 || finished_at > last_end_ ||
@@ -566,6 +573,7 @@ inline void Simulator::Run::FinishFreeUnits(double now) {
     UnitState& unit = ws_.units[u];
     unit.start = unit.end = now;
     unit.start_cause = unit.ready_cause;
+    raised_started_ += unit.rank < rank_offset_;
     FinishUnit(u, now);
   }
 }
@@ -654,6 +662,7 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   }
   link_tail = index;
   transfers[index] = t;
+  if (ABSL_PREDICT_FALSE(candidate_)) CompareWithBase(t, index);
   return index;
 }
 

@@ -5,6 +5,7 @@
 #ifndef GOPT_SIMULATOR_SIMULATOR_RUN_H_
 #define GOPT_SIMULATOR_SIMULATOR_RUN_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -180,6 +181,8 @@ struct Checkpoint {
   double last_arrival = 0;
   int32_t num_transfers = 0;
   std::vector<LiveTransfer> live_transfers;
+  // Per device the most memory the run had in use after this checkpoint.
+  std::vector<int64_t> later_peak_bytes;
 };
 
 }  // namespace internal
@@ -194,6 +197,9 @@ struct Trajectory::Data {
   int32_t num_units = 0;
   int32_t rank_offset = 0;  // ranks left free for raised priorities
   int32_t highest_priority = 0;
+  int32_t last_unit = -1;  // the unit that finished last, and when
+  double last_end_s = 0;
+  double last_arrival_s = 0;  // the last transfer's arrival
   std::vector<int32_t> unit_of, member_offsets, members;
   std::vector<uint8_t> materialized;
   std::vector<internal::UnitState> units;  // ranks + rank_offset
@@ -202,6 +208,8 @@ struct Trajectory::Data {
   std::vector<int32_t> next_carried, in_transfer;
   std::vector<double> tail;  // per unit, without fusion (else empty)
   std::vector<internal::Checkpoint> checkpoints;
+  // Checkpoints of an earlier recording, whose buffers new ones reuse.
+  std::vector<internal::Checkpoint> spare_checkpoints;
   int64_t checkpoint_interval = 0;  // loop iterations between checkpoints
   int64_t total_events = 0;
 };
@@ -250,9 +258,9 @@ class Simulator::Run {
   // Simulates the candidate plan this Run was made with from the checkpoint
   // `checkpoint` of `base` (which ends before the first event the
   // candidate's differences can change), on a workspace that
-  // PrepareCandidateWorkspace made hold `base`'s final state. Stops with
-  // `*slower` set once the step time is certainly above `stop_above_s`
-  // (incremental.cc).
+  // PrepareCandidateWorkspace made hold `base`'s final state, into
+  // `*candidate`: stops (slower_than_cutoff) once the step time is
+  // certainly above `stop_above_s` (incremental.cc).
   //
   // PickCheckpoint: the checkpoint of `base` to start this Run's plan from,
   // with the units whose device or priority differ in `*changed_units`; -1
@@ -263,10 +271,9 @@ class Simulator::Run {
   int PickCheckpoint(const Trajectory::Data& base,
                      std::vector<int32_t>* changed_units) const;
   void PrepareCandidateWorkspace(const Trajectory::Data& base);
-  absl::StatusOr<SimulationResult> SimulateFrom(
-      const Trajectory::Data& base, int checkpoint,
-      const std::vector<int32_t>& changed_units, double stop_above_s,
-      bool* slower, double* bound_s, int64_t* events);
+  absl::Status SimulateFrom(const Trajectory::Data& base, int checkpoint,
+                            const std::vector<int32_t>& changed_units,
+                            double stop_above_s, CandidateResult* candidate);
 
  private:
   // Phases, in order.
@@ -294,6 +301,14 @@ class Simulator::Run {
   void ApplyChanges(const Trajectory::Data& base,
                     const std::vector<int32_t>& changed_units);
   void KeepFinalState(Trajectory::Data& trajectory) const;
+  // A candidate's checks against its base: whether a transfer it made is
+  // the base's at the same index, whether at the end of instant `now` its
+  // state is the base's at a checkpoint (so the rest of the run is the
+  // base's), and then the result completed from the base's.
+  void CompareWithBase(const Transfer& transfer, int32_t index);
+  bool InSyncWithBase(double now);
+  bool SameQueueAndReadyUnits(const Checkpoint& checkpoint);
+  void FinishAsBase();
 
   // PriceUnits' steps, per node in NodeId order.
   int32_t EnterNode(NodeId id, int32_t u);
@@ -322,6 +337,10 @@ class Simulator::Run {
     memory += amount;
     if (memory > result_.peak_memory_bytes[device]) {
       result_.peak_memory_bytes[device] = memory;
+    }
+    if (ABSL_PREDICT_FALSE(recorder_ != nullptr)) {
+      interval_peak_bytes_[device] =
+          std::max(interval_peak_bytes_[device], memory);
     }
   }
   // A unit the candidate changed (undone before the next candidate).
@@ -382,6 +401,20 @@ class Simulator::Run {
   double bound_s_ = 0;
   bool stopped_ = false;     // the candidate passed stop_above_s_
   int32_t rank_offset_ = 0;  // a candidate's ranks: unchanged units' + this
+  // Recording: per device the most memory in use since the last checkpoint.
+  std::vector<int64_t> interval_peak_bytes_;
+  // A candidate's state against its base: the base; whether it can still
+  // rejoin it (no device changed, no transfer differed so far); the raised
+  // units, and how many of them have started; the latest base end time of
+  // the units it finished; the next base checkpoint to compare with, and
+  // the one it rejoined at.
+  const Trajectory::Data* base_ = nullptr;
+  bool may_rejoin_ = false;
+  int32_t raised_units_ = 0;
+  int32_t raised_started_ = 0;
+  double base_end_finished_ = -std::numeric_limits<double>::infinity();
+  int next_checkpoint_ = 0;
+  int rejoined_at_ = -1;
 };
 
 }  // namespace gopt::simulator

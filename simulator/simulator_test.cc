@@ -712,6 +712,7 @@ TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
   int candidates = 0;
   int incremental = 0;
   int stopped = 0;
+  int rejoined = 0;
   for (uint64_t seed = 1; seed <= 1000; ++seed) {
     SCOPED_TRACE("graph seed " + std::to_string(seed));
     std::mt19937_64 rng(seed);
@@ -766,6 +767,7 @@ TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
       ExpectSameResult(candidate.result, full);
       ++candidates;
       incremental += candidate.incremental;
+      rejoined += candidate.rejoined_base;
       const double cutoff = base->result().step_time_s;
       const CandidateResult cut =
           simulator.SimulateCandidate(*base, plan, {}, cutoff).value();
@@ -778,13 +780,15 @@ TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
         ExpectSameResult(cut.result, full);
       }
       if (rng() % 4 == 0) {  // the search adopts the candidate
-        base = simulator.Record(plan).value();
+        base = simulator.Record(plan, {}, std::move(base)).value();
       }
     }
   }
   EXPECT_EQ(candidates, 1000 * 12);
   EXPECT_GT(incremental, candidates / 3);
   EXPECT_GT(stopped, 500);
+  EXPECT_GT(rejoined, 500);
+            << rejoined << "\n";
 }
 
 TEST(SimulatorTest, CandidateNeedsItsOwnSimulatorsTrajectory) {
