@@ -788,7 +788,6 @@ TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
   EXPECT_GT(incremental, candidates / 3);
   EXPECT_GT(stopped, 500);
   EXPECT_GT(rejoined, 500);
-            << rejoined << "\n";
 }
 
 TEST(SimulatorTest, CandidateNeedsItsOwnSimulatorsTrajectory) {
