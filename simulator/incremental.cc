@@ -22,6 +22,8 @@
 // touched, the transfers it wrote).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -43,6 +45,7 @@ constexpr int64_t kCheckpointBudgetBytes = int64_t{256} << 20;
 // The relative slack of the early stop: the bound adds kernel times in
 // another order than the run, so it may exceed the step time by rounding.
 constexpr double kStopSlack = 1e-9;
+constexpr double kNoCutoff = std::numeric_limits<double>::infinity();
 
 std::atomic<uint64_t> next_trajectory_id{1};
 
@@ -233,13 +236,13 @@ void Simulator::Run::KeepFinalState(Trajectory::Data& trajectory) const {
 }
 
 int Simulator::Run::PickCheckpoint(const Trajectory::Data& base,
-                                   std::vector<int32_t>* changed_units) const {
+                                   std::vector<int32_t>* changed_units,
+                                   bool* same_kernels) const {
   changed_units->clear();
-  if (sim_.num_device_classes_ != 1 || base.checkpoints.empty() ||
-      plan_.fusion_group != base.plan.fusion_group ||
-      plan_.layout != base.plan.layout) {
-    return -1;
-  }
+  *same_kernels = sim_.num_device_classes_ == 1 &&
+                  plan_.fusion_group == base.plan.fusion_group &&
+                  plan_.layout == base.plan.layout;
+  if (!*same_kernels || base.checkpoints.empty()) return -1;
   for (NodeId id = 0; id < n_; ++id) {
     if (plan_.device[id] == base.plan.device[id] &&
         PriorityOf(plan_, id) == PriorityOf(base.plan, id)) {
@@ -453,6 +456,32 @@ void Simulator::Run::ApplyChanges(const Trajectory::Data& base,
   }
 }
 
+absl::Status Simulator::Run::SimulateBounded(const Trajectory::Data& base,
+                                             double stop_above_s,
+                                             CandidateResult* candidate) {
+  BuildUnits();
+  PriceUnits();
+  RankUnits();
+  bounded_ = true;
+  stop_above_s_ = stop_above_s;
+  tail_ = base.tail.empty() ? nullptr : base.tail.data();
+  ws_.remaining_work.assign(num_devices_, 0);
+  for (int32_t u = 0; u < num_units_; ++u) {
+    ws_.remaining_work[ws_.inputs[u].device] += ws_.units[u].duration;
+  }
+  StartEventLoop();
+  LoopEvents();
+  candidate->events_simulated = events_;
+  if (stopped_) {
+    candidate->slower_than_cutoff = true;
+    candidate->step_time_lower_bound_s = std::max(bound_s_, last_arrival_);
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(CheckAllCompleted());
+  candidate->result = Finish();
+  return absl::OkStatus();
+}
+
 absl::Status Simulator::Run::SimulateFrom(
     const Trajectory::Data& base, int checkpoint,
     const std::vector<int32_t>& changed_units, double stop_above_s,
@@ -599,16 +628,22 @@ absl::StatusOr<CandidateResult> Simulator::SimulateCandidate(
   Run run(*this, plan, options,
           internal::AcquireThreadWorkspace(this, /*candidate=*/true));
   std::vector<int32_t> changed_units;
-  const int checkpoint = run.PickCheckpoint(data, &changed_units);
+  bool same_kernels = false;
+  const int checkpoint =
+      run.PickCheckpoint(data, &changed_units, &same_kernels);
+  const double stop_above_s =
+      cutoff_s + kStopSlack * std::abs(cutoff_s) + 1e-300;
   if (checkpoint < 0) {
     Run full(*this, plan, options,
              internal::AcquireThreadWorkspace(this, /*candidate=*/false));
-    ASSIGN_OR_RETURN(candidate.result, full.Simulate());
+    if (!same_kernels || !(stop_above_s < kNoCutoff)) {
+      ASSIGN_OR_RETURN(candidate.result, full.Simulate());
+      return candidate;
+    }
+    RETURN_IF_ERROR(full.SimulateBounded(data, stop_above_s, &candidate));
     return candidate;
   }
   run.PrepareCandidateWorkspace(data);
-  const double stop_above_s =
-      cutoff_s + kStopSlack * std::abs(cutoff_s) + 1e-300;
   RETURN_IF_ERROR(run.SimulateFrom(data, checkpoint, changed_units,
                                    stop_above_s, &candidate));
   return candidate;

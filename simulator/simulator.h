@@ -91,9 +91,9 @@ struct CandidateResult {
   double step_time_lower_bound_s = 0;
   // Otherwise the simulation, equal in every field to Simulate's.
   SimulationResult result;
-  // Whether the run started from a checkpoint (else it was simulated from
-  // the start, and events_simulated is 0), the event-loop iterations it
-  // ran, and whether it rejoined the base: reached a checkpoint of the
+  // Whether the run started from a checkpoint (else from the start), the
+  // event-loop iterations it ran (0 for a run from the start without a
+  // cutoff), and whether it rejoined the base: reached a checkpoint of the
   // base's in the same state, and took the rest of the run from the base.
   bool incremental = false;
   int64_t events_simulated = 0;

@@ -436,12 +436,11 @@ void Simulator::Run::LoopEvents() {
     }
     if (ABSL_PREDICT_FALSE(bounded_) && instant_done) {
       if (recorder_ != nullptr) MaybeCheckpoint(now);
-      if (!candidate_) continue;
       if (std::max(bound_s_, last_arrival_) > stop_above_s_) {
         stopped_ = true;
         return;
       }
-      if (InSyncWithBase(now)) {
+      if (candidate_ && InSyncWithBase(now)) {
         FinishAsBase();
         return;
       }

@@ -268,9 +268,17 @@ class Simulator::Run {
   // layouts, devices that cost differently, a moved parameter, lowered
   // priorities, too many changes, or a change at time 0).
   // PrepareCandidateWorkspace: the workspace set to `base`'s final state.
+  // `*same_kernels`: whether the plan's kernels and their times are the
+  // base's (same fusion, layouts and device costs), so that the base's
+  // tails bound its step time (SimulateBounded).
   int PickCheckpoint(const Trajectory::Data& base,
-                     std::vector<int32_t>* changed_units) const;
+                     std::vector<int32_t>* changed_units,
+                     bool* same_kernels) const;
   void PrepareCandidateWorkspace(const Trajectory::Data& base);
+  // Simulates this Run's plan from the start, stopping as SimulateFrom does
+  // (the kernels must be the base's: see PickCheckpoint).
+  absl::Status SimulateBounded(const Trajectory::Data& base,
+                               double stop_above_s, CandidateResult* candidate);
   absl::Status SimulateFrom(const Trajectory::Data& base, int checkpoint,
                             const std::vector<int32_t>& changed_units,
                             double stop_above_s, CandidateResult* candidate);
