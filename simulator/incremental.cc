@@ -127,6 +127,45 @@ absl::StatusOr<SimulationResult> Simulator::Run::Record(
   return Finish();
 }
 
+void Simulator::Run::TrackStart(int32_t u, int32_t device, double now) {
+  const UnitState& unit = ws_.units[u];
+  raised_started_ += unit.rank < rank_offset_;
+  double& remaining = ws_.remaining_work[device];
+  remaining -= unit.duration;
+  bound_s_ = std::max(bound_s_, unit.end + remaining);
+  if (tail_ != nullptr) bound_s_ = std::max(bound_s_, now + tail_[u]);
+}
+
+void Simulator::Run::TrackFreeStart(int32_t u) {
+  raised_started_ += ws_.units[u].rank < rank_offset_;
+}
+
+void Simulator::Run::TrackFinish(int32_t u) {
+  base_end_finished_ = std::max(base_end_finished_, base_->units[u].end);
+}
+
+void Simulator::Run::TrackTouch(int32_t u) { ws_.touched.push_back(u); }
+
+void Simulator::Run::TrackMemory(int32_t device) {
+  interval_peak_bytes_[device] =
+      std::max(interval_peak_bytes_[device], ws_.memory[device]);
+}
+
+bool Simulator::Run::AfterEvent(double now, bool instant_done) {
+  ++events_;
+  if (!instant_done) return false;
+  if (recorder_ != nullptr) MaybeCheckpoint(now);
+  if (std::max(bound_s_, last_arrival_) > stop_above_s_) {
+    stopped_ = true;
+    return true;
+  }
+  if (candidate_ && InSyncWithBase(now)) {
+    FinishAsBase();
+    return true;
+  }
+  return false;
+}
+
 void Simulator::Run::MaybeCheckpoint(double now) {
   Trajectory::Data& trajectory = *recorder_;
   if (!trajectory.checkpoints.empty() &&

@@ -420,7 +420,6 @@ void Simulator::Run::LoopEvents() {
   while (!events.empty()) {
     const Event event = events.top();
     const double now = event.time;
-    ++events_;
     if (event.is_transfer()) {
       Arrive(event.id(), now);  // replaces the event by the link's next one
     } else {
@@ -434,16 +433,8 @@ void Simulator::Run::LoopEvents() {
       events.Pop();
       done_on_top_ = false;
     }
-    if (ABSL_PREDICT_FALSE(bounded_) && instant_done) {
-      if (recorder_ != nullptr) MaybeCheckpoint(now);
-      if (std::max(bound_s_, last_arrival_) > stop_above_s_) {
-        stopped_ = true;
-        return;
-      }
-      if (candidate_ && InSyncWithBase(now)) {
-        FinishAsBase();
-        return;
-      }
+    if (ABSL_PREDICT_FALSE(bounded_) && AfterEvent(now, instant_done)) {
+      return;
     }
   }
 }
@@ -510,13 +501,7 @@ inline void Simulator::Run::StartUnit(int32_t u, double now) {
   ws_.device_busy[device] = 1;
   device_last_unit = u;
   result_.device_busy_s[device] += unit.duration;
-  if (ABSL_PREDICT_FALSE(bounded_)) {
-    raised_started_ += unit.rank < rank_offset_;
-    double& remaining = ws_.remaining_work[device];
-    remaining -= unit.duration;
-    bound_s_ = std::max(bound_s_, unit.end + remaining);
-    if (tail_ != nullptr) bound_s_ = std::max(bound_s_, now + tail_[u]);
-  }
+  if (ABSL_PREDICT_FALSE(bounded_)) TrackStart(u, device, now);
   for (int32_t m = ws_.member_offsets[u]; m < ws_.member_offsets[u + 1]; ++m) {
     const NodeId id = ws_.members[m];
     if (ws_.materialized[id] && !sim_.resident_[id] && !sim_.free_[id]) {
@@ -535,9 +520,7 @@ inline void Simulator::Run::StartUnit(int32_t u, double now) {
 // Finishing unit u at `now`: its inputs released, its consumers signalled,
 // its outputs sent, its device free.
 void Simulator::Run::FinishUnit(int32_t u, double now) {
-  if (ABSL_PREDICT_FALSE(candidate_)) {
-    base_end_finished_ = std::max(base_end_finished_, base_->units[u].end);
-  }
+  if (ABSL_PREDICT_FALSE(candidate_)) TrackFinish(u);
   ++completed_units_;
   const double finished_at = ws_.units[u].end;
   if (last_ < 0 || finished_at > last_end_ ||
@@ -572,7 +555,7 @@ inline void Simulator::Run::FinishFreeUnits(double now) {
     UnitState& unit = ws_.units[u];
     unit.start = unit.end = now;
     unit.start_cause = unit.ready_cause;
-    raised_started_ += unit.rank < rank_offset_;
+    if (ABSL_PREDICT_FALSE(candidate_)) TrackFreeStart(u);
     FinishUnit(u, now);
   }
 }

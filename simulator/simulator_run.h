@@ -319,8 +319,10 @@ class Simulator::Run {
   void FinishAsBase();
 
   // PriceUnits' steps, per node in NodeId order.
-  int32_t EnterNode(NodeId id, int32_t u);
-  void PriceSoloNode(NodeId id, int32_t u, int32_t device);
+  // (Both inlined into PriceUnits' loops, as PriceNode is.)
+  ABSL_ATTRIBUTE_ALWAYS_INLINE int32_t EnterNode(NodeId id, int32_t u);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void PriceSoloNode(NodeId id, int32_t u,
+                                                  int32_t device);
   // (Inlined into PriceUnits' loop: GCC keeps it out of line, as a member
   // of a class with external linkage, and a call per node costs fused and
   // layout plans 1-2% of their instructions.)
@@ -346,15 +348,26 @@ class Simulator::Run {
     if (memory > result_.peak_memory_bytes[device]) {
       result_.peak_memory_bytes[device] = memory;
     }
-    if (ABSL_PREDICT_FALSE(recorder_ != nullptr)) {
-      interval_peak_bytes_[device] =
-          std::max(interval_peak_bytes_[device], memory);
-    }
+    if (ABSL_PREDICT_FALSE(recorder_ != nullptr)) TrackMemory(device);
   }
   // A unit the candidate changed (undone before the next candidate).
   void Touch(int32_t u) {
-    if (candidate_) ws_.touched.push_back(u);
+    if (ABSL_PREDICT_FALSE(candidate_)) TrackTouch(u);
   }
+  // The incremental runs' bookkeeping, out of the event loop's way
+  // (incremental.cc): a kernel started on `device` (remaining work, the
+  // bound, raised units started), a free unit started, a unit finished, a
+  // unit touched, memory in use while recording.
+  ABSL_ATTRIBUTE_NOINLINE void TrackStart(int32_t u, int32_t device,
+                                          double now);
+  ABSL_ATTRIBUTE_NOINLINE void TrackFreeStart(int32_t u);
+  ABSL_ATTRIBUTE_NOINLINE void TrackFinish(int32_t u);
+  ABSL_ATTRIBUTE_NOINLINE void TrackTouch(int32_t u);
+  ABSL_ATTRIBUTE_NOINLINE void TrackMemory(int32_t device);
+  // After each event of a bounded run: counts it, and at the end of an
+  // instant checkpoints (recording), stops above the cutoff or rejoins the
+  // base (candidates). Whether the loop is done.
+  ABSL_ATTRIBUTE_NOINLINE bool AfterEvent(double now, bool instant_done);
   void MakeReady(int32_t u, double now, Cause cause);
   void Dispatch(double now);
   void StartUnit(int32_t u, double now);
