@@ -554,8 +554,9 @@ absl::Status Simulator::Run::SimulateFrom(
   return absl::OkStatus();
 }
 
-void Simulator::Run::CompareWithBase(const Transfer& transfer, int32_t index) {
+void Simulator::Run::CompareWithBase(int32_t index) {
   if (!may_rejoin_) return;
+  const Transfer& transfer = ws_.transfers[index];
   if (index >= static_cast<int32_t>(base_->transfers.size())) {
     may_rejoin_ = false;
     return;

@@ -644,7 +644,7 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   }
   link_tail = index;
   transfers[index] = t;
-  if (ABSL_PREDICT_FALSE(candidate_)) CompareWithBase(t, index);
+  if (ABSL_PREDICT_FALSE(candidate_)) CompareWithBase(index);
   return index;
 }
 

@@ -313,7 +313,7 @@ class Simulator::Run {
   // the base's at the same index, whether at the end of instant `now` its
   // state is the base's at a checkpoint (so the rest of the run is the
   // base's), and then the result completed from the base's.
-  void CompareWithBase(const Transfer& transfer, int32_t index);
+  ABSL_ATTRIBUTE_NOINLINE void CompareWithBase(int32_t index);
   bool InSyncWithBase(double now);
   bool SameQueueAndReadyUnits(const Checkpoint& checkpoint);
   void FinishAsBase();
