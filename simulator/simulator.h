@@ -127,6 +127,9 @@ struct CandidateResult {
 // destruction finds the calling thread's buffer holding more than 64 MiB,
 // and last used by itself, frees it: a thread that simulated a large graph
 // does not keep that memory once the graph's Simulator is gone.
+// SimulateCandidate keeps a second such workspace per thread, holding the
+// base Trajectory's final state (about the size of the trajectory without
+// its checkpoints), under the same rule.
 class Simulator {
  public:
   Simulator(const graph::Graph& graph, const Topology& topology,
