@@ -4,14 +4,13 @@
 #include <random>
 #include <utility>
 
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace gopt::policy::go {
 namespace {
 
-double Seconds(absl::Time start) {
-  return absl::ToDoubleSeconds(absl::Now() - start);
+double Seconds(const Clock& clock, absl::Time start) {
+  return absl::ToDoubleSeconds(clock.Now() - start);
 }
 
 }  // namespace
@@ -27,9 +26,10 @@ absl::StatusOr<PretrainResult> Pretrain(
   std::vector<const TrainingInstance*> pool;
   size_t cursor = 0;
   PretrainResult result;
-  const absl::Time start = absl::Now();
+  const Clock& clock = *options.clock;
+  const absl::Time start = clock.Now();
   for (int step = 0; step < options.max_steps; ++step) {
-    if (Seconds(start) >= options.max_seconds) break;
+    if (Seconds(clock, start) >= options.max_seconds) break;
     if (step % std::max(options.switch_every, 1) == 0) {
       // A new pool: a random subset without repetition.
       std::vector<size_t> order(instances.size());
@@ -52,12 +52,13 @@ absl::StatusOr<PretrainResult> Pretrain(
     }
     absl::StatusOr<PpoStepStats> stats = trainer.Step(batch);
     if (!stats.ok()) return stats.status();
-    TrainLogRow row = MakeTrainLogRow(step, Seconds(start), *stats, batch);
+    TrainLogRow row =
+        MakeTrainLogRow(step, Seconds(clock, start), *stats, batch);
     if (options.on_step) options.on_step(row);
     result.log.push_back(std::move(row));
     result.steps = step + 1;
   }
-  result.seconds = Seconds(start);
+  result.seconds = Seconds(clock, start);
   return result;
 }
 
