@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "policy/clock.h"
 #include "policy/go/actions.h"
 #include "policy/go/ppo_trainer.h"
+#include "simulator/simulator.h"
 
 namespace gopt::policy::go {
 
@@ -23,6 +25,9 @@ struct PlanSearchOptions {
   // 1 and this many consecutive ones.
   int max_window = 8;
   uint64_t seed = 0;
+  // Simulate candidates incrementally against the incumbent (default), or
+  // each from scratch (the same results, slower; for comparisons).
+  bool incremental = true;
   // Moves only for these tasks: placement moves when `placement`,
   // scheduling moves when `scheduling` (fusion and layout have none).
   TaskSet tasks;
@@ -49,7 +54,11 @@ struct PlanSearchOptions {
 //    current device (uniform over the other devices when no distribution is
 //    given), or to the device of a neighbour on the path. A node moves with
 //    its fusion group and colocation group, so groups stay on one device.
-// The candidates are simulated and the fastest becomes the incumbent when
+// The candidates are simulated incrementally against the incumbent
+// (simulator::Simulator::SimulateCandidate: from the last checkpoint before
+// the move can change anything, stopped once certainly slower than the
+// incumbent; exactly the full simulation's result) and the fastest becomes
+// the incumbent when
 // it is strictly faster than the incumbent (and fits memory when the
 // incumbent does); when none is, one exactly as fast does, so the search
 // walks across plateaus. Fusion groups are the incumbent's: moving whole groups
@@ -89,12 +98,19 @@ class PlanSearch {
   struct Candidate {
     ScoredPlan scored;  // its plan, once simulated its score
     std::vector<graph::NodeId> critical_path;
+    // Certainly slower than the incumbent (simulation stopped early): it
+    // can neither win nor tie, and `scored` has no score.
+    bool slower = false;
   };
 
   absl::Status Prepare();
   // Sets top_priority_ above best_'s priorities (all 0 when it has none;
   // renumbered first when the moves could overflow int32).
   void SetTopPriority();
+  // Records best_ for incremental candidate simulations (when stale).
+  absl::Status RecordIncumbent();
+  // Simulates one candidate against the incumbent's recording.
+  void Evaluate(Candidate* candidate) const;
   // Fills the move groups from best_'s fusion groups and the graph's
   // colocation groups.
   void BuildMoveGroups();
@@ -106,6 +122,9 @@ class PlanSearch {
   std::mt19937_64 rng_;
   ScoredPlan best_;
   std::vector<graph::NodeId> critical_path_;  // of best_
+  // best_'s simulation, kept for candidate runs; stale after an Adopt.
+  std::unique_ptr<simulator::Trajectory> trajectory_;
+  bool trajectory_stale_ = true;
   bool prepared_ = false;
   // Nodes that must share a device with each node (fusion group and
   // colocation group, merged): CSR over move groups.
