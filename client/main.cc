@@ -69,6 +69,10 @@ ABSL_FLAG(std::vector<std::string>, graph, {},
 ABSL_FLAG(std::vector<std::string>, methods, {},
           "bench: methods (default: the standard baselines + best-baseline)");
 ABSL_FLAG(uint64_t, seed, 0, "seed for random baselines and generators");
+ABSL_FLAG(double, stop_within_bound, 0,
+          "optimize: stop fine-tuning and the plan search once the best plan "
+          "is within this factor of the kernel-rules lower bound (e.g. 1.05); "
+          "0 = never");
 ABSL_FLAG(int32_t, layers, 0, "generate: layers (0 = family default)");
 ABSL_FLAG(int32_t, batch, 0, "generate: batch size (0 = family default)");
 ABSL_FLAG(int32_t, seq, 0, "generate: sequence/unroll length (0 = default)");
@@ -497,6 +501,7 @@ gopt::v1::OptimizeOptions RequestOptionsFromFlags() {
   }
   options.set_default_dim(import.default_symbolic_dim);
   options.set_seed(absl::GetFlag(FLAGS_seed));
+  options.set_stop_within_lower_bound(absl::GetFlag(FLAGS_stop_within_bound));
   for (const std::string& method : absl::GetFlag(FLAGS_methods)) {
     options.add_baseline_methods(method);
   }

@@ -64,6 +64,9 @@ struct ProposeOptions {
   int32_t search_simulations_per_step = 512;
   // Refinement (fine-tuning or search) stops at this time.
   absl::Time deadline = absl::InfiniteFuture();
+  // Refinement also stops once the best plan's step time is at or below
+  // this (a lower bound times a tolerance). 0 (the default) = never.
+  double stop_at_step_time_s = 0;
   // Plans sampled for zero-shot best-of-K (plus one greedy decode).
   int32_t num_samples = 8;
   uint64_t seed = 0;
