@@ -34,7 +34,7 @@ r = json.load(sys.stdin)
 print(json.dumps({"graph": sys.argv[1], "topology": sys.argv[2],
                   "step_s": r["step_time_s"], "any_s": r["lower_bound_s"],
                   "rules_s": r["kernel_rules_lower_bound_s"],
-                  "method": r["method"]}))' "${graph#"$DATA"/}" "$topology" \
+                  "method": r["method"]}))' "${graph#"$DATA"/}" "$topology" 2>/dev/null \
       || echo "{\"graph\": \"${graph#"$DATA"/}\", \"topology\": \"$topology\", \"error\": true}"
   done
 done | python3 -c '

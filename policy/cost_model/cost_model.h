@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "policy/cost_model/dataset.h"
+#include "policy/cost_model/config_group.h"
 #include "policy/cost_model/features.h"
 
 namespace gopt::policy::cost_model {

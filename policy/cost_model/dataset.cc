@@ -25,105 +25,7 @@ absl::Status ShapeError(const std::string& name, absl::string_view array,
                    expected, ", has (", got, ")"));
 }
 
-// The producer of `node`'s `input`-th data operand, or -1.
-graph::NodeId Operand(const graph::Graph& graph, graph::NodeId node,
-                      int input) {
-  int seen = 0;
-  for (const graph::Edge& edge : graph.in_edges(node)) {
-    if (edge.control) continue;
-    if (seen++ == input) return edge.src;
-  }
-  return -1;
-}
-
 }  // namespace
-
-absl::string_view TaskName(Task task) {
-  return task == Task::kTile ? "tile" : "layout";
-}
-
-absl::StatusOr<Task> ParseTask(absl::string_view name) {
-  if (name == "tile") return Task::kTile;
-  if (name == "layout") return Task::kLayout;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown task '", name, "' (expected tile or layout)"));
-}
-
-int64_t ConfigGroup::config_width() const {
-  return task == Task::kTile
-             ? kTileConfigFeatures
-             : static_cast<int64_t>(graph.configurable_nodes.size()) *
-                   kLayoutConfigFeatures;
-}
-
-ConfigGroup SelectConfigs(const ConfigGroup& group,
-                          const std::vector<int32_t>& configs) {
-  ConfigGroup out;
-  out.graph = group.graph;
-  out.task = group.task;
-  out.num_configs = static_cast<int32_t>(configs.size());
-  const int64_t width = group.config_width();
-  out.config_features.reserve(configs.size() * width);
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const int32_t c = configs[i];
-    out.config_features.insert(out.config_features.end(),
-                               group.config_features.begin() + c * width,
-                               group.config_features.begin() + (c + 1) * width);
-    out.runtimes.push_back(group.runtimes[c]);
-    if (c == group.default_config) out.default_config = static_cast<int32_t>(i);
-  }
-  return out;
-}
-
-absl::Status ValidateConfigGroup(const ConfigGroup& group) {
-  const std::string where = absl::StrCat("group '", group.graph.name, "'");
-  const FeaturizedGraph& g = group.graph;
-  if (g.num_nodes <= 0 ||
-      g.node_features.size() !=
-          static_cast<size_t>(g.num_nodes) * kNodeFeatures ||
-      g.opcodes.size() != static_cast<size_t>(g.num_nodes)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": node_features/opcodes do not match ", g.num_nodes, " nodes"));
-  }
-  if (g.edge_src.size() != g.edge_dst.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": edge_src and edge_dst differ in length"));
-  }
-  for (size_t e = 0; e < g.edge_src.size(); ++e) {
-    if (g.edge_src[e] < 0 || g.edge_src[e] >= g.num_nodes ||
-        g.edge_dst[e] < 0 || g.edge_dst[e] >= g.num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": edge ", e, " names a node outside 0..", g.num_nodes - 1));
-    }
-  }
-  for (int32_t op : g.opcodes) {
-    if (op < 0 || op >= kNumOpcodes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": opcode id ", op, " outside 0..120"));
-    }
-  }
-  for (int32_t node : g.configurable_nodes) {
-    if (node < 0 || node >= g.num_nodes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": configurable node ", node, " out of range"));
-    }
-  }
-  if (group.num_configs <= 0 ||
-      group.config_features.size() !=
-          static_cast<size_t>(group.num_configs * group.config_width()) ||
-      group.runtimes.size() != static_cast<size_t>(group.num_configs)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": ", group.num_configs,
-                     " configs do not match config_features/runtimes sizes"));
-  }
-  for (double r : group.runtimes) {
-    if (!(r > 0) || !std::isfinite(r)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": runtime ", r, " is not positive"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::vector<ConfigGroup>> GroupsFromTuningData(
     const graph::hlo::TuningDataset& dataset) {
@@ -244,30 +146,6 @@ absl::StatusOr<ConfigGroup> ConfigGroupFromNpz(absl::string_view bytes,
   }
   RETURN_IF_ERROR(ValidateConfigGroup(group));
   return group;
-}
-
-std::vector<float> LayoutAssignmentFeatures(
-    const graph::Graph& graph, const FeaturizedGraph& featurized,
-    const std::vector<std::vector<int32_t>>& layout) {
-  std::vector<float> out;
-  out.reserve(featurized.configurable_nodes.size() * kLayoutConfigFeatures);
-  static const std::vector<int32_t> kDefault;
-  auto layout_of = [&](graph::NodeId id) -> const std::vector<int32_t>& {
-    if (id < 0 || layout.empty()) return kDefault;
-    return layout[id];
-  };
-  for (int32_t node : featurized.configurable_nodes) {
-    std::vector<float> f;
-    if (node < graph.num_nodes()) {
-      f = LayoutConfigFeatures(layout_of(node),
-                               layout_of(Operand(graph, node, 0)),
-                               layout_of(Operand(graph, node, 1)));
-    } else {
-      f.assign(kLayoutConfigFeatures, -1.0f);
-    }
-    out.insert(out.end(), f.begin(), f.end());
-  }
-  return out;
 }
 
 absl::StatusOr<ConfigGroup> SimulatorLabelledGroup(

@@ -9,45 +9,10 @@
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
 #include "graph/hlo/tuning_data.h"
-#include "policy/cost_model/features.h"
+#include "policy/cost_model/config_group.h"
 #include "simulator/topology.h"
 
 namespace gopt::policy::cost_model {
-
-// What a configuration decides: per-node layouts of a whole program, or
-// the tile sizes of one kernel.
-enum class Task { kLayout, kTile };
-
-// "layout" / "tile".
-absl::string_view TaskName(Task task);
-// Parses "layout" or "tile"; InvalidArgument otherwise.
-absl::StatusOr<Task> ParseTask(absl::string_view name);
-
-// The measured (or simulated) configurations of one graph: the unit a
-// ranking loss and the per-graph metrics work on. A plain value.
-struct ConfigGroup {
-  FeaturizedGraph graph;
-  Task task = Task::kLayout;
-  int32_t num_configs = 0;
-  // kTile: num_configs x kTileConfigFeatures. kLayout: num_configs x
-  // graph.configurable_nodes.size() x kLayoutConfigFeatures.
-  std::vector<float> config_features;
-  // Per config; any positive unit (only ratios within a group matter).
-  std::vector<double> runtimes;
-  int32_t default_config = -1;  // the compiler default's index, -1 if none
-
-  // Floats per configuration in config_features.
-  int64_t config_width() const;
-};
-
-// `group` restricted to `configs` (indices, in that order); the default
-// index follows its config or becomes -1.
-ConfigGroup SelectConfigs(const ConfigGroup& group,
-                          const std::vector<int32_t>& configs);
-
-// Checks the invariants above (sizes, positive finite runtimes, node and
-// edge indices in range). InvalidArgument naming the group and field.
-absl::Status ValidateConfigGroup(const ConfigGroup& group);
 
 // One group per module of a tuning data set (tile runs give kTile groups,
 // layout runs kLayout groups); failed runs (error != 0) are dropped.
@@ -65,16 +30,6 @@ absl::StatusOr<std::vector<ConfigGroup>> GroupsFromTuningData(
 absl::StatusOr<ConfigGroup> ConfigGroupFromNpz(absl::string_view bytes,
                                                Task task,
                                                const std::string& name);
-
-// The kLayoutConfigFeatures values of every configurable node of
-// `featurized` (made by FeaturizeGraph(graph)) under `layout` (per top-level
-// node minor_to_major, empty = default; an empty vector = all default):
-// output = the node's layout, input / kernel = the layouts of the producers
-// of its first two data operands. Configurable nodes inside subgraphs stay
-// at the default (-1).
-std::vector<float> LayoutAssignmentFeatures(
-    const graph::Graph& graph, const FeaturizedGraph& featurized,
-    const std::vector<std::vector<int32_t>>& layout);
 
 // How simulator-labelled layout configurations are drawn.
 struct SimulatorLabelOptions {

@@ -11,6 +11,17 @@
 namespace gopt::policy::cost_model {
 namespace {
 
+// The producer of `node`'s `input`-th data operand, or -1.
+graph::NodeId Operand(const graph::Graph& graph, graph::NodeId node,
+                      int input) {
+  int seen = 0;
+  for (const graph::Edge& edge : graph.in_edges(node)) {
+    if (edge.control) continue;
+    if (seen++ == input) return edge.src;
+  }
+  return -1;
+}
+
 // TpuGraphs opcode ids (../shared/data/tpugraphs/opcode_ids.txt).
 constexpr std::array<std::pair<const char*, int32_t>, 120> kOpcodeIds = {{
     {"abs", 1},
@@ -438,6 +449,30 @@ std::vector<float> LayoutConfigFeatures(
     }
   }
   return f;
+}
+
+std::vector<float> LayoutAssignmentFeatures(
+    const graph::Graph& graph, const FeaturizedGraph& featurized,
+    const std::vector<std::vector<int32_t>>& layout) {
+  std::vector<float> out;
+  out.reserve(featurized.configurable_nodes.size() * kLayoutConfigFeatures);
+  static const std::vector<int32_t> kDefault;
+  auto layout_of = [&](graph::NodeId id) -> const std::vector<int32_t>& {
+    if (id < 0 || layout.empty()) return kDefault;
+    return layout[id];
+  };
+  for (int32_t node : featurized.configurable_nodes) {
+    std::vector<float> f;
+    if (node < graph.num_nodes()) {
+      f = LayoutConfigFeatures(layout_of(node),
+                               layout_of(Operand(graph, node, 0)),
+                               layout_of(Operand(graph, node, 1)));
+    } else {
+      f.assign(kLayoutConfigFeatures, -1.0f);
+    }
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  return out;
 }
 
 }  // namespace gopt::policy::cost_model

@@ -85,6 +85,16 @@ std::vector<float> LayoutConfigFeatures(
     const std::vector<int32_t>& input_minor_to_major,
     const std::vector<int32_t>& kernel_minor_to_major);
 
+// The kLayoutConfigFeatures values of every configurable node of
+// `featurized` (made by FeaturizeGraph(graph)) under `layout` (per top-level
+// node minor_to_major, empty = default; an empty vector = all default):
+// output = the node's layout, input / kernel = the layouts of the producers
+// of its first two data operands. Configurable nodes inside subgraphs stay
+// at the default (-1).
+std::vector<float> LayoutAssignmentFeatures(
+    const graph::Graph& graph, const FeaturizedGraph& featurized,
+    const std::vector<std::vector<int32_t>>& layout);
+
 }  // namespace gopt::policy::cost_model
 
 #endif  // GOPT_POLICY_COST_MODEL_FEATURES_H_

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "policy/go/training.h"
 
 namespace gopt::policy::go {
 namespace {

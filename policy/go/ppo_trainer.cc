@@ -114,6 +114,14 @@ absl::StatusOr<std::unique_ptr<TrainingInstance>> MakeInstanceForSimulator(
   return instance;
 }
 
+bool BetterPlan(const ScoredPlan& a, const ScoredPlan& b) {
+  const bool a_ok = a.valid && !a.oom;
+  const bool b_ok = b.valid && !b.oom;
+  if (a_ok != b_ok) return a_ok;
+  if (a.valid != b.valid) return a.valid;
+  return a.step_time_s < b.step_time_s;
+}
+
 ScoredPlan ScoreActions(const TrainingInstance& instance,
                         const Actions& actions) {
   absl::StatusOr<simulator::Plan> plan =

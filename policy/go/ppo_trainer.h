@@ -68,6 +68,10 @@ struct ScoredPlan {
   double reward = kInvalidReward;
 };
 
+// True when `a` is a better plan than `b`: valid and fitting memory beats
+// anything else, then the lower step time.
+bool BetterPlan(const ScoredPlan& a, const ScoredPlan& b);
+
 // Turns `actions` into a plan (ActionsToPlan) and simulates it.
 ScoredPlan ScoreActions(const TrainingInstance& instance,
                         const Actions& actions);

@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "policy/go/fine_tuning.h"
 #include "policy/go/go_model.h"
 #include "policy/go/test_instance.h"
-#include "policy/go/training.h"
 #include "simulator/baselines/test_graphs.h"
 
 namespace gopt::policy::go {

@@ -1,101 +1,20 @@
-#ifndef GOPT_POLICY_GO_TRAINING_H_
-#define GOPT_POLICY_GO_TRAINING_H_
+#ifndef GOPT_POLICY_GO_FINE_TUNING_H_
+#define GOPT_POLICY_GO_FINE_TUNING_H_
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "graph/graph.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
+#include "policy/go/train_log.h"
 #include "policy/policy.h"
 
+// A GO policy's decisions for one graph, as the server makes them: the
+// zero-shot plan, then PPO fine-tuning with the plan search around it.
 namespace gopt::policy::go {
-
-// Real graphs under ../shared/data held out from training (paths relative
-// to the data directory) and the held-out generator family: evaluation
-// only, never trained on.
-const std::vector<std::string>& HeldOutRealGraphs();
-inline constexpr char kHeldOutFamily[] = "transformer_xl";
-
-// A graph file (any importable format) or "gen:PRESET" for a generator
-// preset. Errors: the importer's or the generator's.
-absl::StatusOr<graph::Graph> LoadGraphSource(const std::string& source);
-
-// A graph of the training corpus.
-struct CorpusGraph {
-  std::string label;  // "gen:gnmt2-small", "hlo/jaxrl_td_target.hlo", ...
-  std::shared_ptr<const graph::Graph> graph;
-};
-
-struct CorpusOptions {
-  // The shared data directory (hlo/, onnx/, tf_graphdef/, tfjs/); empty =
-  // generated graphs only.
-  std::string data_dir;
-  // Graphs with more nodes are left out (training cost grows with size).
-  int max_nodes = 8000;
-};
-
-// The pre-training corpus: every generator preset of every family except
-// kHeldOutFamily, plus further sizes of those families (see training.cc),
-// plus every graph under data_dir that imports and is not held out. Graphs
-// over max_nodes or failing to import are skipped and listed in `skipped`
-// (with the reason). Deterministic. Errors: only a generator failure.
-absl::StatusOr<std::vector<CorpusGraph>> BuildPretrainingCorpus(
-    const CorpusOptions& options, std::vector<std::string>* skipped);
-
-// One row of a training log (CSV).
-struct TrainLogRow {
-  int step = 0;
-  double seconds = 0;  // wall time since training started
-  std::string graphs;  // labels of the step's graphs, ';'-separated
-  double reward = 0;   // mean reward of the step's samples
-  // Best sampled step time of the step (mean over the step's graphs) and
-  // its geometric-mean ratio to the default plan's step time.
-  double best_step_time_s = 0;
-  double best_step_ratio = 0;
-  double entropy = 0;
-  double kl = 0;
-  int invalid_plans = 0;
-};
-
-// "step,seconds,graphs,reward,best_step_time_s,best_step_ratio,entropy,kl,
-// invalid_plans".
-std::string TrainLogHeader();
-std::string TrainLogLine(const TrainLogRow& row);
-
-struct PretrainOptions {
-  PpoOptions ppo;
-  int max_steps = 1000;
-  double max_seconds = 2400;  // wall-clock budget
-  int graphs_per_step = 2;    // instances per PPO update
-  int pool_size = 6;          // instances in the current batch pool
-  int switch_every = 40;      // steps between pool switches
-  uint64_t seed = 0;          // pool selection
-  // Called after every step (e.g. to append to the CSV log).
-  std::function<void(const TrainLogRow&)> on_step;
-};
-
-struct PretrainResult {
-  int steps = 0;
-  double seconds = 0;
-  std::vector<TrainLogRow> log;
-};
-
-// Pre-trains `model` with PPO over `instances`: a pool of pool_size
-// instances drawn at random is trained on (graphs_per_step per update,
-// round robin) and replaced every switch_every steps, as GO switches graph
-// batches. Stops after max_steps or max_seconds. Errors: InvalidArgument
-// for no instances; the trainer's errors. Deterministic for the seeds
-// (apart from wall-clock stopping).
-absl::StatusOr<PretrainResult> Pretrain(
-    GoModel* model, const std::vector<const TrainingInstance*>& instances,
-    const PretrainOptions& options);
 
 // Zero-shot decisions: `num_samples` sampled plans plus the greedy decode,
 // scored by the simulator; returns the best (valid, fitting memory first,
@@ -169,10 +88,6 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
                                         const ScoredPlan& start,
                                         const FineTuneOptions& options);
 
-// True when `a` is a better plan than `b`: valid and fitting memory beats
-// anything else, then the lower step time.
-bool BetterPlan(const ScoredPlan& a, const ScoredPlan& b);
-
 }  // namespace gopt::policy::go
 
-#endif  // GOPT_POLICY_GO_TRAINING_H_
+#endif  // GOPT_POLICY_GO_FINE_TUNING_H_

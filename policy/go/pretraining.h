@@ -1,0 +1,47 @@
+#ifndef GOPT_POLICY_GO_PRETRAINING_H_
+#define GOPT_POLICY_GO_PRETRAINING_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policy/go/go_model.h"
+#include "policy/go/ppo_trainer.h"
+#include "policy/go/train_log.h"
+
+// PPO pre-training of a GO policy over many graphs (gopt-train only; not
+// linked into the server).
+namespace gopt::policy::go {
+
+struct PretrainOptions {
+  PpoOptions ppo;
+  int max_steps = 1000;
+  double max_seconds = 2400;  // wall-clock budget
+  int graphs_per_step = 2;    // instances per PPO update
+  int pool_size = 6;          // instances in the current batch pool
+  int switch_every = 40;      // steps between pool switches
+  uint64_t seed = 0;          // pool selection
+  // Called after every step (e.g. to append to the CSV log).
+  std::function<void(const TrainLogRow&)> on_step;
+};
+
+struct PretrainResult {
+  int steps = 0;
+  double seconds = 0;
+  std::vector<TrainLogRow> log;
+};
+
+// Pre-trains `model` with PPO over `instances`: a pool of pool_size
+// instances drawn at random is trained on (graphs_per_step per update,
+// round robin) and replaced every switch_every steps, as GO switches graph
+// batches. Stops after max_steps or max_seconds. Errors: InvalidArgument
+// for no instances; the trainer's errors. Deterministic for the seeds
+// (apart from wall-clock stopping).
+absl::StatusOr<PretrainResult> Pretrain(
+    GoModel* model, const std::vector<const TrainingInstance*>& instances,
+    const PretrainOptions& options);
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_PRETRAINING_H_
