@@ -1,7 +1,6 @@
 #include "simulator/simulator.h"
 
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "simulator/lower_bound.h"
