@@ -174,6 +174,12 @@ void AddRequestFlags(FlagSet<O>* flags, Request request) {
              });
   flags->Add("seed", "seed for random baselines and sampling",
              [request](O& o) -> uint64_t& { return request(o).seed; });
+  flags->Add(
+      "stop_within_bound",
+      "stop fine-tuning and the plan search once the best plan is "
+      "within this factor of the kernel-rules lower bound (e.g. 1.05); "
+      "0 = never",
+      [request](O& o) -> double& { return request(o).stop_within_bound; });
 }
 
 constexpr char kJsonHelp[] = "print one JSON object instead of tables";

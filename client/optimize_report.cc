@@ -82,6 +82,16 @@ std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
   if (response.partial()) absl::StrAppend(&text, " (partial: deadline)");
   absl::StrAppend(&text, "\n");
   AppendVerified(response, &text);
+  if (response.ratio_to_kernel_rules_lower_bound() > 0) {
+    absl::StrAppendFormat(
+        &text,
+        "lower bound: %s for plans within the kernel fusion rules (chosen is "
+        "%.2fx), %s for any plan (%.2fx)\n",
+        Milliseconds(response.kernel_rules_lower_bound_s()),
+        response.ratio_to_kernel_rules_lower_bound(),
+        Milliseconds(response.lower_bound_s()),
+        response.ratio_to_lower_bound());
+  }
   std::vector<std::string> memory;
   for (int64_t bytes : response.peak_memory_bytes()) {
     memory.push_back(Mebibytes(bytes));

@@ -192,6 +192,8 @@ absl::StatusOr<gopt::v1::OptimizeRequest> MakeOptimizeRequest(
   request.set_verify(options.verify);
   *request.mutable_options() =
       RequestOptions(options.read, options.seed, options.baseline_methods);
+  request.mutable_options()->set_stop_within_lower_bound(
+      options.stop_within_bound);
   return request;
 }
 

@@ -16,6 +16,7 @@
 #include "server/verify.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
+#include "simulator/lower_bound.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
 #include "simulator/topology.h"
@@ -173,6 +174,13 @@ absl::StatusOr<graph::Graph> ImportGraph(
   graph::ImportOptions import;
   import.source_name = input.name().empty() ? "graph" : input.name();
   import.limits.max_nodes = options.max_graph_nodes;
+  const double stop_within = request_options.stop_within_lower_bound();
+  if (stop_within != 0 && !(stop_within >= 1 && std::isfinite(stop_within))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.stop_within_lower_bound must be 0 (off) or a factor >= 1, "
+        "got ",
+        stop_within));
+  }
   if (request_options.default_dim() < 0) {
     return absl::InvalidArgumentError("options.default_dim must be >= 0");
   }
@@ -432,6 +440,12 @@ absl::Status OptimizeRun::Prepare() {
   const absl::Time default_start = context_.clock->Now();
   simulator_.emplace(*graph_, *topology_, cost_model_);
   response_.set_lower_bound_s(simulator_->LowerBound());
+  simulator::LowerBoundOptions kernel_rules;
+  kernel_rules.kernel_rules = true;
+  response_.set_kernel_rules_lower_bound_s(
+      simulator::ComputeLowerBound(*graph_, *topology_, cost_model_,
+                                   kernel_rules)
+          .seconds());
   default_plan_ = simulator::DefaultPlan(*graph_, *topology_);
   default_plan_.method = "default";
   simulator::SimulationOptions quick;
@@ -646,6 +660,8 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
                                   : std::numeric_limits<int32_t>::max();
   }
   propose.deadline = work_deadline_;
+  propose.stop_at_step_time_s = request_.options().stop_within_lower_bound() *
+                                response_.kernel_rules_lower_bound_s();
   if (budget.seconds() > 0) {
     propose.deadline =
         std::min(propose.deadline, start_ + absl::Seconds(budget.seconds()));
@@ -788,6 +804,14 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   *response_.mutable_plan() = simulator::PlanToProto(best_->plan);
   response_.set_method(best_->method);
   response_.set_step_time_s(result.step_time_s);
+  if (response_.lower_bound_s() > 0) {
+    response_.set_ratio_to_lower_bound(result.step_time_s /
+                                       response_.lower_bound_s());
+  }
+  if (response_.kernel_rules_lower_bound_s() > 0) {
+    response_.set_ratio_to_kernel_rules_lower_bound(
+        result.step_time_s / response_.kernel_rules_lower_bound_s());
+  }
   for (int64_t bytes : result.peak_memory_bytes) {
     response_.add_peak_memory_bytes(bytes);
   }
@@ -804,7 +828,7 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
 }
 
 void OptimizeRun::Verify() {
-  const absl::Time verify_start = absl::Now();
+  const absl::Time verify_start = context_.clock->Now();
   std::vector<VerifyCandidate> candidates;
   candidates.push_back({best_->plan, best_->method, best_->step_time_s});
   if (default_usable_) {

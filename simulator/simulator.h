@@ -165,14 +165,8 @@ class Simulator {
       const SimulationOptions& options = {},
       double cutoff_s = std::numeric_limits<double>::infinity()) const;
 
-  // A lower bound on the step time of any plan, the largest of:
-  //  - the longest path with each node at its best device's peak compute
-  //    speed and free communication (free ops count 0, even with FLOPs:
-  //    they run no kernel),
-  //  - total compute work / number of devices,
-  //  - the memory traffic no plan avoids (weights read once, unconsumed
-  //    outputs written once) / the devices' total memory bandwidth.
-  // Other memory traffic can be removed by fusion, so it is not counted.
+  // A lower bound on the step time of every plan Simulate accepts:
+  // ComputeLowerBound (lower_bound.h) with Simulate's own fusion rules.
   double LowerBound() const { return lower_bound_s_; }
 
   const graph::Graph& graph() const { return graph_; }
@@ -183,7 +177,6 @@ class Simulator {
 
   // The constructor's phases, in order.
   void PackNodes();
-  void ComputeLowerBound();
   void PriceSoloKernels();
   void PackEdges();
 

@@ -255,53 +255,6 @@ TEST(SimulatorTest, LayoutMismatchInsertsACopy) {
   EXPECT_NEAR(result.step_time_s, 3 * 8.1e-5, kTolerance);
 }
 
-TEST(SimulatorTest, LowerBoundIsBelowEveryPlan) {
-  GraphMaker g;
-  const int p = g.Param("p", 1000);
-  const int a = g.Op("a", 1e9, {p});
-  const int b = g.Op("b", 1e9, {a});
-  const int c = g.Op("c", 1e9, {a});
-  g.Op("d", 1e9, {b, c});
-  const Graph graph = g.Build();
-  RooflineCostModel cost_model;
-  const Topology topology = TestTopology();
-  Simulator simulator(graph, topology, cost_model);
-  // Longest path a -> b -> d at 1e-3 each; total work 4e-3 over 2 devices.
-  EXPECT_NEAR(simulator.LowerBound(), 3e-3, kTolerance);
-  Plan plan = DefaultPlan(graph);
-  EXPECT_GE(simulator.Simulate(plan)->step_time_s, simulator.LowerBound());
-  plan.device[c] = 1;
-  EXPECT_GE(simulator.Simulate(plan)->step_time_s, simulator.LowerBound());
-}
-
-TEST(SimulatorTest, LowerBoundCountsUnavoidableMemoryTraffic) {
-  // A 4e8-byte weight read by one cheap op: any plan reads it once, at no
-  // more than the two devices' 2e11 B/s together; the op's f32[1000]
-  // output (4000 bytes) is written once.
-  graph::GraphBuilder builder("weights", "generated");
-  Node w;
-  w.name = "w";
-  w.kind = OpKind::kParameter;
-  w.outputs = {MakeTensorType(DType::kF32, {100'000'000})};
-  Node scale;
-  scale.name = "scale";
-  scale.kind = OpKind::kElementwiseUnary;
-  scale.outputs = {MakeTensorType(DType::kF32, {1000})};
-  scale.flops = 1e6;
-  scale.bytes_read = 400'000'000;
-  scale.bytes_written = 4000;
-  const int wi = builder.AddNode(std::move(w));
-  const int si = builder.AddNode(std::move(scale));
-  builder.AddEdge(wi, 0, si, 0);
-  const Graph graph = std::move(builder).Build(graph::GraphLimits()).value();
-  RooflineCostModel cost_model;
-  const Topology topology = TestTopology();
-  Simulator simulator(graph, topology, cost_model);
-  EXPECT_NEAR(simulator.LowerBound(), (4e8 + 4000) / 2e11, kTolerance);
-  EXPECT_GE(simulator.Simulate(DefaultPlan(graph))->step_time_s,
-            simulator.LowerBound());
-}
-
 TEST(SimulatorTest, RejectsBadPlans) {
   GraphMaker g;
   const int p = g.Param("p", 1000);

@@ -276,6 +276,10 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
         (options_.cancelled != nullptr && options_.cancelled->load())) {
       break;
     }
+    if (best_.valid && !best_.oom &&
+        best_.step_time_s <= options_.stop_at_step_time_s) {
+      break;
+    }
     if (options_.incremental) {
       absl::Status recorded = RecordIncumbent();
       if (!recorded.ok()) return recorded;

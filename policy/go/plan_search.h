@@ -37,6 +37,10 @@ struct PlanSearchOptions {
   // The time source for the deadline; borrowed, never null.
   const Clock* clock = &Clock::Real();
   const std::atomic<bool>* cancelled = nullptr;
+  // Run also stops before a round once the best plan's step time is at or
+  // below this (a lower bound times a tolerance: no candidate could gain
+  // more than that). 0 (the default) = never.
+  double stop_at_step_time_s = 0;
 };
 
 // Local search around the best plan so far, steered by the simulator's

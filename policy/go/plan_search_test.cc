@@ -201,6 +201,30 @@ TEST(PlanSearchTest, StopsAtTheDeadline) {
   EXPECT_EQ(search.best().step_time_s, start.step_time_s);
 }
 
+TEST(PlanSearchTest, StopsOnceWithinTheStopStepTime) {
+  // The stop check is a lower bound times a tolerance: once the best plan
+  // reaches it, no further round runs.
+  const graph::Graph graph = InversionGraph();
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  plan.device = {0, 0, 0, 1};
+  const ScoredPlan start = Start(*instance, plan);
+  PlanSearchOptions options = Options(kSchedulingOnly);
+  options.stop_at_step_time_s = start.step_time_s;
+  PlanSearch already(*instance, start, options);
+  ASSERT_TRUE(already.Run(/*rounds=*/8, /*placement=*/nullptr).ok());
+  EXPECT_EQ(already.candidates_simulated(), 0);
+
+  simulator::Plan a_first = plan;
+  a_first.priority = {0, 0, 1, 0};
+  options.stop_at_step_time_s = Start(*instance, a_first).step_time_s;
+  PlanSearch search(*instance, start, options);
+  ASSERT_TRUE(search.Run(/*rounds=*/8, /*placement=*/nullptr).ok());
+  EXPECT_DOUBLE_EQ(search.best().step_time_s, options.stop_at_step_time_s);
+  EXPECT_LT(search.candidates_simulated(),
+            int64_t{8} * options.candidates_per_round);
+}
+
 TEST(PlanSearchTest, RejectsAPlacementDistributionOfAnotherShape) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
   std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
