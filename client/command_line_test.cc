@@ -36,9 +36,9 @@ TEST(CommandLineTest, InspectTakesItsFlagsIntoItsOptions) {
 }
 
 TEST(CommandLineTest, CalibrateTakesItsFlagsAndNeedsOut) {
-  absl::StatusOr<Command> command =
-      Parse("calibrate --out=host.json --executors=2 --quick "
-            "--min_measure_seconds=0.5");
+  absl::StatusOr<Command> command = Parse(
+      "calibrate --out=host.json --executors=2 --quick "
+      "--min_measure_seconds=0.5");
   ASSERT_TRUE(command.ok()) << command.status();
   const auto& options = std::get<CalibrateOptions>(command->options);
   EXPECT_EQ(options.out_path, "host.json");
