@@ -6,10 +6,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "graph/status_macros.h"
 #include "policy/eval/summary.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/simulator.h"
+#include "util/status_macros.h"
 
 namespace gopt::client {
 namespace {

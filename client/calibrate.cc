@@ -1,8 +1,8 @@
 #include "client/calibrate.h"
 
 #include "absl/strings/str_format.h"
-#include "graph/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "util/status_macros.h"
 #include "worker/calibration.h"
 #include "worker/executor.h"
 

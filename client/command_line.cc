@@ -10,12 +10,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/bench.h"
-#include "graph/status_macros.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/generators/generators.h"
 #include "util/command_table.h"
 #include "util/flag_set.h"
+#include "util/status_macros.h"
 
 namespace gopt::client {
 namespace {

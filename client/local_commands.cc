@@ -16,13 +16,13 @@
 #include "client/simulate_report.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/native_importer.h"
-#include "graph/status_macros.h"
 #include "policy/go/go_policy.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/chrome_trace.h"
 #include "simulator/generators/generators.h"
 #include "simulator/simulator.h"
+#include "util/status_macros.h"
 
 namespace gopt::client {
 namespace {

@@ -13,11 +13,11 @@
 #include "client/measure.h"
 #include "client/optimize_report.h"
 #include "client/optimizer_client.h"
-#include "graph/status_macros.h"
 #include "server/builtin_policies.h"
 #include "server/engine.h"
 #include "simulator/plan.h"
 #include "simulator/topology.h"
+#include "util/status_macros.h"
 
 namespace gopt::client {
 namespace {

@@ -11,9 +11,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
-#include "policy/clock.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "util/clock.h"
 
 namespace gopt::policy {
 

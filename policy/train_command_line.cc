@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/status_macros.h"
 #include "util/flag_set.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy {
 namespace {

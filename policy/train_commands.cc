@@ -14,7 +14,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "graph/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
@@ -26,6 +25,7 @@
 #include "policy/go/pretraining.h"
 #include "policy/go/zero_shot_eval.h"
 #include "simulator/topology.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy {
 namespace {

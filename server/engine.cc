@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/graph_proto.h"
-#include "graph/status_macros.h"
 #include "server/verify.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
@@ -20,6 +19,7 @@
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
 #include "simulator/topology.h"
+#include "util/status_macros.h"
 
 namespace gopt::server {
 namespace {
@@ -55,7 +55,7 @@ gopt::v1::Tasks TasksToProto(const policy::TaskSet& tasks) {
   return proto;
 }
 
-double SecondsSince(const policy::Clock& clock, absl::Time start) {
+double SecondsSince(const Clock& clock, absl::Time start) {
   return absl::ToDoubleSeconds(clock.Now() - start);
 }
 

@@ -15,12 +15,12 @@
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
-#include "policy/clock.h"
 #include "server/memory_budget.h"
 #include "server/plan_measurer.h"
 #include "server/policy_registry.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
+#include "util/clock.h"
 
 namespace gopt::server {
 
@@ -61,7 +61,7 @@ struct RequestContext {
   // The time source for the deadline and every timing the engine reports
   // (passed on to the policies); borrowed, never null. Tests pass a
   // FakeClock to run deadlines deterministically.
-  const policy::Clock* clock = &policy::Clock::Real();
+  const Clock* clock = &Clock::Real();
   // Set (by another thread) when the client cancelled; the engine then
   // stops at the next stage boundary and returns Cancelled. May be null.
   const std::atomic<bool>* cancelled = nullptr;

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "simulator/simulator_run.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator {
 namespace {

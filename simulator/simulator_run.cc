@@ -13,7 +13,7 @@
 #include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator {
 namespace internal {

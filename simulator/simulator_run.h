@@ -14,11 +14,11 @@
 #include "absl/base/attributes.h"
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
-#include "graph/huge_pages.h"
-#include "graph/status_macros.h"
 #include "simulator/event_queue.h"
 #include "simulator/min_bit_tree.h"
 #include "simulator/simulator.h"
+#include "util/huge_pages.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator {
 namespace internal {
@@ -149,7 +149,7 @@ template <typename T>
 void ReserveScratch(std::vector<T>& values, size_t size) {
   if (values.capacity() >= size) return;
   values.reserve(size);
-  graph::AdviseHugePagesForCapacity(values);
+  AdviseHugePagesForCapacity(values);
 }
 
 // The event loop's state at the end of one instant of a recorded run:

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "graph/hlo/hlo_importers.h"
-#include "graph/status_macros.h"
 #include "simulator/plan.h"
+#include "util/status_macros.h"
 
 namespace gopt::worker {
 namespace {

@@ -15,12 +15,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "graph/hlo/tuning_data.h"
-#include "graph/status_macros.h"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/metrics.h"
 #include "simulator/generators/generators.h"
 #include "simulator/topology.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::cost_model {
 namespace {

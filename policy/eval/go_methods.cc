@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::eval {
 namespace {

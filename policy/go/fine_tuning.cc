@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "graph/status_macros.h"
 #include "policy/go/plan_search.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::go {
 namespace {

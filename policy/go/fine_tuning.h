@@ -7,11 +7,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "policy/clock.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/train_log.h"
 #include "policy/policy.h"
+#include "util/clock.h"
 
 // A GO policy's decisions for one graph, as the server makes them: the
 // zero-shot plan, then PPO fine-tuning with the plan search around it.

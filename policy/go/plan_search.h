@@ -10,10 +10,10 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "graph/graph.h"
-#include "policy/clock.h"
 #include "policy/go/actions.h"
 #include "policy/go/ppo_trainer.h"
 #include "simulator/simulator.h"
+#include "util/clock.h"
 
 namespace gopt::policy::go {
 

@@ -4,13 +4,13 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "graph/status_macros.h"
 #include "policy/eval/summary.h"
 #include "policy/go/corpus.h"
 #include "policy/go/fine_tuning.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/topology.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::go {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 namespace {

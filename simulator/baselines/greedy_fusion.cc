@@ -4,9 +4,9 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/fusion_rules.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 namespace {
