@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
   // any thread starts so that every thread inherits the mask.
   const gopt::util::TerminationSignals signals;
   gopt::util::SetServiceUsage(
-      "gopt-server: the gopt.v1.GraphOptimizer gRPC service.\n"
+      "the gopt.v1.GraphOptimizer gRPC service.\n"
       "usage: gopt-server [--listen=HOST:PORT] [--policy_dir=DIR] ...\n"
       "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).",
       "server/main.cc");

@@ -34,6 +34,7 @@ namespace {
 using ::gopt::testing::ChildProcess;
 using ::grpc::health::v1::HealthCheckResponse;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Runs the gopt CLI; returns its exit code and stdout.
 int RunGopt(const std::string& args, std::string* out) {
@@ -187,6 +188,15 @@ TEST(ServerProcessTest, CorruptPolicyCardStopsStartup) {
   EXPECT_EQ(server.Wait(), 1);
   EXPECT_THAT(server.log(), HasSubstr("card.json is not valid JSON"));
   EXPECT_THAT(server.log(), HasSubstr("broken"));
+}
+
+TEST(ServerProcessTest, HelpListsTheServerFlags) {
+  ChildProcess server(GOPT_SERVER_BINARY, {"--help"});
+  server.Wait();
+  EXPECT_THAT(server.log(), HasSubstr("--listen"));
+  EXPECT_THAT(server.log(), HasSubstr("--workers"));
+  EXPECT_THAT(server.log(), HasSubstr("default: \"0.0.0.0:50051\""));
+  EXPECT_THAT(server.log(), Not(HasSubstr("No flags matched")));
 }
 
 }  // namespace

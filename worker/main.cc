@@ -56,7 +56,7 @@ constexpr int kExitUsage = 64;
 int main(int argc, char** argv) {
   const gopt::util::TerminationSignals signals;
   gopt::util::SetServiceUsage(
-      "gopt-worker: runs plans of graphs for real on this host's devices "
+      "runs plans of graphs for real on this host's devices "
       "(LibTorch ops per node, real copies between devices) and measures "
       "them; serves gopt.v1.Worker and grpc.health.v1.\n"
       "usage: gopt-worker [--listen=HOST:PORT] [--cpu_executors=N] ...\n"

@@ -22,6 +22,7 @@
 #include "graph/graph.h"
 #include "graph/importer.h"
 #include "graph/onnx/onnx_op_rules.h"
+#include "graph/op_catalog.h"
 #include "onnx/onnx.pb.h"
 
 namespace gopt::graph::onnx_internal {
