@@ -9,6 +9,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "glog/logging.h"
+#include "util/repeated_flags.h"
 
 namespace gopt::util {
 
@@ -37,6 +38,10 @@ void SetServiceUsage(absl::string_view usage, absl::string_view flags_file) {
 }
 
 bool ParseServiceCommandLine(int argc, char** argv, absl::string_view program) {
+  if (absl::Status repeated = RefuseRepeatedFlags(argc, argv); !repeated.ok()) {
+    std::cerr << program << ": " << repeated.message() << "\n";
+    return false;
+  }
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     std::cerr << program << ": unexpected argument '" << positional[1]

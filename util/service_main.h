@@ -37,9 +37,9 @@ void SetServiceUsage(absl::string_view usage, absl::string_view flags_file);
 
 // Parses the command line into the absl flags (absl reports a bad or
 // unknown flag and exits; --help prints the usage and exits), then sends
-// glog's output to stderr. A positional argument is an error: prints
-// "<program>: unexpected argument 'X' (see --help)" to stderr and returns
-// false.
+// glog's output to stderr. A flag given twice (RefuseRepeatedFlags) or a
+// positional argument is an error: prints "<program>: " and the problem
+// (e.g. "unexpected argument 'X' (see --help)") to stderr and returns false.
 bool ParseServiceCommandLine(int argc, char** argv, absl::string_view program);
 
 }  // namespace gopt::util
