@@ -175,6 +175,43 @@ TEST(SimulatorTest, FusedChainPaysOneLaunch) {
   EXPECT_NEAR(fused.node_end_s[c], 5e-6, kTolerance);
 }
 
+// On a device whose groups run op by op (fused_groups_run_op_by_op), a
+// group is one scheduling unit whose members keep their own kernels: the
+// same launches, bytes and class curves as unfused, so the same step time.
+TEST(SimulatorTest, GroupOnAnOpByOpDeviceCostsItsMembersKernels) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e6, {p});
+  const int b = g.Op("b", 1e6, {a});
+  const int c = g.Op("c", 1e6, {b});
+  const Graph graph = g.Build();
+  Topology topology = TestTopology();
+  for (DeviceProfile& d : topology.devices) {
+    d.fused_groups_run_op_by_op = true;
+    // A calibrated elementwise curve: it prices every member, grouped or not.
+    d.op_curves[static_cast<int>(OpCostClass::kElementwise)] =
+        OpClassCurve{0.5, 0.0, 1.0, 3e-6};
+  }
+  // Each op: 1e6 / (1e12 * 0.5) + 3e-6 = 5e-6.
+  const SimulationResult unfused =
+      RunSimulation(graph, topology, DefaultPlan(graph));
+  EXPECT_NEAR(unfused.step_time_s, 15e-6, kTolerance);
+  Plan plan = DefaultPlan(graph);
+  plan.fusion_group = {-1, 0, 0, -1};
+  const SimulationResult grouped = RunSimulation(graph, topology, plan);
+  EXPECT_NEAR(grouped.step_time_s, 15e-6, kTolerance);
+  EXPECT_EQ(grouped.num_kernels, 3);
+  // One unit: a and b start together and end together.
+  EXPECT_NEAR(grouped.node_end_s[a], 10e-6, kTolerance);
+  EXPECT_NEAR(grouped.node_start_s[b], 0, kTolerance);
+  EXPECT_NEAR(grouped.node_start_s[c], 10e-6, kTolerance);
+  // The same topology with fused kernels: a and b share one kernel of the
+  // device's own numbers, (2e6 + 1e6) / 1e12 + 1e-6, then c alone.
+  for (DeviceProfile& d : topology.devices) d.fused_groups_run_op_by_op = false;
+  EXPECT_NEAR(RunSimulation(graph, topology, plan).step_time_s, 4e-6 + 5e-6,
+              kTolerance);
+}
+
 TEST(SimulatorTest, WeightsOverCapacityAreOom) {
   GraphMaker g;
   const int p = g.Param("weights", 300'000'000);  // 1.2e9 bytes > 1e9
