@@ -652,7 +652,10 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   t.cause = t.start_s > now && link_last_transfer >= 0
                 ? Cause{Cause::kTransfer, link_last_transfer}
                 : Cause{Cause::kUnit, u};
-  link_free = t.end_s;
+  // The link is busy for the bytes; the latency of transfers queued behind
+  // this one overlaps it (a CPU host's copy thread copies back to back, a
+  // copy engine pipelines its DMAs).
+  link_free = t.end_s - link.latency_s;
   last_arrival_ = std::max(last_arrival_, t.end_s);
   link_last_transfer = index;
   ++ws_.local_uses[id];  // the send holds the source buffer

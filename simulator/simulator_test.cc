@@ -152,6 +152,27 @@ TEST(SimulatorTest, TensorIsSentOncePerRemoteDevice) {
   EXPECT_EQ(result.bytes_moved, 4'000'000);
 }
 
+// A link is busy for a transfer's bytes only: its latency delays the
+// arrival but overlaps the next transfer queued on the link.
+TEST(SimulatorTest, LatencyOfQueuedTransfersOverlaps) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int q = g.Param("q", 1000);
+  const int a = g.Op("a", 1e6, {p});
+  const int b = g.Op("b", 1e6, {q});
+  const Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.device[a] = 1;
+  plan.device[b] = 1;
+  // p and q (4000 bytes each) leave device 0 at 0: p arrives at
+  // 1e-5 + 4e-7, q at 4e-7 + 1e-5 + 4e-7 (not after a second latency), while
+  // a runs (3e-6); b follows a.
+  const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
+  EXPECT_EQ(result.num_transfers, 2);
+  EXPECT_NEAR(result.node_start_s[a], 1e-5 + 4e-7, kTolerance);
+  EXPECT_NEAR(result.node_start_s[b], 1e-5 + 4e-7 + 3e-6, kTolerance);
+}
+
 TEST(SimulatorTest, FusedChainPaysOneLaunch) {
   GraphMaker g;
   const int p = g.Param("p", 1000);
