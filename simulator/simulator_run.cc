@@ -642,8 +642,12 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   t.dst_device = dst_device;
   t.bytes = sim_.OutputBytes(id, output);
   t.start_s = std::max(now, link_free);
-  t.end_s = t.start_s + link.latency_s +
-            static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
+  // The link is busy for the bytes; the latency of transfers queued behind
+  // this one overlaps it (a CPU host's copy thread copies back to back, a
+  // copy engine pipelines its DMAs). Arrivals stay in link order.
+  link_free =
+      t.start_s + static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
+  t.end_s = link_free + link.latency_s;
   t.seq = seq_++;
   t.remote_uses = 0;
   t.next_on_link = -1;
@@ -652,10 +656,6 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   t.cause = t.start_s > now && link_last_transfer >= 0
                 ? Cause{Cause::kTransfer, link_last_transfer}
                 : Cause{Cause::kUnit, u};
-  // The link is busy for the bytes; the latency of transfers queued behind
-  // this one overlaps it (a CPU host's copy thread copies back to back, a
-  // copy engine pipelines its DMAs).
-  link_free = t.end_s - link.latency_s;
   last_arrival_ = std::max(last_arrival_, t.end_s);
   link_last_transfer = index;
   ++ws_.local_uses[id];  // the send holds the source buffer
