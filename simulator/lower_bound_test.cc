@@ -445,9 +445,6 @@ TEST(LowerBoundTest, RandomPlansNeverBeatTheBounds) {
   EXPECT_GT(oom_plans, 100);
 }
 
-}  // namespace
-}  // namespace gopt::simulator
-
 // A topology as `gopt calibrate` writes it for a CPU host (fitted curves per
 // op class, each with a launch of at least the device's plus 1 us, since
 // the roofline's small-kernel term is 1 us), 1-3 alike devices whose fusion
@@ -530,3 +527,6 @@ TEST(LowerBoundTest, RandomPlansOnCalibratedTopologiesNeverBeatTheBounds) {
   EXPECT_GT(plans, 1200);
   EXPECT_GT(op_by_op_plans, 800);
 }
+
+}  // namespace
+}  // namespace gopt::simulator
