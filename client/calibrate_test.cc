@@ -17,7 +17,8 @@ TEST(CalibrateTest, WritesATopologyThatLoads) {
   options.quick = true;
   options.min_measure_seconds = 0.001;
   std::ostringstream out;
-  ASSERT_TRUE(RunCalibrate(options, out).ok());
+  const absl::Status status = RunCalibrate(options, out);
+  ASSERT_TRUE(status.ok()) << status << "\n" << out.str();
   EXPECT_THAT(out.str(), ::testing::HasSubstr("dispatch"));
   absl::StatusOr<simulator::Topology> topology =
       simulator::LoadTopology(options.out_path);

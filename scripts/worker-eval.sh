@@ -13,6 +13,8 @@
 # only as quiet as the host: run it on an otherwise idle machine.
 #
 #   scripts/worker-eval.sh            # writes under /tmp/gopt-worker-eval
+#   GRAPHS=onnx/light_squeezenet.onnx REAL_OPS=0 scripts/worker-eval.sh
+#                                     # one graph, no real-op fractions
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -46,6 +48,7 @@ echo "== gopt_executor_eval (measured vs predicted)"
   --graph="$(IFS=,; echo "${graph_list[*]}")" \
   --chosen="$(IFS=,; echo "${chosen[*]}")"
 
+[[ "${REAL_OPS:-1}" == 0 ]] && exit 0
 echo "== real-op fractions of every graph in $data"
 mapfile -t files < <(find "$data" -type f \( -name '*.hlo' -o -name '*.onnx' \
   -o -name '*.pb' -o -name '*.json' \) | sort)

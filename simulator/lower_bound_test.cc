@@ -405,5 +405,88 @@ TEST(LowerBoundTest, RandomPlansNeverBeatTheBounds) {
   EXPECT_GT(oom_plans, 100);
 }
 
+// A topology as `gopt calibrate` writes it for a CPU host (fitted curves per
+// op class, each with a launch of at least the device's plus 1 us, since
+// the roofline's small-kernel term is 1 us), 1-3 alike devices whose fusion
+// groups run op by op or as one kernel.
+Topology RandomCalibratedTopology(std::mt19937_64& rng) {
+  Topology topology = TestTopology(1 + static_cast<int>(rng() % 3));
+  DeviceProfile device = topology.devices[0];
+  device.kind = DeviceKind::kCpu;
+  device.peak_f32_flops = 1e10 * static_cast<double>(5 + rng() % 50);
+  device.peak_f64_flops = device.peak_f32_flops / 2;
+  device.memory_bandwidth_bytes_per_s =
+      1e9 * static_cast<double>(5 + rng() % 50);
+  device.memory_bytes = 20'000 + rng() % 200'000;
+  device.launch_overhead_s = 1e-6 * static_cast<double>(1 + rng() % 5);
+  device.max_efficiency = 1.0;
+  device.fused_groups_run_op_by_op = rng() % 4 != 0;
+  for (int c = 1; c < kNumOpCostClasses; ++c) {
+    const bool compute = c == static_cast<int>(OpCostClass::kDot) ||
+                         c == static_cast<int>(OpCostClass::kConvolution);
+    OpClassCurve& curve = device.op_curves[c];
+    curve.max_efficiency =
+        compute ? 0.3 + 0.1 * static_cast<double>(rng() % 8) : 1.0;
+    curve.half_efficiency_s =
+        compute ? 1e-6 * static_cast<double>(1 + rng() % 20) : 0.0;
+    curve.bandwidth_efficiency =
+        compute ? 1.0 : 0.2 + 0.1 * static_cast<double>(rng() % 9);
+    curve.launch_overhead_s =
+        device.launch_overhead_s +
+        (compute ? 0.0 : 1e-6 * static_cast<double>(1 + rng() % 8));
+  }
+  topology.devices.assign(topology.devices.size(), device);
+  for (Link& link : topology.links) {
+    link = Link{1e9 * static_cast<double>(1 + rng() % 20),
+                1e-6 * static_cast<double>(rng() % 60)};
+  }
+  return topology;
+}
+
+// On calibrated CPU topologies, where a fusion group may run op by op (each
+// member its own kernel at its class's cost) and saves nothing, the bounds
+// still hold for every plan: they never count on fusion saving a launch or
+// a byte that the topology says it does not.
+TEST(LowerBoundTest, RandomPlansOnCalibratedTopologiesNeverBeatTheBounds) {
+  RooflineCostModel cost_model;
+  LowerBoundOptions rules;
+  rules.kernel_rules = true;
+  int plans = 0, op_by_op_plans = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const Graph graph = RandomGraph(rng, 2 + static_cast<int>(rng() % 60));
+    const Topology topology = RandomCalibratedTopology(rng);
+    const Simulator simulator(graph, topology, cost_model);
+    const double any_plan_s = simulator.LowerBound();
+    const double rules_s =
+        ComputeLowerBound(graph, topology, cost_model, rules).seconds();
+    for (int k = 0; k < 8; ++k) {
+      Plan plan = DefaultPlan(graph);
+      plan.device = RandomPlacement(rng, graph, topology);
+      if (rng() % 2) {
+        plan.priority.resize(graph.num_nodes());
+        for (int32_t& priority : plan.priority) priority = rng() % 4;
+      }
+      const int fusion = static_cast<int>(rng() % 3);
+      plan.fusion_group = RandomFusion(rng, graph, plan.device, fusion);
+      const absl::StatusOr<SimulationResult> result = simulator.Simulate(plan);
+      if (!result.ok()) {
+        EXPECT_EQ(fusion, 2) << result.status();
+        continue;
+      }
+      ++plans;
+      op_by_op_plans += topology.devices[0].fused_groups_run_op_by_op;
+      EXPECT_GE(result->step_time_s, any_plan_s * (1 - 1e-12));
+      if (ObeysKernelRules(graph, plan)) {
+        EXPECT_GE(result->step_time_s, rules_s * (1 - 1e-12))
+            << "fusion mode " << fusion;
+      }
+    }
+  }
+  EXPECT_GT(plans, 1200);
+  EXPECT_GT(op_by_op_plans, 800);
+}
+
 }  // namespace
 }  // namespace gopt::simulator

@@ -22,7 +22,8 @@ bool SameProfile(const DeviceProfile& a, const DeviceProfile& b) {
          a.memory_bandwidth_bytes_per_s == b.memory_bandwidth_bytes_per_s &&
          a.memory_bytes == b.memory_bytes &&
          a.launch_overhead_s == b.launch_overhead_s &&
-         a.max_efficiency == b.max_efficiency && a.op_curves == b.op_curves;
+         a.max_efficiency == b.max_efficiency && a.op_curves == b.op_curves &&
+         a.fused_groups_run_op_by_op == b.fused_groups_run_op_by_op;
 }
 
 }  // namespace

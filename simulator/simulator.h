@@ -105,10 +105,14 @@ struct CandidateResult {
 //    priority (highest first; ties: lower NodeId); free ops (parameters,
 //    constants, reshapes, tuples, ...) complete as soon as their inputs do;
 //  - a fused group is one kernel: summed FLOPs, only the bytes that cross
-//    the group boundary, one launch;
+//    the group boundary, one launch; on a device whose groups run op by op
+//    (DeviceProfile::fused_groups_run_op_by_op) it is one scheduling unit
+//    whose members are each priced as their own kernel;
 //  - a tensor needed on another device is sent once per (tensor, device),
-//    over a directed link that carries one transfer at a time; transfers
-//    overlap compute;
+//    over a directed link that carries one transfer at a time: a transfer
+//    arrives latency + bytes / bandwidth after it starts, and holds the
+//    link for bytes / bandwidth (the latency of queued transfers overlaps);
+//    transfers overlap compute;
 //  - a layout mismatch between a producer and a consumer that both have
 //    explicit layouts inserts a copy (read + write of the tensor, plus a
 //    launch) before the consumer; a non-default layout on a dot or

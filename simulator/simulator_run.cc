@@ -232,8 +232,9 @@ inline void Simulator::Run::PriceSoloNode(NodeId id, int32_t u,
 }
 
 // A node of a plan with fusion or layouts: inputs from other units, layout
-// copies, the bytes that stay inside a fused kernel; unfused, the node's
-// kernel time, fused, its work added to its unit's.
+// copies, the bytes that stay inside a fused kernel; unfused, or in a group
+// on a device whose groups run op by op, the node's own kernel time; in a
+// fused kernel, its work added to its unit's.
 inline void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
   const graph::Graph& graph = sim_.graph_;
   UnitWork node_work;
@@ -242,13 +243,18 @@ inline void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
   node_work.best_flops = sim_.flops_[id];
   node_work.dtype = sim_.dtype_[id];
   node_work.bytes = sim_.traffic_bytes_[id];
+  node_work.op_class = OpCostClassOf(graph.node(id).kind);
   const bool explicit_layout =
       !plan_.layout.empty() && !plan_.layout[id].empty();
   if (explicit_layout && sim_.compute_kind_[id]) node_work.efficiency = 0.9;
+  const bool grouped = fused_ && plan_.fusion_group[id] >= 0;
+  const bool op_by_op =
+      grouped && sim_.topology_.devices[device].fused_groups_run_op_by_op;
+  const bool one_kernel = grouped && !op_by_op;
   // A group's layout copies add up in one sum, in member order.
-  double& copy_s = fused_ ? ws_.work[u].copy_s : node_work.copy_s;
+  double& copy_s = grouped ? ws_.work[u].copy_s : node_work.copy_s;
   bool consumed_outside = true;
-  if (fused_ && plan_.fusion_group[id] >= 0) {
+  if (one_kernel) {
     consumed_outside = graph.out_edges(id).empty();
     for (const Edge& edge : graph.out_edges(id)) {
       if (ws_.unit_of[edge.dst] != u) consumed_outside = true;
@@ -256,7 +262,7 @@ inline void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
   }
   for (const Edge& edge : graph.in_edges(id)) {
     if (ws_.unit_of[edge.src] == u) {
-      if (!edge.control) node_work.bytes -= sim_.EdgeBytes(edge);
+      if (!edge.control && one_kernel) node_work.bytes -= sim_.EdgeBytes(edge);
       continue;
     }
     ++ws_.inputs[u].pending;
@@ -275,16 +281,24 @@ inline void Simulator::Run::PriceNode(NodeId id, int32_t u, int32_t device) {
   } else {
     ws_.materialized[id] = 1;
   }
-  if (!fused_) {
-    UnitState& unit = ws_.units[u];
-    if (copy_s == 0 && node_work.efficiency == 1.0) {
-      unit.duration = sim_.solo_seconds_[static_cast<size_t>(id) *
-                                             sim_.num_device_classes_ +
-                                         sim_.device_class_[device]];
+  if (!one_kernel) {
+    double seconds;
+    if (node_work.copy_s == 0 && node_work.efficiency == 1.0) {
+      seconds = sim_.solo_seconds_[static_cast<size_t>(id) *
+                                       sim_.num_device_classes_ +
+                                   sim_.device_class_[device]];
       result_.num_kernels += !sim_.free_[id];
     } else {
-      unit.duration = KernelSeconds(node_work, device);
+      seconds = KernelSeconds(node_work, device);
     }
+    if (!fused_) {
+      ws_.units[u].duration = seconds;
+      return;
+    }
+    // PriceUnits takes the unit's duration from its work.
+    UnitWork& w = ws_.work[u];
+    w.op_by_op = 1;
+    w.op_by_op_s += seconds;
     return;
   }
   UnitWork& w = ws_.work[u];
@@ -308,15 +322,22 @@ bool Simulator::Run::LayoutsDiffer(NodeId src, NodeId id) const {
          internal::NormalizedLayout(plan_.layout[id], rank);
 }
 
-// Seconds of one kernel (0 for a free unit without layout copies); counts
-// the kernel and its layout copies.
+// Seconds of one kernel, or of a unit whose kernels were priced one by one
+// (0 for a free unit without layout copies); counts the kernel and its
+// layout copies.
 double Simulator::Run::KernelSeconds(const UnitWork& w, int32_t device) {
+  if (w.op_by_op) {
+    // The members' kernels were priced and counted one by one.
+    result_.layout_copy_s += w.copy_s;
+    return w.op_by_op_s + w.copy_s;
+  }
   if (w.free && w.copy_s == 0) return 0.0;
   KernelWork kernel;
   kernel.flops = w.flops;
   kernel.bytes = std::max<int64_t>(0, w.bytes);
   kernel.dtype = w.dtype;
   kernel.efficiency_factor = w.efficiency;
+  kernel.op_class = w.op_class;
   result_.layout_copy_s += w.copy_s;
   if (w.free) return w.copy_s;
   ++result_.num_kernels;
@@ -621,8 +642,12 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   t.dst_device = dst_device;
   t.bytes = sim_.OutputBytes(id, output);
   t.start_s = std::max(now, link_free);
-  t.end_s = t.start_s + link.latency_s +
-            static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
+  // The link is busy for the bytes; the latency of transfers queued behind
+  // this one overlaps it (a CPU host's copy thread copies back to back, a
+  // copy engine pipelines its DMAs). Arrivals stay in link order.
+  link_free =
+      t.start_s + static_cast<double>(t.bytes) / link.bandwidth_bytes_per_s;
+  t.end_s = link_free + link.latency_s;
   t.seq = seq_++;
   t.remote_uses = 0;
   t.next_on_link = -1;
@@ -631,7 +656,6 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   t.cause = t.start_s > now && link_last_transfer >= 0
                 ? Cause{Cause::kTransfer, link_last_transfer}
                 : Cause{Cause::kUnit, u};
-  link_free = t.end_s;
   last_arrival_ = std::max(last_arrival_, t.end_s);
   link_last_transfer = index;
   ++ws_.local_uses[id];  // the send holds the source buffer

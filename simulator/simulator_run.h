@@ -79,9 +79,17 @@ struct UnitWork {
   double best_flops = -1;  // the largest member's FLOPs (it sets the dtype)
   double efficiency = 1.0;
   double copy_s = 0;  // layout copies before the kernel
+  // A unit priced member by member (op_by_op): its members' kernel
+  // seconds, summed (flops and bytes then stay 0).
+  double op_by_op_s = 0;
   int64_t bytes = 0;
   graph::DType dtype = graph::DType::kF32;
+  // The cost curve of a single node's kernel (a fused kernel: kOther).
+  OpCostClass op_class = OpCostClass::kOther;
   uint8_t free = 1;  // no member launches a kernel
+  // Priced member by member: an unfused node of a plan with fusion, or a
+  // group on a device whose groups run op after op.
+  uint8_t op_by_op = 0;
 };
 
 // The working memory of Simulate: per unit, node, edge, device and link

@@ -112,6 +112,32 @@ TEST(SimulatorTest, TensorIsSentOncePerRemoteDevice) {
   EXPECT_EQ(result.bytes_moved, 4'000'000);
 }
 
+// A link is busy for a transfer's bytes only: its latency delays the
+// arrival but overlaps the next transfer queued on the link.
+TEST(SimulatorTest, LatencyOfQueuedTransfersOverlaps) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int q = g.Param("q", 1000);
+  const int a = g.Op("a", 1e6, {p});
+  const int b = g.Op("b", 1e6, {q});
+  const Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.device[a] = 1;
+  plan.device[b] = 1;
+  // p and q (4000 bytes each) leave device 0 at 0: the first arrives at
+  // 1e-5 + 4e-7, the second 4e-7 later (not after a second latency), while
+  // the first's consumer runs (3e-6); the other consumer follows it.
+  const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
+  EXPECT_EQ(result.num_transfers, 2);
+  const auto [first, second] =
+      std::minmax(result.node_start_s[a], result.node_start_s[b]);
+  EXPECT_NEAR(first, 1e-5 + 4e-7, kTolerance);
+  EXPECT_NEAR(second, 1e-5 + 4e-7 + 3e-6, kTolerance);
+  ASSERT_EQ(result.transfers.size(), 2u);
+  EXPECT_NEAR(std::max(result.transfers[0].end_s, result.transfers[1].end_s),
+              1e-5 + 8e-7, kTolerance);
+}
+
 TEST(SimulatorTest, FusedChainPaysOneLaunch) {
   GraphMaker g;
   const int p = g.Param("p", 1000);
@@ -133,6 +159,43 @@ TEST(SimulatorTest, FusedChainPaysOneLaunch) {
   EXPECT_EQ(fused.num_kernels, 1);
   EXPECT_NEAR(fused.node_start_s[a], 0, kTolerance);
   EXPECT_NEAR(fused.node_end_s[c], 5e-6, kTolerance);
+}
+
+// On a device whose groups run op by op (fused_groups_run_op_by_op), a
+// group is one scheduling unit whose members keep their own kernels: the
+// same launches, bytes and class curves as unfused, so the same step time.
+TEST(SimulatorTest, GroupOnAnOpByOpDeviceCostsItsMembersKernels) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e6, {p});
+  const int b = g.Op("b", 1e6, {a});
+  const int c = g.Op("c", 1e6, {b});
+  const Graph graph = g.Build();
+  Topology topology = TestTopology();
+  for (DeviceProfile& d : topology.devices) {
+    d.fused_groups_run_op_by_op = true;
+    // A calibrated elementwise curve: it prices every member, grouped or not.
+    d.op_curves[static_cast<int>(OpCostClass::kElementwise)] =
+        OpClassCurve{0.5, 0.0, 1.0, 3e-6};
+  }
+  // Each op: 1e6 / (1e12 * 0.5) + 3e-6 = 5e-6.
+  const SimulationResult unfused =
+      RunSimulation(graph, topology, DefaultPlan(graph));
+  EXPECT_NEAR(unfused.step_time_s, 15e-6, kTolerance);
+  Plan plan = DefaultPlan(graph);
+  plan.fusion_group = {-1, 0, 0, -1};
+  const SimulationResult grouped = RunSimulation(graph, topology, plan);
+  EXPECT_NEAR(grouped.step_time_s, 15e-6, kTolerance);
+  EXPECT_EQ(grouped.num_kernels, 3);
+  // One unit: a and b start together and end together.
+  EXPECT_NEAR(grouped.node_end_s[a], 10e-6, kTolerance);
+  EXPECT_NEAR(grouped.node_start_s[b], 0, kTolerance);
+  EXPECT_NEAR(grouped.node_start_s[c], 10e-6, kTolerance);
+  // The same topology with fused kernels: a and b share one kernel of the
+  // device's own numbers, (2e6 + 1e6) / 1e12 + 1e-6, then c alone.
+  for (DeviceProfile& d : topology.devices) d.fused_groups_run_op_by_op = false;
+  EXPECT_NEAR(RunSimulation(graph, topology, plan).step_time_s, 4e-6 + 5e-6,
+              kTolerance);
 }
 
 TEST(SimulatorTest, WeightsOverCapacityAreOom) {
@@ -489,8 +552,14 @@ TEST(SimulatorTest, RandomPlansKeepTheTimelineInvariants) {
                   [](const TransferRecord* a, const TransferRecord* b) {
                     return a->start_s < b->start_s;
                   });
+        // One transfer's bytes at a time; latencies overlap.
+        const double latency_s =
+            topology.link(link.first, link.second).latency_s;
         for (size_t i = 1; i < on_link.size(); ++i) {
-          EXPECT_GE(on_link[i]->start_s, on_link[i - 1]->end_s)
+          EXPECT_GE(on_link[i]->start_s,
+                    on_link[i - 1]->end_s - latency_s - kTolerance)
+              << "link " << link.first << "->" << link.second;
+          EXPECT_GE(on_link[i]->end_s, on_link[i - 1]->end_s)
               << "link " << link.first << "->" << link.second;
         }
       }

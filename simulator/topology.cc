@@ -361,6 +361,7 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
     d.memory_bandwidth_bytes_per_s = p.memory_bandwidth_bytes_per_s();
     d.memory_bytes = p.memory_bytes();
     d.launch_overhead_s = p.launch_overhead_s();
+    d.fused_groups_run_op_by_op = p.fused_groups_run_op_by_op();
     d.max_efficiency =
         p.max_efficiency() != 0 ? p.max_efficiency() : kDefaultMaxEfficiency;
     RETURN_IF_ERROR(CheckRange(context, "peak_f32_flops", d.peak_f32_flops,
@@ -442,6 +443,7 @@ gopt::v1::Topology TopologyToProto(const Topology& topology) {
     p->set_memory_bytes(d.memory_bytes);
     p->set_launch_overhead_s(d.launch_overhead_s);
     p->set_max_efficiency(d.max_efficiency);
+    p->set_fused_groups_run_op_by_op(d.fused_groups_run_op_by_op);
     for (int c = 1; c < kNumOpCostClasses; ++c) {
       const OpClassCurve& curve = d.op_curves[c];
       if (curve.max_efficiency == 0) continue;

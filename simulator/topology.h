@@ -65,6 +65,10 @@ struct DeviceProfile {
   double max_efficiency = 0.7;  // fraction of peak large kernels reach
   // Calibrated curves by OpCostClass (index); all uncalibrated by default.
   std::array<OpClassCurve, kNumOpCostClasses> op_curves{};
+  // Fusion groups run op after op (each member its own kernel, every
+  // intermediate through memory) instead of as one fused kernel; see
+  // gopt.v1.DeviceProfile. Default false (one fused kernel).
+  bool fused_groups_run_op_by_op = false;
 
   // Peak for ops on `dtype` (f16/bf16 and f8 use the f16 peak, f64 the f64
   // peak, 8-bit integers the int8 peak; others f32). Falls back to the f32

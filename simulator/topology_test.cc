@@ -168,6 +168,22 @@ TEST(TopologyTest, CalibratedOpCurvesRoundTripAndPriceTheirClass) {
                    1e9 / (peak * default_efficiency) + d.launch_overhead_s);
 }
 
+TEST(TopologyTest, OpByOpFusionRoundTripsAndIsOffByDefault) {
+  for (const std::string& name : PresetTopologyNames()) {
+    for (const DeviceProfile& d : PresetTopology(name)->devices) {
+      EXPECT_FALSE(d.fused_groups_run_op_by_op) << name;
+    }
+  }
+  Topology topology = *PresetTopology("cpu-host");
+  topology.devices[1].fused_groups_run_op_by_op = true;
+  const gopt::v1::Topology proto = TopologyToProto(topology);
+  EXPECT_TRUE(proto.devices(1).fused_groups_run_op_by_op());
+  absl::StatusOr<Topology> back = TopologyFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->devices[0].fused_groups_run_op_by_op);
+  EXPECT_TRUE(back->devices[1].fused_groups_run_op_by_op);
+}
+
 TEST(TopologyTest, RejectsUnknownAndRepeatedOpCurves) {
   gopt::v1::Topology proto = TopologyToProto(*PresetTopology("cpu-host"));
   gopt::v1::OpClassCurve* curve = proto.mutable_devices(0)->add_op_curves();

@@ -3,13 +3,16 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "graph/hlo/hlo_importers.h"
+#include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
+#include "simulator/simulator.h"
 #include "util/status_macros.h"
 
 namespace gopt::worker {
@@ -116,6 +119,23 @@ ENTRY main {
   ROOT y = f32[%d] negate(x)
 })",
                          n, n, n);
+}
+
+// A chain of `length` elementwise ops on f32[n] (add, multiply, maximum,
+// subtract, repeating), each reading the previous one's output and a
+// parameter: what a fusion group of cheap ops looks like.
+std::string ElementwiseChainHlo(int64_t n, int length) {
+  std::string hlo = absl::StrFormat(
+      "HloModule fusion\nENTRY main {\n  a = f32[%d] parameter(0)\n"
+      "  b = f32[%d] parameter(1)\n  v0 = f32[%d] negate(a)\n",
+      n, n, n);
+  const char* ops[] = {"add", "multiply", "maximum", "subtract"};
+  for (int i = 1; i <= length; ++i) {
+    absl::StrAppendFormat(&hlo, "  %sv%d = f32[%d] %s(v%d, %s)\n",
+                          i == length ? "ROOT " : "", i, n, ops[i % 4], i - 1,
+                          i % 2 ? "b" : "a");
+  }
+  return hlo + "}\n";
 }
 
 absl::StatusOr<graph::Graph> ParseHlo(const std::string& hlo) {
@@ -240,6 +260,80 @@ absl::Status CalibrateLinks(Executor& executor,
   return absl::OkStatus();
 }
 
+// Whether a fusion group saves anything here: an elementwise chain, by
+// size, measured unfused and as one fusion group; the measured ratio
+// (group / unfused) is compared with the ratio the simulator predicts when
+// groups run as one kernel and when they run op by op, and the closer rule
+// (in log ratio, summed over the sizes) is written into every device.
+absl::Status CalibrateFusion(Executor& executor,
+                             const CalibrationOptions& options,
+                             simulator::Topology* topology,
+                             CalibrationResult* result) {
+  constexpr int kLength = 8;
+  const std::vector<int64_t> sizes =
+      options.quick ? std::vector<int64_t>{1 << 12}
+                    : std::vector<int64_t>{1 << 12, 1 << 16, 1 << 20};
+  const simulator::RooflineCostModel roofline;
+  double one_kernel_error = 0;
+  double op_by_op_error = 0;
+  int runs_fused = 0;
+  std::string measured;
+  for (int64_t n : sizes) {
+    ASSIGN_OR_RETURN(graph::Graph graph,
+                     ParseHlo(ElementwiseChainHlo(n, kLength)));
+    const simulator::Plan unfused = simulator::DefaultPlan(graph);
+    simulator::Plan grouped = unfused;
+    grouped.fusion_group.assign(graph.num_nodes(), -1);
+    for (int i = 0; i <= kLength; ++i) {
+      grouped.fusion_group[*graph.FindNode(absl::StrCat("v", i))] = 0;
+    }
+    ASSIGN_OR_RETURN(ExecutionResult a,
+                     Measure(executor, graph, unfused, options));
+    ASSIGN_OR_RETURN(ExecutionResult b,
+                     Measure(executor, graph, grouped, options));
+    runs_fused += b.fused_groups_run_fused;
+    const double ratio = b.measured_step_time_s / a.measured_step_time_s;
+    result->points.push_back(
+        CalibrationPoint{absl::StrCat("chain of ", kLength + 1,
+                                      " elementwise f32[", n, "] unfused"),
+                         "fusion", 0, 0, a.measured_step_time_s});
+    result->points.push_back(
+        CalibrationPoint{absl::StrCat("chain of ", kLength + 1,
+                                      " elementwise f32[", n, "] as one group"),
+                         "fusion", 0, 0, b.measured_step_time_s});
+    simulator::Topology rule = *topology;
+    std::array<double, 2> predicted_ratio{};
+    for (bool op_by_op : {false, true}) {
+      for (simulator::DeviceProfile& d : rule.devices) {
+        d.fused_groups_run_op_by_op = op_by_op;
+      }
+      const simulator::Simulator simulator(graph, rule, roofline);
+      simulator::SimulationOptions sim;
+      sim.record_timeline = false;
+      ASSIGN_OR_RETURN(simulator::SimulationResult p,
+                       simulator.Simulate(unfused, sim));
+      ASSIGN_OR_RETURN(simulator::SimulationResult q,
+                       simulator.Simulate(grouped, sim));
+      predicted_ratio[op_by_op] = q.step_time_s / p.step_time_s;
+    }
+    one_kernel_error += std::abs(std::log(ratio / predicted_ratio[0]));
+    op_by_op_error += std::abs(std::log(ratio / predicted_ratio[1]));
+    absl::StrAppendFormat(&measured, "%s f32[%d] %.2f (one kernel %.2f)",
+                          measured.empty() ? "" : ",", n, ratio,
+                          predicted_ratio[0]);
+  }
+  const bool op_by_op = op_by_op_error <= one_kernel_error;
+  for (simulator::DeviceProfile& d : topology->devices) {
+    d.fused_groups_run_op_by_op = op_by_op;
+  }
+  result->notes.push_back(absl::StrFormat(
+      "fusion: a group of %d elementwise ops takes x the unfused time: %s; "
+      "%d group run(s) fused by the executor; groups priced %s",
+      kLength + 1, measured, runs_fused,
+      op_by_op ? "op by op (fused_groups_run_op_by_op)" : "as one kernel"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::pair<double, double>> FitRelativeLine(
     const std::vector<double>& x, const std::vector<double>& t) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -348,6 +442,7 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
   if (topology.num_devices() >= 2) {
     RETURN_IF_ERROR(CalibrateLinks(executor, options, &topology, &result));
   }
+  RETURN_IF_ERROR(CalibrateFusion(executor, options, &topology, &result));
   topology.name = "calibrated";
   topology.source = absl::StrCat(
       "gopt calibrate: micro-benchmarks through the executor on device 0 (",

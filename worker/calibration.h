@@ -45,8 +45,11 @@ struct CalibrationResult {
 // elementwise, reduction and transpose by size (memory bandwidth and each
 // class's share of it), a chain of tiny ops (per-op dispatch overhead) and,
 // with two or more devices, a tensor sent between devices 0 and 1 by size
-// (link bandwidth and latency, used for every pair). Devices are assumed
-// alike: device 0 is measured and its profile used for every CPU executor.
+// (link bandwidth and latency, used for every pair), and an elementwise
+// chain unfused and as one fusion group (whether groups save launches and
+// memory traffic here: DeviceProfile::fused_groups_run_op_by_op). Devices
+// are assumed alike: device 0 is measured and its profile used for every CPU
+// executor.
 // Errors: the executor's (DeadlineExceeded etc.), Internal when a fit is
 // degenerate. Takes the executor for the call; not thread-safe with other
 // users of it.
@@ -59,6 +62,16 @@ absl::Status CalibrateLinks(Executor& executor,
                             const CalibrationOptions& options,
                             simulator::Topology* topology,
                             CalibrationResult* result);
+
+// The fusion part of Calibrate (device 0 measured, every device set):
+// runs chains of elementwise ops unfused and as one fusion group, and sets
+// each device's fused_groups_run_op_by_op to the pricing rule whose
+// predicted saving is closer to the measured one; adds its points (class
+// "fusion") and note to `result`. Needs `topology`'s other fields fitted.
+absl::Status CalibrateFusion(Executor& executor,
+                             const CalibrationOptions& options,
+                             simulator::Topology* topology,
+                             CalibrationResult* result);
 
 // Writes `topology` as gopt.v1.Topology JSON (what --topology=FILE loads).
 // Errors name the path.

@@ -44,6 +44,9 @@ ABSL_FLAG(std::vector<std::string>, chosen, {},
           "GRAPH=PLAN.json: a chosen plan (gopt optimize --out) per graph");
 ABSL_FLAG(std::vector<std::string>, real_ops, {},
           "files whose real-op fraction to print (no correlation)");
+ABSL_FLAG(bool, predict_only, false,
+          "print the predictions only (measured columns 0): for comparing "
+          "simulator changes against an earlier run's measurements");
 ABSL_FLAG(std::vector<std::string>, dim, {},
           "NAME=VALUE: a symbolic dimension's value for every imported file "
           "(ONNX dim_param, as gopt inspect --dim); repeatable");
@@ -362,7 +365,9 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
       absl::StatusOr<double> cal = Predict(*graph, *calibrated, c.plan);
       absl::StatusOr<double> nom = Predict(*graph, nominal, c.plan);
       absl::StatusOr<ExecutionResult> measured =
-          executor.Execute(*graph, c.plan, MeasureOptions());
+          absl::GetFlag(FLAGS_predict_only)
+              ? ExecutionResult()
+              : executor.Execute(*graph, c.plan, MeasureOptions());
       if (!cal.ok() || !nom.ok() || !measured.ok()) {
         std::cout << name << "\t" << c.name << "\tskipped: "
                   << (!measured.ok() ? measured.status()
@@ -385,6 +390,7 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
       rows.push_back(row);
     }
   }
+  if (absl::GetFlag(FLAGS_predict_only)) return 0;
   PrintSummary(rows);
   PrintSpeedups(rows);
   return 0;
