@@ -7,6 +7,8 @@
 //     finetune   PPO on one graph from a pretrained policy (--policy_dir)
 //     eval       zero-shot decisions on graphs vs the baselines; with
 //                --update_card, records them in the policy's card
+//     expert     expert iteration (search distillation + PPO), resumable,
+//                data-parallel (policy/train_expert.cc)
 //
 //   Any policy:
 //     card-hash  records the SHA-256 of the checkpoint in its card.json
@@ -43,6 +45,7 @@
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/pretraining.h"
+#include "policy/train_expert.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/topology.h"
@@ -155,6 +158,10 @@ GO policy:
   finetune   --policy_dir=DIR --graph=SOURCE --topologies=T [--max_steps
              --max_seconds --search_simulations --csv]
   eval       --policy_dir=DIR --graph=SOURCE,... [--topologies --update_card]
+  expert     --out_dir=DIR [--graph=HELD_OUT,... --topologies --max_seconds
+             --init_policy_dir --resume --instances_per_round --search_rounds
+             --distill_steps --ppo_steps --eval_every --random_graphs
+             --random_topologies]; data-parallel under torchrun's variables
 
 Learned cost model:
   costmodel       --data=SOURCES [--task --eval_data --costmodel_out=DIR ...]
@@ -743,6 +750,20 @@ int RunCostModelEvalCommand() {
   return PrintCostModelResult(*result);
 }
 
+// ---------------------------------------------------------------------------
+// expert (policy/train_expert.cc)
+
+int RunExpert(const std::string& command_line) {
+  absl::StatusOr<go::PpoOptions> ppo = PpoOptionsFromFlags();
+  if (!ppo.ok()) return Fail("expert", ppo.status());
+  gopt::policy::ExpertCommandContext context;
+  context.command_line = command_line;
+  context.git_revision = GitRevision();
+  context.ppo = *ppo;
+  context.load_policy = LoadPolicyModel;
+  return gopt::policy::RunExpertCommand(context);
+}
+
 // The subcommands, by name. The learned cost model adds its own here.
 const std::map<std::string, std::function<int(const std::string&)>>&
 Commands() {
@@ -751,6 +772,7 @@ Commands() {
           {"pretrain", [](const std::string& cl) { return RunPretrain(cl); }},
           {"finetune", [](const std::string&) { return RunFinetune(); }},
           {"eval", [](const std::string&) { return RunEval(); }},
+          {"expert", [](const std::string& cl) { return RunExpert(cl); }},
           {"card-hash", [](const std::string& cl) { return RunCardHash(cl); }},
           {"costmodel",
            [](const std::string& cl) { return RunCostModelTrainCommand(cl); }},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -193,14 +194,13 @@ class PpoTrainer::State {
 PpoTrainer::PpoTrainer(GoModel* model, const PpoOptions& options)
     : model_(model),
       options_(options),
-      rng_(options.seed),
       state_(std::make_unique<State>(model->impl().network,
                                      options.learning_rate)) {}
 
 PpoTrainer::~PpoTrainer() = default;
 
 absl::StatusOr<PpoStepStats> PpoTrainer::Step(
-    const std::vector<const TrainingInstance*>& batch) {
+    const std::vector<const TrainingInstance*>& batch, int first_index) {
   if (batch.empty()) {
     return absl::InvalidArgumentError("PPO step on an empty batch");
   }
@@ -259,9 +259,14 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
           if (tasks.scheduling) sampled.scheduling = ToVector(out.scheduling);
           if (tasks.fusion) sampled.fusion = ToVector(out.fusion);
           std::vector<Actions> actions;
+          std::seed_seq seeds{static_cast<uint32_t>(options_.seed),
+                              static_cast<uint32_t>(options_.seed >> 32),
+                              static_cast<uint32_t>(steps_),
+                              static_cast<uint32_t>(first_index + b)};
+          std::mt19937_64 rng(seeds);
           std::vector<ScoredPlan> scored =
               SampleAndScore(instance, sampled, k, options_.simulation_threads,
-                             &rng_, &actions);
+                             &rng, &actions);
           PpoGraphStats graph_stats;
           graph_stats.label = instance.label;
           std::vector<double> rewards;
@@ -316,12 +321,20 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
         }
         (loss / static_cast<double>(batch.size())).backward();
       }
+      if (options_.after_backward) {
+        absl::Status reduced = options_.after_backward();
+        if (!reduced.ok()) {
+          network->eval();
+          return reduced;
+        }
+      }
       torch::nn::utils::clip_grad_norm_(network->parameters(),
                                         options_.max_grad_norm);
       state_->optimizer.step();
       kl_sum = epoch_kl;
     }
     network->eval();
+    ++steps_;
     stats.mean_reward /= std::max<int64_t>(total_samples, 1);
     stats.entropy = entropy_sum / batch.size();
     stats.kl = kl_sum / batch.size();
