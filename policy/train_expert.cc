@@ -66,6 +66,10 @@ ABSL_FLAG(bool, resume, false,
           "expert: continue from --out_dir's checkpoint and card");
 ABSL_FLAG(std::string, init_policy_dir, "",
           "expert: start from this policy's weights (default: fresh)");
+ABSL_FLAG(double, init_prior_factor, 0,
+          "expert: with --init_policy_dir, GoModel::ScalePlacementPriors("
+          "factor) first (gate reset to 1: placements become trainable); 0 "
+          "leaves the priors as loaded");
 ABSL_FLAG(int32_t, rendezvous_seconds, 300,
           "expert: how long ranks wait for each other");
 
@@ -249,7 +253,14 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> InitialModel(
     return context.load_policy(out_dir);
   }
   if (!absl::GetFlag(FLAGS_init_policy_dir).empty()) {
-    return context.load_policy(absl::GetFlag(FLAGS_init_policy_dir));
+    absl::StatusOr<std::unique_ptr<go::GoModel>> model =
+        context.load_policy(absl::GetFlag(FLAGS_init_policy_dir));
+    const double factor = absl::GetFlag(FLAGS_init_prior_factor);
+    if (model.ok() && factor > 0) {
+      absl::Status scaled = (*model)->ScalePlacementPriors(factor);
+      if (!scaled.ok()) return scaled;
+    }
+    return model;
   }
   go::GoModelOptions model_options;
   model_options.hidden = absl::GetFlag(FLAGS_hidden);
@@ -273,6 +284,7 @@ nlohmann::json NewCard(const ExpertCommandContext& context,
        {{"method", "expert iteration (search distillation) + PPO"},
         {"command", context.command_line},
         {"init_policy_dir", absl::GetFlag(FLAGS_init_policy_dir)},
+        {"init_prior_factor", absl::GetFlag(FLAGS_init_prior_factor)},
         {"data",
          {{"graphs", data},
           {"topologies", absl::GetFlag(FLAGS_topologies)},

@@ -59,6 +59,8 @@ const std::vector<std::string>& HeldOutRealGraphs() {
       "hlo/mixer_b16_jax_unopt.hlo",
       "hlo/llama2_ptxla_neuron_train_tp1.hlo",
       "onnx/light_shufflenet.onnx",
+      "hlo/efficientnet_jax_lambda256.hlo",
+      "tfjs/movenet-multipose.json",
   };
   return *held_out;
 }

@@ -44,11 +44,45 @@ DeviceSignature Signature(const simulator::Topology& topology, int d) {
           std::move(in)};
 }
 
+// Relabels devices of `device` to devices of the same class in `reference`:
+// pairs (d, r) by decreasing count of nodes on d in `device` and on r in
+// `reference`, each device and label used once; ties to the pair whose
+// first common node comes first.
+void MatchReference(const std::vector<int32_t>& device,
+                    const std::vector<int32_t>& reference,
+                    const std::vector<const std::vector<int32_t>*>& class_of,
+                    std::vector<int32_t>* relabel) {
+  const int num_devices = static_cast<int>(class_of.size());
+  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> pairs;
+  for (size_t i = 0; i < device.size(); ++i) {
+    const int32_t d = device[i];
+    const int32_t r = reference[i];
+    if (class_of[d] != class_of[r]) continue;
+    auto [it, inserted] =
+        pairs.try_emplace({d, r}, 0, -static_cast<int64_t>(i));
+    ++it->second.first;
+  }
+  std::vector<
+      std::pair<std::pair<int64_t, int64_t>, std::pair<int32_t, int32_t>>>
+      ranked;
+  for (const auto& [pair, score] : pairs) ranked.push_back({score, pair});
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<bool> used_label(num_devices, false);
+  for (const auto& [score, pair] : ranked) {
+    const auto [d, r] = pair;
+    if ((*relabel)[d] >= 0 || used_label[r]) continue;
+    (*relabel)[d] = r;
+    used_label[r] = true;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
     const graph::Graph& graph, const simulator::Topology& topology,
-    const std::vector<int32_t>& device, const std::vector<uint8_t>& allowed) {
+    const std::vector<int32_t>& device, const std::vector<uint8_t>& allowed,
+    const std::vector<int32_t>* reference) {
   const int n = graph.num_nodes();
   const int num_devices = topology.num_devices();
   if (static_cast<int>(device.size()) != n) {
@@ -56,7 +90,18 @@ absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
         absl::StrCat("placement has ", device.size(), " devices for ", n,
                      " nodes of graph '", graph.name(), "'"));
   }
+  if (reference != nullptr && static_cast<int>(reference->size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reference placement has ", reference->size(), " devices for ", n,
+        " nodes of graph '", graph.name(), "'"));
+  }
   for (int i = 0; i < n; ++i) {
+    if (reference != nullptr &&
+        ((*reference)[i] < 0 || (*reference)[i] >= num_devices)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", i, " of graph '", graph.name(), "' is on device ",
+          (*reference)[i], " of ", num_devices, " in the reference placement"));
+    }
     if (device[i] < 0 || device[i] >= num_devices) {
       return absl::InvalidArgumentError(absl::StrCat(
           "node ", i, " of graph '", graph.name(), "' is placed on device ",
@@ -74,12 +119,23 @@ absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
   }
   // Nodes are in topological order: first use = lowest node index.
   std::vector<int32_t> relabel(num_devices, -1);
-  std::map<const std::vector<int32_t>*, size_t> used;
+  // Labels of each class not yet given, in index order.
+  std::vector<bool> taken(num_devices, false);
   auto assign = [&](int32_t d) {
     if (relabel[d] >= 0) return;
-    size_t& next = used[class_of[d]];
-    relabel[d] = (*class_of[d])[next++];
+    for (int32_t label : *class_of[d]) {
+      if (taken[label]) continue;
+      relabel[d] = label;
+      taken[label] = true;
+      return;
+    }
   };
+  if (reference != nullptr) {
+    MatchReference(device, *reference, class_of, &relabel);
+    for (int d = 0; d < num_devices; ++d) {
+      if (relabel[d] >= 0) taken[relabel[d]] = true;
+    }
+  }
   for (int i = 0; i < n; ++i) assign(device[i]);
   for (int d = 0; d < num_devices; ++d) assign(d);
   std::vector<int32_t> canonical(n);
@@ -95,14 +151,15 @@ absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
 }
 
 absl::StatusOr<DistillTarget> MakeDistillTarget(
-    const TrainingInstance& instance, const simulator::Plan& plan) {
+    const TrainingInstance& instance, const simulator::Plan& plan,
+    const std::vector<int32_t>* reference) {
   const graph::Graph& graph = instance.graph();
   const size_t n = graph.num_nodes();
   DistillTarget target;
   target.instance = &instance;
   absl::StatusOr<std::vector<int32_t>> device =
       CanonicalDevices(graph, instance.simulator->topology(), plan.device,
-                       instance.features.allowed);
+                       instance.features.allowed, reference);
   if (!device.ok()) return device.status();
   target.device = *std::move(device);
   if (!plan.priority.empty()) {

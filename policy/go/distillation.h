@@ -25,13 +25,20 @@ namespace gopt::policy::go {
 // sorted outgoing and incoming link bandwidths and latencies are equal; in
 // each such class the device first used in the graph's topological order
 // becomes the class's lowest index, the next one the second lowest, and so
-// on. Symmetric plans thus give one target. The identity when a relabelled
+// on. Symmetric plans thus give one target. With a `reference` placement
+// (one device per node, e.g. the network's own greedy placement; may be
+// null) the class's devices are instead matched to the reference's, pairs
+// sharing the most nodes first (ties: first use), so that the target is the
+// symmetric copy of the plan closest to what the network already does and
+// the loss does not fight its heuristic priors over a permutation. The
+// identity when a relabelled
 // node would land on a device its constraints forbid (`allowed`, row-major
 // nodes x devices as GraphFeatures::allowed; may be empty). InvalidArgument
 // when `device` does not have one valid device per node.
 absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
     const graph::Graph& graph, const simulator::Topology& topology,
-    const std::vector<int32_t>& device, const std::vector<uint8_t>& allowed);
+    const std::vector<int32_t>& device, const std::vector<uint8_t>& allowed,
+    const std::vector<int32_t>* reference = nullptr);
 
 // What the network is trained toward for one instance.
 struct DistillTarget {
@@ -46,10 +53,13 @@ struct DistillTarget {
   std::vector<uint8_t> fused;
 };
 
-// The target for `plan` on `instance`. InvalidArgument when the plan is not
-// for the instance's graph (a vector of the wrong length, a bad device).
+// The target for `plan` on `instance`, devices relabelled by
+// CanonicalDevices (with `reference`, may be null). InvalidArgument when the
+// plan or the reference is not for the instance's graph (a vector of the
+// wrong length, a bad device).
 absl::StatusOr<DistillTarget> MakeDistillTarget(
-    const TrainingInstance& instance, const simulator::Plan& plan);
+    const TrainingInstance& instance, const simulator::Plan& plan,
+    const std::vector<int32_t>* reference = nullptr);
 
 struct DistillOptions {
   TaskSet tasks;                 // losses for these tasks only

@@ -191,8 +191,12 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
         if (!from_greedy.ok()) return from_greedy.status();
         if (BetterPlan(*from_greedy, best)) best = *std::move(from_greedy);
       }
-      absl::StatusOr<DistillTarget> target =
-          MakeDistillTarget(instance, best.plan);
+      // Symmetric devices are labelled as the network's own placement has
+      // them (CanonicalDevices with a reference).
+      const bool aligned =
+          greedy->plan.device.size() == best.plan.device.size();
+      absl::StatusOr<DistillTarget> target = MakeDistillTarget(
+          instance, best.plan, aligned ? &greedy->plan.device : nullptr);
       if (!target.ok()) return target.status();
       targets.push_back(*std::move(target));
       const double base = baseline.step_time_s;

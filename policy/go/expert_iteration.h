@@ -91,13 +91,14 @@ struct ExpertIterationResult {
 // per pass), and for each runs the plan search from the best baseline plan
 // (computed once per instance) and from the network's greedy plan (guided
 // by the network's placement distribution), keeps the best plan found
-// (BetterPlan) as the target, then makes distill_steps supervised updates
-// toward the round's targets (DistillationTrainer) and ppo_steps PPO
-// updates on the round's instances. Stops after `rounds` rounds or
-// max_seconds. Errors: InvalidArgument for no instances or a round that
-// does not split over the ranks; the trainers', searches' and process
-// group's errors. Deterministic for the seeds apart from wall-clock
-// stopping.
+// (BetterPlan) as the target (symmetric devices labelled to match the
+// network's greedy placement: CanonicalDevices with a reference), then makes
+// distill_steps supervised updates toward the round's targets
+// (DistillationTrainer) and ppo_steps PPO updates on the round's instances.
+// Stops after `rounds` rounds or max_seconds. Errors: InvalidArgument for no
+// instances or a round that does not split over the ranks; the trainers',
+// searches' and process group's errors. Deterministic for the seeds apart from
+// wall-clock stopping.
 absl::StatusOr<ExpertIterationResult> RunExpertIteration(
     GoModel* model, const std::vector<const TrainingInstance*>& instances,
     const ExpertIterationOptions& options);

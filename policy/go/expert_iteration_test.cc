@@ -47,6 +47,24 @@ TEST(CanonicalDevicesTest, SymmetricDevicesAreNumberedByFirstUse) {
   EXPECT_EQ(*other, *canonical);
 }
 
+TEST(CanonicalDevicesTest, ReferenceChoosesTheSymmetricCopy) {
+  const graph::Graph graph = ChainGraph(3);
+  const simulator::Topology topology = UniformTopology(4);
+  // The plan uses devices 2 and 0; the reference has those nodes on 3 and
+  // 1: the target is the plan's copy on 3 and 1.
+  const std::vector<int32_t> reference = {3, 3, 1, 1};
+  absl::StatusOr<std::vector<int32_t>> canonical =
+      CanonicalDevices(graph, topology, {2, 2, 0, 0}, {}, &reference);
+  ASSERT_TRUE(canonical.ok()) << canonical.status();
+  EXPECT_EQ(*canonical, (std::vector<int32_t>{3, 3, 1, 1}));
+  const std::vector<int32_t> short_reference = {0};
+  EXPECT_EQ(
+      CanonicalDevices(graph, topology, {2, 2, 0, 0}, {}, &short_reference)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CanonicalDevicesTest, DifferentDevicesKeepTheirLabels) {
   const graph::Graph graph = ChainGraph(2);
   simulator::Topology topology = UniformTopology(3);
