@@ -72,7 +72,7 @@ pretrained-go-v2:
 
 # GO policy v3, policy/pretrained/go-multitask-v3 (issue #19): expert
 # iteration (search distillation + PPO, `gopt-train expert`) from v2's
-# weights with its placement-prior gate reset, 40 min of rounds on the shared
+# weights (priors as trained), 40 min of rounds on the shared
 # 2-core host, over the corpus (generated presets + sizes, random-size
 # generated graphs, the real graphs of ../shared/data but the held-out ones)
 # x (the two preset machines + 8 random 2-8 device machines); held-out
@@ -85,7 +85,7 @@ GO_EXPERT_FLAGS = --data_dir=../shared/data --seed=1 --max_nodes=3000 \
 	  --topologies=v100x4-nvlink,h100x8-nvlink --random_topologies=8 \
 	  --random_graphs=24 --instances_per_round=4 --search_rounds=4 \
 	  --distill_steps=2 --ppo_steps=1 --eval_every=25 \
-	  --init_policy_dir=$(GO_DIR) --init_prior_factor=1 --max_seconds=2400
+	  --init_policy_dir=$(GO_DIR) --max_seconds=2400
 pretrained-go:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train gopt
