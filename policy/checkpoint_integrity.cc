@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "policy/card.h"
 #include "policy/sha256.h"
 
 namespace gopt::policy {
@@ -14,13 +15,12 @@ namespace fs = std::filesystem;
 // card["checkpoint"], checked to be a non-empty path inside the policy
 // directory.
 absl::StatusOr<std::string> CheckpointName(const nlohmann::json& card) {
-  const auto checkpoint = card.find("checkpoint");
-  if (!card.is_object() || checkpoint == card.end() ||
-      !checkpoint->is_string() || checkpoint->get<std::string>().empty()) {
+  absl::StatusOr<PolicyCard> fields = ParseCard(card);
+  if (!fields.ok() || fields->checkpoint.empty()) {
     return absl::InvalidArgumentError(
         "card.json: 'checkpoint' is missing or not a non-empty string");
   }
-  return checkpoint->get<std::string>();
+  return fields->checkpoint;
 }
 
 // A file a card names must lie inside the policy directory: relative, with

@@ -38,6 +38,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/experiments.h"
 #include "policy/go/corpus.h"
@@ -228,30 +229,11 @@ absl::StatusOr<go::PpoOptions> PpoOptionsFromFlags() {
   return ppo;
 }
 
-absl::StatusOr<nlohmann::json> ReadCard(const std::string& dir) {
-  std::ifstream in(dir + "/card.json");
-  if (!in) return absl::NotFoundError(absl::StrCat("no ", dir, "/card.json"));
-  nlohmann::json card = nlohmann::json::parse(in, nullptr, false);
-  if (card.is_discarded()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir, "/card.json is not JSON"));
-  }
-  return card;
-}
-
-absl::Status WriteCard(const std::string& dir, const nlohmann::json& card) {
-  std::ofstream out(dir + "/card.json");
-  out << card.dump(2) << "\n";
-  if (!out)
-    return absl::InternalError(absl::StrCat("writing ", dir, "/card.json"));
-  return absl::OkStatus();
-}
-
 // The GO model of policy directory `dir`, verified against its card's
 // checkpoint_sha256 as the server verifies it.
 absl::StatusOr<std::unique_ptr<go::GoModel>> LoadPolicyModel(
     const std::string& dir) {
-  absl::StatusOr<nlohmann::json> card = ReadCard(dir);
+  absl::StatusOr<nlohmann::json> card = gopt::policy::ReadCardFile(dir);
   if (!card.ok()) return card.status();
   absl::StatusOr<std::string> checkpoint =
       gopt::policy::VerifiedCheckpointPath(dir, *card);
@@ -421,7 +403,7 @@ int RunPretrain(const std::string& command_line) {
     card["training"]["csv"] =
         std::filesystem::path(csv_path).filename().string();
     if (!log.empty()) card["metrics"]["training"] = TrainingMetrics(log);
-    return WriteCard(out_dir, card);
+    return gopt::policy::WriteCardFile(out_dir, card);
   };
 
   go::PretrainOptions options = PretrainOptionsFromFlags(*ppo);
@@ -616,14 +598,14 @@ int RunEval() {
                              count ? std::exp(log_vs_best / count) : 0.0}};
   std::cout << "\n" << summary.dump(2) << "\n";
   if (absl::GetFlag(FLAGS_update_card)) {
-    absl::StatusOr<nlohmann::json> card = ReadCard(dir);
+    absl::StatusOr<nlohmann::json> card = gopt::policy::ReadCardFile(dir);
     if (!card.ok()) return Fail("eval", card.status());
     (*card)["metrics"]["held_out_zero_shot"] = {
         {"samples", ppo->samples_per_graph},
         {"tasks", absl::GetFlag(FLAGS_tasks)},
         {"rows", rows},
         {"summary", summary}};
-    absl::Status status = WriteCard(dir, *card);
+    absl::Status status = gopt::policy::WriteCardFile(dir, *card);
     if (!status.ok()) return Fail("eval", status);
   }
   return 0;
@@ -638,7 +620,7 @@ int RunEval() {
 // never blessed by accident.
 int RunCardHash(const std::string& command_line) {
   const std::string dir = absl::GetFlag(FLAGS_policy_dir);
-  absl::StatusOr<nlohmann::json> card = ReadCard(dir);
+  absl::StatusOr<nlohmann::json> card = gopt::policy::ReadCardFile(dir);
   if (!card.ok()) return Fail("card-hash", card.status());
   nlohmann::json updated = *card;
   absl::Status status = gopt::policy::RecordCheckpointSha256(
@@ -660,7 +642,7 @@ int RunCardHash(const std::string& command_line) {
                       "; pass --replace_hash if the new weights are meant")));
     }
   }
-  status = WriteCard(dir, updated);
+  status = gopt::policy::WriteCardFile(dir, updated);
   if (!status.ok()) return Fail("card-hash", status);
   std::cout << dir << ": recorded " << hashes.dump() << "\n";
   return 0;

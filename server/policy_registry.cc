@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/importer.h"
 #include "graph/status_macros.h"
+#include "policy/card.h"
 
 namespace gopt::server {
 namespace {
@@ -23,53 +23,6 @@ bool VersionLess(const std::string& a, const std::string& b) {
   int64_t y = 0;
   if (absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y)) return x < y;
   return a < b;
-}
-
-// Checks the fields every card must have, whatever its kind.
-absl::Status ValidateCard(const nlohmann::json& card) {
-  if (!card.is_object()) {
-    return absl::InvalidArgumentError("card.json: not a JSON object");
-  }
-  const auto format = card.find("format_version");
-  if (format == card.end() || !format->is_number_integer()) {
-    return absl::InvalidArgumentError(
-        "card.json: 'format_version' is missing or not an integer");
-  }
-  if (format->get<int64_t>() != kPolicyCardFormatVersion) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("card.json: format_version ", format->get<int64_t>(),
-                     " is not supported (this server reads ",
-                     kPolicyCardFormatVersion, ")"));
-  }
-  for (const char* field : {"kind", "name"}) {
-    const auto value = card.find(field);
-    if (value == card.end() || !value->is_string() ||
-        value->get<std::string>().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "card.json: '", field, "' is missing or not a non-empty string"));
-    }
-  }
-  if (const auto version = card.find("version");
-      version != card.end() && !version->is_string() &&
-      !version->is_number_integer()) {
-    return absl::InvalidArgumentError(
-        "card.json: 'version' must be a string or an integer");
-  }
-  if (const auto tasks = card.find("tasks"); tasks != card.end()) {
-    if (!tasks->is_array()) {
-      return absl::InvalidArgumentError(
-          "card.json: 'tasks' must be an array of task names");
-    }
-    // Which names are valid is the factory's business (a cost-model card
-    // may name tasks, such as "tile", that TaskSet does not have).
-    for (const nlohmann::json& task : *tasks) {
-      if (!task.is_string()) {
-        return absl::InvalidArgumentError(
-            "card.json: 'tasks' must be an array of task names");
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -133,16 +86,12 @@ absl::Status PolicyRegistry::LoadDirectory(const std::string& directory) {
   std::sort(candidates.begin(), candidates.end());
   for (const fs::path& path : candidates) {
     const std::string where = absl::StrCat("policy '", path.string(), "'");
-    ASSIGN_OR_RETURN(const std::string text,
-                     graph::ReadFileToString((path / "card.json").string()));
-    nlohmann::json card =
-        nlohmann::json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
-    if (card.is_discarded()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": card.json is not valid JSON"));
-    }
-    RETURN_IF_ERROR(Annotate(ValidateCard(card), where));
-    const std::string kind = card["kind"].get<std::string>();
+    absl::StatusOr<nlohmann::json> card = policy::ReadCardFile(path.string());
+    if (!card.ok()) return Annotate(card.status(), where);
+    absl::StatusOr<policy::PolicyCard> fields = policy::ParseCard(*card);
+    if (!fields.ok()) return Annotate(fields.status(), where);
+    RETURN_IF_ERROR(Annotate(policy::CheckCardComplete(*fields), where));
+    const std::string& kind = fields->kind;
     const auto factory = factories_.find(kind);
     if (factory == factories_.end()) {
       return absl::NotFoundError(absl::StrCat(
@@ -151,7 +100,7 @@ absl::Status PolicyRegistry::LoadDirectory(const std::string& directory) {
           factories_.empty() ? "none" : absl::StrJoin(kinds(), ", ")));
     }
     absl::StatusOr<std::unique_ptr<policy::Policy>> loaded =
-        factory->second(path.string(), card);
+        factory->second(path.string(), *card);
     if (!loaded.ok()) return Annotate(loaded.status(), where);
     RETURN_IF_ERROR(Annotate(Add(*std::move(loaded)), where));
   }

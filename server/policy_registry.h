@@ -13,18 +13,9 @@
 
 namespace gopt::server {
 
-// The card.json format versions LoadDirectory accepts.
-inline constexpr int kPolicyCardFormatVersion = 1;
-
 // The policies a server serves, loaded from a directory of checkpoints.
-// Each sub-directory that holds a card.json is one policy:
-//
-//   {"format_version": 1, "kind": "go", "name": "go-multitask",
-//    "version": "1", "tasks": ["placement", "scheduling", "fusion"],
-//    "checkpoint": "model.pt", "checkpoint_sha256": {"model.pt": "..."},
-//    ...}
-//
-// and is built by the PolicyFactory registered for its "kind". The
+// Each sub-directory that holds a card.json (policy/card.h) is one policy,
+// built by the PolicyFactory registered for its "kind". The
 // built-in factories (builtin_policies.h) verify the checkpoint against
 // "checkpoint_sha256" before loading it (policy/checkpoint_integrity.h).
 // Filling the registry (RegisterFactory, LoadDirectory, Add) is not

@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "graph/hlo/tuning_data.h"
 #include "graph/status_macros.h"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/metrics.h"
 #include "simulator/generators/generators.h"
@@ -401,7 +402,7 @@ absl::StatusOr<nlohmann::json> RunCostModelTrain(
     const std::string checkpoint = request.output_dir + "/model.pt";
     RETURN_IF_ERROR(model->Save(checkpoint));
     nlohmann::json card = {
-        {"format_version", 1},
+        {"format_version", kPolicyCardFormatVersion},
         {"kind", absl::StrCat("cost-model-", TaskName(task))},
         {"name", request.name},
         {"version", "1"},
@@ -430,12 +431,7 @@ absl::StatusOr<nlohmann::json> RunCostModelTrain(
            "(metrics.loko_default_margin); metrics are the protocol's, with "
            "margins chosen without the held-out kernel"}};
     }
-    std::ofstream file(request.output_dir + "/card.json");
-    file << card.dump(2) << "\n";
-    if (!file) {
-      return absl::InternalError(
-          absl::StrCat("cannot write ", request.output_dir, "/card.json"));
-    }
+    RETURN_IF_ERROR(WriteCardFile(request.output_dir, card));
     out["checkpoint"] = checkpoint;
   }
   return out;

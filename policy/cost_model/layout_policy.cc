@@ -166,10 +166,11 @@ std::vector<std::vector<int32_t>> LayoutCandidates(int rank, uint64_t seed) {
 PolicyFactory LayoutCostModelFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    if (CardText(card, "kind", "") != "cost-model-layout") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          directory, "/card.json: kind '", CardText(card, "kind", ""),
-          "' is not cost-model-layout"));
+    ASSIGN_OR_RETURN(const PolicyCard fields, ParseCard(card));
+    if (fields.kind != "cost-model-layout") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(directory, "/card.json: kind '", fields.kind,
+                       "' is not cost-model-layout"));
     }
     ASSIGN_OR_RETURN(const std::string checkpoint,
                      VerifiedCheckpointPath(directory, card));
@@ -181,8 +182,8 @@ PolicyFactory LayoutCostModelFactory() {
           " model, not a layout model"));
     }
     PolicyInfo info;
-    info.name = CardText(card, "name", "costmodel-layout");
-    info.version = CardText(card, "version", "1");
+    info.name = fields.name.empty() ? "costmodel-layout" : fields.name;
+    info.version = fields.version.empty() ? "1" : fields.version;
     info.kind = "cost-model-layout";
     info.tasks = TaskSet{false, false, false, true};
     info.directory = directory;

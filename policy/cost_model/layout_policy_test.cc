@@ -110,6 +110,12 @@ TEST(LayoutPolicyTest, RejectsOtherTasksAndWrongCards) {
   ASSERT_FALSE(proposal.ok());
   EXPECT_EQ(proposal.status().code(), absl::StatusCode::kInvalidArgument);
 
+  card["version"] = 2;  // nlohmann's value("version", "1") would throw
+  absl::StatusOr<std::unique_ptr<Policy>> numeric =
+      LayoutCostModelFactory()(kShippedDir, card);
+  ASSERT_TRUE(numeric.ok()) << numeric.status();
+  EXPECT_EQ((*numeric)->info().version, "2");
+
   card["kind"] = "go";
   EXPECT_EQ(LayoutCostModelFactory()(kShippedDir, card).status().code(),
             absl::StatusCode::kInvalidArgument);

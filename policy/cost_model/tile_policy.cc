@@ -263,10 +263,11 @@ absl::StatusOr<std::vector<KernelTile>> TileCostModelPolicy::ProposeKernelTiles(
 PolicyFactory TileCostModelFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    if (CardText(card, "kind", "") != "cost-model-tile") {
+    ASSIGN_OR_RETURN(const PolicyCard fields, ParseCard(card));
+    if (fields.kind != "cost-model-tile") {
       return absl::InvalidArgumentError(
-          absl::StrCat(directory, "/card.json: kind '",
-                       CardText(card, "kind", ""), "' is not cost-model-tile"));
+          absl::StrCat(directory, "/card.json: kind '", fields.kind,
+                       "' is not cost-model-tile"));
     }
     ASSIGN_OR_RETURN(const std::string checkpoint,
                      VerifiedCheckpointPath(directory, card));
@@ -291,8 +292,8 @@ PolicyFactory TileCostModelFactory() {
       }
     }
     PolicyInfo info;
-    info.name = CardText(card, "name", "costmodel-tile");
-    info.version = CardText(card, "version", "1");
+    info.name = fields.name.empty() ? "costmodel-tile" : fields.name;
+    info.version = fields.version.empty() ? "1" : fields.version;
     info.kind = "cost-model-tile";
     info.tasks = TaskSet{false, false, false, false};
     info.directory = directory;

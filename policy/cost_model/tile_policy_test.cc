@@ -227,6 +227,19 @@ TEST(TilePolicyTest, RejectsWrongCards) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(TilePolicyTest, NumericCardVersionIsItsDecimalText) {
+  const std::string dir = WriteTileModel("numeric_version", 0);
+  nlohmann::json card = ReadCard(dir);
+  card["version"] = 4;
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      TileCostModelFactory()(dir, card);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ((*policy)->info().version, "4");
+  card["version"] = 4.5;
+  EXPECT_EQ(TileCostModelFactory()(dir, card).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TilePolicyTest, ChangedCheckpointIsDataLossNamingTheFile) {
   const std::string dir = WriteTileModel("changed", /*default_margin=*/0);
   // Another valid tile model over the one the card describes.

@@ -153,14 +153,12 @@ class GoPolicy final : public Policy {
   const std::unique_ptr<GoModel> model_;
 };
 
-TaskSet TasksFromCard(const nlohmann::json& card) {
+// The GO tasks a card names (other names are ignored); placement,
+// scheduling and fusion when it names none.
+TaskSet TasksFromCard(const PolicyCard& card) {
+  if (!card.tasks.has_value()) return TaskSet{true, true, true, false};
   TaskSet tasks{false, false, false, false};
-  if (!card.contains("tasks") || !card["tasks"].is_array()) {
-    return TaskSet{true, true, true, false};
-  }
-  for (const nlohmann::json& task : card["tasks"]) {
-    if (!task.is_string()) continue;
-    const std::string name = task.get<std::string>();
+  for (const std::string& name : *card.tasks) {
     if (name == "placement") tasks.placement = true;
     if (name == "scheduling") tasks.scheduling = true;
     if (name == "fusion") tasks.fusion = true;
@@ -173,7 +171,9 @@ TaskSet TasksFromCard(const nlohmann::json& card) {
 PolicyFactory GoPolicyFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    if (!card.is_object() || CardText(card, "kind", "") != "go") {
+    absl::StatusOr<PolicyCard> fields = ParseCard(card);
+    if (!fields.ok()) return fields.status();
+    if (fields->kind != "go") {
       return absl::InvalidArgumentError(absl::StrCat(
           "policy card in '", directory, "' is not of kind \"go\""));
     }
@@ -183,10 +183,10 @@ PolicyFactory GoPolicyFactory() {
     absl::StatusOr<std::unique_ptr<GoModel>> model = GoModel::Load(*checkpoint);
     if (!model.ok()) return model.status();
     PolicyInfo info;
-    info.name = CardText(card, "name", "");
-    info.version = CardText(card, "version", "");
+    info.name = fields->name;
+    info.version = fields->version;
     info.kind = "go";
-    info.tasks = TasksFromCard(card);
+    info.tasks = TasksFromCard(*fields);
     info.directory = directory;
     info.card = card;
     return std::unique_ptr<Policy>(
@@ -196,18 +196,9 @@ PolicyFactory GoPolicyFactory() {
 
 absl::StatusOr<std::unique_ptr<Policy>> LoadGoPolicy(
     const std::string& directory) {
-  const std::string path = absl::StrCat(directory, "/card.json");
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("no policy card '", path, "'"));
-  }
-  nlohmann::json card = nlohmann::json::parse(in, nullptr,
-                                              /*allow_exceptions=*/false);
-  if (card.is_discarded()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("policy card '", path, "' is not valid JSON"));
-  }
-  return GoPolicyFactory()(directory, card);
+  absl::StatusOr<nlohmann::json> card = ReadCardFile(directory);
+  if (!card.ok()) return card.status();
+  return GoPolicyFactory()(directory, *card);
 }
 
 }  // namespace gopt::policy

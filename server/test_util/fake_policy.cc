@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/time/clock.h"
+#include "policy/card.h"
 #include "server/policy_registry.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -69,24 +70,21 @@ absl::StatusOr<policy::Proposal> FakePolicy::Propose(
 policy::PolicyFactory FakePolicyFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<policy::Policy>> {
+    absl::StatusOr<policy::PolicyCard> fields = policy::ParseCard(card);
+    if (!fields.ok()) return fields.status();
     FakePolicyOptions options;
-    options.name = card.at("name").get<std::string>();
-    options.version = card.contains("version")
-                          ? card["version"].is_string()
-                                ? card["version"].get<std::string>()
-                                : card["version"].dump()
-                          : "";
-    options.kind = card.at("kind").get<std::string>();
-    if (card.contains("tasks")) {
+    options.name = fields->name;
+    options.version = fields->version;
+    options.kind = fields->kind;
+    if (fields->tasks.has_value()) {
       options.tasks = policy::TaskSet{false, false, false, false};
-      for (const auto& task : card["tasks"]) {
-        absl::Status added =
-            AddTaskByName(task.get<std::string>(), &options.tasks);
+      for (const std::string& task : *fields->tasks) {
+        absl::Status added = AddTaskByName(task, &options.tasks);
         if (!added.ok()) return added;
       }
     }
-    options.method = card.value("method", "");
-    if (card.value("fail_to_load", false)) {
+    options.method = policy::CardText(card, "method", "");
+    if (policy::CardFlag(card, "fail_to_load")) {
       return absl::InvalidArgumentError("fake policy: checkpoint is corrupt");
     }
     options.directory = directory;
