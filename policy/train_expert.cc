@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/go/corpus.h"
 #include "policy/go/data_parallel.h"
@@ -198,23 +199,6 @@ absl::StatusOr<HeldOut> HeldOutInstances() {
   return held_out;
 }
 
-absl::Status WriteJson(const std::string& path, const nlohmann::json& json) {
-  std::ofstream out(path);
-  out << json.dump(2) << "\n";
-  if (!out) return absl::InternalError(absl::StrCat("writing ", path));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no ", path));
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-  if (json.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not JSON"));
-  }
-  return json;
-}
-
 go::ExpertIterationOptions OptionsFromFlags(const go::PpoOptions& ppo) {
   go::ExpertIterationOptions options;
   options.tasks = ppo.tasks;
@@ -247,7 +231,7 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> InitialModel(
     const ExpertCommandContext& context, const std::string& out_dir,
     nlohmann::json* card) {
   if (absl::GetFlag(FLAGS_resume)) {
-    absl::StatusOr<nlohmann::json> previous = ReadJson(out_dir + "/card.json");
+    absl::StatusOr<nlohmann::json> previous = ReadCardFile(out_dir);
     if (!previous.ok()) return previous.status();
     *card = *std::move(previous);
     return context.load_policy(out_dir);
@@ -372,7 +356,7 @@ int RunExpertCommand(const ExpertCommandContext& context) {
     if (!status.ok()) return status;
     card["training"]["rounds"] = rounds;
     card["training"]["wall_seconds"] = std::round(seconds);
-    return WriteJson(out_dir + "/card.json", card);
+    return WriteCardFile(out_dir, card);
   };
   auto evaluate = [&](double seconds) -> absl::StatusOr<double> {
     if (held_out->views.empty()) return 0.0;

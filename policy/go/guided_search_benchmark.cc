@@ -12,7 +12,6 @@
 //     --graph=SOURCE,... --topologies=v100x4-nvlink,h100x8-nvlink
 
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -23,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/go/corpus.h"
 #include "policy/go/expert_iteration.h"
@@ -44,13 +44,10 @@ namespace {
 namespace go = gopt::policy::go;
 
 absl::StatusOr<std::unique_ptr<go::GoModel>> LoadModel(const std::string& dir) {
-  std::ifstream in(dir + "/card.json");
-  nlohmann::json card = nlohmann::json::parse(in, nullptr, false);
-  if (card.is_discarded()) {
-    return absl::NotFoundError(dir + "/card.json is missing or not JSON");
-  }
+  absl::StatusOr<nlohmann::json> card = gopt::policy::ReadCardFile(dir);
+  if (!card.ok()) return card.status();
   absl::StatusOr<std::string> path =
-      gopt::policy::VerifiedCheckpointPath(dir, card);
+      gopt::policy::VerifiedCheckpointPath(dir, *card);
   if (!path.ok()) return path.status();
   return go::GoModel::Load(*path);
 }
