@@ -368,7 +368,7 @@ int RunExpertCommand(const ExpertCommandContext& context) {
         {{"seconds", std::round(seconds)}, {"zero_shot_over_best", *ratio}});
     return *ratio;
   };
-  if (writer && !absl::GetFlag(FLAGS_resume)) {
+  if (writer && !absl::GetFlag(FLAGS_resume) && !held_out->views.empty()) {
     absl::StatusOr<double> initial = evaluate(0);
     if (!initial.ok()) return fail(initial.status());
     csv << absl::StrFormat("-1,0,,,,,,,,0,%.5f\n", *initial);
@@ -409,8 +409,10 @@ int RunExpertCommand(const ExpertCommandContext& context) {
     if (!final_ratio.ok()) return fail(final_ratio.status());
     absl::Status saved = save(result->rounds, total);
     if (!saved.ok()) return fail(saved);
-    std::cerr << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
-                                 *final_ratio);
+    if (!held_out->views.empty()) {
+      std::cerr << absl::StrFormat(
+          "held-out zero-shot / best baseline: %.4f\n", *final_ratio);
+    }
   }
   std::cerr << absl::StrFormat(
       "expert: rank %d ran %.1f s this run (%.1f s in total), rounds %d of "
