@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "graph/status_macros.h"
 #include "policy/cost_model/network.h"
+#include "policy/torch_checkpoint.h"
+#include "policy/torch_util.h"
 
 namespace gopt::policy::cost_model {
 
@@ -37,11 +39,6 @@ struct CostModel::Impl {
 };
 
 namespace {
-
-absl::Status TorchError(const c10::Error& error, absl::string_view what) {
-  return absl::InternalError(
-      absl::StrCat(what, ": LibTorch error: ", error.what_without_backtrace()));
-}
 
 // The nodes pruning keeps (sorted), see CostModelOptions::prune_hops.
 std::vector<int32_t> KeptNodes(const FeaturizedGraph& graph, int32_t hops) {
@@ -327,11 +324,11 @@ absl::StatusOr<std::unique_ptr<CostModel>> CostModel::Create(
   try {
     auto impl = std::make_unique<Impl>();
     impl->options = options;
-    torch::manual_seed(seed);
-    impl->net = CostModelNet(options);
+    impl->net = WithTorchSeed(seed, [&] { return CostModelNet(options); });
     return std::unique_ptr<CostModel>(new CostModel(std::move(impl)));
   } catch (const c10::Error& e) {
-    return TorchError(e, "creating the cost model");
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "creating the cost model");
   }
 }
 
@@ -339,12 +336,12 @@ absl::Status CostModel::Save(const std::string& path) const {
   try {
     torch::serialize::OutputArchive archive;
     impl_->net->save(archive);
-    archive.write("format_version",
-                  c10::IValue(static_cast<int64_t>(kCheckpointFormatVersion)));
-    archive.write("options", c10::IValue(impl_->options.ToJson().dump()));
+    WriteCheckpointHeader({kCheckpointFormatVersion, impl_->options.ToJson()},
+                          &archive);
     archive.save_to(path);
   } catch (const c10::Error& e) {
-    return TorchError(e, absl::StrCat("writing checkpoint '", path, "'"));
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              absl::StrCat("writing checkpoint '", path, "'"));
   }
   return absl::OkStatus();
 }
@@ -360,30 +357,12 @@ absl::StatusOr<std::unique_ptr<CostModel>> CostModel::Load(
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
-    c10::IValue version;
-    c10::IValue options_json;
-    if (!archive.try_read("format_version", version) || !version.isInt()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " is not a gopt cost model (no format_version)"));
-    }
-    if (version.toInt() != kCheckpointFormatVersion) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has format version ", version.toInt(),
-                       "; this build reads ", kCheckpointFormatVersion));
-    }
-    if (!archive.try_read("options", options_json) ||
-        !options_json.isString()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has no model options"));
-    }
-    const nlohmann::json json =
-        nlohmann::json::parse(options_json.toStringRef(), nullptr, false);
-    if (json.is_discarded()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": model options are not JSON"));
-    }
+    ASSIGN_OR_RETURN(const CheckpointHeader header,
+                     ReadCheckpointHeader(archive, kCheckpointFormatVersion,
+                                          absl::StatusCode::kInvalidArgument,
+                                          "gopt cost model", where));
     ASSIGN_OR_RETURN(CostModelOptions options,
-                     CostModelOptions::FromJson(json));
+                     CostModelOptions::FromJson(header.options));
     auto impl = std::make_unique<Impl>();
     impl->options = options;
     impl->net = CostModelNet(options);
@@ -391,9 +370,9 @@ absl::StatusOr<std::unique_ptr<CostModel>> CostModel::Load(
     impl->net->eval();
     return std::unique_ptr<CostModel>(new CostModel(std::move(impl)));
   } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where,
-        " cannot be read as a cost model: ", e.what_without_backtrace()));
+    return TorchErrorToStatus(
+        e, absl::StatusCode::kInvalidArgument,
+        absl::StrCat(where, " cannot be read as a cost model"));
   }
 }
 
@@ -410,7 +389,8 @@ absl::StatusOr<std::shared_ptr<const PreparedGraph>> CostModel::Prepare(
     return std::shared_ptr<const PreparedGraph>(
         PrepareGraph(graph, impl_->options));
   } catch (const c10::Error& e) {
-    return TorchError(e, "preparing a graph");
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "preparing a graph");
   }
 }
 
@@ -523,7 +503,8 @@ absl::StatusOr<std::vector<double>> CostModel::Score(
                     out.data_ptr<double>() + out.numel());
     }
   } catch (const c10::Error& e) {
-    return TorchError(e, "scoring configurations");
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "scoring configurations");
   }
   return scores;
 }
@@ -553,8 +534,7 @@ absl::StatusOr<TrainReport> CostModel::Train(
   const auto start = std::chrono::steady_clock::now();
   TrainReport report;
   try {
-    torch::set_num_threads(std::max(options.num_threads, 1));
-    torch::manual_seed(options.seed);
+    SetTorchIntraOpThreads(options.num_threads);
     std::mt19937_64 rng(options.seed);
     std::vector<std::shared_ptr<PreparedGraph>> prepared;
     std::vector<double> spreads;
@@ -671,7 +651,8 @@ absl::StatusOr<TrainReport> CostModel::Train(
           std::accumulate(losses.end() - tenth, losses.end(), 0.0) / tenth;
     }
   } catch (const c10::Error& e) {
-    return TorchError(e, "training the cost model");
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "training the cost model");
   }
   report.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -34,6 +34,7 @@
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/dataset.h"
 #include "policy/cost_model/features.h"
+#include "policy/torch_util.h"
 #include "simulator/generators/generators.h"
 #include "simulator/topology.h"
 
@@ -84,7 +85,7 @@ double ProcessCpuSeconds() {
 }
 
 void BM_ScoreLayoutConfigs(benchmark::State& state) {
-  torch::set_num_threads(static_cast<int>(state.range(3)));
+  gopt::policy::SetTorchIntraOpThreads(static_cast<int>(state.range(3)));
   const graph::Graph graph = Preset("gnmt4-medium");
   const FeaturizedGraph featurized = FeaturizeGraph(graph);
   constexpr int kConfigs = 1000;
@@ -131,7 +132,7 @@ BENCHMARK(BM_ScoreLayoutConfigs)
     ->UseRealTime();
 
 void BM_TrainStep80k(benchmark::State& state) {
-  torch::set_num_threads(2);
+  gopt::policy::SetTorchIntraOpThreads(2);
   const graph::Graph graph = Preset("gnmt8-80k");
   const simulator::Topology topology =
       simulator::PresetTopology("v100x4-nvlink").value();

@@ -8,14 +8,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "policy/go/actions.h"
 #include "policy/go/features.h"
 #include "policy/policy.h"
 
 namespace gopt::policy::go {
 
-// The architecture of a GO network. A checkpoint records it, so Load
-// rebuilds the network it saved.
+// The architecture of a GO network. A checkpoint records it (as JSON), so
+// Load rebuilds the network it saved.
 struct GoModelOptions {
   int hidden = 128;          // width of every layer
   int sage_layers = 3;       // GraphSAGE layers of the shared encoder
@@ -31,6 +32,14 @@ struct GoModelOptions {
   // initialisation: a loaded checkpoint carries the trained scales.
   float prior_strength = 1.0f;
   uint64_t seed = 0;  // parameter initialisation
+
+  // Every field by name, as checkpoints record the architecture:
+  // {"hidden": 128, "sage_layers": 3, ..., "seed": 0}.
+  nlohmann::json ToJson() const;
+  // Reads ToJson's output. InvalidArgument naming the field when `json` is
+  // not an object or a field is missing or not a number (prior_strength may
+  // be absent: it only initialises). Ranges are checked by Create and Load.
+  static absl::StatusOr<GoModelOptions> FromJson(const nlohmann::json& json);
 };
 
 // The multi-task GO network (see network.h for the layers) behind a
@@ -50,13 +59,17 @@ class GoModel {
   static absl::StatusOr<std::unique_ptr<GoModel>> Create(
       const GoModelOptions& options);
 
-  // Reads a checkpoint written by Save. NotFound for a missing file;
+  // Reads a checkpoint written by Save (format version
+  // kCheckpointFormatVersion), or by the builds before it (version 2, whose
+  // architecture is a positional tensor). NotFound for a missing file;
   // DataLoss for a file that is not a GO checkpoint, has another format
   // version, or whose tensors do not match the recorded architecture (the
   // message names the file and what is wrong).
   static absl::StatusOr<std::unique_ptr<GoModel>> Load(const std::string& path);
 
-  // Writes the architecture, a format version and every parameter.
+  // Writes the checkpoint header (policy/torch_checkpoint.h: format version
+  // kCheckpointFormatVersion, options = {"model": options().ToJson(),
+  // "node_features": ..., "device_features": ...}) and every parameter.
   // Internal when the file cannot be written.
   absl::Status Save(const std::string& path) const;
 
@@ -93,8 +106,8 @@ class GoModel {
   std::unique_ptr<Impl> impl_;
 };
 
-// The checkpoint format this code writes and reads.
-inline constexpr int64_t kCheckpointFormatVersion = 2;
+// The checkpoint format Save writes (Load also reads version 2).
+inline constexpr int64_t kCheckpointFormatVersion = 3;
 
 // Sets LibTorch's intra-op thread count (process-wide) and keeps OpenBLAS,
 // when it is the BLAS, on the calling thread (its own pool on top of

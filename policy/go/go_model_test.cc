@@ -259,6 +259,33 @@ TEST(GoCheckpointTest, RoundTripKeepsOutputs) {
   EXPECT_EQ(before->fusion, after->fusion);
 }
 
+TEST(GoCheckpointTest, OptionsRoundTripThroughJson) {
+  GoModelOptions options = SmallOptions(/*seed=*/uint64_t{1} << 40);
+  options.message = 24;
+  options.prior_strength = 0.5f;
+  absl::StatusOr<GoModelOptions> read =
+      GoModelOptions::FromJson(options.ToJson());
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->ToJson(), options.ToJson());
+  EXPECT_EQ(read->seed, options.seed);
+}
+
+TEST(GoCheckpointTest, OptionsJsonNamesTheBadField) {
+  nlohmann::json json = SmallOptions().ToJson();
+  json.erase("heads");
+  EXPECT_THAT(GoModelOptions::FromJson(json).status().message(),
+              HasSubstr("'heads' is missing"));
+  json = SmallOptions().ToJson();
+  json["segment"] = "four";
+  EXPECT_THAT(GoModelOptions::FromJson(json).status().message(),
+              HasSubstr("'segment' is not a number"));
+  json.erase("prior_strength");
+  json["segment"] = 4;
+  EXPECT_TRUE(GoModelOptions::FromJson(json).ok());  // prior_strength: 1
+  EXPECT_EQ(GoModelOptions::FromJson(nlohmann::json::array()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(GoCheckpointTest, CloneIsIndependentCopy) {
   const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
   auto model = GoModel::Create(SmallOptions());

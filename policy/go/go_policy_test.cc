@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/checkpoint_integrity.h"
+#include "policy/go/features.h"
 #include "policy/go/go_model.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -167,6 +168,45 @@ TEST(GoPolicyTest, LayoutAloneIsInvalidArgument) {
   options.tasks = TaskSet{false, false, false, true};
   EXPECT_EQ((*policy)->Propose(sim, options).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GoCheckpointFormatTest, ShippedVersion2ResavesAsVersion3Unchanged) {
+  // The shipped checkpoint predates the JSON header (its architecture is a
+  // positional tensor); Load still reads it, and Save writes the header.
+  const std::string shipped = ShippedPolicyDir() + "/go-multitask.pt";
+  absl::StatusOr<std::unique_ptr<go::GoModel>> old = go::GoModel::Load(shipped);
+  ASSERT_TRUE(old.ok()) << old.status();
+  const std::string path = ::testing::TempDir() + "/resaved_go_multitask.pt";
+  ASSERT_TRUE((*old)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<go::GoModel>> resaved =
+      go::GoModel::Load(path);
+  ASSERT_TRUE(resaved.ok()) << resaved.status();
+  EXPECT_EQ((*resaved)->options().ToJson(), (*old)->options().ToJson());
+  EXPECT_EQ((*resaved)->num_parameters(), (*old)->num_parameters());
+
+  const graph::Graph graph = FanOutGraph(/*width=*/6);
+  const simulator::Topology topology = UniformTopology(2);
+  simulator::RooflineCostModel cost_model;
+  absl::StatusOr<go::GraphFeatures> features =
+      go::Featurize(graph, topology, cost_model);
+  ASSERT_TRUE(features.ok()) << features.status();
+  const TaskSet tasks{true, true, true, false};
+  absl::StatusOr<go::PolicyOutput> a = (*old)->Run(*features, tasks);
+  absl::StatusOr<go::PolicyOutput> b = (*resaved)->Run(*features, tasks);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->placement, b->placement);
+  EXPECT_EQ(a->scheduling, b->scheduling);
+  EXPECT_EQ(a->fusion, b->fusion);
+}
+
+TEST(GoCheckpointFormatTest, CostModelCheckpointIsNotAGoCheckpoint) {
+  // Same header layout, another model kind's format version.
+  const std::string layout = std::string(GOPT_SOURCE_DIR) +
+                             "/policy/pretrained/costmodel-layout-v1/model.pt";
+  absl::StatusOr<std::unique_ptr<go::GoModel>> loaded =
+      go::GoModel::Load(layout);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(loaded.status().message(), HasSubstr("format version 1"));
 }
 
 TEST(GoPolicyFactoryTest, RejectsOtherKinds) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/go/network.h"
+#include "policy/torch_util.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -340,8 +341,7 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
     stats.kl = kl_sum / batch.size();
   } catch (const c10::Error& e) {
     state_->network->eval();
-    return absl::InternalError(
-        absl::StrCat("PPO step: ", e.what_without_backtrace()));
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal, "PPO step");
   }
   return stats;
 }
