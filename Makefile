@@ -70,16 +70,19 @@ pretrained-go-v2:
 	  $(GO_DIR)/finetune_transformer_xl-small.png \
 	  "fine-tune on held-out transformer_xl-small, v100x4-nvlink"
 
-# GO policy v3, policy/pretrained/go-multitask-v3 (issue #19): expert
-# iteration (search distillation + PPO, `gopt-train expert`) from v2's
-# weights (priors as trained), 40 min of rounds on the shared
-# 2-core host, over the corpus (generated presets + sizes, random-size
-# generated graphs, the real graphs of ../shared/data but the held-out ones)
-# x (the two preset machines + 8 random 2-8 device machines); held-out
-# zero-shot / best-baseline curve in the card and train.csv; then `gopt
-# bench` on the held-out set. Data-parallel under torchrun's variables
-# (deploy/k8s/gopt-train-job.yaml).
-GO_V3_DIR = policy/pretrained/go-multitask-v3
+# GO policy v3 candidate (issue #19): expert iteration (search distillation
+# + PPO, `gopt-train expert`, docs/training.md) from v2's weights, 40 min of
+# rounds on the shared 2-core host, over the corpus (generated presets and
+# sizes, random-size generated graphs, the real graphs of ../shared/data but
+# the held-out ones) x (the two preset machines + 8 random 2-8 device
+# machines); held-out zero-shot / best-baseline curve in its card, train.csv
+# and held_out.png; then `gopt bench` on the held-out set, v3 against v2.
+# It is written to $(GO_V3_DIR), not policy/pretrained: gopt-server serves the
+# highest version there, so copy it to policy/pretrained/go-multitask-v3 only
+# when the bench shows it at least as good as v2 (the 2026-11-24 run was
+# not: docs/training/go-multitask-v3-run/). Data-parallel under torchrun's
+# variables (deploy/training/gopt-train-job.yaml).
+GO_V3_DIR = $(BUILD_DIR)/go-multitask-v3
 GO_HELD_OUT = ../shared/data/hlo/mixer_b16_jax_unopt.hlo,../shared/data/hlo/llama2_ptxla_neuron_train_tp1.hlo,../shared/data/onnx/light_shufflenet.onnx,../shared/data/hlo/efficientnet_jax_lambda256.hlo,../shared/data/tfjs/movenet-multipose.json,gen:transformer_xl-small
 GO_EXPERT_FLAGS = --data_dir=../shared/data --seed=1 --max_nodes=3000 \
 	  --topologies=v100x4-nvlink,h100x8-nvlink --random_topologies=8 \
@@ -93,9 +96,14 @@ pretrained-go:
 	  $(GO_EXPERT_FLAGS)
 	policy/go/plot_expert.sh $(GO_V3_DIR)/train.csv $(GO_V3_DIR)/held_out.png \
 	  "go-multitask-v3 expert iteration (seed 1)"
+	mkdir -p $(BUILD_DIR)/go-v3-bench
+	ln -sfn $(abspath $(GO_V3_DIR)) $(BUILD_DIR)/go-v3-bench/go-multitask-v2
 	for t in v100x4-nvlink h100x8-nvlink; do \
-	  $(BUILD_DIR)/bin/gopt bench --graph=$(GO_HELD_OUT),gen:transformer_xl-large \
-	    --topology=$$t --go_policy=$(GO_V3_DIR) > $(GO_V3_DIR)/bench_$$t.txt; \
+	  OMP_WAIT_POLICY=PASSIVE $(BUILD_DIR)/bin/gopt bench --topology=$$t \
+	    --graph=$(GO_HELD_OUT),gen:transformer_xl-large \
+	    --policy_dir=$(BUILD_DIR)/go-v3-bench \
+	    --methods=go-zeroshot,go-finetune,best-baseline \
+	    > $(GO_V3_DIR)/bench_$$t.txt; \
 	done
 
 # The shipped tile cost model, policy/pretrained/costmodel-tile-v1: the tile

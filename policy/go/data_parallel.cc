@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "policy/go/network.h"
+#include "policy/torch_util.h"
 
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
@@ -30,6 +31,17 @@ absl::StatusOr<int> IntFromEnv(const char* name, int min, int max,
                      ", ", max, "]"));
   }
   return value;
+}
+
+// Unavailable for what c10d or Gloo threw while doing `what` (c10::Error
+// through TorchErrorToStatus, as everywhere in policy/).
+absl::Status CollectiveError(const std::exception& error,
+                             const std::string& what) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    return TorchErrorToStatus(*torch_error, absl::StatusCode::kUnavailable,
+                              what);
+  }
+  return absl::UnavailableError(absl::StrCat(what, ": ", error.what()));
 }
 
 }  // namespace
@@ -106,9 +118,10 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(
         new DataParallel(env.rank, env.world_size,
                          std::make_unique<Group>(std::move(process_group))));
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(
-        "joining the process group at ", env.master_addr, ":", env.master_port,
-        " as rank ", env.rank, " of ", env.world_size, ": ", e.what()));
+    return CollectiveError(
+        e, absl::StrCat("joining the process group at ", env.master_addr, ":",
+                        env.master_port, " as rank ", env.rank, " of ",
+                        env.world_size));
   }
 }
 
@@ -133,9 +146,8 @@ absl::Status DataParallel::AverageGradients(GoModel* model) {
       offset += n;
     }
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("all-reduce of gradients (rank ",
-                                               rank_, " of ", world_size_,
-                                               "): ", e.what()));
+    return CollectiveError(e, absl::StrCat("all-reduce of gradients (rank ",
+                                           rank_, " of ", world_size_, ")"));
   }
   return absl::OkStatus();
 }
@@ -150,9 +162,8 @@ absl::StatusOr<bool> DataParallel::AnyRank(bool value) {
     group_->process_group->allreduce(buffer, options)->wait();
     return buffer[0].item<float>() > 0.5f;
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("all-reduce of a flag (rank ",
-                                               rank_, " of ", world_size_,
-                                               "): ", e.what()));
+    return CollectiveError(e, absl::StrCat("all-reduce of a flag (rank ", rank_,
+                                           " of ", world_size_, ")"));
   }
 }
 
@@ -174,9 +185,8 @@ absl::Status DataParallel::BroadcastParameters(GoModel* model) {
       offset += n;
     }
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("broadcast of parameters (rank ",
-                                               rank_, " of ", world_size_,
-                                               "): ", e.what()));
+    return CollectiveError(e, absl::StrCat("broadcast of parameters (rank ",
+                                           rank_, " of ", world_size_, ")"));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/go/network.h"
+#include "policy/torch_util.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -319,8 +320,8 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
     network->eval();
   } catch (const c10::Error& e) {
     network->eval();
-    return absl::InternalError(
-        absl::StrCat("distillation step: ", e.what_without_backtrace()));
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "distillation step");
   }
   return stats;
 }
