@@ -135,6 +135,105 @@ absl::StatusOr<OpCost> RnnCost(const OpCostQuery& query, OpCost cost) {
   return cost;
 }
 
+// Fft: 5 n log2(n) per output row of length n.
+absl::StatusOr<OpCost> FftCost(const OpCostQuery& query, double output_elements,
+                               OpCost cost) {
+  const TensorType* out = query.outputs.empty() ? nullptr : query.outputs[0];
+  const double n = out != nullptr && out->rank() > 0
+                       ? static_cast<double>(out->dims.back())
+                       : 1;
+  cost.flops = n > 1 ? 5.0 * output_elements * std::log2(n) : 0;
+  return cost;
+}
+
+// TriangularSolve: b has batch * n * m elements; each needs ~n multiply-adds.
+absl::StatusOr<OpCost> TriangularSolveCost(const OpCostQuery& query,
+                                           OpCost cost) {
+  if (absl::Status s = RequireOperands(query, 2); !s.ok()) return s;
+  const TensorType& a = *query.operands[0];
+  const double n = a.rank() > 0 ? static_cast<double>(a.dims.back()) : 1;
+  // b has batch * n * m elements; each needs ~n multiply-adds.
+  cost.flops = static_cast<double>(query.operands[1]->num_elements()) * n;
+  return cost;
+}
+
+// Cholesky: n^3 / 3 per matrix.
+absl::StatusOr<OpCost> CholeskyCost(const OpCostQuery& query, OpCost cost) {
+  if (absl::Status s = RequireOperands(query, 1); !s.ok()) return s;
+  const TensorType& a = *query.operands[0];
+  const double n = a.rank() > 0 ? static_cast<double>(a.dims.back()) : 1;
+  cost.flops = static_cast<double>(a.num_elements()) * n / 3.0;
+  return cost;
+}
+
+// Reduce: one op per input element.
+absl::StatusOr<OpCost> ReduceCost(const OpCostQuery& query, OpCost cost) {
+  // XLA reduce takes N inputs then N init values; count the inputs.
+  const size_t inputs = std::max<size_t>(1, query.operands.size() / 2);
+  double elements = 0;
+  for (size_t i = 0; i < std::min(inputs, query.operands.size()); ++i) {
+    elements += static_cast<double>(query.operands[i]->num_elements());
+  }
+  cost.flops = elements;
+  return cost;
+}
+
+// SelectAndScatter: two ops per source element and window element.
+absl::StatusOr<OpCost> SelectAndScatterCost(const OpCostQuery& query,
+                                            const OpAttributes& attrs,
+                                            OpCost cost) {
+  if (absl::Status s = RequireOperands(query, 2); !s.ok()) return s;
+  cost.flops = 2.0 * static_cast<double>(query.operands[1]->num_elements()) *
+               WindowElements(attrs);
+  return cost;
+}
+
+// DynamicUpdateSlice: reads and writes the update only.
+absl::StatusOr<OpCost> DynamicUpdateSliceCost(const OpCostQuery& query,
+                                              OpCost cost) {
+  if (absl::Status s = RequireOperands(query, 2); !s.ok()) return s;
+  const int64_t update = query.operands[1]->size_bytes();
+  cost.bytes_read = update + SumBytes(query.operands, 2);
+  cost.bytes_written = update;
+  return cost;
+}
+
+// Scatter: reads indices and updates, one op per update element.
+absl::StatusOr<OpCost> ScatterCost(const OpCostQuery& query, OpCost cost) {
+  if (absl::Status s = RequireOperands(query, 3); !s.ok()) return s;
+  // operand(s), indices, update(s): XLA puts indices after the operands.
+  const size_t operands = (query.operands.size() - 1) / 2;
+  const int64_t updates = SumBytes(query.operands, operands + 1);
+  cost.bytes_read = updates + query.operands[operands]->size_bytes();
+  cost.bytes_written = updates;
+  double update_elements = 0;
+  for (size_t i = operands + 1; i < query.operands.size(); ++i) {
+    update_elements += static_cast<double>(query.operands[i]->num_elements());
+  }
+  cost.flops = update_elements;
+  return cost;
+}
+
+// Sort: n log2(n) per sorted element along the sort dimension.
+absl::StatusOr<OpCost> SortCost(const OpCostQuery& query,
+                                const OpAttributes& attrs, OpCost cost) {
+  if (absl::Status s = RequireOperands(query, 1); !s.ok()) return s;
+  const TensorType& keys = *query.operands[0];
+  int64_t n = 1;
+  if (!attrs.dimensions.empty()) {
+    if (absl::Status s = CheckDimension(attrs.dimensions[0], keys, "sort");
+        !s.ok()) {
+      return s;
+    }
+    n = keys.dims[attrs.dimensions[0]];
+  } else if (keys.rank() > 0) {
+    n = keys.dims.back();
+  }
+  const double log_n = n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0;
+  cost.flops = static_cast<double>(SumElements(query.operands)) * log_n;
+  return cost;
+}
+
 }  // namespace
 
 absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
@@ -184,50 +283,19 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
     case OpKind::kSoftmax:
       cost.flops = 5.0 * output_elements;
       return cost;
-    case OpKind::kFft: {
-      const TensorType* out =
-          query.outputs.empty() ? nullptr : query.outputs[0];
-      const double n = out != nullptr && out->rank() > 0
-                           ? static_cast<double>(out->dims.back())
-                           : 1;
-      cost.flops = n > 1 ? 5.0 * output_elements * std::log2(n) : 0;
-      return cost;
-    }
-    case OpKind::kTriangularSolve: {
-      if (absl::Status s = RequireOperands(query, 2); !s.ok()) return s;
-      const TensorType& a = *query.operands[0];
-      const double n = a.rank() > 0 ? static_cast<double>(a.dims.back()) : 1;
-      // b has batch * n * m elements; each needs ~n multiply-adds.
-      cost.flops = static_cast<double>(query.operands[1]->num_elements()) * n;
-      return cost;
-    }
-    case OpKind::kCholesky: {
-      if (absl::Status s = RequireOperands(query, 1); !s.ok()) return s;
-      const TensorType& a = *query.operands[0];
-      const double n = a.rank() > 0 ? static_cast<double>(a.dims.back()) : 1;
-      cost.flops = static_cast<double>(a.num_elements()) * n / 3.0;
-      return cost;
-    }
-    case OpKind::kReduce: {
-      // XLA reduce takes N inputs then N init values; count the inputs.
-      const size_t inputs = std::max<size_t>(1, query.operands.size() / 2);
-      double elements = 0;
-      for (size_t i = 0; i < std::min(inputs, query.operands.size()); ++i) {
-        elements += static_cast<double>(query.operands[i]->num_elements());
-      }
-      cost.flops = elements;
-      return cost;
-    }
+    case OpKind::kFft:
+      return FftCost(query, output_elements, cost);
+    case OpKind::kTriangularSolve:
+      return TriangularSolveCost(query, cost);
+    case OpKind::kCholesky:
+      return CholeskyCost(query, cost);
+    case OpKind::kReduce:
+      return ReduceCost(query, cost);
     case OpKind::kReduceWindow:
       cost.flops = output_elements * WindowElements(attrs);
       return cost;
-    case OpKind::kSelectAndScatter: {
-      if (absl::Status s = RequireOperands(query, 2); !s.ok()) return s;
-      cost.flops = 2.0 *
-                   static_cast<double>(query.operands[1]->num_elements()) *
-                   WindowElements(attrs);
-      return cost;
-    }
+    case OpKind::kSelectAndScatter:
+      return SelectAndScatterCost(query, attrs, cost);
     case OpKind::kBroadcast:
     case OpKind::kTranspose:
     case OpKind::kCopy:
@@ -245,46 +313,12 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
     case OpKind::kGather:
       cost.bytes_read = output_bytes + SumBytes(query.operands, 1);
       return cost;
-    case OpKind::kDynamicUpdateSlice: {
-      if (absl::Status s = RequireOperands(query, 2); !s.ok()) return s;
-      const int64_t update = query.operands[1]->size_bytes();
-      cost.bytes_read = update + SumBytes(query.operands, 2);
-      cost.bytes_written = update;
-      return cost;
-    }
-    case OpKind::kScatter: {
-      if (absl::Status s = RequireOperands(query, 3); !s.ok()) return s;
-      // operand(s), indices, update(s): XLA puts indices after the operands.
-      const size_t operands = (query.operands.size() - 1) / 2;
-      const int64_t updates = SumBytes(query.operands, operands + 1);
-      cost.bytes_read = updates + query.operands[operands]->size_bytes();
-      cost.bytes_written = updates;
-      double update_elements = 0;
-      for (size_t i = operands + 1; i < query.operands.size(); ++i) {
-        update_elements +=
-            static_cast<double>(query.operands[i]->num_elements());
-      }
-      cost.flops = update_elements;
-      return cost;
-    }
-    case OpKind::kSort: {
-      if (absl::Status s = RequireOperands(query, 1); !s.ok()) return s;
-      const TensorType& keys = *query.operands[0];
-      int64_t n = 1;
-      if (!attrs.dimensions.empty()) {
-        if (absl::Status s = CheckDimension(attrs.dimensions[0], keys, "sort");
-            !s.ok()) {
-          return s;
-        }
-        n = keys.dims[attrs.dimensions[0]];
-      } else if (keys.rank() > 0) {
-        n = keys.dims.back();
-      }
-      const double log_n =
-          n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0;
-      cost.flops = static_cast<double>(SumElements(query.operands)) * log_n;
-      return cost;
-    }
+    case OpKind::kDynamicUpdateSlice:
+      return DynamicUpdateSliceCost(query, cost);
+    case OpKind::kScatter:
+      return ScatterCost(query, cost);
+    case OpKind::kSort:
+      return SortCost(query, attrs, cost);
     case OpKind::kAllReduce:
     case OpKind::kReduceScatter:
       cost.bytes_communicated = operand_bytes;

@@ -1,9 +1,12 @@
 #include "graph/shape_inference.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/status_macros.h"
+#include "graph/tensor_type.h"
 
 namespace gopt::graph {
 namespace {
@@ -14,21 +17,95 @@ std::string DimsString(absl::Span<const int64_t> dims) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<int64_t>> BroadcastDims(
-    absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x != y && x != 1 && y != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shapes ", DimsString(a), " and ", DimsString(b),
-          " do not broadcast (dimension ", i, ": ", x, " vs ", y, ")"));
+bool PartialShape::fully_known() const {
+  if (!rank_known) return false;
+  for (int64_t dim : dims) {
+    if (dim < 0) return false;
+  }
+  return true;
+}
+
+PartialShape PartialShape::Known(std::vector<int64_t> dims) {
+  PartialShape shape;
+  shape.rank_known = true;
+  shape.dims = std::move(dims);
+  return shape;
+}
+
+PartialShape PartialShape::OfRank(int64_t rank) {
+  PartialShape shape;
+  shape.rank_known = true;
+  shape.dims.assign(static_cast<size_t>(rank), kUnknownDim);
+  return shape;
+}
+
+std::string PartialShapeString(const PartialShape& shape) {
+  if (!shape.rank_known) return "<unknown rank>";
+  std::vector<std::string> parts;
+  for (int64_t d : shape.dims) parts.push_back(d < 0 ? "?" : absl::StrCat(d));
+  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
+}
+
+std::optional<int64_t> KnownNumElements(const PartialShape& shape) {
+  if (!shape.fully_known()) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : shape.dims) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      n = std::numeric_limits<int64_t>::max();
     }
-    out[i] = x == 1 ? y : x;
+  }
+  return n;
+}
+
+PartialShape MergeShapes(const PartialShape& a, const PartialShape& b) {
+  if (!a.rank_known) return b;
+  if (!b.rank_known) return a;
+  if (a.dims.size() != b.dims.size()) return PartialShape::UnknownRank();
+  PartialShape out = a;
+  for (size_t i = 0; i < a.dims.size(); ++i) {
+    if (a.dims[i] < 0) {
+      out.dims[i] = b.dims[i];
+    } else if (b.dims[i] >= 0 && b.dims[i] != a.dims[i]) {
+      out.dims[i] = kUnknownDim;
+    }
   }
   return out;
+}
+
+absl::StatusOr<PartialShape> BroadcastPartialShapes(const PartialShape& a,
+                                                    const PartialShape& b) {
+  if (!a.rank_known || !b.rank_known) return PartialShape::UnknownRank();
+  const size_t rank = std::max(a.dims.size(), b.dims.size());
+  PartialShape out = PartialShape::OfRank(static_cast<int64_t>(rank));
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t x =
+        i < rank - a.dims.size() ? 1 : a.dims[i - (rank - a.dims.size())];
+    const int64_t y =
+        i < rank - b.dims.size() ? 1 : b.dims[i - (rank - b.dims.size())];
+    if (x >= 0 && y >= 0) {
+      if (x != y && x != 1 && y != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shapes ", PartialShapeString(a), " and ", PartialShapeString(b),
+            " do not broadcast (dimension ", i, ": ", x, " vs ", y, ")"));
+      }
+      out.dims[i] = x == 1 ? y : x;
+    } else if (x < 0 && y < 0) {
+      out.dims[i] = kUnknownDim;
+    } else {
+      const int64_t known = x < 0 ? y : x;
+      out.dims[i] = known == 1 ? kUnknownDim : known;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(
+    absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
+  ASSIGN_OR_RETURN(
+      PartialShape out,
+      BroadcastPartialShapes(PartialShape::Known({a.begin(), a.end()}),
+                             PartialShape::Known({b.begin(), b.end()})));
+  return std::move(out.dims);
 }
 
 absl::StatusOr<std::vector<int64_t>> DotOutputDims(
@@ -117,18 +194,30 @@ absl::StatusOr<int64_t> WindowedOutputSize(int64_t input,
   if (input < 0) {
     return absl::InvalidArgumentError("negative windowed input size");
   }
-  const int64_t dilated_input =
-      input == 0 ? 0 : (input - 1) * window.base_dilation + 1;
-  const int64_t dilated_window = (window.size - 1) * window.window_dilation + 1;
-  const int64_t padded =
-      dilated_input + window.padding_low + window.padding_high;
+  // 128-bit arithmetic: sizes, dilations and paddings come from files.
+  using Wide = __int128;
+  const Wide dilated_input =
+      input == 0 ? 0 : Wide{input - 1} * window.base_dilation + 1;
+  const Wide dilated_window =
+      Wide{window.size - 1} * window.window_dilation + 1;
+  const Wide padded = dilated_input + window.padding_low + window.padding_high;
   if (padded < dilated_window) {
     if (padded >= 0 && input == 0) return 0;
-    return absl::InvalidArgumentError(
-        absl::StrCat("window of size ", dilated_window,
-                     " does not fit padded input of size ", padded));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window of size ", static_cast<int64_t>(dilated_window),
+        " does not fit padded input of size ", static_cast<int64_t>(padded)));
   }
-  return (padded - dilated_window) / window.stride + 1;
+  const Wide out = (padded - dilated_window) / window.stride + 1;
+  if (out > kMaxTensorBytes) {
+    return absl::InvalidArgumentError("windowed output dimension is too large");
+  }
+  return static_cast<int64_t>(out);
+}
+
+absl::StatusOr<int64_t> PartialWindowedOutputSize(
+    int64_t input, const WindowDimension& window) {
+  if (input < 0) return kUnknownDim;
+  return WindowedOutputSize(input, window);
 }
 
 absl::StatusOr<std::vector<int64_t>> ConvolutionOutputDims(
@@ -206,47 +295,128 @@ absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+absl::StatusOr<PartialShape> ReducePartialShape(const PartialShape& input,
+                                                absl::Span<const int64_t> axes,
+                                                bool keep_dims) {
+  const int64_t rank = static_cast<int64_t>(input.dims.size());
+  std::vector<bool> reduced(input.dims.size(), false);
+  for (int64_t axis : axes) {
+    ASSIGN_OR_RETURN(int64_t normalized, NormalizeAxis(axis, rank));
+    reduced[normalized] = true;
+  }
+  PartialShape out = PartialShape::Known({});
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[d]) {
+      out.dims.push_back(input.dims[d]);
+    } else if (keep_dims) {
+      out.dims.push_back(1);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<int64_t>> ReduceOutputDims(
     absl::Span<const int64_t> input, absl::Span<const int64_t> axes,
     bool keep_dims) {
-  const int64_t rank = static_cast<int64_t>(input.size());
-  std::vector<bool> reduced(input.size(), false);
-  for (int64_t axis : axes) {
-    auto normalized = NormalizeAxis(axis, rank);
-    if (!normalized.ok()) return normalized.status();
-    reduced[*normalized] = true;
+  ASSIGN_OR_RETURN(
+      PartialShape out,
+      ReducePartialShape(PartialShape::Known({input.begin(), input.end()}),
+                         axes, keep_dims));
+  return std::move(out.dims);
+}
+
+absl::StatusOr<PartialShape> TransposePartialShape(
+    const PartialShape& input, absl::Span<const int64_t> permutation) {
+  const size_t rank = input.dims.size();
+  if (permutation.size() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "permutation of length ", permutation.size(), " for rank ", rank));
   }
-  std::vector<int64_t> out;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced[d]) {
-      out.push_back(input[d]);
-    } else if (keep_dims) {
-      out.push_back(1);
+  std::vector<bool> seen(rank, false);
+  PartialShape out = PartialShape::OfRank(static_cast<int64_t>(rank));
+  for (size_t i = 0; i < permutation.size(); ++i) {
+    const int64_t p = permutation[i];
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("[", absl::StrJoin(permutation, ","),
+                       "] is not a permutation of 0..", rank - 1));
     }
+    seen[p] = true;
+    out.dims[i] = input.dims[p];
   }
   return out;
 }
 
 absl::StatusOr<std::vector<int64_t>> TransposeOutputDims(
     absl::Span<const int64_t> input, absl::Span<const int64_t> permutation) {
-  if (permutation.size() != input.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("permutation of length ",
-                                                   permutation.size(),
-                                                   " for rank ", input.size()));
+  ASSIGN_OR_RETURN(
+      PartialShape out,
+      TransposePartialShape(PartialShape::Known({input.begin(), input.end()}),
+                            permutation));
+  return std::move(out.dims);
+}
+
+ResolvedSlice ResolveSlice(int64_t dim, int64_t start, int64_t end,
+                           int64_t step) {
+  auto normalize = [dim](int64_t index) {
+    return index >= 0 ? index : index < -dim ? -1 : index + dim;
+  };
+  ResolvedSlice slice;
+  int64_t first = normalize(start);
+  int64_t last = normalize(end);
+  // 128-bit: a step or span near the int64 limits must not overflow.
+  using Wide = __int128;
+  const Wide stride = step > 0 ? Wide{step} : -Wide{step};
+  Wide span = 0;
+  if (step > 0) {
+    first = std::clamp<int64_t>(first, 0, dim);
+    last = std::clamp<int64_t>(last, 0, dim);
+    span = Wide{last} - first;
+  } else {
+    first = std::clamp<int64_t>(first, -1, dim - 1);
+    last = std::clamp<int64_t>(last, -1, dim - 1);
+    span = Wide{first} - last;
   }
-  std::vector<bool> seen(input.size(), false);
-  std::vector<int64_t> out(input.size());
-  for (size_t i = 0; i < permutation.size(); ++i) {
-    const int64_t p = permutation[i];
-    if (p < 0 || p >= static_cast<int64_t>(input.size()) || seen[p]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("[", absl::StrJoin(permutation, ","),
-                       "] is not a permutation of 0..", input.size() - 1));
+  slice.start = first;
+  slice.count =
+      span > 0 ? static_cast<int64_t>((span + stride - 1) / stride) : 0;
+  return slice;
+}
+
+std::optional<int64_t> FoldIntBinary(IntBinaryOp op, int64_t a, int64_t b) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  int64_t r;
+  switch (op) {
+    case IntBinaryOp::kAdd:
+      if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+      return r;
+    case IntBinaryOp::kSub:
+      if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
+      return r;
+    case IntBinaryOp::kMul:
+      if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+      return r;
+    case IntBinaryOp::kTruncatingDiv:
+    case IntBinaryOp::kFlooringDiv:
+      if (b == 0 || (a == kMin && b == -1)) return std::nullopt;
+      r = a / b;
+      if (op == IntBinaryOp::kFlooringDiv && a % b != 0 &&
+          ((a < 0) != (b < 0))) {
+        --r;
+      }
+      return r;
+    case IntBinaryOp::kFlooringMod: {
+      if (b == 0) return std::nullopt;
+      if (b == -1) return 0;
+      const int64_t m = a % b;
+      return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
     }
-    seen[p] = true;
-    out[i] = input[p];
+    case IntBinaryOp::kMax:
+      return std::max(a, b);
+    case IntBinaryOp::kMin:
+      return std::min(a, b);
   }
-  return out;
+  return std::nullopt;
 }
 
 }  // namespace gopt::graph

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "policy/clock.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
 
@@ -62,8 +63,11 @@ struct ProposeOptions {
   // (around the best plan so far; 0 = fine-tuning alone). A policy without
   // such a search ignores it.
   int32_t search_simulations_per_step = 512;
-  // Refinement (fine-tuning or search) stops at this time.
+  // Refinement (fine-tuning or search) stops at this time, read on `clock`.
   absl::Time deadline = absl::InfiniteFuture();
+  // The time source for the deadline and for measuring the work; borrowed,
+  // never null. Tests pass a FakeClock.
+  const Clock* clock = &Clock::Real();
   // Plans sampled for zero-shot best-of-K (plus one greedy decode).
   int32_t num_samples = 8;
   uint64_t seed = 0;
@@ -80,8 +84,8 @@ struct Proposal {
   bool oom = false;
   double zero_shot_step_time_s = 0;  // the best zero-shot plan's step time
   int32_t fine_tune_steps_done = 0;
-  double inference_seconds = 0;  // featurize + network, zero-shot
-  double fine_tune_seconds = 0;  // refinement wall time
+  double inference_s = 0;  // featurize + network, zero-shot
+  double fine_tune_s = 0;  // refinement wall time
   std::vector<std::string> warnings;
 };
 

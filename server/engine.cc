@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/graph_proto.h"
 #include "graph/status_macros.h"
@@ -54,8 +53,8 @@ gopt::v1::Tasks TasksToProto(const policy::TaskSet& tasks) {
   return proto;
 }
 
-double SecondsSince(absl::Time start) {
-  return absl::ToDoubleSeconds(absl::Now() - start);
+double SecondsSince(const policy::Clock& clock, absl::Time start) {
+  return absl::ToDoubleSeconds(clock.Now() - start);
 }
 
 // When the work on a request stops: its deadline less a reserve for
@@ -78,7 +77,7 @@ absl::Status StopStatus(const RequestContext& context, absl::Time work_deadline,
     return absl::CancelledError(
         absl::StrCat("the client cancelled the request (", stage, ")"));
   }
-  if (absl::Now() >= work_deadline) {
+  if (context.clock->Now() >= work_deadline) {
     return absl::DeadlineExceededError(
         absl::StrCat("the deadline passed before ", stage, " finished"));
   }
@@ -313,7 +312,7 @@ class OptimizeRun {
         policy_times_(policy_times),
         request_(request),
         context_(context),
-        start_(absl::Now()),
+        start_(context.clock->Now()),
         work_deadline_(WorkDeadline(options, context.deadline, start_)),
         memory_(context.memory, WorkOf(request.budget()), /*trace=*/false) {}
 
@@ -333,14 +332,14 @@ class OptimizeRun {
       progress.set_best_step_time_s(best_->step_time_s);
       progress.set_best_method(best_->method);
     }
-    progress.set_elapsed_s(SecondsSince(start_));
+    progress.set_elapsed_s(SecondsSince(*context_.clock, start_));
     context_.on_progress(progress);
   }
 
   void AddTiming(absl::string_view stage, absl::Time since) {
     gopt::v1::StageTiming* timing = response_.add_timings();
     timing->set_stage(std::string(stage));
-    timing->set_seconds(SecondsSince(since));
+    timing->set_seconds(SecondsSince(*context_.clock, since));
   }
 
   // Keeps `candidate` when it fits in memory and beats the best so far.
@@ -420,7 +419,7 @@ absl::Status OptimizeRun::Prepare() {
   }
 
   RETURN_IF_ERROR(memory_.BeforeImport(request_.graph()));
-  const absl::Time import_start = absl::Now();
+  const absl::Time import_start = context_.clock->Now();
   ASSIGN_OR_RETURN(
       graph::Graph graph,
       ImportGraph(importers_, options_, request_.graph(), request_.options()));
@@ -438,7 +437,7 @@ absl::Status OptimizeRun::Prepare() {
   response_.set_num_nodes(graph_->num_nodes());
   response_.set_topology_name(topology_->name);
 
-  const absl::Time default_start = absl::Now();
+  const absl::Time default_start = context_.clock->Now();
   simulator_.emplace(*graph_, *topology_, cost_model_);
   response_.set_lower_bound_s(simulator_->LowerBound());
   default_plan_ = simulator::DefaultPlan(*graph_, *topology_);
@@ -468,7 +467,7 @@ absl::Status OptimizeRun::Prepare() {
 }
 
 absl::Status OptimizeRun::RunBaselines() {
-  const absl::Time baselines_start = absl::Now();
+  const absl::Time baselines_start = context_.clock->Now();
   std::vector<std::string> methods;
   for (const std::string& method : request_.options().baseline_methods()) {
     if (std::find(methods.begin(), methods.end(), method) != methods.end()) {
@@ -658,6 +657,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
   propose.num_samples = options_.policy_samples;
   propose.seed = request_.options().seed();
   propose.cancelled = context_.cancelled;
+  propose.clock = context_.clock;
   if (context_.on_progress) {
     propose.on_progress = [this, &stage,
                            &name](const policy::ProposeProgress& p) {
@@ -671,28 +671,29 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
                                        best_->step_time_s <= p.best_step_time_s
                                    ? best_->method
                                    : name);
-      progress.set_elapsed_s(SecondsSince(start_));
+      progress.set_elapsed_s(SecondsSince(*context_.clock, start_));
       context_.on_progress(progress);
     };
   }
 
   const double expected_s =
       policy_times_->ZeroShotSeconds(name, graph_->num_nodes());
-  if (work_deadline_ - absl::Now() < absl::Seconds(expected_s)) {
+  if (work_deadline_ - context_.clock->Now() < absl::Seconds(expected_s)) {
     return Stop(absl::DeadlineExceededError(
         absl::StrCat("the deadline leaves less time than policy '", name,
                      "' needs for a zero-shot pass on ", graph_->num_nodes(),
                      " nodes (", expected_s, " s, from its last pass)")));
   }
-  const absl::Time policy_start = absl::Now();
+  const absl::Time policy_start = context_.clock->Now();
   absl::StatusOr<policy::Proposal> proposal =
       policy.Propose(*simulator_, propose);
   AddTiming(stage, policy_start);
   if (proposal.ok()) {
-    policy_times_->RecordZeroShot(name, graph_->num_nodes(),
-                                  propose.fine_tune_steps == 0
-                                      ? SecondsSince(policy_start)
-                                      : proposal->inference_seconds);
+    policy_times_->RecordZeroShot(
+        name, graph_->num_nodes(),
+        propose.fine_tune_steps == 0
+            ? SecondsSince(*context_.clock, policy_start)
+            : proposal->inference_s);
   }
   gopt::v1::MethodResult* row = response_.add_policy_results();
   row->set_method(name);
@@ -708,7 +709,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
     return absl::OkStatus();
   }
   response_.set_policy_inference_seconds(response_.policy_inference_seconds() +
-                                         proposal->inference_seconds);
+                                         proposal->inference_s);
   for (const std::string& warning : proposal->warnings) {
     response_.add_warnings(absl::StrCat("policy '", name, "': ", warning));
   }
@@ -801,7 +802,7 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   response_.set_partial(partial_);
   gopt::v1::StageTiming* total = response_.add_timings();
   total->set_stage("total");
-  total->set_seconds(SecondsSince(start_));
+  total->set_seconds(SecondsSince(*context_.clock, start_));
   return std::move(response_);
 }
 
@@ -812,7 +813,7 @@ void OptimizeRun::AddKernelTiles() {
     return;
   }
   for (const policy::Policy* policy : policies_->policies()) {
-    const absl::Time tile_start = absl::Now();
+    const absl::Time tile_start = context_.clock->Now();
     absl::StatusOr<std::vector<policy::KernelTile>> tiles =
         policy->ProposeKernelTiles(*simulator_, best_->plan);
     if (absl::IsUnimplemented(tiles.status())) continue;
@@ -912,7 +913,7 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   // Evaluate has no partial answer: every stage checks the deadline and the
   // client's cancellation, and stops.
   const absl::Time work_deadline =
-      WorkDeadline(options_, context.deadline, absl::Now());
+      WorkDeadline(options_, context.deadline, context.clock->Now());
   const auto check_stop = [&](absl::string_view stage) {
     return StopStatus(context, work_deadline, stage);
   };

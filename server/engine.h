@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
+#include "policy/clock.h"
 #include "server/memory_budget.h"
 #include "server/policy_registry.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -51,6 +52,10 @@ struct EngineOptions {
 struct RequestContext {
   // The client's deadline; InfiniteFuture when it set none.
   absl::Time deadline = absl::InfiniteFuture();
+  // The time source for the deadline and every timing the engine reports
+  // (passed on to the policies); borrowed, never null. Tests pass a
+  // FakeClock to run deadlines deterministically.
+  const policy::Clock* clock = &policy::Clock::Real();
   // Set (by another thread) when the client cancelled; the engine then
   // stops at the next stage boundary and returns Cancelled. May be null.
   const std::atomic<bool>* cancelled = nullptr;

@@ -150,8 +150,11 @@ TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
   const Engine engine(EngineOptions(), RegistryWith(blocking));
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
   request.set_allow_partial_result(true);
+  // The fake policy waits on the request's clock: 5 ms per poll.
+  const policy::FakeClock clock;
   RequestContext context;
-  context.deadline = absl::Now() + absl::Milliseconds(300);
+  context.clock = &clock;
+  context.deadline = clock.Now() + absl::Milliseconds(300);
   absl::StatusOr<gopt::v1::OptimizeResponse> response =
       engine.Optimize(request, context);
   ASSERT_TRUE(response.ok()) << response.status();
@@ -161,7 +164,7 @@ TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
               ::testing::Contains(HasSubstr("best plan found so far")));
 
   request.set_allow_partial_result(false);
-  context.deadline = absl::Now() + absl::Milliseconds(300);
+  context.deadline = clock.Now() + absl::Milliseconds(300);
   EXPECT_EQ(engine.Optimize(request, context).status().code(),
             absl::StatusCode::kDeadlineExceeded);
 }
@@ -169,17 +172,19 @@ TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
 TEST(EngineTest, SkipsPolicyWhenDeadlineLeavesLessThanItsLastRun) {
   test_util::FakePolicyOptions slow;
   slow.method = "heft+fifo+greedy";
-  slow.delay = absl::Milliseconds(300);
+  slow.delay = absl::Milliseconds(300);  // on the request's clock
   const Engine engine(EngineOptions(), RegistryWith(slow));
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
   request.set_allow_partial_result(true);
+  const policy::FakeClock clock;
+  RequestContext context;
+  context.clock = &clock;
   absl::StatusOr<gopt::v1::OptimizeResponse> first =
-      engine.Optimize(request, RequestContext());
+      engine.Optimize(request, context);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->policy_results_size(), 1);
 
-  RequestContext context;
-  context.deadline = absl::Now() + absl::Milliseconds(200);
+  context.deadline = clock.Now() + absl::Milliseconds(200);
   absl::StatusOr<gopt::v1::OptimizeResponse> second =
       engine.Optimize(request, context);
   ASSERT_TRUE(second.ok()) << second.status();
@@ -190,7 +195,7 @@ TEST(EngineTest, SkipsPolicyWhenDeadlineLeavesLessThanItsLastRun) {
       ::testing::Contains(HasSubstr("needs for a zero-shot pass on 7 nodes")));
 
   request.set_allow_partial_result(false);
-  context.deadline = absl::Now() + absl::Milliseconds(200);
+  context.deadline = clock.Now() + absl::Milliseconds(200);
   EXPECT_EQ(engine.Optimize(request, context).status().code(),
             absl::StatusCode::kDeadlineExceeded);
 }
@@ -450,8 +455,10 @@ TEST(EngineTest, RepeatedBaselineMethodsRunOnceAndAreCapped) {
 
 TEST(EngineTest, BaselinesStopAtTheDeadline) {
   const Engine engine(EngineOptions(), nullptr);
+  const policy::FakeClock clock;
   RequestContext context;
-  context.deadline = absl::Now() - absl::Seconds(1);
+  context.clock = &clock;
+  context.deadline = clock.Now() - absl::Seconds(1);
   const absl::Status status =
       engine.Optimize(TwoBranchRequest(), context).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
@@ -475,8 +482,10 @@ TEST(EngineTest, EvaluateKeepsToTheDeadlineAndTheTraceLimit) {
   EngineOptions options;
   options.max_trace_bytes = 1000;
   const Engine engine(options, nullptr);
+  const policy::FakeClock clock;
   RequestContext late;
-  late.deadline = absl::Now() - absl::Seconds(1);
+  late.clock = &clock;
+  late.deadline = clock.Now() - absl::Seconds(1);
   EXPECT_EQ(engine.Evaluate(TwoBranchEvaluation(false), late).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   const absl::Status status =

@@ -402,105 +402,12 @@ class Lowering {
 
     int32_t gte_output = 0;
     if (node.kind == OpKind::kGetTupleElement) {
-      const HloShape* tuple = operands.empty() ? nullptr : operands[0].shape;
-      const int64_t i = instruction.attributes.tuple_index;
-      if (tuple == nullptr || !tuple->is_tuple ||
-          operands[0].output != Edge::kAllOutputs) {
-        return absl::InvalidArgumentError(
-            "get-tuple-element needs one tuple operand");
-      }
-      if (i < 0 || i >= static_cast<int64_t>(tuple->tuple_shapes.size())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "index ", i, " is outside the tuple ", tuple->ToString()));
-      }
-      const HloShape& element = tuple->tuple_shapes[i];
-      if (element.is_tuple != instruction.shape.is_tuple ||
-          element.dtype != instruction.shape.dtype ||
-          element.dims != instruction.shape.dims) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("declared shape ", instruction.shape.ToString(),
-                         " but tuple element ", i, " is ", element.ToString()));
-      }
-      gte_output = static_cast<int32_t>(i);
+      ASSIGN_OR_RETURN(gte_output, TupleElementIndex(instruction, operands));
     }
     RETURN_IF_ERROR(CheckDeclaredShape(instruction, node.kind, operand_shapes));
-
-    // An array operand's type is its producer's output type, already built;
-    // only whole-tuple operands need one made.
-    std::vector<TensorType> tuple_types;
-    for (const Value& operand : operands) {
-      if (operand.output == Edge::kAllOutputs) {
-        tuple_types.push_back(operand.shape->ToTensorType());
-      }
-    }
-    OpCostQuery query;
-    query.kind = node.kind;
-    query.attributes = &node.attributes;
-    query.operands.reserve(operands.size());
-    size_t next_tuple = 0;
-    for (const Value& operand : operands) {
-      query.operands.push_back(
-          operand.output == Edge::kAllOutputs
-              ? &tuple_types[next_tuple++]
-              : &target->builder->node(operand.node).outputs[operand.output]);
-    }
-    for (const TensorType& type : node.outputs) query.outputs.push_back(&type);
-    ASSIGN_OR_RETURN(OpCost cost, ComputeOpCost(query));
-
-    const std::vector<int32_t>& called = instruction.called_computations;
-    if (node.kind == OpKind::kWhile) {
-      if (called.size() != 2) {
-        return absl::InvalidArgumentError(
-            "while needs a body and a condition computation");
-      }
-      ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body,
-                       Standalone(called[0], depth + 1));
-      ASSIGN_OR_RETURN(std::shared_ptr<const Graph> condition,
-                       Standalone(called[1], depth + 1));
-      node.subgraphs = {Attach(target, body), Attach(target, condition)};
-      const std::optional<int64_t> trip =
-          KnownTripCount(instruction.backend_config.get());
-      node.attributes.trip_count = trip.value_or(-1);
-      if (!trip.has_value()) {
-        warnings_.push_back(
-            absl::StrCat("while '", node.name,
-                         "' has no known trip count; costed as 1 iteration"));
-      }
-      const Graph* bodies[] = {body.get(), condition.get()};
-      cost = SubgraphCost(bodies, trip.value_or(1));
-    } else if (node.kind == OpKind::kConditional) {
-      if (called.empty()) {
-        return absl::InvalidArgumentError("conditional has no branches");
-      }
-      std::vector<const Graph*> branches;
-      for (int32_t branch : called) {
-        ASSIGN_OR_RETURN(std::shared_ptr<const Graph> graph,
-                         Standalone(branch, depth + 1));
-        node.subgraphs.push_back(Attach(target, graph));
-        branches.push_back(graph.get());
-      }
-      cost = MaxBranchCost(branches);
-    } else if (node.kind == OpKind::kFusion) {
-      if (called.size() != 1) {
-        return absl::InvalidArgumentError(
-            "fusion needs exactly one fused computation");
-      }
-      ASSIGN_OR_RETURN(std::shared_ptr<const Graph> fused,
-                       Standalone(called[0], depth + 1));
-      node.subgraphs = {Attach(target, fused)};
-      const Graph* bodies[] = {fused.get()};
-      const OpCost body = SubgraphCost(bodies, 1);
-      cost.flops = body.flops;
-      cost.unknown = body.unknown;
-    } else if (node.kind == OpKind::kCustomCall) {
-      const std::string& target_name =
-          instruction.attributes.custom_call_target();
-      if (custom_call_targets_.insert(target_name).second) {
-        warnings_.push_back(absl::StrCat(
-            "custom-call target '", target_name,
-            "' is costed by bytes only (first at '", node.name, "')"));
-      }
-    }
+    ASSIGN_OR_RETURN(OpCost cost, OperandsCost(*target, node, operands));
+    RETURN_IF_ERROR(
+        AttachCalledComputations(target, instruction, depth, &node, &cost));
     SetNodeCost(cost, &node);
 
     if (target->record != nullptr) {
@@ -518,6 +425,150 @@ class Lowering {
     *value = Value{id, instruction.shape.is_tuple ? Edge::kAllOutputs : 0,
                    &instruction.shape};
     return absl::OkStatus();
+  }
+
+  // The tuple element a get-tuple-element reads, checked against its operand
+  // and its declared shape.
+  static absl::StatusOr<int32_t> TupleElementIndex(
+      const HloInstruction& instruction, const std::vector<Value>& operands) {
+    const HloShape* tuple = operands.empty() ? nullptr : operands[0].shape;
+    const int64_t i = instruction.attributes.tuple_index;
+    if (tuple == nullptr || !tuple->is_tuple ||
+        operands[0].output != Edge::kAllOutputs) {
+      return absl::InvalidArgumentError(
+          "get-tuple-element needs one tuple operand");
+    }
+    if (i < 0 || i >= static_cast<int64_t>(tuple->tuple_shapes.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "index ", i, " is outside the tuple ", tuple->ToString()));
+    }
+    const HloShape& element = tuple->tuple_shapes[i];
+    if (element.is_tuple != instruction.shape.is_tuple ||
+        element.dtype != instruction.shape.dtype ||
+        element.dims != instruction.shape.dims) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("declared shape ", instruction.shape.ToString(),
+                       " but tuple element ", i, " is ", element.ToString()));
+    }
+    return static_cast<int32_t>(i);
+  }
+
+  // The op cost of `node` over its operands' types.
+  static absl::StatusOr<OpCost> OperandsCost(
+      const Target& target, const Node& node,
+      const std::vector<Value>& operands) {
+    // An array operand's type is its producer's output type, already built;
+    // only whole-tuple operands need one made.
+    std::vector<TensorType> tuple_types;
+    for (const Value& operand : operands) {
+      if (operand.output == Edge::kAllOutputs) {
+        tuple_types.push_back(operand.shape->ToTensorType());
+      }
+    }
+    OpCostQuery query;
+    query.kind = node.kind;
+    query.attributes = &node.attributes;
+    query.operands.reserve(operands.size());
+    size_t next_tuple = 0;
+    for (const Value& operand : operands) {
+      query.operands.push_back(
+          operand.output == Edge::kAllOutputs
+              ? &tuple_types[next_tuple++]
+              : &target.builder->node(operand.node).outputs[operand.output]);
+    }
+    for (const TensorType& type : node.outputs) query.outputs.push_back(&type);
+    return ComputeOpCost(query);
+  }
+
+  // While, conditional and fusion: lowers the called computations into
+  // subgraphs of `node` and adds their cost to `cost`. Custom calls: warns
+  // once per target that they are costed by bytes only.
+  absl::Status AttachCalledComputations(Target* target,
+                                        const HloInstruction& instruction,
+                                        int depth, Node* node, OpCost* cost) {
+    switch (node->kind) {
+      case OpKind::kWhile:
+        return AttachWhile(target, instruction, depth, node, cost);
+      case OpKind::kConditional:
+        return AttachConditional(target, instruction, depth, node, cost);
+      case OpKind::kFusion:
+        return AttachFusion(target, instruction, depth, node, cost);
+      case OpKind::kCustomCall:
+        NoteCustomCall(instruction, *node);
+        return absl::OkStatus();
+      default:
+        return absl::OkStatus();
+    }
+  }
+
+  absl::Status AttachWhile(Target* target, const HloInstruction& instruction,
+                           int depth, Node* node, OpCost* cost) {
+    const std::vector<int32_t>& called = instruction.called_computations;
+    if (called.size() != 2) {
+      return absl::InvalidArgumentError(
+          "while needs a body and a condition computation");
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body,
+                     Standalone(called[0], depth + 1));
+    ASSIGN_OR_RETURN(std::shared_ptr<const Graph> condition,
+                     Standalone(called[1], depth + 1));
+    node->subgraphs = {Attach(target, body), Attach(target, condition)};
+    const std::optional<int64_t> trip =
+        KnownTripCount(instruction.backend_config.get());
+    node->attributes.trip_count = trip.value_or(-1);
+    if (!trip.has_value()) {
+      warnings_.push_back(
+          absl::StrCat("while '", node->name,
+                       "' has no known trip count; costed as 1 iteration"));
+    }
+    const Graph* bodies[] = {body.get(), condition.get()};
+    *cost = SubgraphCost(bodies, trip.value_or(1));
+    return absl::OkStatus();
+  }
+
+  absl::Status AttachConditional(Target* target,
+                                 const HloInstruction& instruction, int depth,
+                                 Node* node, OpCost* cost) {
+    const std::vector<int32_t>& called = instruction.called_computations;
+    if (called.empty()) {
+      return absl::InvalidArgumentError("conditional has no branches");
+    }
+    std::vector<const Graph*> branches;
+    for (int32_t branch : called) {
+      ASSIGN_OR_RETURN(std::shared_ptr<const Graph> graph,
+                       Standalone(branch, depth + 1));
+      node->subgraphs.push_back(Attach(target, graph));
+      branches.push_back(graph.get());
+    }
+    *cost = MaxBranchCost(branches);
+    return absl::OkStatus();
+  }
+
+  absl::Status AttachFusion(Target* target, const HloInstruction& instruction,
+                            int depth, Node* node, OpCost* cost) {
+    const std::vector<int32_t>& called = instruction.called_computations;
+    if (called.size() != 1) {
+      return absl::InvalidArgumentError(
+          "fusion needs exactly one fused computation");
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const Graph> fused,
+                     Standalone(called[0], depth + 1));
+    node->subgraphs = {Attach(target, fused)};
+    const Graph* bodies[] = {fused.get()};
+    const OpCost body = SubgraphCost(bodies, 1);
+    cost->flops = body.flops;
+    cost->unknown = body.unknown;
+    return absl::OkStatus();
+  }
+
+  void NoteCustomCall(const HloInstruction& instruction, const Node& node) {
+    const std::string& target_name =
+        instruction.attributes.custom_call_target();
+    if (custom_call_targets_.insert(target_name).second) {
+      warnings_.push_back(absl::StrCat("custom-call target '", target_name,
+                                       "' is costed by bytes only (first at '",
+                                       node.name, "')"));
+    }
   }
 
   void FillLocations(

@@ -98,6 +98,16 @@ class ModelBuilder {
     Ints(graph(), name, values, scalar);
   }
 
+  // A float initializer with values, rank 1 (or a scalar when `scalar`).
+  void Floats(const std::string& name, const std::vector<float>& values,
+              bool scalar = false) {
+    TensorProto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::FLOAT);
+    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
+    for (float v : values) t->add_float_data(v);
+  }
+
   static NodeProto* Node(GraphProto* graph, const std::string& op,
                          const std::vector<std::string>& inputs,
                          const std::vector<std::string>& outputs,
@@ -712,6 +722,136 @@ TEST(OnnxImporterTest, CorruptedBytesNeverCrash) {
     }
     (void)importer->Import(bytes, ImportOptions());
   }
+}
+
+// ---------------------------------------------------------------------------
+// Shapes computed from Shape of an input (dynamic-length exports): with the
+// input dims given they fold, so Pad and Reshape get concrete sizes.
+
+// x[batch, time] padded up to a multiple of the hop, framed, then flattened
+// again: Shape -> Gather -> Mod/Sub -> Unsqueeze -> Concat -> Pad, and
+// Shape -> Slice -> ReduceProd -> Concat -> Reshape.
+std::string DynamicLengthFramingModel() {
+  ModelBuilder m(/*opset=*/13);
+  m.Input("x", {-1, -1}, {"batch", "time"});
+  m.Ints("hop", {160}, /*scalar=*/true);
+  m.Ints("one", {1}, /*scalar=*/true);
+  m.Ints("axes0", {0});
+  m.Ints("zeros3", {0, 0, 0});
+  m.Ints("begin0", {0});
+  m.Ints("end1", {1});
+  m.Ints("end_max", {INT64_MAX});
+  m.Ints("frame_tail", {-1, 160});
+  m.Node("Shape", {"x"}, {"shape"});
+  NodeProto* gather = m.Node("Gather", {"shape", "one"}, {"time"});
+  ModelBuilder::IntAttr(gather, "axis", 0);
+  m.Node("Mod", {"time", "hop"}, {"rest"});
+  m.Node("Sub", {"hop", "rest"}, {"missing"});
+  m.Node("Mod", {"missing", "hop"}, {"pad_amount"});
+  m.Node("Unsqueeze", {"pad_amount", "axes0"}, {"pad_amount1"});
+  NodeProto* pads = m.Node("Concat", {"zeros3", "pad_amount1"}, {"pads"});
+  ModelBuilder::IntAttr(pads, "axis", 0);
+  m.Node("Pad", {"x", "pads"}, {"padded"}, "pad");
+  m.Node("Shape", {"padded"}, {"padded_shape"});
+  m.Node("Slice", {"padded_shape", "begin0", "end1"}, {"batch1"});
+  NodeProto* target =
+      m.Node("Concat", {"batch1", "frame_tail"}, {"frame_shape"});
+  ModelBuilder::IntAttr(target, "axis", 0);
+  m.Node("Reshape", {"padded", "frame_shape"}, {"frames"}, "frames");
+  m.Node("Shape", {"frames"}, {"frames_shape"});
+  m.Node("Slice", {"frames_shape", "end1", "end_max"}, {"per_example"});
+  m.Node("ReduceProd", {"per_example"}, {"flat_size"});
+  NodeProto* flat = m.Node("Concat", {"batch1", "flat_size"}, {"flat_shape"});
+  ModelBuilder::IntAttr(flat, "axis", 0);
+  m.Node("Reshape", {"frames", "flat_shape"}, {"flat"}, "flat");
+  m.Output("flat");
+  return m.Serialize();
+}
+
+TEST(OnnxImporterTest, PadAndReshapeFromShapeOfInputFoldWithGivenDims) {
+  ImportOptions options;
+  options.symbolic_dims["batch"] = 2;
+  options.symbolic_dims["time"] = 1000;
+  absl::StatusOr<Graph> graph = Import(DynamicLengthFramingModel(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // 1000 samples pad to 1120 = 7 frames of 160.
+  EXPECT_EQ(NodeNamed(*graph, "pad").outputs[0].dims,
+            (std::vector<int64_t>{2, 1120}));
+  EXPECT_EQ(NodeNamed(*graph, "frames").outputs[0].dims,
+            (std::vector<int64_t>{2, 7, 160}));
+  EXPECT_EQ(NodeNamed(*graph, "flat").outputs[0].dims,
+            (std::vector<int64_t>{2, 1120}));
+}
+
+TEST(OnnxImporterTest, PadFromShapeOfInputFollowsTheGivenLength) {
+  ImportOptions options;
+  options.symbolic_dims["batch"] = 1;
+  options.symbolic_dims["time"] = 1600;
+  absl::StatusOr<Graph> graph = Import(DynamicLengthFramingModel(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // Already a multiple of the hop: no padding.
+  EXPECT_EQ(NodeNamed(*graph, "frames").outputs[0].dims,
+            (std::vector<int64_t>{1, 10, 160}));
+}
+
+// An STFT front end: the frame count comes from float arithmetic on the
+// length (Cast -> Div -> Ceil -> Cast), the padding from Split/Squeeze of
+// the shape and Max, the padded length from a three-input Sum, the window
+// count from ReduceMax of the padded shape.
+TEST(OnnxImporterTest, StftFrontEndShapeArithmeticFolds) {
+  ModelBuilder m(/*opset=*/13);
+  m.Input("audio", {-1, -1}, {"batch", "samples"});
+  m.Floats("hop_f", {256.0f}, /*scalar=*/true);
+  m.Ints("hop", {256}, /*scalar=*/true);
+  m.Ints("zero", {0}, /*scalar=*/true);
+  m.Ints("zero1", {0});
+  m.Ints("axes0", {0});
+  m.Ints("zeros3", {0, 0, 0});
+  m.Ints("split_sizes", {1, 1});
+  m.Ints("window", {512});
+  m.Node("Shape", {"audio"}, {"shape"});
+  NodeProto* split = m.Node("Split", {"shape", "split_sizes"}, {"b1", "n1"});
+  ModelBuilder::IntAttr(split, "axis", 0);
+  m.Node("Squeeze", {"n1", "axes0"}, {"n"});
+  NodeProto* cast = m.Node("Cast", {"n"}, {"n_f"});
+  ModelBuilder::IntAttr(cast, "to", TensorProto::FLOAT);
+  m.Node("Div", {"n_f", "hop_f"}, {"frames_f"});
+  m.Node("Ceil", {"frames_f"}, {"frames_ceil"});
+  NodeProto* back = m.Node("Cast", {"frames_ceil"}, {"frames"});
+  ModelBuilder::IntAttr(back, "to", TensorProto::INT64);
+  m.Node("Mul", {"frames", "hop"}, {"covered"});
+  m.Node("Sub", {"covered", "n"}, {"short_by"});
+  m.Node("Max", {"short_by", "zero"}, {"right"});
+  m.Node("Unsqueeze", {"right", "axes0"}, {"right1"});
+  NodeProto* pads = m.Node("Concat", {"zeros3", "right1"}, {"pads"});
+  ModelBuilder::IntAttr(pads, "axis", 0);
+  NodeProto* pad = m.Node("Pad", {"audio", "pads"}, {"padded"}, "pad");
+  ModelBuilder::StringAttr(pad, "mode", "reflect");
+  m.Node("Sum", {"n1", "right1", "zero1"}, {"padded_length"});
+  m.Node("Shape", {"padded"}, {"padded_shape"});
+  NodeProto* longest =
+      m.Node("ReduceMax", {"padded_shape"}, {"longest"}, "longest");
+  ModelBuilder::IntAttr(longest, "keepdims", 1);
+  m.Node("Div", {"longest", "window"}, {"windows"});
+  NodeProto* target = m.Node("Concat", {"b1", "windows", "window"}, {"target"});
+  ModelBuilder::IntAttr(target, "axis", 0);
+  m.Node("Reshape", {"padded", "target"}, {"framed"}, "framed");
+  m.Node("Reshape", {"padded", "padded_length"}, {"joined"}, "joined");
+  m.Output("framed");
+  m.Output("joined");
+  ImportOptions options;
+  options.symbolic_dims["batch"] = 1;
+  options.symbolic_dims["samples"] = 1000;
+  absl::StatusOr<Graph> graph = Import(m.Serialize(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // ceil(1000 / 256) = 4 frames cover 1024 samples: 24 padded at the end;
+  // 1024 / 512 = 2 windows.
+  EXPECT_EQ(NodeNamed(*graph, "pad").outputs[0].dims,
+            (std::vector<int64_t>{1, 1024}));
+  EXPECT_EQ(NodeNamed(*graph, "framed").outputs[0].dims,
+            (std::vector<int64_t>{1, 2, 512}));
+  EXPECT_EQ(NodeNamed(*graph, "joined").outputs[0].dims,
+            (std::vector<int64_t>{1024}));
 }
 
 // ---------------------------------------------------------------------------

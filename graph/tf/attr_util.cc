@@ -55,28 +55,6 @@ std::optional<std::vector<int64_t>> RepeatLast(const Repeated& field,
 
 }  // namespace
 
-bool PartialShape::fully_known() const {
-  if (!rank_known) return false;
-  for (int64_t dim : dims) {
-    if (dim < 0) return false;
-  }
-  return true;
-}
-
-PartialShape PartialShape::Known(std::vector<int64_t> dims) {
-  PartialShape shape;
-  shape.rank_known = true;
-  shape.dims = std::move(dims);
-  return shape;
-}
-
-PartialShape PartialShape::OfRank(int64_t rank) {
-  PartialShape shape;
-  shape.rank_known = true;
-  shape.dims.assign(static_cast<size_t>(rank), kUnknownDim);
-  return shape;
-}
-
 DType DTypeFromTf(int tf_dtype) {
   const int base = tf_dtype > 100 ? tf_dtype - 100 : tf_dtype;
   switch (base) {

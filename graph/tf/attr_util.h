@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "graph/shape_inference.h"
 #include "graph/tensor_type.h"
 #include "tensorflow/graph.pb.h"
 
@@ -18,26 +19,12 @@ namespace gopt::graph::tf {
 // 'strides' has 3 values, expected 4"). All functions are pure and
 // thread-safe.
 
-// Marks an unknown dimension in partial shapes (TensorFlow's -1).
-inline constexpr int64_t kUnknownDim = -1;
 // The largest rank accepted anywhere in a GraphDef.
 inline constexpr int kMaxRank = 32;
 // Integer tensors with at most this many elements have their values folded
 // (shape arithmetic); larger ones never are, so no allocation follows a size
 // read from the file.
 inline constexpr int64_t kMaxFoldedElements = 1024;
-
-// A possibly partial shape: rank_known = false means nothing is known;
-// otherwise dims holds one entry per dimension, kUnknownDim where unknown.
-struct PartialShape {
-  bool rank_known = false;
-  std::vector<int64_t> dims;
-
-  bool fully_known() const;
-  static PartialShape Known(std::vector<int64_t> dims);
-  static PartialShape UnknownRank() { return PartialShape(); }
-  static PartialShape OfRank(int64_t rank);
-};
 
 // Maps a TensorFlow element type onto gopt's (reference types map like
 // their value types; resource and variant handles map to kOpaque). Returns

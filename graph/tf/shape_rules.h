@@ -2,27 +2,24 @@
 #define GOPT_GRAPH_TF_SHAPE_RULES_H_
 
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "graph/shape_inference.h"
 #include "graph/tensor_type.h"
 #include "graph/tf/attr_util.h"
 #include "tensorflow/graph.pb.h"
 
 namespace gopt::graph::tf {
 
-// Marks an element of a folded value that is not known (a TF.js weight, a
-// dimension that is itself unknown).
-inline constexpr int64_t kUnknownValue = std::numeric_limits<int64_t>::min();
-
 // What inference knows about one tensor of a GraphDef: its element type, a
-// possibly partial shape, for small integer tensors their contents (so that
-// shape arithmetic such as Shape -> StridedSlice -> Pack -> Reshape folds),
-// and for TensorArray / TensorList handles the shape of one element.
+// possibly partial shape (graph/shape_inference.h), for small integer tensors
+// their contents (so that shape arithmetic such as Shape -> StridedSlice ->
+// Pack -> Reshape folds), and for TensorArray / TensorList handles the shape of
+// one element.
 struct TensorInfo {
   DType dtype = DType::kInvalid;
   PartialShape shape;
@@ -32,11 +29,6 @@ struct TensorInfo {
   // The element shape of a TensorArray or TensorList this handle refers to.
   std::optional<PartialShape> element_shape;
 };
-
-// Combines two descriptions of the same tensor: dimensions known in one and
-// unknown in the other take the known size; sizes that disagree become
-// unknown. Used for `_output_shapes`, TF.js hints and loop Merge nodes.
-PartialShape MergeShapes(const PartialShape& a, const PartialShape& b);
 
 // Infers the outputs of `node` (exactly `num_outputs` of them) from its data
 // inputs. Returns InvalidArgument naming the node when the inputs contradict

@@ -218,7 +218,7 @@ class TfjsImporter final : public Importer {
       const size_t colon = name.rfind(':');
       if (colon != absl::string_view::npos) name = name.substr(0, colon);
       ASSIGN_OR_RETURN(
-          tf::PartialShape shape,
+          PartialShape shape,
           tf::ShapeFromProto(input.tensor_shape(), name, "signature shape"));
       hints.input_shapes[std::string(name)] = std::move(shape);
     }

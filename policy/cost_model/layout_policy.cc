@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
 #include "graph/status_macros.h"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
@@ -72,7 +71,7 @@ absl::StatusOr<Proposal> LayoutCostModelPolicy::Propose(
     for (int32_t node : featurized.configurable_nodes) {
       if (node >= graph.num_nodes()) continue;  // inside a subgraph
       if ((options.cancelled != nullptr && options.cancelled->load()) ||
-          absl::Now() >= options.deadline) {
+          options.clock->Now() >= options.deadline) {
         proposal.warnings.push_back(
             "layout search stopped early (deadline or cancellation)");
         break;
@@ -106,7 +105,7 @@ absl::StatusOr<Proposal> LayoutCostModelPolicy::Propose(
     }
     predicted_gain = std::exp(start_score[0] - current) - 1;
   }
-  proposal.inference_seconds =
+  proposal.inference_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   simulator::SimulationOptions sim_options;

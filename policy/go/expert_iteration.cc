@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "policy/go/fine_tuning.h"
 #include "policy/go/plan_search.h"
@@ -53,8 +52,8 @@ absl::StatusOr<ScoredPlan> Search(const TrainingInstance& instance,
   return search.best();
 }
 
-double Seconds(absl::Time start) {
-  return absl::ToDoubleSeconds(absl::Now() - start);
+double Seconds(const Clock& clock, absl::Time start) {
+  return absl::ToDoubleSeconds(clock.Now() - start);
 }
 
 }  // namespace
@@ -146,10 +145,11 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
   const int share = options.instances_per_round / world;
   ExpertIterationResult result;
   result.rounds = options.start_round;
-  const absl::Time start = absl::Now();
+  const Clock& clock = *options.clock;
+  const absl::Time start = clock.Now();
   for (int round = options.start_round; round < options.rounds; ++round) {
     bool out_of_time =
-        options.start_seconds + Seconds(start) >= options.max_seconds;
+        options.start_seconds + Seconds(clock, start) >= options.max_seconds;
     if (world > 1) {
       absl::StatusOr<bool> any = parallel->AnyRank(out_of_time);
       if (!any.ok()) return any.status();
@@ -224,13 +224,13 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
     }
     result.simulations += stats.simulations;
     result.rounds = round + 1;
-    stats.seconds = options.start_seconds + Seconds(start);
+    stats.seconds = options.start_seconds + Seconds(clock, start);
     if (rank == 0 && options.on_round) {
       absl::Status status = options.on_round(stats);
       if (!status.ok()) return status;
     }
   }
-  result.seconds = Seconds(start);
+  result.seconds = Seconds(clock, start);
   return result;
 }
 

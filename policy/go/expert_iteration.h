@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "policy/clock.h"
 #include "policy/go/data_parallel.h"
 #include "policy/go/distillation.h"
 #include "policy/go/go_model.h"
@@ -71,6 +72,9 @@ struct ExpertIterationOptions {
   // Resuming: rounds and seconds already done by an earlier run.
   int start_round = 0;
   double start_seconds = 0;
+  // The time source for max_seconds and the rounds' times; borrowed, never
+  // null.
+  const Clock* clock = &Clock::Real();
   // Borrowed; null = one process. Every rank runs the same round schedule,
   // searches and trains on its share of each round's instances; gradients
   // are averaged; rank 0's parameters are copied to all ranks first.

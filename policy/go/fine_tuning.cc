@@ -5,15 +5,14 @@
 #include <utility>
 #include <vector>
 
-#include "absl/time/clock.h"
 #include "graph/status_macros.h"
 #include "policy/go/plan_search.h"
 
 namespace gopt::policy::go {
 namespace {
 
-double Seconds(absl::Time start) {
-  return absl::ToDoubleSeconds(absl::Now() - start);
+double Seconds(const Clock& clock, absl::Time start) {
+  return absl::ToDoubleSeconds(clock.Now() - start);
 }
 
 }  // namespace
@@ -21,15 +20,16 @@ double Seconds(absl::Time start) {
 absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
                                         const TrainingInstance& instance,
                                         const TaskSet& tasks, int num_samples,
-                                        uint64_t seed, int threads) {
-  const absl::Time start = absl::Now();
+                                        uint64_t seed, int threads,
+                                        const Clock& clock) {
+  const absl::Time start = clock.Now();
   const std::vector<int32_t>* fixed =
       instance.base_plan != nullptr ? &instance.base_plan->device : nullptr;
   absl::StatusOr<PolicyOutput> output =
       model.Run(instance.features, tasks, fixed);
   if (!output.ok()) return output.status();
   ZeroShotResult result;
-  result.inference_seconds = Seconds(start);
+  result.inference_s = Seconds(clock, start);
   result.best = ScoreActions(instance, SampleActions(*output, nullptr));
   if (result.best.valid) ++result.num_valid;
   std::mt19937_64 rng(seed);
@@ -59,26 +59,28 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   search_options.seed = options.ppo.seed;
   search_options.tasks = options.ppo.tasks;
   search_options.deadline = options.deadline;
+  search_options.clock = options.clock;
   search_options.cancelled = options.cancelled;
   PlanSearch search(instance, start, search_options);
   const int search_rounds = options.search_simulations_per_step /
                             std::max(search_options.candidates_per_round, 1);
-  const absl::Time begin = absl::Now();
+  const Clock& clock = *options.clock;
+  const absl::Time begin = clock.Now();
   auto stopped = [&] {
-    return absl::Now() >= options.deadline ||
+    return clock.Now() >= options.deadline ||
            (options.cancelled != nullptr && options.cancelled->load());
   };
   double expected_step_seconds = options.first_step_estimate_seconds;
   for (int step = 0; step < options.max_steps; ++step) {
     if (stopped()) break;
-    if (absl::Now() + absl::Seconds(expected_step_seconds) > options.deadline) {
+    if (clock.Now() + absl::Seconds(expected_step_seconds) > options.deadline) {
       result.ppo_stopped_for_deadline = true;
       break;
     }
-    const absl::Time step_start = absl::Now();
+    const absl::Time step_start = clock.Now();
     absl::StatusOr<PpoStepStats> stats = trainer.Step({&instance});
     if (!stats.ok()) return stats.status();
-    expected_step_seconds = Seconds(step_start);
+    expected_step_seconds = Seconds(clock, step_start);
     const ScoredPlan& best = stats->graphs[0].best;
     if (BetterPlan(best, result.best)) result.best = best;
     if (search_rounds > 0 && result.best.valid) {
@@ -87,7 +89,7 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
       if (BetterPlan(search.best(), result.best)) result.best = search.best();
     }
     TrainLogRow row =
-        MakeTrainLogRow(step, Seconds(begin), *stats, {&instance});
+        MakeTrainLogRow(step, Seconds(clock, begin), *stats, {&instance});
     // For one graph the log tracks the best plan so far.
     row.best_step_time_s = result.best.step_time_s;
     row.best_step_ratio =
@@ -109,7 +111,7 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
       }
     }
   }
-  result.seconds = Seconds(begin);
+  result.seconds = Seconds(clock, begin);
   result.search_improvements = search.improvements();
   result.search_simulations = search.candidates_simulated();
   return result;

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "policy/clock.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/train_log.h"
@@ -18,16 +19,18 @@ namespace gopt::policy::go {
 
 // Zero-shot decisions: `num_samples` sampled plans plus the greedy decode,
 // scored by the simulator; returns the best (valid, fitting memory first,
-// then lowest step time; the greedy plan wins ties).
+// then lowest step time; the greedy plan wins ties). `clock` times the
+// forward pass.
 struct ZeroShotResult {
   ScoredPlan best;
   int num_valid = 0;
-  double inference_seconds = 0;  // network forward pass
+  double inference_s = 0;  // network forward pass
 };
 absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
                                         const TrainingInstance& instance,
                                         const TaskSet& tasks, int num_samples,
-                                        uint64_t seed, int threads);
+                                        uint64_t seed, int threads,
+                                        const Clock& clock = Clock::Real());
 
 struct FineTuneOptions {
   PpoOptions ppo;
@@ -45,6 +48,9 @@ struct FineTuneOptions {
   // devices from the step's placement distribution; 0 = PPO alone.
   int search_simulations_per_step = 512;
   absl::Time deadline = absl::InfiniteFuture();
+  // The time source for the deadline and the step timings; borrowed, never
+  // null.
+  const Clock* clock = &Clock::Real();
   // Seconds the first PPO step is expected to take (0 = unknown: it runs
   // whenever time is left). A step starts only when the time left before
   // the deadline covers the expected time (the previous step's after the

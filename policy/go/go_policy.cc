@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/go/fine_tuning.h"
@@ -51,7 +50,8 @@ class GoPolicy final : public Policy {
     if (Cancelled(options)) {
       return absl::CancelledError("cancelled before the GO policy started");
     }
-    const absl::Time start = absl::Now();
+    const Clock& clock = *options.clock;
+    const absl::Time start = clock.Now();
     simulator::RooflineCostModel cost_model;
     absl::StatusOr<std::unique_ptr<go::TrainingInstance>> instance =
         go::MakeInstanceForSimulator(simulator.graph().name(), simulator,
@@ -59,10 +59,10 @@ class GoPolicy final : public Policy {
     if (!instance.ok()) return instance.status();
     absl::StatusOr<go::ZeroShotResult> zero_shot = go::ZeroShot(
         *model_, **instance, tasks, std::max(options.num_samples, 0),
-        options.seed, kSimulationThreads);
+        options.seed, kSimulationThreads, clock);
     if (!zero_shot.ok()) return zero_shot.status();
     Proposal proposal;
-    proposal.inference_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    proposal.inference_s = absl::ToDoubleSeconds(clock.Now() - start);
     go::ScoredPlan best = zero_shot->best;
     if (!best.valid) {
       return absl::InternalError(
@@ -73,9 +73,9 @@ class GoPolicy final : public Policy {
     if (options.on_progress) {
       options.on_progress({"zero-shot", 0, best.step_time_s});
     }
-    if (options.fine_tune_steps > 0 && absl::Now() < options.deadline &&
+    if (options.fine_tune_steps > 0 && clock.Now() < options.deadline &&
         !Cancelled(options)) {
-      const absl::Time fine_tune_start = absl::Now();
+      const absl::Time fine_tune_start = clock.Now();
       // A warm start that beats the zero-shot plan becomes the incumbent,
       // and its placement replaces the METIS hint of the placement head's
       // strongest prior (network.h), so that PPO samples around it.
@@ -100,8 +100,9 @@ class GoPolicy final : public Policy {
       fine_tune.search_simulations_per_step =
           std::max(options.search_simulations_per_step, 0);
       fine_tune.deadline = options.deadline;
+      fine_tune.clock = &clock;
       fine_tune.first_step_estimate_seconds =
-          kPpoStepPerZeroShot * proposal.inference_seconds;
+          kPpoStepPerZeroShot * proposal.inference_s;
       fine_tune.cancelled = options.cancelled;
       fine_tune.on_step = [&](const go::TrainLogRow& row,
                               const go::ScoredPlan& so_far) {
@@ -134,8 +135,8 @@ class GoPolicy final : public Policy {
             "deadline; the plan search used the time left"));
       }
       proposal.fine_tune_steps_done = tuned->steps;
-      proposal.fine_tune_seconds =
-          absl::ToDoubleSeconds(absl::Now() - fine_tune_start);
+      proposal.fine_tune_s =
+          absl::ToDoubleSeconds(clock.Now() - fine_tune_start);
     }
     if (best.oom) {
       proposal.warnings.push_back(

@@ -81,7 +81,7 @@ TEST_F(ShippedPolicyOnFanOutTest, ShippedPolicyAnswersWithMethodGo) {
   EXPECT_DOUBLE_EQ(result->step_time_s, proposal->step_time_s);
   EXPECT_LE(proposal->step_time_s, proposal->zero_shot_step_time_s);
   EXPECT_EQ(proposal->fine_tune_steps_done, 2);
-  EXPECT_GT(proposal->inference_seconds, 0);
+  EXPECT_GT(proposal->inference_s, 0);
   ASSERT_EQ(stages.size(), 3u);
   EXPECT_EQ(stages[0], "zero-shot");
   EXPECT_EQ(stages[1], "fine-tune");

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "simulator/baselines/greedy_fusion.h"
 
 namespace gopt::policy::go {
@@ -249,7 +248,7 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
   const int count = std::max(options_.candidates_per_round, 1);
   std::vector<Candidate> candidates(count);
   for (int round = 0; round < rounds; ++round) {
-    if (absl::Now() >= options_.deadline ||
+    if (options_.clock->Now() >= options_.deadline ||
         (options_.cancelled != nullptr && options_.cancelled->load())) {
       break;
     }

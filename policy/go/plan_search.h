@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "graph/graph.h"
+#include "policy/clock.h"
 #include "policy/go/actions.h"
 #include "policy/go/ppo_trainer.h"
 
@@ -29,6 +30,8 @@ struct PlanSearchOptions {
   // Run stops before a round that would start at or after this time, or
   // once `*cancelled` is set (may be null).
   absl::Time deadline = absl::InfiniteFuture();
+  // The time source for the deadline; borrowed, never null.
+  const Clock* clock = &Clock::Real();
   const std::atomic<bool>* cancelled = nullptr;
   // Policy-guided moves: every move is drawn from Run's `policy` output
   // (GuidedMoves below) instead of the uniform window choice. Default off.

@@ -206,7 +206,9 @@ TEST(FineTuneTest, SearchesAloneWhenAPpoStepWouldOverrunTheDeadline) {
   options.max_steps = 3;
   options.search_simulations_per_step = 32;
   // An hour left, but the first step is expected to take longer.
-  options.deadline = absl::Now() + absl::Hours(1);
+  const FakeClock clock;
+  options.clock = &clock;
+  options.deadline = clock.Now() + absl::Hours(1);
   options.first_step_estimate_seconds = 2 * 3600;
   int ppo_steps = 0;
   options.on_step = [&](const TrainLogRow&, const ScoredPlan&) { ++ppo_steps; };

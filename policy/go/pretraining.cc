@@ -5,14 +5,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace gopt::policy::go {
 namespace {
 
-double Seconds(absl::Time start) {
-  return absl::ToDoubleSeconds(absl::Now() - start);
+double Seconds(const Clock& clock, absl::Time start) {
+  return absl::ToDoubleSeconds(clock.Now() - start);
 }
 
 }  // namespace
@@ -39,9 +38,10 @@ absl::StatusOr<PretrainResult> Pretrain(
   std::vector<const TrainingInstance*> pool;
   size_t cursor = 0;
   PretrainResult result;
-  const absl::Time start = absl::Now();
+  const Clock& clock = *options.clock;
+  const absl::Time start = clock.Now();
   for (int step = 0; step < options.max_steps; ++step) {
-    bool out_of_time = Seconds(start) >= options.max_seconds;
+    bool out_of_time = Seconds(clock, start) >= options.max_seconds;
     if (world > 1) {
       absl::StatusOr<bool> any = parallel->AnyRank(out_of_time);
       if (!any.ok()) return any.status();
@@ -79,12 +79,13 @@ absl::StatusOr<PretrainResult> Pretrain(
         batch.begin() + rank * share, batch.begin() + (rank + 1) * share);
     absl::StatusOr<PpoStepStats> stats = trainer.Step(mine, rank * share);
     if (!stats.ok()) return stats.status();
-    TrainLogRow row = MakeTrainLogRow(step, Seconds(start), *stats, mine);
+    TrainLogRow row =
+        MakeTrainLogRow(step, Seconds(clock, start), *stats, mine);
     if (options.on_step && rank == 0) options.on_step(row);
     result.log.push_back(std::move(row));
     result.steps = step + 1;
   }
-  result.seconds = Seconds(start);
+  result.seconds = Seconds(clock, start);
   return result;
 }
 

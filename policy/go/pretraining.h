@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "policy/clock.h"
 #include "policy/go/data_parallel.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
@@ -23,6 +24,9 @@ struct PretrainOptions {
   int pool_size = 6;          // instances in the current batch pool
   int switch_every = 40;      // steps between pool switches
   uint64_t seed = 0;          // pool selection
+  // The time source for max_seconds and the log's times; borrowed, never
+  // null.
+  const Clock* clock = &Clock::Real();
   // Called after every step (e.g. to append to the CSV log); on rank 0 only
   // under data parallelism, with rank 0's share of the batch.
   std::function<void(const TrainLogRow&)> on_step;

@@ -31,7 +31,7 @@ absl::StatusOr<policy::Proposal> FakePolicy::Propose(
       if (options.cancelled != nullptr && options.cancelled->load()) {
         return absl::CancelledError("fake policy: cancelled");
       }
-      if (absl::Now() >= options.deadline) {
+      if (options.clock->Now() >= options.deadline) {
         return absl::DeadlineExceededError("fake policy: deadline");
       }
       if (options_.release != nullptr &&
@@ -39,10 +39,12 @@ absl::StatusOr<policy::Proposal> FakePolicy::Propose(
               absl::Milliseconds(5))) {
         return absl::InternalError("fake policy: released without a plan");
       }
-      if (options_.release == nullptr) absl::SleepFor(absl::Milliseconds(5));
+      if (options_.release == nullptr) {
+        options.clock->SleepFor(absl::Milliseconds(5));
+      }
     }
   }
-  absl::SleepFor(options_.delay);
+  options.clock->SleepFor(options_.delay);
   simulator::baselines::BaselineRegistry registry;
   simulator::baselines::RegisterBuiltinBaselines(&registry);
   simulator::RooflineCostModel cost_model;

@@ -317,7 +317,7 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
         }
       }
     }
-    return absl::ResourceExhaustedError(absl::StrCat(
+    return absl::FailedPreconditionError(absl::StrCat(
         "no baseline method gives a plan that fits in memory on topology '",
         context.topology.name, "' for graph '", context.graph.name(), "' (",
         best.trials.size(), " tried: ", oom, " out of memory, ", failed,

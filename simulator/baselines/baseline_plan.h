@@ -49,7 +49,7 @@ absl::StatusOr<BaselineMethod> ParseBaselineMethod(
 // graph and topology: placement first, then scheduling, fusion and layout
 // on that placement. Plan::method is the full normalized name. Errors: those
 // of ParseBaselineMethod, and a heuristic's own error annotated with the
-// method (e.g. ResourceExhausted from m-sct). The plan passes ValidatePlan
+// method (e.g. FailedPrecondition from m-sct). The plan passes ValidatePlan
 // (Internal otherwise). Thread-safe; deterministic for a seed.
 absl::StatusOr<Plan> MakeBaselinePlan(const BaselineRegistry& registry,
                                       absl::string_view method,
@@ -93,8 +93,9 @@ struct BestBaselineResult {
 // m-sct finding no room) is recorded as invalid and skipped. Identical
 // plans (e.g. a layout heuristic that keeps every default) are simulated
 // once. Errors: InvalidArgument for a bad name in options.methods;
-// ResourceExhausted when every valid plan is OOM, or no method produced a
-// plan at all (the message summarises the trials); check_stop's status
+// FailedPrecondition (no plan fits: the topology must change) when every
+// valid plan is OOM, or no method produced a plan at all (the message
+// summarises the trials); check_stop's status
 // when it stops the search. Thread-safe.
 absl::StatusOr<BestBaselineResult> BestBaseline(
     const BaselineRegistry& registry, const BaselineContext& context,

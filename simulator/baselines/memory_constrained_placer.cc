@@ -529,7 +529,7 @@ class Run {
                       memory_used_[d], " of ", budget_bytes_[d],
                       " bytes in use");
     }
-    return absl::ResourceExhaustedError(absl::StrCat(
+    return absl::FailedPreconditionError(absl::StrCat(
         name_, ": node '", graph_.node(id).name, "' (output ",
         graph_.node(id).output_bytes(),
         " bytes) fits on no device it may use, and nothing placed can free "
@@ -615,7 +615,7 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceInOrder(
                             context.cost_model);
   absl::StatusOr<Placement> spread = PlaceSpread(context, costs, simulator);
   if (spread.ok() ||
-      spread.status().code() != absl::StatusCode::kResourceExhausted) {
+      spread.status().code() != absl::StatusCode::kFailedPrecondition) {
     return spread;
   }
   // Spreading holds copies of tensors on the devices that read them, so a
@@ -663,7 +663,7 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceSpread(
       // Out of room: the list schedule filled the devices to the brim, and
       // copies of early tensors that later consumers need fit nowhere. Keep
       // more of each budget in reserve and place again.
-      if (placement.status().code() == absl::StatusCode::kResourceExhausted &&
+      if (placement.status().code() == absl::StatusCode::kFailedPrecondition &&
           reserve_fraction < kMaxReserveFraction && attempt < kMaxAttempts) {
         reserve_fraction =
             std::min(kMaxReserveFraction,
@@ -697,7 +697,7 @@ absl::StatusOr<Placement> MemoryConstrainedPlacer::PlaceSpread(
                      " simulated plan(s) overflowed memory (last: ", overflows,
                      "), device budgets were tightened");
     if (attempt == kMaxAttempts) {
-      return absl::ResourceExhaustedError(absl::StrCat(
+      return absl::FailedPreconditionError(absl::StrCat(
           name(),
           ": no placement whose simulation fits in memory: ", tightened));
     }

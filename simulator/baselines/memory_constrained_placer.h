@@ -67,7 +67,7 @@ namespace gopt::simulator::baselines {
 // the whole graph on one device (largest memory first, topological order):
 // spreading holds copies of tensors where they are read, so a graph can fit
 // one device and no spread the list schedule finds. When that overflows
-// too it gives up with ResourceExhausted naming a node that fits nowhere
+// too it gives up with FailedPrecondition naming a node that fits nowhere
 // (e.g. weights larger than any device) or the overflow. A plan it returns is
 // free of OOM in the simulator under its own order; another scheduler, fusion
 // or layout (e.g. "m-sct+critical-path+greedy") changes the order and the
@@ -99,7 +99,7 @@ class MemoryConstrainedPlacer final : public Placer {
       const BaselineContext& context) const override;
   bool AssumesOrder() const override { return true; }
   // The devices and the list-schedule order, checked in the simulator.
-  // ResourceExhausted when a node fits no device, or when kMaxAttempts
+  // FailedPrecondition when a node fits no device, or when kMaxAttempts
   // placements all overflow in simulation, and the graph fits no single
   // device either.
   absl::StatusOr<Placement> PlaceInOrder(

@@ -79,7 +79,7 @@ TEST(MemoryConstrainedPlacerTest, SpreadsWeightsThatDoNotFitOneDevice) {
   }
 }
 
-TEST(MemoryConstrainedPlacerTest, NoRoomAnywhereIsResourceExhausted) {
+TEST(MemoryConstrainedPlacerTest, NoRoomAnywhereIsFailedPrecondition) {
   GraphMaker g("too-big");
   const int w = g.Param("huge", 300'000'000);  // 1.2 GB
   g.Op("user", OpKind::kDot, 1e9, {w});
@@ -90,7 +90,7 @@ TEST(MemoryConstrainedPlacerTest, NoRoomAnywhereIsResourceExhausted) {
     const MemoryConstrainedPlacer placer(variant);
     const auto device = placer.Place({graph, topology, cost_model, 0});
     ASSERT_FALSE(device.ok());
-    EXPECT_EQ(device.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(device.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(device.status().message(), HasSubstr("'user'"));
     EXPECT_THAT(device.status().message(), HasSubstr(placer.name()));
   }

@@ -38,7 +38,7 @@ class Placer {
   virtual absl::string_view name() const = 0;
 
   // Returns one device index per node (NodeId order). Errors: the
-  // heuristic cannot produce a placement (ResourceExhausted when a
+  // heuristic cannot produce a placement (FailedPrecondition when a
   // memory-constrained heuristic finds no device with room, Internal when
   // an underlying library fails); the message names the heuristic.
   virtual absl::StatusOr<std::vector<int32_t>> Place(

@@ -286,8 +286,27 @@ class ModelBuilder {
   Tensor ZerosLike(std::string name, Tensor like);
   Tensor ScalarConstant(absl::string_view name);
 
-  // Backward pass.
+  // Backward pass: Backprop dispatches on the tape op to one function per
+  // op (model_builder_backprop.cc); each adds the gradients of the entry's
+  // inputs from `dy`, the gradients of its outputs (invalid where none).
   void Backprop(const TapeEntry& entry);
+  bool NeedsGradient(const TapeEntry& entry, size_t input) const;
+  void BackpropMatMul(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropConv(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropPool(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropAddSub(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropMul(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropUnary(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropNorm(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropSoftmax(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropXent(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropReduce(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropReshape(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropTranspose(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropConcat(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropSplit(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropSlice(const TapeEntry& entry, const std::vector<Tensor>& dy);
+  void BackpropGather(const TapeEntry& entry, const std::vector<Tensor>& dy);
   void AccumulateGradient(Tensor value, Tensor gradient);
   // Sums `gradient` down to the dims of `target` (undoing broadcasting).
   Tensor ReduceToShapeOf(std::string name, Tensor gradient, Tensor target);
@@ -307,6 +326,9 @@ class ModelBuilder {
   std::string scope_;
   int64_t next_parameter_number_ = 0;
 };
+
+// NHWC input / HWIO kernel dimension numbers for `spatial` spatial dims.
+graph::ConvolutionDimensions ChannelsLastDims(int spatial);
 
 }  // namespace gopt::simulator::generators
 
