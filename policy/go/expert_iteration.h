@@ -19,7 +19,8 @@ namespace gopt::policy::go {
 // The best plan of simulator::baselines::DefaultBaselineMethods on the
 // instance (the methods `gopt bench` compares against), simulated on the
 // instance's simulator, with `seed` for the randomized heuristics.
-// ResourceExhausted when no method gives a plan that fits memory.
+// FailedPrecondition (BestBaseline's) when no method gives a plan that fits
+// memory.
 absl::StatusOr<ScoredPlan> BestBaselinePlan(const TrainingInstance& instance,
                                             uint64_t seed);
 
