@@ -29,12 +29,15 @@ COPY scripts/install-deps.sh scripts/install-deps.sh
 RUN ./scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY cmake cmake
+COPY util util
 COPY proto proto
 COPY graph graph
 COPY simulator simulator
+COPY worker worker
 COPY policy/CMakeLists.txt policy/*.h policy/*.cc policy/
 COPY policy/go policy/go
 COPY policy/cost_model policy/cost_model
+COPY policy/eval policy/eval
 COPY server server
 COPY client client
 COPY tests/CMakeLists.txt tests/CMakeLists.txt
@@ -43,12 +46,12 @@ COPY tests/fuzz/CMakeLists.txt tests/fuzz/CMakeLists.txt
 # new revision relinks gopt-server instead of recompiling the project.
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DGOPT_BUILD_TESTS=OFF \
  && cmake --build /build -j"$(nproc)" \
-      --target gopt gopt_server gopt_builtin_policies gopt_go
+      --target gopt gopt-worker gopt_server gopt_worker_pool gopt_builtin_policies gopt_go
 ARG GOPT_GIT_REVISION=unknown
 RUN cmake -S . -B /build -DGOPT_GIT_REVISION="${GOPT_GIT_REVISION}" \
  && cmake --build /build -j"$(nproc)" --target gopt-server
 COPY scripts/runtime-packages.sh scripts/runtime-packages.sh
-RUN scripts/runtime-packages.sh /build/bin/gopt-server /build/bin/gopt \
+RUN scripts/runtime-packages.sh /build/bin/gopt-server /build/bin/gopt /build/bin/gopt-worker \
       > /build/runtime-packages.txt \
  && cat /build/runtime-packages.txt
 
@@ -84,9 +87,9 @@ RUN set -eu; \
     rm -rf /tmp/debs /tmp/runtime-packages.txt /var/lib/apt/lists/*; \
     readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; \
     useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gopt
-COPY --from=build /build/bin/gopt-server /build/bin/gopt /usr/local/bin/
+COPY --from=build /build/bin/gopt-server /build/bin/gopt /build/bin/gopt-worker /usr/local/bin/
 # Fails the build if a library the binaries load is missing.
-RUN ! ldd /usr/local/bin/gopt-server /usr/local/bin/gopt | grep 'not found'
+RUN ! ldd /usr/local/bin/gopt-server /usr/local/bin/gopt /usr/local/bin/gopt-worker | grep 'not found'
 COPY policy/pretrained /opt/gopt/policies
 USER 10001:10001
 # 50051: gRPC (GraphOptimizer, grpc.health.v1, reflection); 9464: /metrics.

@@ -77,12 +77,15 @@ pretrained-go-v2:
 # the held-out ones) x (the two preset machines + 8 random 2-8 device
 # machines); held-out zero-shot / best-baseline curve in its card, train.csv
 # and held_out.png; then `gopt bench` on the held-out set, v3 against v2.
-# It is written to $(GO_V3_DIR), not policy/pretrained: gopt-server serves the
+# It is written to $(GO_V3_DIR), not policy/pretrained (and benched there with
+# gopt bench --policy_dir=$(BUILD_DIR) --go_policy=$(GO_V3_NAME), so it
+# cannot stand in for the shipped v2): gopt-server serves the
 # highest version there, so copy it to policy/pretrained/go-multitask-v3 only
 # when the bench shows it at least as good as v2 (the 2026-11-24 run was
 # not: docs/training/go-multitask-v3-run/). Data-parallel under torchrun's
 # variables (deploy/training/gopt-train-job.yaml).
-GO_V3_DIR = $(BUILD_DIR)/go-multitask-v3
+GO_V3_NAME = go-multitask-v3
+GO_V3_DIR = $(BUILD_DIR)/$(GO_V3_NAME)
 GO_HELD_OUT = ../shared/data/hlo/mixer_b16_jax_unopt.hlo,../shared/data/hlo/llama2_ptxla_neuron_train_tp1.hlo,../shared/data/onnx/light_shufflenet.onnx,../shared/data/hlo/efficientnet_jax_lambda256.hlo,../shared/data/tfjs/movenet-multipose.json,gen:transformer_xl-small
 GO_EXPERT_FLAGS = --data_dir=../shared/data --seed=1 --max_nodes=3000 \
 	  --topologies=v100x4-nvlink,h100x8-nvlink --random_topologies=8 \
@@ -96,12 +99,10 @@ pretrained-go:
 	  $(GO_EXPERT_FLAGS)
 	policy/go/plot_expert.sh $(GO_V3_DIR)/train.csv $(GO_V3_DIR)/held_out.png \
 	  "go-multitask-v3 expert iteration (seed 1)"
-	mkdir -p $(BUILD_DIR)/go-v3-bench
-	ln -sfn $(abspath $(GO_V3_DIR)) $(BUILD_DIR)/go-v3-bench/go-multitask-v2
 	for t in v100x4-nvlink h100x8-nvlink; do \
 	  OMP_WAIT_POLICY=PASSIVE $(BUILD_DIR)/bin/gopt bench --topology=$$t \
 	    --graph=$(GO_HELD_OUT),gen:transformer_xl-large \
-	    --policy_dir=$(BUILD_DIR)/go-v3-bench \
+	    --policy_dir=$(BUILD_DIR) --go_policy=$(GO_V3_NAME) \
 	    --methods=go-zeroshot,go-finetune,best-baseline \
 	    > $(GO_V3_DIR)/bench_$$t.txt; \
 	done
@@ -110,22 +111,24 @@ pretrained-go:
 # protocol on op_tuning_data.pb (leave-one-kernel-out over its 15 kernels,
 # default margins by inner leave-one-kernel-out; its metrics go into the
 # card), then one model trained on all 15 kernels, served with the margin the
-# protocol's scores choose (card.json decision.default_margin).
+# protocol's scores choose (card.json decision.default_margin). The model and
+# training options are gopt-train's defaults for --task=tile
+# (cost_model::DefaultRecipe; name costmodel-tile, seed 0).
 TILE_DIR = policy/pretrained/costmodel-tile-v1
 pretrained-costmodel-tile:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train
 	$(GO_TRAIN) costmodel --task=tile \
 	  --data=../shared/data/tpugraphs/op_tuning_data.pb \
-	  --costmodel_out=$(TILE_DIR) --costmodel_name=costmodel-tile \
-	  --costmodel_tile_protocol --costmodel_tile_relative \
-	  --costmodel_loss=hinge+listmle --costmodel_steps=300 \
-	  --costmodel_attention=false --seed=0 --json
+	  --costmodel_out=$(TILE_DIR) --costmodel_tile_protocol --json
 
 # The shipped layout cost model (policy/pretrained/costmodel-layout-v1):
 # trained on one hash half of the real TPU layout runs plus simulator-labelled
 # layouts of every generator family but transformer_xl; its card's metrics
-# are on the other real half and on transformer_xl-small and -large.
+# are on the other real half and on transformer_xl-small and -large. The
+# model and training options are gopt-train's defaults for --task=layout
+# (cost_model::DefaultRecipe; name costmodel-layout, seed 0) but for the
+# learning rate and regression weight this checkpoint was trained with.
 LAYOUT_DIR = policy/pretrained/costmodel-layout-v1
 pretrained-costmodel-layout:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
@@ -133,10 +136,8 @@ pretrained-costmodel-layout:
 	$(GO_TRAIN) costmodel --task=layout \
 	  --data=../shared/data/tpugraphs/module_tuning_data_layout.pb,sim:train-families \
 	  --eval_data=sim:heldout --costmodel_half_split \
-	  --costmodel_out=$(LAYOUT_DIR) --costmodel_name=costmodel-layout \
-	  --costmodel_steps=6000 --costmodel_loss=hinge --costmodel_tie_tolerance=0.001 \
-	  --costmodel_lr=0.005 --costmodel_prune_hops=1 --costmodel_attention=false \
-	  --seed=0 --json
+	  --costmodel_out=$(LAYOUT_DIR) --costmodel_lr=0.005 \
+	  --costmodel_regression_weight=0.2 --json
 
 # libFuzzer targets (clang): make fuzz, then see tests/fuzz/README.md.
 fuzz:

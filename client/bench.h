@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "nlohmann/json.hpp"
+#include "policy/eval/go_methods.h"
 #include "policy/policy.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/topology.h"
@@ -15,58 +16,16 @@
 namespace gopt::client {
 
 // The learned-policy methods of `gopt bench` (they need
-// BenchOptions::go_policy):
-//   go-zeroshot       the GO policy deciding placement, scheduling and
-//                     fusion jointly, zero-shot (best of go_samples sampled
-//                     plans and the greedy decode);
-//   go-finetune       the same, then PPO fine-tuning on the graph for at
-//                     most go_fine_tune_steps steps / go_fine_tune_seconds,
-//                     warm-started from the best baseline combination (as
-//                     gopt-server does: the baselines run first), so its
-//                     time includes finding that baseline;
-//   go-finetune-cold  the same fine-tuning, started from the policy's own
-//                     zero-shot plan;
-//   go-zeroshot-1by1  one task at a time: placement alone (default
-//                     scheduling and fusion), then scheduling given that
-//                     placement, then fusion given both, each zero-shot;
-//   go-finetune-1by1  go-finetune one task at a time, with the same total
-//                     budget: from the best baseline combination, placement
-//                     alone is fine-tuned for a third of the steps and
-//                     seconds, then scheduling given that plan, then fusion;
-//   go-zeroshot-separate, go-finetune-separate
-//                     the GO paper's "pl | sch | fu": each task decided on
-//                     its own, the other two at their defaults, then the
-//                     three decisions combined. Placement with FIFO order
-//                     and no fusion; scheduling and fusion each on the
-//                     `expert` placement (the paper uses the human expert's
-//                     placement there) with the other at its default. The
-//                     plan takes the devices of the first, the priorities
-//                     of the second and the fusion groups of the third,
-//                     less the groups the new placement splits across
-//                     devices. Fine-tuned, each task gets a third of the
-//                     budget and starts from the best baseline for that
-//                     task alone (e.g. the best placement under FIFO and no
-//                     fusion).
-inline constexpr char kGoZeroShot[] = "go-zeroshot";
-inline constexpr char kGoFineTune[] = "go-finetune";
-inline constexpr char kGoFineTuneCold[] = "go-finetune-cold";
-inline constexpr char kGoOneByOne[] = "go-zeroshot-1by1";
-inline constexpr char kGoFineTuneOneByOne[] = "go-finetune-1by1";
-inline constexpr char kGoSeparate[] = "go-zeroshot-separate";
-inline constexpr char kGoFineTuneSeparate[] = "go-finetune-separate";
-
-// True for the method names above.
-bool IsGoMethod(const std::string& method);
-
-// The plan of "pl | sch | fu" (go-*-separate): the devices of `placed`, the
-// priorities of `scheduled` and the fusion groups of `fused`, less every
-// group whose members `placed` puts on different devices (a fusion group
-// runs on one device). Dissolving whole groups cannot make the others form
-// a cycle: a cycle through a dissolved group's members would have been one
-// through the group. Layouts are the defaults; the method is `placed`'s.
-simulator::Plan CombineSeparateDecisions(simulator::Plan placed,
-                                         const simulator::Plan& scheduled,
-                                         const simulator::Plan& fused);
+// BenchOptions::go_policy): the protocols of policy/eval/go_methods.h.
+using policy::eval::CombineSeparateDecisions;
+using policy::eval::IsGoMethod;
+using policy::eval::kGoFineTune;
+using policy::eval::kGoFineTuneCold;
+using policy::eval::kGoFineTuneOneByOne;
+using policy::eval::kGoFineTuneSeparate;
+using policy::eval::kGoOneByOne;
+using policy::eval::kGoSeparate;
+using policy::eval::kGoZeroShot;
 
 // What `gopt bench` runs.
 struct BenchOptions {

@@ -19,6 +19,25 @@ std::string Mebibytes(int64_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
+// The verify=K table: each candidate's prediction beside its measurement.
+void AppendVerified(const gopt::v1::OptimizeResponse& response,
+                    std::string* text) {
+  if (response.verified().empty()) return;
+  absl::StrAppendFormat(text, "\nverified on workers:\n%-44s %14s %14s %8s\n",
+                        "candidate", "predicted", "measured", "spread");
+  for (const gopt::v1::MeasuredCandidate& row : response.verified()) {
+    absl::StrAppendFormat(
+        text, "%-44s %14s %14s %8s%s\n", row.method(),
+        Milliseconds(row.predicted_step_time_s()),
+        row.error().empty() ? Milliseconds(row.measured_step_time_s())
+                            : "failed",
+        row.error().empty()
+            ? absl::StrFormat("%.1f%%", row.measured_spread() * 100)
+            : "-",
+        row.chosen() ? "  <- chosen" : "");
+  }
+}
+
 }  // namespace
 
 std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
@@ -62,6 +81,17 @@ std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
   }
   if (response.partial()) absl::StrAppend(&text, " (partial: deadline)");
   absl::StrAppend(&text, "\n");
+  AppendVerified(response, &text);
+  if (response.ratio_to_kernel_rules_lower_bound() > 0) {
+    absl::StrAppendFormat(
+        &text,
+        "lower bound: %s for plans within the kernel fusion rules (chosen is "
+        "%.2fx), %s for any plan (%.2fx)\n",
+        Milliseconds(response.kernel_rules_lower_bound_s()),
+        response.ratio_to_kernel_rules_lower_bound(),
+        Milliseconds(response.lower_bound_s()),
+        response.ratio_to_lower_bound());
+  }
   std::vector<std::string> memory;
   for (int64_t bytes : response.peak_memory_bytes()) {
     memory.push_back(Mebibytes(bytes));
@@ -96,6 +126,14 @@ std::string EvaluateResponseToText(const gopt::v1::EvaluateResponse& response) {
   absl::StrAppendFormat(&text, "kernels %d, transfers %d (%s)\n",
                         response.num_kernels(), response.num_transfers(),
                         Mebibytes(response.bytes_moved()));
+  if (response.measured_step_time_s() > 0) {
+    absl::StrAppendFormat(
+        &text,
+        "measured: %s (spread %.1f%%, on %s; real ops %.1f%% of nodes)\n",
+        Milliseconds(response.measured_step_time_s()),
+        response.measured_spread() * 100, response.measured_on(),
+        response.real_op_fraction() * 100);
+  }
   for (const std::string& warning : response.warnings()) {
     absl::StrAppend(&text, "warning: ", warning, "\n");
   }

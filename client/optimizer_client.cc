@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "graph/importer.h"
-#include "graph/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "util/status_macros.h"
 
 namespace gopt::client {
 

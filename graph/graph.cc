@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/huge_pages.h"
-#include "graph/status_macros.h"
+#include "util/huge_pages.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph {
 

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph {
 

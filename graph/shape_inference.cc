@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/status_macros.h"
 #include "graph/tensor_type.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph {
 namespace {

@@ -11,9 +11,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
-#include "policy/clock.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "util/clock.h"
 
 namespace gopt::policy {
 
@@ -68,6 +68,9 @@ struct ProposeOptions {
   // The time source for the deadline and for measuring the work; borrowed,
   // never null. Tests pass a FakeClock.
   const Clock* clock = &Clock::Real();
+  // Refinement also stops once the best plan's step time is at or below
+  // this (a lower bound times a tolerance). 0 (the default) = never.
+  double stop_at_step_time_s = 0;
   // Plans sampled for zero-shot best-of-K (plus one greedy decode).
   int32_t num_samples = 8;
   uint64_t seed = 0;

@@ -1,9 +1,9 @@
 #include "server/builtin_policies.h"
 
-#include "graph/status_macros.h"
 #include "policy/cost_model/layout_policy.h"
 #include "policy/cost_model/tile_policy.h"
 #include "policy/go/go_policy.h"
+#include "util/status_macros.h"
 
 namespace gopt::server {
 

@@ -12,12 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/graph_proto.h"
-#include "graph/status_macros.h"
+#include "server/verify.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
+#include "simulator/lower_bound.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
 #include "simulator/topology.h"
+#include "util/status_macros.h"
 
 namespace gopt::server {
 namespace {
@@ -53,7 +55,7 @@ gopt::v1::Tasks TasksToProto(const policy::TaskSet& tasks) {
   return proto;
 }
 
-double SecondsSince(const policy::Clock& clock, absl::Time start) {
+double SecondsSince(const Clock& clock, absl::Time start) {
   return absl::ToDoubleSeconds(clock.Now() - start);
 }
 
@@ -172,6 +174,13 @@ absl::StatusOr<graph::Graph> ImportGraph(
   graph::ImportOptions import;
   import.source_name = input.name().empty() ? "graph" : input.name();
   import.limits.max_nodes = options.max_graph_nodes;
+  const double stop_within = request_options.stop_within_lower_bound();
+  if (stop_within != 0 && !(stop_within >= 1 && std::isfinite(stop_within))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.stop_within_lower_bound must be 0 (off) or a factor >= 1, "
+        "got ",
+        stop_within));
+  }
   if (request_options.default_dim() < 0) {
     return absl::InvalidArgumentError("options.default_dim must be >= 0");
   }
@@ -257,33 +266,16 @@ absl::StatusOr<simulator::Topology> TopologyFromInput(
 }
 
 // Every combination of the registered heuristics for the requested tasks;
-// tasks not requested keep the framework default (the first name). A
-// placement that checks memory in its own order (m-etf, m-sct) also runs
-// in that order ("placement-order") when scheduling is requested.
+// tasks not requested keep the framework default.
 std::vector<std::string> BaselineMethodsFor(
     const simulator::baselines::BaselineRegistry& registry,
     const policy::TaskSet& tasks) {
-  const auto pick = [](std::vector<std::string> names, bool requested) {
-    if (!requested) names.resize(1);
-    return names;
-  };
   std::vector<std::string> methods;
-  for (const std::string& p : pick(registry.PlacerNames(), tasks.placement)) {
-    std::vector<std::string> schedulings =
-        pick(registry.SchedulerNames(), tasks.scheduling);
-    const absl::StatusOr<const simulator::baselines::Placer*> placer =
-        registry.FindPlacer(p);
-    if (tasks.scheduling && placer.ok() && (*placer)->AssumesOrder()) {
-      schedulings.emplace_back(simulator::baselines::kPlacementOrder);
-    }
-    for (const std::string& s : schedulings) {
-      for (const std::string& f : pick(registry.FuserNames(), tasks.fusion)) {
-        for (const std::string& l :
-             pick(registry.LayoutAssignerNames(), tasks.layout)) {
-          methods.push_back(absl::StrCat(p, "+", s, "+", f, "+", l));
-        }
-      }
-    }
+  for (const simulator::baselines::BaselineMethod& method :
+       simulator::baselines::BaselineCombinations(
+           registry,
+           {tasks.placement, tasks.scheduling, tasks.fusion, tasks.layout})) {
+    methods.push_back(method.FullName());
   }
   return methods;
 }
@@ -355,6 +347,9 @@ class OptimizeRun {
   absl::Status RunPolicies();
   absl::Status RunPolicy(const policy::Policy& policy,
                          const policy::TaskSet& tasks);
+  // OptimizeRequest.verify: measures the chosen plan, the default and the
+  // best baseline on the workers and makes best_ the measured fastest.
+  void Verify();
   // Called when CheckStop failed: DeadlineExceeded is turned into a partial
   // answer when allowed and a plan exists.
   absl::Status Stop(const absl::Status& stop);
@@ -383,6 +378,7 @@ class OptimizeRun {
   bool default_usable_ = false;  // simulated and fits in memory
   Plan default_plan_;
   std::optional<Candidate> best_;
+  std::optional<Candidate> best_baseline_;  // for Verify
   bool partial_ = false;
   OptimizeResponse response_;
 };
@@ -417,6 +413,10 @@ absl::Status OptimizeRun::Prepare() {
       request_.policy().name().empty()) {
     return absl::InvalidArgumentError("policy.version needs policy.name");
   }
+  if (request_.verify() < 0 || request_.verify() > kMaxVerify) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "verify must be in 0..", kMaxVerify, ", got ", request_.verify()));
+  }
 
   RETURN_IF_ERROR(memory_.BeforeImport(request_.graph()));
   const absl::Time import_start = context_.clock->Now();
@@ -440,6 +440,12 @@ absl::Status OptimizeRun::Prepare() {
   const absl::Time default_start = context_.clock->Now();
   simulator_.emplace(*graph_, *topology_, cost_model_);
   response_.set_lower_bound_s(simulator_->LowerBound());
+  simulator::LowerBoundOptions kernel_rules;
+  kernel_rules.kernel_rules = true;
+  response_.set_kernel_rules_lower_bound_s(
+      simulator::ComputeLowerBound(*graph_, *topology_, cost_model_,
+                                   kernel_rules)
+          .seconds());
   default_plan_ = simulator::DefaultPlan(*graph_, *topology_);
   default_plan_.method = "default";
   simulator::SimulationOptions quick;
@@ -541,12 +547,16 @@ absl::Status OptimizeRun::RunBaselines() {
         }
         if (trial.method == best->plan.method) winner_s = trial.step_time_s;
       }
-      if (baseline_best_method.empty() || winner_s < baseline_best_s) {
+      const bool best_so_far =
+          baseline_best_method.empty() || winner_s < baseline_best_s;
+      if (best_so_far) {
         baseline_best_method = best->plan.method;
         baseline_best_s = winner_s;
       }
       std::string label = absl::StrCat("best-baseline:", best->plan.method);
-      Offer(Candidate{std::move(best->plan), std::move(label), winner_s});
+      Candidate candidate{std::move(best->plan), std::move(label), winner_s};
+      if (best_so_far && UsableStepTime(winner_s)) best_baseline_ = candidate;
+      Offer(std::move(candidate));
     } else {
       // No plan of this placement fits (or none could be made): say why
       // per method.
@@ -650,6 +660,8 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
                                   : std::numeric_limits<int32_t>::max();
   }
   propose.deadline = work_deadline_;
+  propose.stop_at_step_time_s = request_.options().stop_within_lower_bound() *
+                                response_.kernel_rules_lower_bound_s();
   if (budget.seconds() > 0) {
     propose.deadline =
         std::min(propose.deadline, start_ + absl::Seconds(budget.seconds()));
@@ -778,6 +790,7 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
                      response_.baselines_size(), " baseline methods: ", oom,
                      " out of memory, ", failed, " failed", first_error, ")"));
   }
+  if (request_.verify() > 0) Verify();
   simulator::SimulationOptions quick;
   quick.record_timeline = false;
   ASSIGN_OR_RETURN(SimulationResult result,
@@ -791,6 +804,14 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   *response_.mutable_plan() = simulator::PlanToProto(best_->plan);
   response_.set_method(best_->method);
   response_.set_step_time_s(result.step_time_s);
+  if (response_.lower_bound_s() > 0) {
+    response_.set_ratio_to_lower_bound(result.step_time_s /
+                                       response_.lower_bound_s());
+  }
+  if (response_.kernel_rules_lower_bound_s() > 0) {
+    response_.set_ratio_to_kernel_rules_lower_bound(
+        result.step_time_s / response_.kernel_rules_lower_bound_s());
+  }
   for (int64_t bytes : result.peak_memory_bytes) {
     response_.add_peak_memory_bytes(bytes);
   }
@@ -804,6 +825,28 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   total->set_stage("total");
   total->set_seconds(SecondsSince(*context_.clock, start_));
   return std::move(response_);
+}
+
+void OptimizeRun::Verify() {
+  const absl::Time verify_start = context_.clock->Now();
+  std::vector<VerifyCandidate> candidates;
+  candidates.push_back({best_->plan, best_->method, best_->step_time_s});
+  if (default_usable_) {
+    candidates.push_back(
+        {default_plan_, "default", response_.default_step_time_s()});
+  }
+  if (best_baseline_.has_value()) {
+    candidates.push_back({best_baseline_->plan, best_baseline_->method,
+                          best_baseline_->step_time_s});
+  }
+  const int chosen = VerifyCandidates(
+      options_.measurer.get(), *graph_, candidates, request_.verify(),
+      work_deadline_, context_.cancelled, &response_);
+  if (chosen != 0) {
+    best_ = Candidate{candidates[chosen].plan, candidates[chosen].method,
+                      candidates[chosen].predicted_step_time_s};
+  }
+  AddTiming("verify", verify_start);
 }
 
 void OptimizeRun::AddKernelTiles() {
@@ -976,6 +1019,10 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
       simulator.Simulate(simulator::DefaultPlan(graph, topology), quick);
   if (default_result.ok() && UsableStepTime(default_result->step_time_s)) {
     response.set_default_step_time_s(default_result->step_time_s);
+  }
+  if (request.measure()) {
+    MeasureForEvaluate(options_.measurer.get(), graph, plan, work_deadline,
+                       context.cancelled, &response);
   }
   if (request.include_trace()) {
     RETURN_IF_ERROR(check_stop("the default plan's simulation"));

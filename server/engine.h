@@ -15,11 +15,12 @@
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
-#include "policy/clock.h"
 #include "server/memory_budget.h"
+#include "server/plan_measurer.h"
 #include "server/policy_registry.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
+#include "util/clock.h"
 
 namespace gopt::server {
 
@@ -46,6 +47,11 @@ struct EngineOptions {
   // larger is ResourceExhausted (estimated from the node count before the
   // trace is built, checked after). Default 32 MiB.
   int64_t max_trace_bytes = int64_t{32} << 20;
+  // Runs plans for real for OptimizeRequest.verify and
+  // EvaluateRequest.measure (gopt-server's WorkerPool); shared, thread-safe.
+  // Null (default): such requests answer with simulated numbers and a
+  // warning.
+  std::shared_ptr<PlanMeasurer> measurer;
 };
 
 // What the transport knows about one request.
@@ -55,7 +61,7 @@ struct RequestContext {
   // The time source for the deadline and every timing the engine reports
   // (passed on to the policies); borrowed, never null. Tests pass a
   // FakeClock to run deadlines deterministically.
-  const policy::Clock* clock = &policy::Clock::Real();
+  const Clock* clock = &Clock::Real();
   // Set (by another thread) when the client cancelled; the engine then
   // stops at the next stage boundary and returns Cancelled. May be null.
   const std::atomic<bool>* cancelled = nullptr;

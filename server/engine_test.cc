@@ -151,7 +151,7 @@ TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
   request.set_allow_partial_result(true);
   // The fake policy waits on the request's clock: 5 ms per poll.
-  const policy::FakeClock clock;
+  const FakeClock clock;
   RequestContext context;
   context.clock = &clock;
   context.deadline = clock.Now() + absl::Milliseconds(300);
@@ -176,7 +176,7 @@ TEST(EngineTest, SkipsPolicyWhenDeadlineLeavesLessThanItsLastRun) {
   const Engine engine(EngineOptions(), RegistryWith(slow));
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
   request.set_allow_partial_result(true);
-  const policy::FakeClock clock;
+  const FakeClock clock;
   RequestContext context;
   context.clock = &clock;
   absl::StatusOr<gopt::v1::OptimizeResponse> first =
@@ -455,7 +455,7 @@ TEST(EngineTest, RepeatedBaselineMethodsRunOnceAndAreCapped) {
 
 TEST(EngineTest, BaselinesStopAtTheDeadline) {
   const Engine engine(EngineOptions(), nullptr);
-  const policy::FakeClock clock;
+  const FakeClock clock;
   RequestContext context;
   context.clock = &clock;
   context.deadline = clock.Now() - absl::Seconds(1);
@@ -482,7 +482,7 @@ TEST(EngineTest, EvaluateKeepsToTheDeadlineAndTheTraceLimit) {
   EngineOptions options;
   options.max_trace_bytes = 1000;
   const Engine engine(options, nullptr);
-  const policy::FakeClock clock;
+  const FakeClock clock;
   RequestContext late;
   late.clock = &clock;
   late.deadline = clock.Now() - absl::Seconds(1);

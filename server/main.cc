@@ -33,6 +33,9 @@
 #include "server/metrics.h"
 #include "server/policy_registry.h"
 #include "server/server.h"
+#include "server/worker_pool.h"
+#include "util/repeated_flags.h"
+#include "worker/executor.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
           "gRPC address host:port (port 0 = any free port)");
@@ -84,6 +87,25 @@ ABSL_FLAG(int32_t, max_baseline_methods, 256,
           "most distinct options.baseline_methods accepted");
 ABSL_FLAG(int64_t, max_trace_bytes, 32 << 20,
           "largest Chrome trace Evaluate sends (RESOURCE_EXHAUSTED above)");
+ABSL_FLAG(std::string, workers, "local",
+          "where Optimize verify=K and Evaluate measure run plans: 'local' "
+          "= CPU executors in this process; HOST:PORT,... of gopt-workers; "
+          "dns:///NAME:PORT = every address NAME resolves to (a Kubernetes "
+          "headless service); 'none' = no measuring (simulated numbers and "
+          "a warning)");
+ABSL_FLAG(int32_t, worker_queue_length, 16,
+          "plans that may wait for a free worker; more are refused "
+          "(RESOURCE_EXHAUSTED, the request answers with simulated numbers)");
+ABSL_FLAG(double, worker_plan_timeout_seconds, 120,
+          "most seconds one plan may run on one worker");
+ABSL_FLAG(int32_t, worker_failures_to_eject, 3,
+          "a worker failing this many plans in a row is taken out for "
+          "--worker_eject_seconds");
+ABSL_FLAG(double, worker_eject_seconds, 30,
+          "how long a failing worker stays out of the pool");
+ABSL_FLAG(double, worker_health_interval_seconds, 5,
+          "seconds between grpc.health.v1 checks of remote workers (and "
+          "re-resolutions of dns:/// names)");
 
 namespace {
 
@@ -113,6 +135,12 @@ constexpr const char* kFlagNames[] = {
     "max_fine_tune_steps",
     "max_baseline_methods",
     "max_trace_bytes",
+    "workers",
+    "worker_queue_length",
+    "worker_plan_timeout_seconds",
+    "worker_failures_to_eject",
+    "worker_eject_seconds",
+    "worker_health_interval_seconds",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -148,6 +176,34 @@ int64_t DefaultMemoryBudgetBytes(const gopt::server::ContainerLimits& limits) {
   return limits.memory_limit_bytes.value_or(machine) / 4 * 3;
 }
 
+// The worker pool of --workers; null for 'none'. Its executions and queue
+// depth go to `metrics`.
+absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> MakeWorkerPool(
+    gopt::server::Metrics* metrics) {
+  const std::string spec = absl::GetFlag(FLAGS_workers);
+  if (spec == "none") return nullptr;
+  gopt::server::WorkerPoolOptions options;
+  options.queue_length = absl::GetFlag(FLAGS_worker_queue_length);
+  options.plan_timeout_seconds =
+      absl::GetFlag(FLAGS_worker_plan_timeout_seconds);
+  options.failures_to_eject = absl::GetFlag(FLAGS_worker_failures_to_eject);
+  options.eject_seconds = absl::GetFlag(FLAGS_worker_eject_seconds);
+  options.health_check_interval_seconds =
+      absl::GetFlag(FLAGS_worker_health_interval_seconds);
+  options.on_execution = [metrics](absl::string_view status, double seconds) {
+    metrics->RecordWorkerExecution(status);
+    metrics->RecordWorkerExecutionSeconds(seconds);
+  };
+  options.on_queue_depth = [metrics](int64_t waiting) {
+    metrics->SetWorkerQueueDepth(waiting);
+  };
+  absl::StatusOr<std::unique_ptr<gopt::server::WorkerPool>> pool =
+      gopt::server::WorkerPool::FromSpec(spec, gopt::worker::ExecutorOptions(),
+                                         options);
+  if (!pool.ok()) return pool.status();
+  return std::shared_ptr<gopt::server::PlanMeasurer>(std::move(*pool));
+}
+
 int WaitForSignal(const sigset_t& signals) {
   int signal = 0;
   sigwait(&signals, &signal);
@@ -170,6 +226,10 @@ int main(int argc, char** argv) {
       "usage: gopt-server [--listen=HOST:PORT] [--policy_dir=DIR] ...\n"
       "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).");
   if (!ApplyEnvironment()) return kExitUsage;
+  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
+    std::cerr << "gopt-server: " << s.message() << "\n";
+    return kExitUsage;
+  }
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
@@ -264,6 +324,15 @@ int main(int argc, char** argv) {
   engine_options.max_baseline_methods =
       absl::GetFlag(FLAGS_max_baseline_methods);
   engine_options.max_trace_bytes = absl::GetFlag(FLAGS_max_trace_bytes);
+  absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> pool =
+      MakeWorkerPool(&metrics);
+  if (!pool.ok()) {
+    LOG(ERROR) << "--workers: " << pool.status().message();
+    (*server)->Shutdown(absl::Now());
+    return kExitUsage;
+  }
+  engine_options.measurer = *std::move(pool);
+  LOG(INFO) << "worker pool: " << absl::GetFlag(FLAGS_workers);
   (*server)->SetEngine(
       std::make_shared<gopt::server::Engine>(engine_options, *policies));
   LOG(INFO) << "SERVING";

@@ -118,7 +118,9 @@ std::vector<std::string> MetricNames() {
       "gopt_request_duration_seconds",
       "gopt_requests_total",
       "gopt_simulations_total",
+      "gopt_worker_execution_seconds",
       "gopt_worker_executions_total",
+      "gopt_worker_queue_depth",
       "process_cpu_seconds_total",
       "process_open_fds",
       "process_resident_memory_bytes",
@@ -173,6 +175,20 @@ Metrics::Metrics(const std::string& version, const std::string& revision)
                              .Help("Plans executed on real devices by the "
                                    "worker pool, by outcome.")
                              .Register(*registry_)),
+      worker_execution_seconds_(
+          prometheus::BuildHistogram()
+              .Name("gopt_worker_execution_seconds")
+              .Help("Wall time of one plan on a worker (set-up, warm-up and "
+                    "measured runs), in seconds.")
+              .Register(*registry_)
+              .Add({},
+                   prometheus::Histogram::BucketBoundaries{
+                       0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300})),
+      worker_queue_depth_(prometheus::BuildGauge()
+                              .Name("gopt_worker_queue_depth")
+                              .Help("Plans waiting for a free worker.")
+                              .Register(*registry_)
+                              .Add({})),
       inflight_(prometheus::BuildGauge()
                     .Name("gopt_inflight_requests")
                     .Help("RPCs received and not yet answered.")
@@ -190,7 +206,8 @@ Metrics::Metrics(const std::string& version, const std::string& revision)
       .Add({{"version", version}, {"revision", revision}})
       .Set(1);
   // Outcomes are known up front, so a dashboard sees zeros, not gaps.
-  for (const char* status : {"ok", "failed", "timeout"}) {
+  for (const char* status :
+       {"ok", "failed", "timeout", "invalid", "cancelled"}) {
     worker_executions_.Add({{"status", status}});
   }
 }
@@ -249,6 +266,14 @@ void Metrics::AddSimulations(int64_t count) {
 
 void Metrics::RecordWorkerExecution(absl::string_view status) {
   worker_executions_.Add({{"status", std::string(status)}}).Increment();
+}
+
+void Metrics::RecordWorkerExecutionSeconds(double seconds) {
+  worker_execution_seconds_.Observe(seconds);
+}
+
+void Metrics::SetWorkerQueueDepth(int64_t waiting) {
+  worker_queue_depth_.Set(static_cast<double>(waiting));
 }
 
 void Metrics::RequestStarted() { inflight_.Increment(); }

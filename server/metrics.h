@@ -64,6 +64,10 @@ class Metrics {
   void AddSimulations(int64_t count);
   // gopt_worker_executions_total{status}: plans run on real devices.
   void RecordWorkerExecution(absl::string_view status);
+  // gopt_worker_execution_seconds: one plan's wall time on a worker.
+  void RecordWorkerExecutionSeconds(double seconds);
+  // gopt_worker_queue_depth: plans waiting for a free worker.
+  void SetWorkerQueueDepth(int64_t waiting);
   // gopt_inflight_requests: RPCs between arrival and answer.
   void RequestStarted();
   void RequestFinished();
@@ -82,6 +86,8 @@ class Metrics {
   prometheus::Histogram& policy_inference_;
   prometheus::Counter& simulations_;
   prometheus::Family<prometheus::Counter>& worker_executions_;
+  prometheus::Histogram& worker_execution_seconds_;
+  prometheus::Gauge& worker_queue_depth_;
   prometheus::Gauge& inflight_;
   prometheus::Gauge& queued_;
 };

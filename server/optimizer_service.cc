@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "absl/time/clock.h"
-#include "graph/status_macros.h"
 #include "server/grpc_status.h"
 #include "server/request_wire.h"
+#include "util/status_macros.h"
 
 namespace gopt::server {
 namespace {

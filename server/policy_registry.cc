@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/status_macros.h"
 #include "policy/card.h"
+#include "util/status_macros.h"
 
 namespace gopt::server {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/wire_format_lite.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::server {
 namespace {

@@ -10,11 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/importer.h"
-#include "graph/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "util/status_macros.h"
 
 namespace gopt::server {
 namespace {

@@ -69,6 +69,12 @@ class EventQueue {
     }
     return true;
   }
+  // The events in heap order, and a queue set to such a copy (checkpoints
+  // of the event loop: the same array pops in the same order).
+  const std::vector<Event>& heap() const { return heap_; }
+  void Assign(const std::vector<Event>& heap) {
+    heap_.assign(heap.begin(), heap.end());
+  }
   // Removes and returns the earliest event; the queue must not be empty.
   // The hole at the root first sinks to a leaf along the earlier children
   // (a loop of fixed length, without the unpredictable early exit of a

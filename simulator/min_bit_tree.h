@@ -36,6 +36,16 @@ class MinBitTree {
       value /= 64;
     }
   }
+  // Calls `visit(value)` for each value in the set, in increasing order.
+  template <typename Visit>
+  void ForEach(Visit visit) const {
+    const std::vector<uint64_t>& leaves = levels_.front();
+    for (size_t w = 0; w < leaves.size(); ++w) {
+      for (uint64_t bits = leaves[w]; bits != 0; bits &= bits - 1) {
+        visit(static_cast<int64_t>(w * 64 + __builtin_ctzll(bits)));
+      }
+    }
+  }
   // Removes and returns the smallest value; the set must not be empty.
   int64_t PopMin() {
     int64_t index = 0;

@@ -6,17 +6,24 @@ namespace gopt::simulator {
 
 double RooflineCostModel::KernelSeconds(const KernelWork& work,
                                         const DeviceProfile& device) const {
+  const OpClassCurve& curve = device.op_curves[static_cast<int>(work.op_class)];
+  const bool calibrated = curve.max_efficiency > 0;
   double compute_s = 0;
   if (work.flops > 0) {
     const double peak = device.PeakFlops(work.dtype);
-    const double half_saturation_flops = peak * 1e-6;
-    const double efficiency = device.max_efficiency * work.efficiency_factor *
-                              work.flops / (work.flops + half_saturation_flops);
+    const double half_saturation_flops =
+        peak * (calibrated ? curve.half_efficiency_s : 1e-6);
+    const double efficiency =
+        (calibrated ? curve.max_efficiency : device.max_efficiency) *
+        work.efficiency_factor * work.flops /
+        (work.flops + half_saturation_flops);
     compute_s = work.flops / (peak * efficiency);
   }
-  const double memory_s =
-      static_cast<double>(work.bytes) / device.memory_bandwidth_bytes_per_s;
-  return std::max(compute_s, memory_s) + device.launch_overhead_s;
+  const double bandwidth = device.memory_bandwidth_bytes_per_s *
+                           (calibrated ? curve.bandwidth_efficiency : 1.0);
+  const double memory_s = static_cast<double>(work.bytes) / bandwidth;
+  return std::max(compute_s, memory_s) +
+         (calibrated ? curve.launch_overhead_s : device.launch_overhead_s);
 }
 
 }  // namespace gopt::simulator

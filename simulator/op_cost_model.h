@@ -15,6 +15,9 @@ struct KernelWork {
   graph::DType dtype = graph::DType::kF32;  // decides which peak applies
   // Multiplies the achievable efficiency (layout quality; 1 = ideal).
   double efficiency_factor = 1.0;
+  // Which calibrated curve applies (kOther: the device's own fields; fused
+  // kernels are kOther).
+  OpCostClass op_class = OpCostClass::kOther;
 };
 
 // Predicts how long a kernel takes on a device. Implementations are
@@ -40,7 +43,10 @@ class OpCostModel {
 //   max(flops / (peak(dtype) * efficiency), bytes / bandwidth) + launch,
 // where efficiency = max_efficiency * factor * flops / (flops + peak * 1 us):
 // a kernel whose ideal run is 1 us reaches half the achievable efficiency,
-// as small kernels cannot fill the device.
+// as small kernels cannot fill the device. Where the device has a
+// calibrated curve for the kernel's op class (`gopt calibrate`), the
+// curve's efficiency, half-efficiency time, bandwidth fraction and launch
+// overhead replace those defaults.
 class RooflineCostModel final : public OpCostModel {
  public:
   RooflineCostModel() = default;

@@ -1,8 +1,9 @@
 #include "simulator/simulator.h"
 
 #include <algorithm>
-#include <limits>
 #include <vector>
+
+#include "simulator/lower_bound.h"
 
 namespace gopt::simulator {
 namespace {
@@ -21,7 +22,7 @@ bool SameProfile(const DeviceProfile& a, const DeviceProfile& b) {
          a.memory_bandwidth_bytes_per_s == b.memory_bandwidth_bytes_per_s &&
          a.memory_bytes == b.memory_bytes &&
          a.launch_overhead_s == b.launch_overhead_s &&
-         a.max_efficiency == b.max_efficiency;
+         a.max_efficiency == b.max_efficiency && a.op_curves == b.op_curves;
 }
 
 }  // namespace
@@ -30,7 +31,7 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
                      const OpCostModel& cost_model)
     : graph_(graph), topology_(topology), cost_model_(cost_model) {
   PackNodes();
-  ComputeLowerBound();
+  lower_bound_s_ = ComputeLowerBound(graph_, topology_, cost_model_).seconds();
   PriceSoloKernels();
   PackEdges();
 }
@@ -70,69 +71,6 @@ void Simulator::PackNodes() {
   output_offsets_.push_back(static_cast<int32_t>(output_sizes_.size()));
 }
 
-void Simulator::ComputeLowerBound() {
-  const int n = graph_.num_nodes();
-  double total_work_s = 0;
-  std::vector<double> longest(n, 0);
-  double longest_path_s = 0;
-  for (NodeId id = 0; id < n; ++id) {
-    double best = std::numeric_limits<double>::infinity();
-    for (const DeviceProfile& device : topology_.devices) {
-      best = std::min(best, flops_[id] / (device.PeakFlops(dtype_[id]) *
-                                          device.max_efficiency));
-    }
-    // Free ops run no kernel (their FLOPs, if an importer gave them any,
-    // are never charged), so they add nothing to the bound.
-    if (free_[id] || flops_[id] <= 0 || topology_.devices.empty()) best = 0;
-    total_work_s += best;
-    double start = 0;
-    for (const Edge& edge : graph_.in_edges(id)) {
-      start = std::max(start, longest[edge.src]);
-    }
-    longest[id] = start + best;
-    longest_path_s = std::max(longest_path_s, longest[id]);
-  }
-  // Memory traffic no plan avoids: weights read by kernels (each weight
-  // once, and no more than the kernel's own bytes_read leaves for them:
-  // gathers and slices read only part of a table), and the outputs nobody
-  // consumes, written once. A fused kernel still pays its external reads and
-  // writes, so this holds for every plan.
-  double unavoidable_bytes = 0;
-  std::vector<uint8_t> weight_counted(n, 0);
-  for (NodeId id = 0; id < n; ++id) {
-    if (free_[id]) continue;
-    double weights_in = 0;
-    double other_in = 0;
-    for (const Edge& edge : graph_.in_edges(id)) {
-      if (edge.control) continue;
-      if (resident_[edge.src]) {
-        if (!weight_counted[edge.src]) {
-          weight_counted[edge.src] = 1;
-          weights_in += static_cast<double>(EdgeBytes(edge));
-        }
-      } else {
-        other_in += static_cast<double>(EdgeBytes(edge));
-      }
-    }
-    const double readable =
-        static_cast<double>(traffic_bytes_[id] - written_bytes_[id]) - other_in;
-    unavoidable_bytes += std::max(0.0, std::min(weights_in, readable));
-    if (graph_.out_edges(id).empty()) {
-      unavoidable_bytes += static_cast<double>(written_bytes_[id]);
-    }
-  }
-  double total_bandwidth = 0;
-  for (const DeviceProfile& device : topology_.devices) {
-    total_bandwidth += device.memory_bandwidth_bytes_per_s;
-  }
-  const int devices = std::max(1, topology_.num_devices());
-  lower_bound_s_ = std::max(longest_path_s, total_work_s / devices);
-  if (total_bandwidth > 0) {
-    lower_bound_s_ =
-        std::max(lower_bound_s_, unavoidable_bytes / total_bandwidth);
-  }
-}
-
 // Kernel seconds of each node run alone with default layouts, per class of
 // identical devices (presets repeat one device, so usually one class): most
 // plans use no fusion and no layouts, and need no cost-model call.
@@ -161,6 +99,7 @@ void Simulator::PriceSoloKernels() {
     kernel.flops = flops_[id];
     kernel.bytes = std::max<int64_t>(0, traffic_bytes_[id]);
     kernel.dtype = dtype_[id];
+    kernel.op_class = OpCostClassOf(graph_.node(id).kind);
     for (int c = 0; c < num_device_classes_; ++c) {
       solo_seconds_[static_cast<size_t>(id) * num_device_classes_ + c] =
           cost_model_.KernelSeconds(kernel, topology_.devices[class_device[c]]);

@@ -2,6 +2,8 @@
 #define GOPT_SIMULATOR_SIMULATOR_H_
 
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +53,53 @@ struct SimulationResult {
   std::vector<TransferRecord> transfers;  // when record_timeline
 };
 
+// A plan simulated by Simulator::Record, kept so that plans differing from
+// it in a few nodes' devices and priorities (local moves) can be simulated
+// from where they first differ (Simulator::SimulateCandidate). Holds the
+// run's final state and checkpoints of its event loop: about 12 bytes per
+// node per checkpoint (at most 32, fewer for large graphs) plus 100 bytes
+// per node and 80 per transfer. Immutable once recorded; thread-safe to
+// share.
+class Trajectory {
+ public:
+  struct Data;  // simulator_run.h
+  explicit Trajectory(std::unique_ptr<Data> data);
+  ~Trajectory();
+
+  // The recorded plan, and its simulation (with the timeline when Record
+  // was asked for one).
+  const Plan& plan() const;
+  const SimulationResult& result() const;
+  // Checkpoints kept, and event-loop iterations of the whole run.
+  int num_checkpoints() const;
+  int64_t num_events() const;
+
+  const Data& data() const { return *data_; }
+  // Hands the buffers over to a new recording (Simulator::Record).
+  std::unique_ptr<Data> TakeData();
+
+ private:
+  std::unique_ptr<Data> data_;
+};
+
+// A candidate plan simulated against a Trajectory.
+struct CandidateResult {
+  // The candidate's step time is certainly above the cutoff it was
+  // simulated with: the run stopped early, `result` is empty and
+  // step_time_lower_bound_s (> cutoff) is all that is known.
+  bool slower_than_cutoff = false;
+  double step_time_lower_bound_s = 0;
+  // Otherwise the simulation, equal in every field to Simulate's.
+  SimulationResult result;
+  // Whether the run started from a checkpoint (else from the start), the
+  // event-loop iterations it ran (0 for a run from the start without a
+  // cutoff), and whether it rejoined the base: reached a checkpoint of the
+  // base's in the same state, and took the rest of the run from the base.
+  bool incremental = false;
+  int64_t events_simulated = 0;
+  bool rejoined_base = false;
+};
+
 // Event-driven execution of a graph under a plan:
 //  - per device one kernel at a time, chosen from the ready ops by plan
 //    priority (highest first; ties: lower NodeId); free ops (parameters,
@@ -78,6 +127,9 @@ struct SimulationResult {
 // destruction finds the calling thread's buffer holding more than 64 MiB,
 // and last used by itself, frees it: a thread that simulated a large graph
 // does not keep that memory once the graph's Simulator is gone.
+// SimulateCandidate keeps a second such workspace per thread, holding the
+// base Trajectory's final state (about the size of the trajectory without
+// its checkpoints), under the same rule.
 class Simulator {
  public:
   Simulator(const graph::Graph& graph, const Topology& topology,
@@ -89,14 +141,32 @@ class Simulator {
   absl::StatusOr<SimulationResult> Simulate(
       const Plan& plan, const SimulationOptions& options = {}) const;
 
-  // A lower bound on the step time of any plan, the largest of:
-  //  - the longest path with each node at its best device's peak compute
-  //    speed and free communication (free ops count 0, even with FLOPs:
-  //    they run no kernel),
-  //  - total compute work / number of devices,
-  //  - the memory traffic no plan avoids (weights read once, unconsumed
-  //    outputs written once) / the devices' total memory bandwidth.
-  // Other memory traffic can be removed by fusion, so it is not counted.
+  // Simulate, keeping a Trajectory for SimulateCandidate. The same errors;
+  // the result is Simulate's. `recycle` (may be null), a trajectory no
+  // longer needed, lends its buffers: a search that records each new
+  // incumbent then allocates (and page-faults) nothing.
+  absl::StatusOr<std::unique_ptr<Trajectory>> Record(
+      const Plan& plan, const SimulationOptions& options = {},
+      std::unique_ptr<Trajectory> recycle = nullptr) const;
+
+  // Simulates `plan` given `base`, a recording of a plan of this simulator
+  // that `plan` may differ from anywhere. When they differ only in the
+  // devices and priorities of a few nodes (raised above every priority of
+  // `base`, as the plan search's moves do), on devices that cost the same,
+  // the run starts from the last checkpoint before the first event those
+  // differences can change; otherwise from the start. Either way the result
+  // is Simulate's, bit for bit, unless the step time is certainly above
+  // `cutoff_s`: then the run stops early and says so. The same errors as
+  // Simulate, and InvalidArgument when `base` is another simulator's.
+  // Thread-safe: each thread keeps its own copy of `base`'s final state
+  // (made on its first candidate of `base`).
+  absl::StatusOr<CandidateResult> SimulateCandidate(
+      const Trajectory& base, const Plan& plan,
+      const SimulationOptions& options = {},
+      double cutoff_s = std::numeric_limits<double>::infinity()) const;
+
+  // A lower bound on the step time of every plan Simulate accepts:
+  // ComputeLowerBound (lower_bound.h) with Simulate's own fusion rules.
   double LowerBound() const { return lower_bound_s_; }
 
   const graph::Graph& graph() const { return graph_; }
@@ -107,7 +177,6 @@ class Simulator {
 
   // The constructor's phases, in order.
   void PackNodes();
-  void ComputeLowerBound();
   void PriceSoloKernels();
   void PackEdges();
 

@@ -1,6 +1,8 @@
 // Simulator::Simulate: one call is a run object whose phases fill the
 // working memory it reuses (Simulator's per-graph data is built in
 // simulator.cc).
+#include "simulator/simulator_run.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <limits>
@@ -11,123 +13,11 @@
 #include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "graph/huge_pages.h"
-#include "graph/status_macros.h"
-#include "simulator/event_queue.h"
-#include "simulator/min_bit_tree.h"
-#include "simulator/simulator.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator {
+namespace internal {
 namespace {
-
-using graph::Edge;
-using graph::NodeId;
-
-// What caused a unit or transfer to start when it did (for the critical
-// path): another unit or a transfer, or nothing (a source).
-struct Cause {
-  enum Type : uint8_t { kNone, kUnit, kTransfer } type = kNone;
-  int32_t id = -1;
-};
-
-struct Transfer {
-  NodeId node;
-  int32_t output;
-  int32_t src_device;
-  int32_t dst_device;
-  int64_t bytes;
-  double start_s;
-  double end_s;
-  int64_t seq;           // its arrival event's place among equal times
-  int32_t remote_uses;   // consumer edges on dst still to finish
-  int32_t next_on_link;  // the transfer queued behind it on its link, or -1
-  // The out-edges it carries, in edge order: a list through
-  // Workspace::next_carried (-1 ends it).
-  int32_t first_carried;
-  int32_t last_carried;
-  Cause cause;
-};
-
-// What the event loop keeps per unit (a fusion group or an unfused node),
-// together: a unit's fields are read and written at once when it becomes
-// ready, starts and finishes, so separate arrays would cost a cache miss
-// each.
-struct UnitState {
-  double duration = 0;
-  double start = 0;
-  double end = 0;
-  double ready_at = 0;
-  Cause ready_cause;
-  Cause start_cause;
-  int32_t rank = 0;  // order in the ready queues (see RankUnits)
-  int32_t priority = std::numeric_limits<int32_t>::min();
-};
-
-// What a producer touches in each consumer unit when it finishes, apart
-// from the rest (8 units per cache line: consumers are often neighbours).
-struct UnitInputs {
-  int32_t pending = 0;  // inputs from other units not yet available
-  int32_t device = 0;
-};
-
-// What only the set-up reads per unit: the summed work of its members.
-struct UnitWork {
-  double flops = 0;
-  double best_flops = -1;  // the largest member's FLOPs (it sets the dtype)
-  double efficiency = 1.0;
-  double copy_s = 0;  // layout copies before the kernel
-  int64_t bytes = 0;
-  graph::DType dtype = graph::DType::kF32;
-  uint8_t free = 1;  // no member launches a kernel
-};
-
-// The working memory of Simulate: per unit, node, edge, device and link
-// arrays that each call sizes and fills. Reused across calls (see
-// ThreadWorkspace): training simulates thousands of plans of one graph, and
-// fresh multi-megabyte vectors per call would cost page faults on every
-// call.
-struct Workspace {
-  std::vector<int32_t> unit_of, member_offsets, members, fill;
-  std::vector<UnitWork> work;
-  std::vector<UnitState> units;
-  std::vector<UnitInputs> inputs;
-  std::vector<int64_t> memory;
-  std::vector<uint8_t> materialized, device_busy;
-  std::vector<int32_t> local_uses;
-  EventQueue events;
-  std::vector<MinBitTree> ready;
-  std::vector<int32_t> unit_of_rank, rank_count;
-  std::vector<int32_t> device_last_unit, link_last_transfer, link_tail;
-  std::vector<double> link_free;
-  std::vector<Transfer> transfers;
-  std::vector<int32_t> next_carried, in_transfer;
-  std::vector<int32_t> free_stack, dirty_devices;
-  std::vector<NodeId> release_stack;
-
-  // Bytes the per-node and per-edge arrays hold (their capacity), which is
-  // all but a few KiB of the workspace.
-  size_t HeldBytes() const {
-    return Held(unit_of) + Held(member_offsets) + Held(members) + Held(fill) +
-           Held(work) + Held(units) + Held(inputs) + Held(materialized) +
-           Held(local_uses) + Held(unit_of_rank) + Held(rank_count) +
-           Held(transfers) + Held(next_carried) + Held(in_transfer);
-  }
-  template <typename T>
-  static size_t Held(const std::vector<T>& values) {
-    return values.capacity() * sizeof(T);
-  }
-};
-
-// Makes room for `size` elements of a Workspace array. A new buffer gets the
-// huge-page advice before anything touches it: on the first call for a
-// graph of a million nodes, faulting these arrays in 4 KiB pages costs
-// three times the simulation itself.
-template <typename T>
-void ReserveScratch(std::vector<T>& values, size_t size) {
-  if (values.capacity() >= size) return;
-  values.reserve(size);
-  graph::AdviseHugePagesForCapacity(values);
-}
 
 // Which workspace a call uses, and how long it lives. One per thread, shared
 // by every Simulator: the steady state of a training loop allocates nothing,
@@ -146,25 +36,31 @@ void ReserveScratch(std::vector<T>& values, size_t size) {
 // as the baselines and Evaluate do, still find them warm.
 constexpr size_t kKeptWorkspaceBytes = size_t{64} << 20;
 
-// The calling thread's workspace. Trivially destructible, so ~Simulator can
-// read it even while the thread's other thread-locals are being destroyed
-// (a Simulator can outlive WorkspaceOwner).
+// The calling thread's workspaces (full runs, candidate runs). Trivially
+// destructible, so ~Simulator can read them even while the thread's other
+// thread-locals are being destroyed (a Simulator can outlive
+// WorkspaceOwner).
 struct ThreadWorkspace {
   Workspace* workspace = nullptr;   // owned; freed by WorkspaceOwner
   const void* last_user = nullptr;  // the Simulator that used it last
 };
-thread_local ThreadWorkspace thread_workspace;
+thread_local ThreadWorkspace thread_workspaces[2];
 
-// Frees the thread's workspace when the thread exits.
+// Frees the thread's workspaces when the thread exits.
 struct WorkspaceOwner {
   ~WorkspaceOwner() {
-    delete thread_workspace.workspace;
-    thread_workspace.workspace = nullptr;
+    for (ThreadWorkspace& owned : thread_workspaces) {
+      delete owned.workspace;
+      owned.workspace = nullptr;
+    }
   }
 };
 
-Workspace& AcquireThreadWorkspace(const void* user) {
+}  // namespace
+
+Workspace& AcquireThreadWorkspace(const void* user, bool candidate) {
   thread_local WorkspaceOwner owner;
+  ThreadWorkspace& thread_workspace = thread_workspaces[candidate ? 1 : 0];
   if (thread_workspace.workspace == nullptr) {
     thread_workspace.workspace = new Workspace;
   }
@@ -172,15 +68,19 @@ Workspace& AcquireThreadWorkspace(const void* user) {
   return *thread_workspace.workspace;
 }
 
-void ReleaseThreadWorkspace(const void* user) {
-  if (thread_workspace.last_user != user) return;
-  thread_workspace.last_user = nullptr;
-  if (thread_workspace.workspace != nullptr &&
-      thread_workspace.workspace->HeldBytes() > kKeptWorkspaceBytes) {
-    delete thread_workspace.workspace;
-    thread_workspace.workspace = nullptr;
+void ReleaseThreadWorkspaces(const void* user) {
+  for (ThreadWorkspace& thread_workspace : thread_workspaces) {
+    if (thread_workspace.last_user != user) continue;
+    thread_workspace.last_user = nullptr;
+    if (thread_workspace.workspace != nullptr &&
+        thread_workspace.workspace->HeldBytes() > kKeptWorkspaceBytes) {
+      delete thread_workspace.workspace;
+      thread_workspace.workspace = nullptr;
+    }
   }
 }
+
+namespace {
 
 std::vector<int32_t> NormalizedLayout(const std::vector<int32_t>& layout,
                                       int rank) {
@@ -191,122 +91,12 @@ std::vector<int32_t> NormalizedLayout(const std::vector<int32_t>& layout,
 }
 
 }  // namespace
+}  // namespace internal
 
-// The workspace is this file's: see ReleaseThreadWorkspace.
-Simulator::~Simulator() { ReleaseThreadWorkspace(this); }
+using internal::ReserveScratch;
 
-// One Simulate call: the plan's units (fusion groups and unfused nodes),
-// their prices and ranks, the event loop, then the critical path and the
-// timeline, each a phase over the workspace's arrays. Lives for one call, on
-// one thread; reads the Simulator's per-graph arrays.
-class Simulator::Run {
- public:
-  Run(const Simulator& simulator, const Plan& plan,
-      const SimulationOptions& options, Workspace& workspace)
-      : sim_(simulator),
-        plan_(plan),
-        options_(options),
-        ws_(workspace),
-        n_(simulator.graph_.num_nodes()),
-        num_devices_(simulator.topology_.num_devices()),
-        fused_(!plan.fusion_group.empty()) {}
-
-  // Runs the phases in order. InvalidArgument when fusion groups form a
-  // cycle (the plan is otherwise valid: Simulate has checked).
-  absl::StatusOr<SimulationResult> Simulate() {
-    BuildUnits();
-    PriceUnits();
-    RankUnits();
-    RETURN_IF_ERROR(RunEventLoop());
-    TraceCriticalPath();
-    for (int d = 0; d < num_devices_; ++d) {
-      if (result_.peak_memory_bytes[d] >
-          sim_.topology_.devices[d].memory_bytes) {
-        result_.oom = true;
-      }
-    }
-    result_.num_transfers = static_cast<int64_t>(ws_.transfers.size());
-    if (options_.record_timeline) RecordTimeline();
-    return std::move(result_);
-  }
-
- private:
-  // Phases, in order.
-  void BuildUnits();
-  void PriceUnits();
-  void RankUnits();
-  absl::Status RunEventLoop();
-  void TraceCriticalPath();
-  void RecordTimeline();
-
-  // PriceUnits' steps, per node in NodeId order.
-  int32_t EnterNode(NodeId id, int32_t u);
-  void PriceSoloNode(NodeId id, int32_t u, int32_t device);
-  // (Inlined into PriceUnits' loop: GCC keeps it out of line, as a member
-  // of a class with external linkage, and a call per node costs fused and
-  // layout plans 1-2% of their instructions.)
-  ABSL_ATTRIBUTE_ALWAYS_INLINE void PriceNode(NodeId id, int32_t u,
-                                              int32_t device);
-  // Whether data edge `edge` into kernel `id` needs a layout copy: both
-  // ends chose layouts, of equal rank, and they disagree.
-  bool LayoutCopyNeeded(const Edge& edge, NodeId id) const {
-    // Most edges leave here, without a call.
-    if (edge.control || sim_.free_[id] || plan_.layout.empty() ||
-        plan_.layout[edge.src].empty() || plan_.layout[id].empty()) {
-      return false;
-    }
-    return LayoutsDiffer(edge.src, id);
-  }
-  bool LayoutsDiffer(NodeId src, NodeId id) const;
-  double KernelSeconds(const UnitWork& w, int32_t device);
-
-  // The event loop's steps.
-  void Allocate(int32_t device, int64_t amount) {
-    int64_t& memory = ws_.memory[device];
-    memory += amount;
-    if (memory > result_.peak_memory_bytes[device]) {
-      result_.peak_memory_bytes[device] = memory;
-    }
-  }
-  void MakeReady(int32_t u, double now, Cause cause);
-  void Dispatch(double now);
-  void StartUnit(int32_t u, double now);
-  void FinishUnit(int32_t u, double now);
-  void FinishFreeUnits(double now);
-  void SignalConsumers(NodeId id, int32_t u, int32_t device, double now);
-  int32_t CarrierFor(NodeId id, int32_t u, int32_t device, int32_t dst_device,
-                     int32_t e, int32_t first_transfer, double now);
-  void Arrive(int32_t index, double now);
-  void ReleaseInputs(NodeId id, int32_t u);
-  void DrainReleases();
-
-  const Simulator& sim_;
-  const Plan& plan_;
-  const SimulationOptions& options_;
-  Workspace& ws_;
-  const int n_;
-  const int num_devices_;
-  const bool fused_;  // the plan has fusion groups
-  int32_t num_units_ = 0;
-  SimulationResult result_;
-
-  // Event loop state.
-  const Edge* out_base_ = nullptr;  // Graph::out_edges(0)
-  const Edge* in_base_ = nullptr;   // Graph::edges()
-  int64_t seq_ = 0;                 // events and transfers made so far
-  int completed_units_ = 0;
-  // Whether the queue's earliest event has been processed but not removed
-  // yet: a kernel starting at the same instant takes its place (one heap
-  // update instead of a pop and a push). It stays the earliest of all: only
-  // transfers are pushed meanwhile, and they end no earlier than now, with
-  // later seqs.
-  bool done_on_top_ = false;
-  // The unit that finishes last (the first in unit order among equals),
-  // and the last transfer's arrival: the step time.
-  int32_t last_ = -1;
-  double last_end_ = 0;
-  double last_arrival_ = -std::numeric_limits<double>::infinity();
-};
+// The workspaces are this file's: see ReleaseThreadWorkspaces.
+Simulator::~Simulator() { internal::ReleaseThreadWorkspaces(this); }
 
 // Units: one per fusion group, one per unfused node, numbered in order of
 // their first member.
@@ -320,6 +110,9 @@ void Simulator::Run::BuildUnits() {
   ReserveScratch(ws_.local_uses, n_);
   ReserveScratch(ws_.unit_of_rank, n_);
   ReserveScratch(ws_.transfers, edges);  // at most one per edge
+  // Written by index (num_transfers_ counts them): candidate runs keep
+  // another run's transfers past their own.
+  if (ws_.transfers.size() < edges) ws_.transfers.resize(edges);
   ReserveScratch(ws_.next_carried, edges);
   ReserveScratch(ws_.in_transfer, edges);
   std::vector<int32_t>& unit_of = ws_.unit_of;
@@ -511,8 +304,8 @@ bool Simulator::Run::LayoutsDiffer(NodeId src, NodeId id) const {
   // (ValidatePlan has checked that both nodes have a ranked output 0.)
   const int rank = sim_.graph_.node(src).outputs[0].rank();
   if (rank != sim_.graph_.node(id).outputs[0].rank()) return false;
-  return NormalizedLayout(plan_.layout[src], rank) !=
-         NormalizedLayout(plan_.layout[id], rank);
+  return internal::NormalizedLayout(plan_.layout[src], rank) !=
+         internal::NormalizedLayout(plan_.layout[id], rank);
 }
 
 // Seconds of one kernel (0 for a free unit without layout copies); counts
@@ -583,6 +376,12 @@ void Simulator::Run::RankUnits() {
 // link's list and join the queue when their predecessor arrives. Events pop
 // in (time, seq) order all the same.
 absl::Status Simulator::Run::RunEventLoop() {
+  StartEventLoop();
+  LoopEvents();
+  return CheckAllCompleted();
+}
+
+void Simulator::Run::StartEventLoop() {
   const size_t num_links = static_cast<size_t>(num_devices_) * num_devices_;
   ws_.events.Clear();
   ws_.ready.resize(num_devices_);
@@ -592,7 +391,7 @@ absl::Status Simulator::Run::RunEventLoop() {
   ws_.link_free.assign(num_links, 0);
   ws_.link_last_transfer.assign(num_links, -1);
   ws_.link_tail.assign(num_links, -1);  // last queued transfer not arrived
-  ws_.transfers.clear();
+  num_transfers_ = 0;
   // Per out-edge carried by a transfer: the next edge it carries; per
   // in-edge from another device: the transfer carrying it. Written when the
   // producer finishes, before any read, so they need no clearing between
@@ -610,6 +409,13 @@ absl::Status Simulator::Run::RunEventLoop() {
   }
   FinishFreeUnits(0);
   Dispatch(0);
+  if (recorder_ != nullptr &&
+      (ws_.events.empty() || ws_.events.top().time > 0)) {
+    MaybeCheckpoint(0);
+  }
+}
+
+void Simulator::Run::LoopEvents() {
   EventQueue& events = ws_.events;
   while (!events.empty()) {
     const Event event = events.top();
@@ -621,12 +427,19 @@ absl::Status Simulator::Run::RunEventLoop() {
       FinishUnit(event.id(), now);
     }
     FinishFreeUnits(now);
-    if (events.AllLaterThan(now, done_on_top_)) Dispatch(now);
+    const bool instant_done = events.AllLaterThan(now, done_on_top_);
+    if (instant_done) Dispatch(now);
     if (done_on_top_) {
       events.Pop();
       done_on_top_ = false;
     }
+    if (ABSL_PREDICT_FALSE(bounded_) && AfterEvent(now, instant_done)) {
+      return;
+    }
   }
+}
+
+absl::Status Simulator::Run::CheckAllCompleted() const {
   if (completed_units_ != num_units_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "plan fusion groups form a cycle: ", num_units_ - completed_units_,
@@ -636,10 +449,23 @@ absl::Status Simulator::Run::RunEventLoop() {
   return absl::OkStatus();
 }
 
+SimulationResult Simulator::Run::Finish() {
+  TraceCriticalPath();
+  for (int d = 0; d < num_devices_; ++d) {
+    if (result_.peak_memory_bytes[d] > sim_.topology_.devices[d].memory_bytes) {
+      result_.oom = true;
+    }
+  }
+  result_.num_transfers = num_transfers_;
+  if (options_.record_timeline) RecordTimeline();
+  return std::move(result_);
+}
+
 // Unit u's inputs are all available at `now`, the last one by `cause`. A
 // kernel joins its device's ready queue; a unit of no duration (free ops)
 // waits on free_stack to finish at once.
 inline void Simulator::Run::MakeReady(int32_t u, double now, Cause cause) {
+  Touch(u);
   UnitState& unit = ws_.units[u];
   unit.ready_at = now;
   unit.ready_cause = cause;
@@ -675,6 +501,7 @@ inline void Simulator::Run::StartUnit(int32_t u, double now) {
   ws_.device_busy[device] = 1;
   device_last_unit = u;
   result_.device_busy_s[device] += unit.duration;
+  if (ABSL_PREDICT_FALSE(bounded_)) TrackStart(u, device, now);
   for (int32_t m = ws_.member_offsets[u]; m < ws_.member_offsets[u + 1]; ++m) {
     const NodeId id = ws_.members[m];
     if (ws_.materialized[id] && !sim_.resident_[id] && !sim_.free_[id]) {
@@ -693,6 +520,7 @@ inline void Simulator::Run::StartUnit(int32_t u, double now) {
 // Finishing unit u at `now`: its inputs released, its consumers signalled,
 // its outputs sent, its device free.
 void Simulator::Run::FinishUnit(int32_t u, double now) {
+  if (ABSL_PREDICT_FALSE(candidate_)) TrackFinish(u);
   ++completed_units_;
   const double finished_at = ws_.units[u].end;
   if (last_ < 0 || finished_at > last_end_ ||
@@ -727,6 +555,7 @@ inline void Simulator::Run::FinishFreeUnits(double now) {
     UnitState& unit = ws_.units[u];
     unit.start = unit.end = now;
     unit.start_cause = unit.ready_cause;
+    if (ABSL_PREDICT_FALSE(candidate_)) TrackFreeStart(u);
     FinishUnit(u, now);
   }
 }
@@ -738,7 +567,7 @@ inline void Simulator::Run::FinishFreeUnits(double now) {
 inline void Simulator::Run::SignalConsumers(NodeId id, int32_t u,
                                             int32_t device, double now) {
   // This node's sends are the transfers created from here on.
-  const int32_t first_transfer = static_cast<int32_t>(ws_.transfers.size());
+  const int32_t first_transfer = num_transfers_;
   const absl::Span<const Edge> out = sim_.graph_.out_edges(id);
   const int32_t begin = static_cast<int32_t>(out.data() - out_base_);
   const int32_t end = begin + static_cast<int32_t>(out.size());
@@ -772,14 +601,13 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
                                           int32_t first_transfer, double now) {
   std::vector<Transfer>& transfers = ws_.transfers;
   const int32_t output = sim_.out_output_[e];
-  for (int32_t t = first_transfer; t < static_cast<int32_t>(transfers.size());
-       ++t) {
+  for (int32_t t = first_transfer; t < num_transfers_; ++t) {
     if (transfers[t].output == output &&
         transfers[t].dst_device == dst_device) {
       return t;
     }
   }
-  const int32_t index = static_cast<int32_t>(transfers.size());
+  const int32_t index = num_transfers_++;
   const size_t link_index =
       static_cast<size_t>(device) * num_devices_ + dst_device;
   const Link& link = sim_.topology_.link(device, dst_device);
@@ -815,7 +643,8 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
     transfers[link_tail].next_on_link = index;
   }
   link_tail = index;
-  transfers.push_back(t);
+  transfers[index] = t;
+  if (ABSL_PREDICT_FALSE(candidate_)) CompareWithBase(index);
   return index;
 }
 
@@ -892,7 +721,7 @@ void Simulator::Run::TraceCriticalPath() {
   std::vector<NodeId> path;
   Cause cursor{Cause::kUnit, last_};
   while (cursor.type != Cause::kNone && cursor.id >= 0 &&
-         path.size() <= static_cast<size_t>(n_) + ws_.transfers.size()) {
+         path.size() <= static_cast<size_t>(n_) + num_transfers_) {
     if (cursor.type == Cause::kUnit) {
       const int32_t u = cursor.id;
       result_.critical_path_busy_s += ws_.units[u].duration;
@@ -920,8 +749,9 @@ void Simulator::Run::RecordTimeline() {
     result_.node_start_s[id] = unit.start;
     result_.node_end_s[id] = unit.end;
   }
-  result_.transfers.reserve(ws_.transfers.size());
-  for (const Transfer& t : ws_.transfers) {
+  result_.transfers.reserve(num_transfers_);
+  for (int32_t i = 0; i < num_transfers_; ++i) {
+    const Transfer& t = ws_.transfers[i];
     result_.transfers.push_back(TransferRecord{t.node, t.output, t.src_device,
                                                t.dst_device, t.bytes, t.start_s,
                                                t.end_s});
@@ -931,7 +761,9 @@ void Simulator::Run::RecordTimeline() {
 absl::StatusOr<SimulationResult> Simulator::Simulate(
     const Plan& plan, const SimulationOptions& options) const {
   RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
-  return Run(*this, plan, options, AcquireThreadWorkspace(this)).Simulate();
+  return Run(*this, plan, options,
+             internal::AcquireThreadWorkspace(this, /*candidate=*/false))
+      .Simulate();
 }
 
 }  // namespace gopt::simulator

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -252,53 +253,6 @@ TEST(SimulatorTest, LayoutMismatchInsertsACopy) {
   const SimulationResult result = RunSimulation(graph, TestTopology(), plan);
   EXPECT_NEAR(result.layout_copy_s, 8.1e-5, kTolerance);
   EXPECT_NEAR(result.step_time_s, 3 * 8.1e-5, kTolerance);
-}
-
-TEST(SimulatorTest, LowerBoundIsBelowEveryPlan) {
-  GraphMaker g;
-  const int p = g.Param("p", 1000);
-  const int a = g.Op("a", 1e9, {p});
-  const int b = g.Op("b", 1e9, {a});
-  const int c = g.Op("c", 1e9, {a});
-  g.Op("d", 1e9, {b, c});
-  const Graph graph = g.Build();
-  RooflineCostModel cost_model;
-  const Topology topology = TestTopology();
-  Simulator simulator(graph, topology, cost_model);
-  // Longest path a -> b -> d at 1e-3 each; total work 4e-3 over 2 devices.
-  EXPECT_NEAR(simulator.LowerBound(), 3e-3, kTolerance);
-  Plan plan = DefaultPlan(graph);
-  EXPECT_GE(simulator.Simulate(plan)->step_time_s, simulator.LowerBound());
-  plan.device[c] = 1;
-  EXPECT_GE(simulator.Simulate(plan)->step_time_s, simulator.LowerBound());
-}
-
-TEST(SimulatorTest, LowerBoundCountsUnavoidableMemoryTraffic) {
-  // A 4e8-byte weight read by one cheap op: any plan reads it once, at no
-  // more than the two devices' 2e11 B/s together; the op's f32[1000]
-  // output (4000 bytes) is written once.
-  graph::GraphBuilder builder("weights", "generated");
-  Node w;
-  w.name = "w";
-  w.kind = OpKind::kParameter;
-  w.outputs = {MakeTensorType(DType::kF32, {100'000'000})};
-  Node scale;
-  scale.name = "scale";
-  scale.kind = OpKind::kElementwiseUnary;
-  scale.outputs = {MakeTensorType(DType::kF32, {1000})};
-  scale.flops = 1e6;
-  scale.bytes_read = 400'000'000;
-  scale.bytes_written = 4000;
-  const int wi = builder.AddNode(std::move(w));
-  const int si = builder.AddNode(std::move(scale));
-  builder.AddEdge(wi, 0, si, 0);
-  const Graph graph = std::move(builder).Build(graph::GraphLimits()).value();
-  RooflineCostModel cost_model;
-  const Topology topology = TestTopology();
-  Simulator simulator(graph, topology, cost_model);
-  EXPECT_NEAR(simulator.LowerBound(), (4e8 + 4000) / 2e11, kTolerance);
-  EXPECT_GE(simulator.Simulate(DefaultPlan(graph))->step_time_s,
-            simulator.LowerBound());
 }
 
 TEST(SimulatorTest, RejectsBadPlans) {
@@ -629,6 +583,183 @@ TEST(SimulatorTest, RandomPlansKeepTheTimelineInvariants) {
   }
   EXPECT_EQ(plans_checked, 600);
   EXPECT_GT(transfers_checked, 1000);
+}
+
+// Every field of two results, compared exactly (an incremental run must be
+// bit-identical to a full one).
+void ExpectSameResult(const SimulationResult& a, const SimulationResult& b) {
+  EXPECT_EQ(a.step_time_s, b.step_time_s);
+  EXPECT_EQ(a.device_busy_s, b.device_busy_s);
+  EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes);
+  EXPECT_EQ(a.oom, b.oom);
+  EXPECT_EQ(a.bytes_moved, b.bytes_moved);
+  EXPECT_EQ(a.num_transfers, b.num_transfers);
+  EXPECT_EQ(a.num_kernels, b.num_kernels);
+  EXPECT_EQ(a.layout_copy_s, b.layout_copy_s);
+  EXPECT_EQ(a.critical_path, b.critical_path);
+  EXPECT_EQ(a.critical_path_busy_s, b.critical_path_busy_s);
+  EXPECT_EQ(a.node_start_s, b.node_start_s);
+  EXPECT_EQ(a.node_end_s, b.node_end_s);
+  ASSERT_EQ(a.transfers.size(), b.transfers.size());
+  for (size_t i = 0; i < a.transfers.size(); ++i) {
+    const TransferRecord& x = a.transfers[i];
+    const TransferRecord& y = b.transfers[i];
+    EXPECT_EQ(std::tie(x.node, x.output, x.src_device, x.dst_device, x.bytes,
+                       x.start_s, x.end_s),
+              std::tie(y.node, y.output, y.src_device, y.dst_device, y.bytes,
+                       y.start_s, y.end_s))
+        << "transfer " << i;
+  }
+}
+
+// A move like the plan search's: a window of 1-8 consecutive nodes of the
+// base's critical path raised above every priority, or moved to one device
+// (with the rest of their fusion groups); now and then an arbitrary change
+// (a lowered priority, a random node moved) that must still simulate
+// exactly, from the start.
+Plan RandomMove(const Plan& base, const SimulationResult& base_result,
+                int devices, std::mt19937_64& rng) {
+  Plan plan = base;
+  const int n = static_cast<int>(plan.device.size());
+  if (plan.priority.empty()) plan.priority.assign(n, 0);
+  const std::vector<graph::NodeId>& path = base_result.critical_path;
+  const int begin = static_cast<int>(rng() % path.size());
+  const int end = std::min<int>(path.size(), begin + 1 + rng() % 8);
+  const int top =
+      *std::max_element(plan.priority.begin(), plan.priority.end()) + 1;
+  // Moves a node with the rest of its fusion group.
+  auto move = [&](graph::NodeId id, int target) {
+    plan.device[id] = target;
+    if (plan.fusion_group.empty() || plan.fusion_group[id] < 0) return;
+    for (int j = 0; j < n; ++j) {
+      if (plan.fusion_group[j] == plan.fusion_group[id])
+        plan.device[j] = target;
+    }
+  };
+  switch (rng() % 8) {
+    case 0:  // arbitrary
+      plan.priority[rng() % n] = static_cast<int>(rng() % 4) - 1;
+      move(static_cast<int>(rng() % n), static_cast<int>(rng() % devices));
+      break;
+    case 1:
+    case 2:
+    case 3:
+      for (int i = begin; i < end; ++i) plan.priority[path[i]] = top + end - i;
+      break;
+    default: {
+      const int target = static_cast<int>(rng() % devices);
+      for (int i = begin; i < end; ++i) move(path[i], target);
+    }
+  }
+  return plan;
+}
+
+// The differential test of incremental simulation: thousands of local moves
+// on random graphs and plans (priorities, fusion, layouts, tight memory),
+// each simulated against a recorded base and from scratch, with and without
+// a cutoff at the base's step time. Bases change as a search's would (a
+// candidate becomes the next base) and two bases alternate on one thread,
+// so each thread's restored copy is exercised across bases.
+TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
+  RooflineCostModel cost_model;
+  int candidates = 0;
+  int incremental = 0;
+  int stopped = 0;
+  int rejoined = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    SCOPED_TRACE("graph seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const Graph graph = RandomGraph(rng, 2 + static_cast<int>(rng() % 150));
+    Topology topology = TestTopology(/*devices=*/1 + seed % 4);
+    if (seed % 5 == 0) {
+      for (DeviceProfile& device : topology.devices) device.memory_bytes = 1e5;
+    }
+    const Simulator simulator(graph, topology, cost_model);
+    const int n = graph.num_nodes();
+    const int devices = topology.num_devices();
+    std::vector<std::unique_ptr<Trajectory>> bases;
+    for (int k = 0; k < 2; ++k) {
+      Plan plan = DefaultPlan(graph);
+      for (int i = 0; i < n; ++i) {
+        plan.device[i] =
+            k == 0 ? static_cast<int>(rng() % devices) : i * devices / n;
+      }
+      if (rng() % 2) {
+        plan.priority.resize(n);
+        for (int32_t& priority : plan.priority) priority = rng() % 4;
+      }
+      if (rng() % 3 == 0) {
+        plan.fusion_group.assign(n, -1);
+        for (int i = 1; i < n; ++i) {
+          if (rng() % 3 == 0 && plan.device[i] == plan.device[i - 1]) {
+            if (plan.fusion_group[i - 1] < 0) plan.fusion_group[i - 1] = i;
+            plan.fusion_group[i] = plan.fusion_group[i - 1];
+          }
+        }
+      }
+      if (rng() % 4 == 0) {
+        plan.layout.resize(n);
+        for (std::vector<int32_t>& layout : plan.layout) {
+          if (rng() % 2) layout = {static_cast<int32_t>(rng() % 2), 1};
+          if (!layout.empty()) layout[1] = 1 - layout[0];
+        }
+      }
+      absl::StatusOr<std::unique_ptr<Trajectory>> base = simulator.Record(plan);
+      ASSERT_TRUE(base.ok()) << base.status();
+      ExpectSameResult((*base)->result(), simulator.Simulate(plan).value());
+      bases.push_back(*std::move(base));
+    }
+    for (int move = 0; move < 12; ++move) {
+      SCOPED_TRACE("move " + std::to_string(move));
+      std::unique_ptr<Trajectory>& base = bases[move % 2];
+      const Plan plan = RandomMove(base->plan(), base->result(), devices, rng);
+      const SimulationResult full = simulator.Simulate(plan).value();
+      const CandidateResult candidate =
+          simulator.SimulateCandidate(*base, plan).value();
+      ASSERT_FALSE(candidate.slower_than_cutoff);
+      ExpectSameResult(candidate.result, full);
+      ++candidates;
+      incremental += candidate.incremental;
+      rejoined += candidate.rejoined_base;
+      const double cutoff = base->result().step_time_s;
+      const CandidateResult cut =
+          simulator.SimulateCandidate(*base, plan, {}, cutoff).value();
+      if (cut.slower_than_cutoff) {
+        ++stopped;
+        EXPECT_GT(full.step_time_s, cutoff);
+        EXPECT_GT(cut.step_time_lower_bound_s, cutoff);
+        EXPECT_LE(cut.step_time_lower_bound_s, full.step_time_s * (1 + 1e-9));
+      } else {
+        ExpectSameResult(cut.result, full);
+      }
+      if (rng() % 4 == 0) {  // the search adopts the candidate
+        base = simulator.Record(plan, {}, std::move(base)).value();
+      }
+    }
+  }
+  EXPECT_EQ(candidates, 1000 * 12);
+  EXPECT_GT(incremental, candidates / 3);
+  EXPECT_GT(stopped, 500);
+  EXPECT_GT(rejoined, 500);
+}
+
+TEST(SimulatorTest, CandidateNeedsItsOwnSimulatorsTrajectory) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  g.Op("a", 1e9, {p});
+  const Graph graph = g.Build();
+  const Topology topology = TestTopology();
+  RooflineCostModel cost_model;
+  const Simulator first(graph, topology, cost_model);
+  const Simulator second(graph, topology, cost_model);
+  const Plan plan = DefaultPlan(graph);
+  const std::unique_ptr<Trajectory> base = first.Record(plan).value();
+  EXPECT_THAT(second.SimulateCandidate(*base, plan).status().message(),
+              HasSubstr("another simulator"));
+  Plan bad = plan;
+  bad.device[1] = 7;
+  EXPECT_THAT(first.SimulateCandidate(*base, bad).status().message(),
+              HasSubstr("device 7"));
 }
 
 TEST(ChromeTraceTest, EventsMatchTheSimulation) {

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator {
 namespace {
@@ -47,6 +47,44 @@ absl::Status CheckLink(absl::string_view context, const gopt::v1::Link& link) {
   RETURN_IF_ERROR(CheckRange(context, "bandwidth_bytes_per_s",
                              link.bandwidth_bytes_per_s(), kBandwidthRange));
   return CheckRange(context, "latency_s", link.latency_s(), kLatencyRange);
+}
+
+// Reads the calibrated op-class curves of device profile `p` into `d`.
+// InvalidArgument naming the device, curve and field for an unknown class,
+// a repeated class or a value out of range.
+absl::Status ReadOpCurves(absl::string_view context,
+                          const gopt::v1::DeviceProfile& p, DeviceProfile* d) {
+  for (int i = 0; i < p.op_curves_size(); ++i) {
+    const gopt::v1::OpClassCurve& q = p.op_curves(i);
+    int c = 1;
+    while (c < kNumOpCostClasses &&
+           OpCostClassName(static_cast<OpCostClass>(c)) != q.op_class()) {
+      ++c;
+    }
+    const std::string where = absl::StrCat(context, " op_curves[", i, "]");
+    if (c == kNumOpCostClasses) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " field 'op_class': '", q.op_class(),
+                       "' is not dot, convolution, elementwise, reduction or "
+                       "data-movement"));
+    }
+    if (d->op_curves[c].max_efficiency != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": a second curve for '", q.op_class(), "'"));
+    }
+    RETURN_IF_ERROR(CheckRange(where, "max_efficiency", q.max_efficiency(),
+                               kEfficiencyRange));
+    RETURN_IF_ERROR(CheckRange(where, "half_efficiency_s",
+                               q.half_efficiency_s(), kLaunchOverheadRange));
+    RETURN_IF_ERROR(CheckRange(where, "bandwidth_efficiency",
+                               q.bandwidth_efficiency(), kEfficiencyRange));
+    RETURN_IF_ERROR(CheckRange(where, "launch_overhead_s",
+                               q.launch_overhead_s(), kLaunchOverheadRange));
+    d->op_curves[c] =
+        OpClassCurve{q.max_efficiency(), q.half_efficiency_s(),
+                     q.bandwidth_efficiency(), q.launch_overhead_s()};
+  }
+  return absl::OkStatus();
 }
 
 DeviceProfile V100Sxm2() {
@@ -201,6 +239,45 @@ std::vector<std::string> PresetTopologyNames() {
           "a100x8-nvlink", "h100x8-nvlink", "tpuv3x8"};
 }
 
+OpCostClass OpCostClassOf(graph::OpKind kind) {
+  switch (kind) {
+    case graph::OpKind::kDot:
+      return OpCostClass::kDot;
+    case graph::OpKind::kConvolution:
+      return OpCostClass::kConvolution;
+    default:
+      break;
+  }
+  switch (graph::OpKindCategory(kind)) {
+    case graph::OpCategory::kElementwise:
+      return OpCostClass::kElementwise;
+    case graph::OpCategory::kReduction:
+      return OpCostClass::kReduction;
+    case graph::OpCategory::kDataMovement:
+      return OpCostClass::kDataMovement;
+    default:
+      return OpCostClass::kOther;
+  }
+}
+
+absl::string_view OpCostClassName(OpCostClass op_class) {
+  switch (op_class) {
+    case OpCostClass::kDot:
+      return "dot";
+    case OpCostClass::kConvolution:
+      return "convolution";
+    case OpCostClass::kElementwise:
+      return "elementwise";
+    case OpCostClass::kReduction:
+      return "reduction";
+    case OpCostClass::kDataMovement:
+      return "data-movement";
+    case OpCostClass::kOther:
+      break;
+  }
+  return "other";
+}
+
 absl::StatusOr<Topology> PresetTopology(absl::string_view name) {
   if (name == "cpu-host") {
     // Two cores of one host exchange tensors through shared memory: a memcpy
@@ -308,6 +385,7 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
                                d.launch_overhead_s, kLaunchOverheadRange));
     RETURN_IF_ERROR(CheckRange(context, "max_efficiency", d.max_efficiency,
                                kEfficiencyRange));
+    RETURN_IF_ERROR(ReadOpCurves(context, p, &d));
     t.devices.push_back(std::move(d));
   }
   const gopt::v1::Link& fallback = proto.default_link();
@@ -364,6 +442,17 @@ gopt::v1::Topology TopologyToProto(const Topology& topology) {
     p->set_memory_bytes(d.memory_bytes);
     p->set_launch_overhead_s(d.launch_overhead_s);
     p->set_max_efficiency(d.max_efficiency);
+    for (int c = 1; c < kNumOpCostClasses; ++c) {
+      const OpClassCurve& curve = d.op_curves[c];
+      if (curve.max_efficiency == 0) continue;
+      gopt::v1::OpClassCurve* q = p->add_op_curves();
+      q->set_op_class(
+          std::string(OpCostClassName(static_cast<OpCostClass>(c))));
+      q->set_max_efficiency(curve.max_efficiency);
+      q->set_half_efficiency_s(curve.half_efficiency_s);
+      q->set_bandwidth_efficiency(curve.bandwidth_efficiency);
+      q->set_launch_overhead_s(curve.launch_overhead_s);
+    }
   }
   const int n = topology.num_devices();
   for (int a = 0; a < n; ++a) {

@@ -1,6 +1,7 @@
 #ifndef GOPT_SIMULATOR_TOPOLOGY_H_
 #define GOPT_SIMULATOR_TOPOLOGY_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,11 +9,47 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gopt/v1/topology.pb.h"
+#include "graph/op_kind.h"
 #include "graph/tensor_type.h"
 
 namespace gopt::simulator {
 
 enum class DeviceKind : uint8_t { kCpu, kGpu, kTpu };
+
+// Classes of ops whose costs `gopt calibrate` fits separately.
+enum class OpCostClass : uint8_t {
+  kOther = 0,  // no curve of its own: the device's fields
+  kDot,
+  kConvolution,
+  kElementwise,
+  kReduction,
+  kDataMovement,
+};
+inline constexpr int kNumOpCostClasses = 6;
+
+// The cost class of an op kind (fused kernels and kinds outside the five
+// classes are kOther).
+OpCostClass OpCostClassOf(graph::OpKind kind);
+
+// "dot", "convolution", "elementwise", "reduction", "data-movement";
+// "other" for kOther.
+absl::string_view OpCostClassName(OpCostClass op_class);
+
+// A measured cost curve of one op class on one device (see
+// gopt.v1.OpClassCurve). max_efficiency = 0 means "not calibrated".
+struct OpClassCurve {
+  double max_efficiency = 0;
+  double half_efficiency_s = 0;
+  double bandwidth_efficiency = 1;
+  double launch_overhead_s = 0;
+
+  bool operator==(const OpClassCurve& o) const {
+    return max_efficiency == o.max_efficiency &&
+           half_efficiency_s == o.half_efficiency_s &&
+           bandwidth_efficiency == o.bandwidth_efficiency &&
+           launch_overhead_s == o.launch_overhead_s;
+  }
+};
 
 // What the simulator needs to know about one device.
 struct DeviceProfile {
@@ -26,6 +63,8 @@ struct DeviceProfile {
   int64_t memory_bytes = 0;
   double launch_overhead_s = 0;
   double max_efficiency = 0.7;  // fraction of peak large kernels reach
+  // Calibrated curves by OpCostClass (index); all uncalibrated by default.
+  std::array<OpClassCurve, kNumOpCostClasses> op_curves{};
 
   // Peak for ops on `dtype` (f16/bf16 and f8 use the f16 peak, f64 the f64
   // peak, 8-bit integers the int8 peak; others f32). Falls back to the f32

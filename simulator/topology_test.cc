@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "simulator/op_cost_model.h"
+
 namespace gopt::simulator {
 namespace {
 
@@ -131,6 +133,53 @@ TEST(TopologyTest, RejectsNonFiniteDenormalAndAbsurdValues) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
     EXPECT_THAT(std::string(status.message()), HasSubstr(c.field));
   }
+}
+
+}  // namespace
+}  // namespace gopt::simulator
+
+namespace gopt::simulator {
+namespace {
+
+TEST(TopologyTest, CalibratedOpCurvesRoundTripAndPriceTheirClass) {
+  Topology topology = *PresetTopology("cpu-host");
+  OpClassCurve& dot =
+      topology.devices[0].op_curves[static_cast<int>(OpCostClass::kDot)];
+  dot = OpClassCurve{/*max_efficiency=*/0.5, /*half_efficiency_s=*/2e-6,
+                     /*bandwidth_efficiency=*/0.8, /*launch_overhead_s=*/3e-6};
+  absl::StatusOr<Topology> back = TopologyFromProto(TopologyToProto(topology));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->devices[0].op_curves, topology.devices[0].op_curves);
+  EXPECT_EQ(back->devices[1].op_curves, topology.devices[1].op_curves);
+
+  const RooflineCostModel model;
+  KernelWork work;
+  work.flops = 1e9;
+  work.op_class = OpCostClass::kDot;
+  const DeviceProfile& d = topology.devices[0];
+  const double peak = d.peak_f32_flops;
+  const double efficiency = 0.5 * 1e9 / (1e9 + peak * 2e-6);
+  EXPECT_DOUBLE_EQ(model.KernelSeconds(work, d),
+                   1e9 / (peak * efficiency) + 3e-6);
+  work.op_class = OpCostClass::kElementwise;  // uncalibrated: the defaults
+  const double default_efficiency =
+      d.max_efficiency * 1e9 / (1e9 + peak * 1e-6);
+  EXPECT_DOUBLE_EQ(model.KernelSeconds(work, d),
+                   1e9 / (peak * default_efficiency) + d.launch_overhead_s);
+}
+
+TEST(TopologyTest, RejectsUnknownAndRepeatedOpCurves) {
+  gopt::v1::Topology proto = TopologyToProto(*PresetTopology("cpu-host"));
+  gopt::v1::OpClassCurve* curve = proto.mutable_devices(0)->add_op_curves();
+  curve->set_op_class("matmul");
+  curve->set_max_efficiency(0.5);
+  curve->set_bandwidth_efficiency(1);
+  EXPECT_THAT(TopologyFromProto(proto).status().message(),
+              ::testing::HasSubstr("'matmul' is not dot"));
+  curve->set_op_class("dot");
+  *proto.mutable_devices(0)->add_op_curves() = *curve;
+  EXPECT_THAT(TopologyFromProto(proto).status().message(),
+              ::testing::HasSubstr("a second curve for 'dot'"));
 }
 
 }  // namespace

@@ -356,20 +356,31 @@ TEST(DeployTest, OverlaysSetTheImageWithARegistry) {
   }
 }
 
-// gopt-server runs no tensor on CUDA: no overlay reserves a GPU.
-TEST(DeployTest, NoOverlayReservesAGpu) {
+// gopt-server runs no tensor on CUDA: only gopt-worker (the GPU overlay's
+// worker.yaml, which runs plans for real) reserves a GPU.
+TEST(DeployTest, OnlyTheWorkerReservesAGpu) {
+  const fs::path worker = SourcePath("deploy/overlays/gpu/worker.yaml");
+  bool worker_reserves = false;
   for (const auto& entry :
        fs::recursive_directory_iterator(SourcePath("deploy"))) {
     if (!entry.is_regular_file()) continue;
     const std::string text = ReadFile(entry.path().string());
     for (absl::string_view line : absl::StrSplit(text, '\n')) {
-      if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "#")) {
+      if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "#") ||
+          !absl::StrContains(line, "nvidia.com/gpu")) {
         continue;
       }
-      EXPECT_THAT(std::string(line), Not(HasSubstr("nvidia.com/gpu")))
-          << entry.path();
+      EXPECT_TRUE(fs::equivalent(entry.path(), worker)) << entry.path();
+      worker_reserves = true;
     }
   }
+  EXPECT_TRUE(worker_reserves) << worker;
+  const YAML::Node container = YAML::LoadAllFromFile(
+      worker.string())[0]["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["command"][0].as<std::string>(), "gopt-worker");
+  EXPECT_EQ(container["readinessProbe"]["grpc"]["port"].as<int>(), 50052);
+  const YAML::Node service = YAML::LoadAllFromFile(worker.string())[1];
+  EXPECT_EQ(service["spec"]["clusterIP"].as<std::string>(), "None");
 }
 
 // Threads, queue and memory budget fit the pod: threads = CPUs requested

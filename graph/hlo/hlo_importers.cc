@@ -11,7 +11,7 @@
 #include "graph/hlo/hlo_text_parser.h"
 #include "graph/hlo/tuning_data.h"
 #include "graph/op_catalog.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/op_catalog.h"
 #include "graph/shape_inference.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::hlo {
 namespace {

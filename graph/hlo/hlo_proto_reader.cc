@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/proto_wire.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::hlo {
 namespace {

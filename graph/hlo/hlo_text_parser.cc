@@ -9,8 +9,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "graph/huge_pages.h"
-#include "graph/status_macros.h"
+#include "util/huge_pages.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::hlo {
 namespace {

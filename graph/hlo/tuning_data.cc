@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "graph/hlo/hlo_proto_reader.h"
 #include "graph/proto_wire.h"
-#include "graph/status_macros.h"
 #include "tpu_graphs/tuning.pb.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::hlo {
 namespace {

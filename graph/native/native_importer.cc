@@ -7,7 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "graph/native/graph_proto.h"
 #include "graph/proto_wire.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph {
 namespace {

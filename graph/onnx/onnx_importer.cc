@@ -18,8 +18,8 @@
 #include "graph/onnx/onnx_op_rules.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/op_catalog.h"
-#include "graph/status_macros.h"
 #include "onnx/onnx.pb.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/onnx/onnx_rule_util.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::onnx_internal {
 namespace {

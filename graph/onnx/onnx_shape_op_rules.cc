@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/onnx/onnx_rule_util.h"
 #include "graph/shape_inference.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::onnx_internal {
 namespace {

@@ -11,8 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/status_macros.h"
 #include "graph/tf/shape_rule_util.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::tf {
 namespace {

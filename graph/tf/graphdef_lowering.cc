@@ -14,9 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "graph/op_catalog.h"
-#include "graph/status_macros.h"
 #include "graph/tf/op_lowering.h"
 #include "graph/tf/shape_rules.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::tf {
 namespace {

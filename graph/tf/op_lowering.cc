@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "graph/tf/attr_util.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph::tf {
 namespace {

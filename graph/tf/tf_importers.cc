@@ -12,10 +12,10 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "graph/proto_wire.h"
-#include "graph/status_macros.h"
 #include "graph/tf/graphdef_lowering.h"
 #include "tensorflow/graph.pb.h"
 #include "tensorflow/tfjs_model.pb.h"
+#include "util/status_macros.h"
 
 namespace gopt::graph {
 namespace {

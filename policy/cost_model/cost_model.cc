@@ -11,10 +11,10 @@
 
 #include "ATen/Parallel.h"
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "policy/cost_model/network.h"
 #include "policy/torch_checkpoint.h"
 #include "policy/torch_util.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::cost_model {
 

@@ -6,11 +6,11 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "policy/cost_model/npy.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::cost_model {
 namespace {

@@ -15,12 +15,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "graph/hlo/tuning_data.h"
-#include "graph/status_macros.h"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/metrics.h"
 #include "simulator/generators/generators.h"
 #include "simulator/topology.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::cost_model {
 namespace {
@@ -437,164 +437,196 @@ absl::StatusOr<nlohmann::json> RunCostModelTrain(
   return out;
 }
 
-absl::StatusOr<nlohmann::json> RunCostModelEval(
+namespace {
+
+// RunCostModelEval with a checkpoint: its scores of every group.
+absl::StatusOr<nlohmann::json> ScoreCheckpoint(
     const CostModelEvalRequest& request) {
   const uint64_t seed = request.train.seed;
   nlohmann::json out;
-  if (!request.checkpoint.empty()) {
-    ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
-                     CostModel::Load(request.checkpoint));
-    if (model->options().task != request.task) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint '", request.checkpoint, "' ranks ",
-          TaskName(model->options().task), ", not ", TaskName(request.task)));
-    }
-    ASSIGN_OR_RETURN(std::vector<ConfigGroup> groups,
-                     LoadConfigGroups(request.data, request.task, seed));
-    ASSIGN_OR_RETURN(auto scores, ScoreAll(*model, groups));
-    out = RankingMetrics(groups, scores);
-    out["protocol"] = "checkpoint";
-    out["task"] = std::string(TaskName(request.task));
-    return out;
+  ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
+                   CostModel::Load(request.checkpoint));
+  if (model->options().task != request.task) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint '", request.checkpoint, "' ranks ",
+        TaskName(model->options().task), ", not ", TaskName(request.task)));
   }
+  ASSIGN_OR_RETURN(std::vector<ConfigGroup> groups,
+                   LoadConfigGroups(request.data, request.task, seed));
+  ASSIGN_OR_RETURN(auto scores, ScoreAll(*model, groups));
+  out = RankingMetrics(groups, scores);
+  out["protocol"] = "checkpoint";
+  out["task"] = std::string(TaskName(request.task));
+  return out;
+}
 
+// The tile protocol of RunCostModelEval: leave-one-kernel-out (and the
+// default margin by inner leave-one-kernel-out). Adds the training steps
+// to `*steps`.
+absl::StatusOr<nlohmann::json> TileProtocol(
+    const CostModelEvalRequest& request, const CostModelOptions& model_options,
+    int32_t* steps_out) {
+  const uint64_t seed = request.train.seed;
+  int32_t& steps = *steps_out;
+  nlohmann::json out;
+  ASSIGN_OR_RETURN(std::vector<ConfigGroup> groups,
+                   LoadConfigGroups(request.data, request.task, seed));
+  const size_t n = groups.size();
+  // Scores of `scored` by the (ensemble) model trained on every group but
+  // those in `left_out`.
+  auto train_and_score = [&](const std::vector<size_t>& left_out,
+                             const std::vector<size_t>& scored)
+      -> absl::StatusOr<std::vector<std::vector<double>>> {
+    std::vector<ConfigGroup> train;
+    for (size_t g = 0; g < n; ++g) {
+      if (std::find(left_out.begin(), left_out.end(), g) == left_out.end()) {
+        train.push_back(groups[g]);
+      }
+    }
+    std::vector<const ConfigGroup*> targets;
+    for (size_t g : scored) targets.push_back(&groups[g]);
+    return TrainEnsembleAndScore(model_options, request.train, train, targets,
+                                 request.ensemble, &steps);
+  };
+  std::vector<std::vector<double>> raw(n);
+  for (size_t held = 0; held < n; ++held) {
+    ASSIGN_OR_RETURN(auto s, train_and_score({held}, {held}));
+    raw[held] = std::move(s[0]);
+  }
+  std::vector<std::vector<double>> runtimes;
+  std::vector<int> defaults;
+  for (const ConfigGroup& group : groups) {
+    runtimes.push_back(group.runtimes);
+    defaults.push_back(group.default_config);
+  }
+  std::vector<std::vector<double>> scores = raw;
+  nlohmann::json margins = nlohmann::json::array();
+  if (request.default_margin_cv) {
+    // inner[a][b]: scores of kernel b by the model trained without a and
+    // b, which serves both outer folds a and b (neither sees the other's
+    // held-out kernel).
+    std::vector<std::vector<std::vector<double>>> inner(
+        n, std::vector<std::vector<double>>(n));
+    for (size_t a = 0; a < n; ++a) {
+      for (size_t b = a + 1; b < n; ++b) {
+        ASSIGN_OR_RETURN(auto s, train_and_score({a, b}, {a, b}));
+        inner[b][a] = std::move(s[0]);
+        inner[a][b] = std::move(s[1]);
+      }
+    }
+    for (size_t held = 0; held < n; ++held) {
+      std::vector<std::vector<double>> s;
+      std::vector<std::vector<double>> r;
+      std::vector<int> d;
+      for (size_t g = 0; g < n; ++g) {
+        if (g == held) continue;
+        s.push_back(inner[held][g]);
+        r.push_back(runtimes[g]);
+        d.push_back(defaults[g]);
+      }
+      const double margin = ChooseDefaultMargin(s, r, d);
+      margins.push_back(margin);
+      scores[held] = WithDefaultMargin(raw[held], defaults[held], margin);
+    }
+  }
+  out = RankingMetrics(groups, scores);
+  double network_top1 = 0;
+  for (size_t g = 0; g < n; ++g) {
+    const double t = TopKSlowdown(raw[g], runtimes[g], 1);
+    out["groups"][g]["network_top1_slowdown"] = t;
+    if (request.default_margin_cv) {
+      out["groups"][g]["default_margin"] = margins[g];
+    }
+    network_top1 += t / n;
+  }
+  out["network_top1_slowdown"] = network_top1;
+  out["default_margins"] = margins;
+  out["loko_default_margin"] = ChooseDefaultMargin(raw, runtimes, defaults);
+  out["ensemble"] = std::max(request.ensemble, 1);
+  out["protocol"] = request.default_margin_cv
+                        ? "leave-one-kernel-out, default margin by inner "
+                          "leave-one-kernel-out"
+                        : "leave-one-kernel-out";
+  return out;
+}
+
+// The layout protocols of RunCostModelEval: the hash half split, or the
+// simulator's held-out families. Adds the training steps to `*steps`.
+absl::StatusOr<nlohmann::json> LayoutProtocol(
+    const CostModelEvalRequest& request, const CostModelOptions& model_options,
+    int32_t* steps_out) {
+  const uint64_t seed = request.train.seed;
+  int32_t& steps = *steps_out;
+  nlohmann::json out;
+  std::vector<ConfigGroup> full;
+  std::vector<ConfigGroup> train;
+  std::vector<ConfigGroup> eval;
+  if (request.data == "sim:heldout-protocol") {
+    ASSIGN_OR_RETURN(
+        train, LoadConfigGroups("sim:train-families", request.task, seed));
+    ASSIGN_OR_RETURN(eval,
+                     LoadConfigGroups("sim:heldout", request.task, seed + 1));
+    out["protocol"] = "simulator: train sim:train-families, eval sim:heldout";
+  } else {
+    ASSIGN_OR_RETURN(full, LoadConfigGroups(request.data, request.task, seed));
+    for (const ConfigGroup& group : full) {
+      ConfigGroup first;
+      ConfigGroup second;
+      SplitConfigsByHash(group, seed, &first, &second);
+      train.push_back(std::move(first));
+      eval.push_back(std::move(second));
+    }
+    out["protocol"] = "hash half split (train on one half, eval the other)";
+  }
+  std::vector<const ConfigGroup*> targets;
+  for (const ConfigGroup& group : eval) targets.push_back(&group);
+  ASSIGN_OR_RETURN(auto scores,
+                   TrainEnsembleAndScore(model_options, request.train, train,
+                                         targets, request.ensemble, &steps));
+  const nlohmann::json protocol = out["protocol"];
+  out = RankingMetrics(eval, scores);
+  out["protocol"] = protocol;
+  out["ensemble"] = std::max(request.ensemble, 1);
+  out["train_configs"] = nlohmann::json::array();
+  for (const ConfigGroup& group : train) {
+    out["train_configs"].push_back(group.num_configs);
+  }
+  if (!full.empty()) {
+    AddClusterMetrics(full, eval, scores, &out);
+    // Always-default baseline: the default's measured runtime against the
+    // best of the evaluated half, also when the default fell in the
+    // training half (it is then not among the evaluated configurations).
+    double baseline = 0;
+    int groups = 0;
+    for (size_t g = 0; g < full.size(); ++g) {
+      if (full[g].default_config < 0) continue;
+      const double best =
+          *std::min_element(eval[g].runtimes.begin(), eval[g].runtimes.end());
+      baseline += (full[g].runtimes[full[g].default_config] - best) / best;
+      ++groups;
+    }
+    if (groups > 0) {
+      out["baseline_top1_slowdown"] = baseline / groups;
+      out["baseline_groups_with_default"] = groups;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> RunCostModelEval(
+    const CostModelEvalRequest& request) {
+  if (!request.checkpoint.empty()) return ScoreCheckpoint(request);
   CostModelOptions model_options = request.model;
   model_options.task = request.task;
   const auto start = std::chrono::steady_clock::now();
   int32_t steps = 0;
+  nlohmann::json out;
   if (request.task == Task::kTile) {
-    ASSIGN_OR_RETURN(std::vector<ConfigGroup> groups,
-                     LoadConfigGroups(request.data, request.task, seed));
-    const size_t n = groups.size();
-    // Scores of `scored` by the (ensemble) model trained on every group but
-    // those in `left_out`.
-    auto train_and_score = [&](const std::vector<size_t>& left_out,
-                               const std::vector<size_t>& scored)
-        -> absl::StatusOr<std::vector<std::vector<double>>> {
-      std::vector<ConfigGroup> train;
-      for (size_t g = 0; g < n; ++g) {
-        if (std::find(left_out.begin(), left_out.end(), g) == left_out.end()) {
-          train.push_back(groups[g]);
-        }
-      }
-      std::vector<const ConfigGroup*> targets;
-      for (size_t g : scored) targets.push_back(&groups[g]);
-      return TrainEnsembleAndScore(model_options, request.train, train, targets,
-                                   request.ensemble, &steps);
-    };
-    std::vector<std::vector<double>> raw(n);
-    for (size_t held = 0; held < n; ++held) {
-      ASSIGN_OR_RETURN(auto s, train_and_score({held}, {held}));
-      raw[held] = std::move(s[0]);
-    }
-    std::vector<std::vector<double>> runtimes;
-    std::vector<int> defaults;
-    for (const ConfigGroup& group : groups) {
-      runtimes.push_back(group.runtimes);
-      defaults.push_back(group.default_config);
-    }
-    std::vector<std::vector<double>> scores = raw;
-    nlohmann::json margins = nlohmann::json::array();
-    if (request.default_margin_cv) {
-      // inner[a][b]: scores of kernel b by the model trained without a and
-      // b, which serves both outer folds a and b (neither sees the other's
-      // held-out kernel).
-      std::vector<std::vector<std::vector<double>>> inner(
-          n, std::vector<std::vector<double>>(n));
-      for (size_t a = 0; a < n; ++a) {
-        for (size_t b = a + 1; b < n; ++b) {
-          ASSIGN_OR_RETURN(auto s, train_and_score({a, b}, {a, b}));
-          inner[b][a] = std::move(s[0]);
-          inner[a][b] = std::move(s[1]);
-        }
-      }
-      for (size_t held = 0; held < n; ++held) {
-        std::vector<std::vector<double>> s;
-        std::vector<std::vector<double>> r;
-        std::vector<int> d;
-        for (size_t g = 0; g < n; ++g) {
-          if (g == held) continue;
-          s.push_back(inner[held][g]);
-          r.push_back(runtimes[g]);
-          d.push_back(defaults[g]);
-        }
-        const double margin = ChooseDefaultMargin(s, r, d);
-        margins.push_back(margin);
-        scores[held] = WithDefaultMargin(raw[held], defaults[held], margin);
-      }
-    }
-    out = RankingMetrics(groups, scores);
-    double network_top1 = 0;
-    for (size_t g = 0; g < n; ++g) {
-      const double t = TopKSlowdown(raw[g], runtimes[g], 1);
-      out["groups"][g]["network_top1_slowdown"] = t;
-      if (request.default_margin_cv) {
-        out["groups"][g]["default_margin"] = margins[g];
-      }
-      network_top1 += t / n;
-    }
-    out["network_top1_slowdown"] = network_top1;
-    out["default_margins"] = margins;
-    out["loko_default_margin"] = ChooseDefaultMargin(raw, runtimes, defaults);
-    out["ensemble"] = std::max(request.ensemble, 1);
-    out["protocol"] = request.default_margin_cv
-                          ? "leave-one-kernel-out, default margin by inner "
-                            "leave-one-kernel-out"
-                          : "leave-one-kernel-out";
+    ASSIGN_OR_RETURN(out, TileProtocol(request, model_options, &steps));
   } else {
-    std::vector<ConfigGroup> full;
-    std::vector<ConfigGroup> train;
-    std::vector<ConfigGroup> eval;
-    if (request.data == "sim:heldout-protocol") {
-      ASSIGN_OR_RETURN(
-          train, LoadConfigGroups("sim:train-families", request.task, seed));
-      ASSIGN_OR_RETURN(eval,
-                       LoadConfigGroups("sim:heldout", request.task, seed + 1));
-      out["protocol"] = "simulator: train sim:train-families, eval sim:heldout";
-    } else {
-      ASSIGN_OR_RETURN(full,
-                       LoadConfigGroups(request.data, request.task, seed));
-      for (const ConfigGroup& group : full) {
-        ConfigGroup first;
-        ConfigGroup second;
-        SplitConfigsByHash(group, seed, &first, &second);
-        train.push_back(std::move(first));
-        eval.push_back(std::move(second));
-      }
-      out["protocol"] = "hash half split (train on one half, eval the other)";
-    }
-    std::vector<const ConfigGroup*> targets;
-    for (const ConfigGroup& group : eval) targets.push_back(&group);
-    ASSIGN_OR_RETURN(auto scores,
-                     TrainEnsembleAndScore(model_options, request.train, train,
-                                           targets, request.ensemble, &steps));
-    const nlohmann::json protocol = out["protocol"];
-    out = RankingMetrics(eval, scores);
-    out["protocol"] = protocol;
-    out["ensemble"] = std::max(request.ensemble, 1);
-    out["train_configs"] = nlohmann::json::array();
-    for (const ConfigGroup& group : train) {
-      out["train_configs"].push_back(group.num_configs);
-    }
-    if (!full.empty()) {
-      AddClusterMetrics(full, eval, scores, &out);
-      // Always-default baseline: the default's measured runtime against the
-      // best of the evaluated half, also when the default fell in the
-      // training half (it is then not among the evaluated configurations).
-      double baseline = 0;
-      int groups = 0;
-      for (size_t g = 0; g < full.size(); ++g) {
-        if (full[g].default_config < 0) continue;
-        const double best =
-            *std::min_element(eval[g].runtimes.begin(), eval[g].runtimes.end());
-        baseline += (full[g].runtimes[full[g].default_config] - best) / best;
-        ++groups;
-      }
-      if (groups > 0) {
-        out["baseline_top1_slowdown"] = baseline / groups;
-        out["baseline_groups_with_default"] = groups;
-      }
-    }
+    ASSIGN_OR_RETURN(out, LayoutProtocol(request, model_options, &steps));
   }
   out["task"] = std::string(TaskName(request.task));
   out["model"] = model_options.ToJson();
@@ -603,6 +635,26 @@ absl::StatusOr<nlohmann::json> RunCostModelEval(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count());
   return out;
+}
+
+CostModelRecipe DefaultRecipe(Task task) {
+  CostModelRecipe recipe;
+  recipe.model.task = task;
+  recipe.model.cross_config_attention = false;
+  if (task == Task::kTile) {
+    recipe.model.tile_relative_to_default = true;
+    recipe.train.loss = RankingLoss::kHingeListMle;
+    recipe.train.steps = 300;
+    recipe.default_margin_cv = true;
+  } else {
+    recipe.model.prune_hops = 1;
+    recipe.train.loss = RankingLoss::kPairwiseHinge;
+    recipe.train.steps = 6000;
+    recipe.train.tie_tolerance = 0.001;
+    recipe.train.regression_weight = 2;
+    recipe.train.learning_rate = 0.003;
+  }
+  return recipe;
 }
 
 }  // namespace gopt::policy::cost_model

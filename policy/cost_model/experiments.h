@@ -43,6 +43,29 @@ void SplitConfigsByHash(const ConfigGroup& group, uint64_t seed,
 nlohmann::json RankingMetrics(const std::vector<ConfigGroup>& groups,
                               const std::vector<std::vector<double>>& scores);
 
+// The recipe of `task` that works, measured (policy/cost_model/README.md):
+// the defaults of `gopt-train costmodel` and `costmodel-eval`, so that a
+// command without flags trains a model that does not lose to
+// always-default:
+//   tile:   the recipe of the shipped costmodel-tile-v1: features relative
+//           to the kernel's default (+ is-default flag), hinge + ListMLE,
+//           300 steps, no cross-configuration attention; costmodel-eval
+//           chooses the default margin by inner leave-one-kernel-out
+//           (default_margin_cv);
+//   layout: the real-data layout protocol's recipe: pairwise hinge with
+//           runs within 0.1% tied, regression weight 2, learning rate
+//           0.003, 6,000 steps, pruned to configurable nodes + 1 hop, no
+//           cross-configuration attention (the shipped costmodel-layout-v1
+//           was trained with learning rate 0.005 and regression weight 0.2:
+//           Makefile pretrained-costmodel-layout passes them).
+// Everything else is CostModelOptions' and TrainOptions' defaults (seed 0).
+struct CostModelRecipe {
+  CostModelOptions model;
+  TrainOptions train;
+  bool default_margin_cv = false;  // costmodel-eval, tile
+};
+CostModelRecipe DefaultRecipe(Task task);
+
 // `gopt-train costmodel`: trains a model and optionally ships it.
 struct CostModelTrainRequest {
   // Comma-separated data sources (see LoadConfigGroups) to train on.

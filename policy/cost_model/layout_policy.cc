@@ -10,11 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "graph/status_macros.h"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/features.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy {
 namespace {

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::cost_model {
 namespace {

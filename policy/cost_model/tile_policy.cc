@@ -10,11 +10,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/metrics.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy {
 namespace {

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "simulator/baselines/greedy_fusion.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::go {
 namespace {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,20 +22,8 @@ namespace gopt::policy::go {
 namespace {
 
 using simulator::baselines::testing::GraphMaker;
+using testing::SmallModelOptions;
 using testing::TestInstance;
-
-GoModelOptions SmallOptions(uint64_t seed) {
-  GoModelOptions options;
-  options.hidden = 32;
-  options.attention_layers = 1;
-  options.attention_dim = 16;
-  options.heads = 2;
-  options.feed_forward = 32;
-  options.segment = 8;
-  options.graph_embedding = 8;
-  options.seed = seed;
-  return options;
-}
 
 // A chain of `length` dot ops with a side branch of convolutions joining it
 // at the end, named `name`: small graphs that differ in shape.
@@ -90,6 +79,30 @@ torch::Tensor Flat(const GoModel& model) {
   return torch::cat(flat);
 }
 
+// Runs `rank_body(group, rank)` on two ranks, each a thread connected to a
+// loopback process group; the status of each rank (Connect's error when it
+// could not join).
+std::vector<absl::Status> RunTwoRanks(
+    const std::function<absl::Status(DataParallel*, int)>& rank_body) {
+  DistributedEnv env;
+  env.master_addr = "127.0.0.1";
+  env.master_port = FreePort();
+  env.world_size = 2;
+  std::vector<absl::Status> results(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      DistributedEnv mine = env;
+      mine.rank = r;
+      absl::StatusOr<std::unique_ptr<DataParallel>> group =
+          DataParallel::Connect(mine, absl::Seconds(60));
+      results[r] = group.ok() ? rank_body(group->get(), r) : group.status();
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  return results;
+}
+
 TEST(DataParallelTest, TwoRanksOnLoopbackMatchOneProcessOverTheSameBatch) {
   std::vector<std::unique_ptr<TrainingInstance>> owned;
   std::vector<const TrainingInstance*> instances;
@@ -98,48 +111,32 @@ TEST(DataParallelTest, TwoRanksOnLoopbackMatchOneProcessOverTheSameBatch) {
     ASSERT_NE(owned.back(), nullptr);
     instances.push_back(owned.back().get());
   }
-  std::unique_ptr<GoModel> single = *GoModel::Create(SmallOptions(1));
+  std::unique_ptr<GoModel> single = *GoModel::Create(SmallModelOptions(1));
   absl::StatusOr<PretrainResult> one =
       Pretrain(single.get(), instances, FourGraphSteps());
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_EQ(one->steps, 3);
 
-  DistributedEnv env;
-  env.master_addr = "127.0.0.1";
-  env.master_port = FreePort();
-  env.world_size = 2;
   std::vector<std::unique_ptr<GoModel>> models;
-  models.push_back(*GoModel::Create(SmallOptions(1)));
+  models.push_back(*GoModel::Create(SmallModelOptions(1)));
   // Rank 1 starts elsewhere: the broadcast must give it rank 0's start.
-  models.push_back(*GoModel::Create(SmallOptions(2)));
-  std::vector<absl::Status> results(2);
+  models.push_back(*GoModel::Create(SmallModelOptions(2)));
   std::vector<int> steps(2, 0);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.emplace_back([&, r] {
-      DistributedEnv mine = env;
-      mine.rank = r;
-      absl::StatusOr<std::unique_ptr<DataParallel>> group =
-          DataParallel::Connect(mine, absl::Seconds(60));
-      if (!group.ok()) {
-        results[r] = group.status();
-        return;
-      }
-      PretrainOptions options = FourGraphSteps();
-      options.data_parallel = group->get();
-      absl::StatusOr<PretrainResult> trained =
-          Pretrain(models[r].get(), instances, options);
-      results[r] = trained.status();
-      if (trained.ok()) steps[r] = trained->steps;
-    });
-  }
-  for (std::thread& rank : ranks) rank.join();
+  const std::vector<absl::Status> results =
+      RunTwoRanks([&](DataParallel* group, int r) -> absl::Status {
+        PretrainOptions options = FourGraphSteps();
+        options.data_parallel = group;
+        absl::StatusOr<PretrainResult> trained =
+            Pretrain(models[r].get(), instances, options);
+        if (trained.ok()) steps[r] = trained->steps;
+        return trained.status();
+      });
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r];
     EXPECT_EQ(steps[r], 3);
   }
   const torch::Tensor reference = Flat(*single);
-  const torch::Tensor start = Flat(**GoModel::Create(SmallOptions(1)));
+  const torch::Tensor start = Flat(**GoModel::Create(SmallModelOptions(1)));
   EXPECT_GT((reference - start).abs().max().item<float>(), 1e-4)
       << "training did not move the parameters";
   for (int r = 0; r < 2; ++r) {
@@ -191,33 +188,17 @@ TEST(DataParallelTest, BatchThatDoesNotSplitIsAnError) {
     ASSERT_NE(owned.back(), nullptr);
     instances.push_back(owned.back().get());
   }
-  DistributedEnv env;
-  env.master_port = FreePort();
-  env.world_size = 2;
-  std::unique_ptr<GoModel> model = *GoModel::Create(SmallOptions(1));
-  std::unique_ptr<GoModel> other = *GoModel::Create(SmallOptions(1));
-  std::vector<absl::Status> results(2);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.emplace_back([&, r] {
-      DistributedEnv mine = env;
-      mine.rank = r;
-      absl::StatusOr<std::unique_ptr<DataParallel>> group =
-          DataParallel::Connect(mine, absl::Seconds(60));
-      if (!group.ok()) {
-        results[r] = group.status();
-        return;
-      }
-      PretrainOptions options = FourGraphSteps();
-      options.graphs_per_step = 3;
-      options.pool_size = 3;
-      options.data_parallel = group->get();
-      results[r] =
-          Pretrain(r == 0 ? model.get() : other.get(), instances, options)
-              .status();
-    });
-  }
-  for (std::thread& rank : ranks) rank.join();
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(1));
+  std::unique_ptr<GoModel> other = *GoModel::Create(SmallModelOptions(1));
+  const std::vector<absl::Status> results =
+      RunTwoRanks([&](DataParallel* group, int r) {
+        PretrainOptions options = FourGraphSteps();
+        options.graphs_per_step = 3;
+        options.pool_size = 3;
+        options.data_parallel = group;
+        return Pretrain(r == 0 ? model.get() : other.get(), instances, options)
+            .status();
+      });
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(results[r].code(), absl::StatusCode::kInvalidArgument)
         << results[r];

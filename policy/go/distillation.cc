@@ -307,17 +307,11 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
       }
       (loss / static_cast<double>(batch.size())).backward();
     }
-    if (options_.after_backward) {
-      absl::Status reduced = options_.after_backward();
-      if (!reduced.ok()) {
-        network->eval();
-        return reduced;
-      }
-    }
-    torch::nn::utils::clip_grad_norm_(network->parameters(),
-                                      options_.max_grad_norm);
-    state_->optimizer.step();
+    absl::Status applied =
+        ApplyGradients(network, state_->optimizer, options_.after_backward,
+                       options_.max_grad_norm);
     network->eval();
+    if (!applied.ok()) return applied;
   } catch (const c10::Error& e) {
     network->eval();
     return TorchErrorToStatus(e, absl::StatusCode::kInternal,

@@ -7,11 +7,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "policy/clock.h"
 #include "policy/go/data_parallel.h"
 #include "policy/go/distillation.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
+#include "util/clock.h"
 
 // Expert iteration (search distillation) for GO policies, gopt-train only.
 namespace gopt::policy::go {

@@ -17,20 +17,8 @@ using simulator::baselines::testing::ChainGraph;
 using simulator::baselines::testing::FanOutGraph;
 using simulator::baselines::testing::TwoChainsGraph;
 using simulator::baselines::testing::UniformTopology;
+using testing::SmallModelOptions;
 using testing::TestInstance;
-
-GoModelOptions SmallOptions(uint64_t seed) {
-  GoModelOptions options;
-  options.hidden = 32;
-  options.attention_layers = 1;
-  options.attention_dim = 16;
-  options.heads = 2;
-  options.feed_forward = 32;
-  options.segment = 8;
-  options.graph_embedding = 8;
-  options.seed = seed;
-  return options;
-}
 
 TEST(CanonicalDevicesTest, SymmetricDevicesAreNumberedByFirstUse) {
   const graph::Graph graph = ChainGraph(3);  // a parameter and 3 ops
@@ -93,7 +81,7 @@ TEST(DistillationTest, SupervisedStepsFitTheTargetPlacement) {
   absl::StatusOr<DistillTarget> target =
       MakeDistillTarget(*instance, baseline->plan);
   ASSERT_TRUE(target.ok()) << target.status();
-  std::unique_ptr<GoModel> model = *GoModel::Create(SmallOptions(3));
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
   DistillOptions options;
   options.tasks = TaskSet{true, true, true, false};
   options.learning_rate = 1e-2;
@@ -120,7 +108,7 @@ TEST(DistillationTest, TargetOfTheWrongLengthIsAnError) {
   target.instance = instance.get();
   target.device = {0, 1};
   target.fused = {0, 0};
-  std::unique_ptr<GoModel> model = *GoModel::Create(SmallOptions(3));
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
   DistillationTrainer trainer(model.get(), DistillOptions());
   EXPECT_EQ(trainer.Step({&target}).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -136,7 +124,7 @@ TEST(ExpertIterationTest, RoundsFindTargetsNoWorseThanTheBaseline) {
     ASSERT_NE(instance, nullptr);
     instances.push_back(instance.get());
   }
-  std::unique_ptr<GoModel> model = *GoModel::Create(SmallOptions(5));
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(5));
   ExpertIterationOptions options;
   options.tasks = TaskSet{true, true, true, false};
   options.rounds = 3;

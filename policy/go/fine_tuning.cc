@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "graph/status_macros.h"
 #include "policy/go/plan_search.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -61,6 +61,7 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   search_options.deadline = options.deadline;
   search_options.clock = options.clock;
   search_options.cancelled = options.cancelled;
+  search_options.stop_at_step_time_s = options.stop_at_step_time_s;
   PlanSearch search(instance, start, search_options);
   const int search_rounds = options.search_simulations_per_step /
                             std::max(search_options.candidates_per_round, 1);
@@ -68,7 +69,9 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   const absl::Time begin = clock.Now();
   auto stopped = [&] {
     return clock.Now() >= options.deadline ||
-           (options.cancelled != nullptr && options.cancelled->load());
+           (options.cancelled != nullptr && options.cancelled->load()) ||
+           (result.best.valid && !result.best.oom &&
+            result.best.step_time_s <= options.stop_at_step_time_s);
   };
   double expected_step_seconds = options.first_step_estimate_seconds;
   for (int step = 0; step < options.max_steps; ++step) {

@@ -7,11 +7,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "policy/clock.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/train_log.h"
 #include "policy/policy.h"
+#include "util/clock.h"
 
 // A GO policy's decisions for one graph, as the server makes them: the
 // zero-shot plan, then PPO fine-tuning with the plan search around it.
@@ -51,6 +51,9 @@ struct FineTuneOptions {
   // The time source for the deadline and the step timings; borrowed, never
   // null.
   const Clock* clock = &Clock::Real();
+  // Fine-tuning and the search stop once the best plan's step time is at
+  // or below this (PlanSearchOptions::stop_at_step_time_s). 0 = never.
+  double stop_at_step_time_s = 0;
   // Seconds the first PPO step is expected to take (0 = unknown: it runs
   // whenever time is left). A step starts only when the time left before
   // the deadline covers the expected time (the previous step's after the

@@ -101,6 +101,7 @@ class GoPolicy final : public Policy {
           std::max(options.search_simulations_per_step, 0);
       fine_tune.deadline = options.deadline;
       fine_tune.clock = &clock;
+      fine_tune.stop_at_step_time_s = options.stop_at_step_time_s;
       fine_tune.first_step_estimate_seconds =
           kPpoStepPerZeroShot * proposal.inference_s;
       fine_tune.cancelled = options.cancelled;

@@ -91,6 +91,28 @@ EdgeGroups GroupEdges(const std::vector<int64_t>& key,
   return groups;
 }
 
+// Drops LibTorch's one-time notice that scatter_reduce is a beta API (the
+// "amax" reduction Aggregate needs has no stable equivalent), which would
+// otherwise reach the terminal of every gopt user; any other warning goes
+// on to the handler it replaces. Installed per call with a
+// WarningHandlerGuard (LibTorch keeps the handler per thread), around the
+// scatter_reduce call alone.
+class BetaNoticeFilter final : public c10::WarningHandler {
+ public:
+  explicit BetaNoticeFilter(c10::WarningHandler* next) : next_(next) {}
+
+  void process(const c10::SourceLocation& source_location,
+               const std::string& msg, const bool verbatim) override {
+    if (msg.find("is in beta and the API may change") != std::string::npos) {
+      return;
+    }
+    if (next_ != nullptr) next_->process(source_location, msg, verbatim);
+  }
+
+ private:
+  c10::WarningHandler* next_;
+};
+
 // Mean and max of the messages `m` of the neighbours of rows [begin, end),
 // as [end - begin, 2 * width] (mean, then max; zeros where a node has no
 // neighbours).
@@ -108,6 +130,8 @@ torch::Tensor Aggregate(const torch::Tensor& m, const EdgeGroups& groups,
     torch::Tensor local = groups.target.slice(0, first, last) - begin;
     mean =
         mean.index_add(0, local, messages) / groups.degree.slice(0, begin, end);
+    BetaNoticeFilter filter(c10::Warning::get_warning_handler());
+    c10::Warning::WarningHandlerGuard quiet(&filter);
     max = max.scatter_reduce(0, local.unsqueeze(1).expand({-1, width}),
                              messages, "amax", /*include_self=*/false);
   }
@@ -452,6 +476,19 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
     });
   }
   return out;
+}
+
+absl::Status ApplyGradients(GoNetwork& network,
+                            torch::optim::Optimizer& optimizer,
+                            const std::function<absl::Status()>& after_backward,
+                            double max_grad_norm) {
+  if (after_backward) {
+    absl::Status reduced = after_backward();
+    if (!reduced.ok()) return reduced;
+  }
+  torch::nn::utils::clip_grad_norm_(network->parameters(), max_grad_norm);
+  optimizer.step();
+  return absl::OkStatus();
 }
 
 }  // namespace gopt::policy::go

@@ -86,8 +86,60 @@ absl::Status PlanSearch::Prepare() {
       fusion_levels_[id] = kPriorityLevels - 1;
     }
   }
+  trajectory_stale_ = true;
   prepared_ = true;
   return absl::OkStatus();
+}
+
+absl::Status PlanSearch::RecordIncumbent() {
+  if (!trajectory_stale_) return absl::OkStatus();
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  absl::StatusOr<std::unique_ptr<simulator::Trajectory>> recorded =
+      instance_.simulator->Record(best_.plan, options, std::move(trajectory_));
+  if (!recorded.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "plan search on '", instance_.label,
+        "': the incumbent no longer simulates: ", recorded.status().message()));
+  }
+  trajectory_ = *std::move(recorded);
+  trajectory_stale_ = false;
+  return absl::OkStatus();
+}
+
+// The same score as ScorePlan's, from the incremental run; a candidate
+// certainly slower than a valid incumbent that fits memory is only marked
+// so (it cannot win or tie, and its exact time would cost the rest of the
+// simulation).
+void PlanSearch::Evaluate(Candidate* candidate) const {
+  candidate->slower = false;
+  if (!options_.incremental) {
+    candidate->scored = ScorePlan(instance_, std::move(candidate->scored.plan),
+                                  &candidate->critical_path);
+    return;
+  }
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  const double cutoff_s = best_.valid && !best_.oom
+                              ? best_.step_time_s
+                              : std::numeric_limits<double>::infinity();
+  ScoredPlan& scored = candidate->scored;
+  scored.valid = false;
+  candidate->critical_path.clear();
+  absl::StatusOr<simulator::CandidateResult> result =
+      instance_.simulator->SimulateCandidate(*trajectory_, scored.plan, options,
+                                             cutoff_s);
+  if (!result.ok()) return;
+  if (result->slower_than_cutoff) {
+    candidate->slower = true;
+    return;
+  }
+  scored.valid = true;
+  scored.step_time_s = result->result.step_time_s;
+  scored.oom = result->result.oom;
+  scored.reward =
+      PlanReward(scored.step_time_s, scored.oom, instance_.default_step_time_s);
+  candidate->critical_path = std::move(result->result.critical_path);
 }
 
 void PlanSearch::SetTopPriority() {
@@ -252,6 +304,14 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
         (options_.cancelled != nullptr && options_.cancelled->load())) {
       break;
     }
+    if (best_.valid && !best_.oom &&
+        best_.step_time_s <= options_.stop_at_step_time_s) {
+      break;
+    }
+    if (options_.incremental) {
+      absl::Status recorded = RecordIncumbent();
+      if (!recorded.ok()) return recorded;
+    }
     for (Candidate& candidate : candidates) {
       candidate.fusion_levels.clear();
       candidate.scored.plan =
@@ -259,15 +319,13 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
               ? ProposeGuided(*placement, &candidate.fusion_levels)
               : Propose(placement);
     }
-    RunInParallel(count, options_.threads, [&](int c) {
-      Candidate& candidate = candidates[c];
-      candidate.scored = ScorePlan(instance_, std::move(candidate.scored.plan),
-                                   &candidate.critical_path);
-    });
+    RunInParallel(count, options_.threads,
+                  [&](int c) { Evaluate(&candidates[c]); });
     candidates_simulated_ += count;
 
     int winner = -1;
     for (int c = 0; c < count; ++c) {
+      if (candidates[c].slower) continue;
       if (BetterPlan(candidates[c].scored,
                      winner < 0 ? best_ : candidates[winner].scored)) {
         winner = c;
@@ -284,7 +342,7 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
     // incumbent, so the search walks across plateaus of equal step time.
     for (int c = 0; c < count; ++c) {
       Candidate& tied = candidates[c];
-      if (!tied.scored.valid || tied.scored.oom != best_.oom ||
+      if (tied.slower || !tied.scored.valid || tied.scored.oom != best_.oom ||
           tied.scored.step_time_s != best_.step_time_s) {
         continue;
       }
@@ -317,6 +375,7 @@ void PlanSearch::Adopt(ScoredPlan plan,
   best_.plan.method = "go";
   critical_path_ = std::move(critical_path);
   SetTopPriority();
+  trajectory_stale_ = true;
   if (!fusion_levels.empty()) {
     fusion_levels_ = std::move(fusion_levels);
     BuildMoveGroups();

@@ -4,15 +4,17 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "graph/graph.h"
-#include "policy/clock.h"
 #include "policy/go/actions.h"
 #include "policy/go/ppo_trainer.h"
+#include "simulator/simulator.h"
+#include "util/clock.h"
 
 namespace gopt::policy::go {
 
@@ -24,8 +26,12 @@ struct PlanSearchOptions {
   // 1 and this many consecutive ones.
   int max_window = 8;
   uint64_t seed = 0;
+  // Simulate candidates incrementally against the incumbent (default), or
+  // each from scratch (the same results, slower; for comparisons).
+  bool incremental = true;
   // Moves only for these tasks: placement moves when `placement`,
-  // scheduling moves when `scheduling` (fusion and layout have none).
+  // scheduling moves when `scheduling`, fusion moves when `fusion` and
+  // `guided` (layout has none).
   TaskSet tasks;
   // Run stops before a round that would start at or after this time, or
   // once `*cancelled` is set (may be null).
@@ -34,8 +40,13 @@ struct PlanSearchOptions {
   const Clock* clock = &Clock::Real();
   const std::atomic<bool>* cancelled = nullptr;
   // Policy-guided moves: every move is drawn from Run's `policy` output
-  // (GuidedMoves below) instead of the uniform window choice. Default off.
+  // (see the class comment) instead of the uniform window choice. Default
+  // off.
   bool guided = false;
+  // Run also stops before a round once the best plan's step time is at or
+  // below this (a lower bound times a tolerance: no candidate could gain
+  // more than that). 0 (the default) = never.
+  double stop_at_step_time_s = 0;
 };
 
 // Local search around the best plan so far, steered by the simulator's
@@ -53,12 +64,16 @@ struct PlanSearchOptions {
 //    current device (uniform over the other devices when no distribution is
 //    given), or to the device of a neighbour on the path. A node moves with
 //    its fusion group and colocation group, so groups stay on one device.
-// The candidates are simulated and the fastest becomes the incumbent when
+// The candidates are simulated incrementally against the incumbent
+// (simulator::Simulator::SimulateCandidate: from the last checkpoint before
+// the move can change anything, stopped once certainly slower than the
+// incumbent; exactly the full simulation's result) and the fastest becomes
+// the incumbent when
 // it is strictly faster than the incumbent (and fits memory when the
 // incumbent does); when none is, one exactly as fast does, so the search
-// walks across plateaus. Fusion groups are the incumbent's: moving whole groups
-// keeps every group legal, and the search never invents fusions the
-// `greedy` rules would not make.
+// walks across plateaus. Unguided, fusion groups are the incumbent's: moving
+// whole groups keeps every group legal, and the search never invents fusions
+// the `greedy` rules would not make.
 //
 // Policy-guided moves (options.guided, with a policy output that has the
 // task's distribution): the kind of move is uniform over the tasks allowed
@@ -73,7 +88,9 @@ struct PlanSearchOptions {
 // fused now (plus 0.01), the window's nodes then taking fusion levels drawn
 // from their rows and the groups being rebuilt by GreedyFusionGroups (the
 // `greedy` rules) over the incumbent's levels (initially the top level for
-// fused nodes and 0 for the others).
+// fused nodes and 0 for the others). A candidate with new fusion groups is
+// simulated incrementally too: SimulateCandidate then starts from the
+// beginning of the incumbent's run, with the same exact result.
 //
 // Deterministic for options.seed and the sequence of Run calls, whatever
 // the thread count. Borrows `instance` (which must outlive it). Not
@@ -110,12 +127,19 @@ class PlanSearch {
     ScoredPlan scored;  // its plan, once simulated its score
     std::vector<graph::NodeId> critical_path;
     std::vector<int32_t> fusion_levels;  // after a fusion move, else empty
+    // Certainly slower than the incumbent (simulation stopped early): it
+    // can neither win nor tie, and `scored` has no score.
+    bool slower = false;
   };
 
   absl::Status Prepare();
   // Sets top_priority_ above best_'s priorities (all 0 when it has none;
   // renumbered first when the moves could overflow int32).
   void SetTopPriority();
+  // Records best_ for incremental candidate simulations (when stale).
+  absl::Status RecordIncumbent();
+  // Simulates one candidate against the incumbent's recording.
+  void Evaluate(Candidate* candidate) const;
   // Fills the move groups from best_'s fusion groups and the graph's
   // colocation groups.
   void BuildMoveGroups();
@@ -135,6 +159,9 @@ class PlanSearch {
   std::mt19937_64 rng_;
   ScoredPlan best_;
   std::vector<graph::NodeId> critical_path_;  // of best_
+  // best_'s simulation, kept for candidate runs; stale after an Adopt.
+  std::unique_ptr<simulator::Trajectory> trajectory_;
+  bool trajectory_stale_ = true;
   bool prepared_ = false;
   // Nodes that must share a device with each node (fusion group and
   // colocation group, merged): CSR over move groups.

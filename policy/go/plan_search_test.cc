@@ -11,6 +11,7 @@
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/test_instance.h"
 #include "simulator/baselines/test_graphs.h"
+#include "simulator/generators/generators.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -201,6 +202,30 @@ TEST(PlanSearchTest, StopsAtTheDeadline) {
   EXPECT_EQ(search.best().step_time_s, start.step_time_s);
 }
 
+TEST(PlanSearchTest, StopsOnceWithinTheStopStepTime) {
+  // The stop check is a lower bound times a tolerance: once the best plan
+  // reaches it, no further round runs.
+  const graph::Graph graph = InversionGraph();
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  plan.device = {0, 0, 0, 1};
+  const ScoredPlan start = Start(*instance, plan);
+  PlanSearchOptions options = Options(kSchedulingOnly);
+  options.stop_at_step_time_s = start.step_time_s;
+  PlanSearch already(*instance, start, options);
+  ASSERT_TRUE(already.Run(/*rounds=*/8, /*placement=*/nullptr).ok());
+  EXPECT_EQ(already.candidates_simulated(), 0);
+
+  simulator::Plan a_first = plan;
+  a_first.priority = {0, 0, 1, 0};
+  options.stop_at_step_time_s = Start(*instance, a_first).step_time_s;
+  PlanSearch search(*instance, start, options);
+  ASSERT_TRUE(search.Run(/*rounds=*/8, /*placement=*/nullptr).ok());
+  EXPECT_DOUBLE_EQ(search.best().step_time_s, options.stop_at_step_time_s);
+  EXPECT_LT(search.candidates_simulated(),
+            int64_t{8} * options.candidates_per_round);
+}
+
 TEST(PlanSearchTest, RejectsAPlacementDistributionOfAnotherShape) {
   const graph::Graph graph = FanOutGraph(/*width=*/4);
   std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
@@ -292,6 +317,36 @@ TEST(PlanSearchTest, RejectsAStartPlanOfAnotherGraph) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("not a valid plan"), std::string::npos)
       << status;
+}
+
+// Incremental candidate simulation changes nothing but speed: on a gnmt
+// training-step graph (3,579 nodes) from a random placement, the search
+// takes the same path with it as with a full simulation per candidate (same
+// incumbents, same final plan and step time), placement and scheduling
+// moves alike.
+TEST(PlanSearchTest, IncrementalCandidatesTakeTheSamePath) {
+  absl::StatusOr<graph::Graph> graph =
+      simulator::generators::GenerateModelGraph(
+          simulator::generators::FindGeneratorPreset("gnmt2-small")->options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::unique_ptr<TrainingInstance> instance = TestInstance(*graph, 4);
+  simulator::Plan plan = simulator::DefaultPlan(*graph);
+  for (int i = 0; i < graph->num_nodes(); ++i) plan.device[i] = i * 7 % 4;
+  const ScoredPlan start = Start(*instance, plan);
+  PlanSearchOptions options = Options(kAllTasks);
+  options.incremental = false;
+  PlanSearch full(*instance, start, options);
+  ASSERT_TRUE(full.Run(40, nullptr).ok());
+  options.incremental = true;
+  PlanSearch incremental(*instance, start, options);
+  ASSERT_TRUE(incremental.Run(40, nullptr).ok());
+  EXPECT_GT(full.improvements(), 0);
+  EXPECT_EQ(incremental.improvements(), full.improvements());
+  EXPECT_EQ(incremental.candidates_simulated(), full.candidates_simulated());
+  EXPECT_EQ(incremental.best().step_time_s, full.best().step_time_s);
+  EXPECT_EQ(incremental.best().plan.device, full.best().plan.device);
+  EXPECT_EQ(incremental.best().plan.priority, full.best().plan.priority);
+  EXPECT_LT(full.best().step_time_s, start.step_time_s);
 }
 
 }  // namespace

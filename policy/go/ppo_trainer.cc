@@ -322,16 +322,13 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
         }
         (loss / static_cast<double>(batch.size())).backward();
       }
-      if (options_.after_backward) {
-        absl::Status reduced = options_.after_backward();
-        if (!reduced.ok()) {
-          network->eval();
-          return reduced;
-        }
+      absl::Status applied =
+          ApplyGradients(network, state_->optimizer, options_.after_backward,
+                         options_.max_grad_norm);
+      if (!applied.ok()) {
+        network->eval();
+        return applied;
       }
-      torch::nn::utils::clip_grad_norm_(network->parameters(),
-                                        options_.max_grad_norm);
-      state_->optimizer.step();
       kl_sum = epoch_kl;
     }
     network->eval();

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "policy/clock.h"
 #include "policy/go/data_parallel.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/train_log.h"
+#include "util/clock.h"
 
 // PPO pre-training of a GO policy over many graphs (gopt-train only; not
 // linked into the server).

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "policy/eval/summary.h"
 
 namespace gopt::policy::go {
 
@@ -29,7 +30,7 @@ TrainLogRow MakeTrainLogRow(int step, double seconds, const PpoStepStats& stats,
   row.kl = stats.kl;
   row.invalid_plans = stats.invalid_plans;
   std::vector<std::string> labels;
-  double log_ratio = 0;
+  eval::GeometricMean best_step_ratio;
   for (size_t i = 0; i < stats.graphs.size(); ++i) {
     labels.push_back(stats.graphs[i].label);
     const ScoredPlan& best = stats.graphs[i].best;
@@ -37,11 +38,11 @@ TrainLogRow MakeTrainLogRow(int step, double seconds, const PpoStepStats& stats,
     const double ratio = best.valid && !best.oom
                              ? best.step_time_s / batch[i]->default_step_time_s
                              : kInvalidReward * kInvalidReward;
-    log_ratio += std::log(ratio);
+    best_step_ratio.Add(ratio);
     row.best_step_time_s += best.step_time_s / stats.graphs.size();
   }
   row.graphs = absl::StrJoin(labels, ";");
-  row.best_step_ratio = std::exp(log_ratio / stats.graphs.size());
+  row.best_step_ratio = best_step_ratio.value();
   return row;
 }
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "graph/status_macros.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 namespace {
@@ -147,6 +147,31 @@ absl::StatusOr<Plan> MakeBaselinePlan(const BaselineRegistry& registry,
   return plan;
 }
 
+std::vector<BaselineMethod> BaselineCombinations(
+    const BaselineRegistry& registry, const VariedParts& parts) {
+  const auto pick = [](std::vector<std::string> names, bool varied) {
+    if (!varied) names.resize(1);
+    return names;
+  };
+  std::vector<BaselineMethod> methods;
+  for (const std::string& p : pick(registry.PlacerNames(), parts.placement)) {
+    std::vector<std::string> schedulings =
+        pick(registry.SchedulerNames(), parts.scheduling);
+    if (parts.scheduling && (*registry.FindPlacer(p))->AssumesOrder()) {
+      schedulings.emplace_back(kPlacementOrder);
+    }
+    for (const std::string& s : schedulings) {
+      for (const std::string& f : pick(registry.FuserNames(), parts.fusion)) {
+        for (const std::string& l :
+             pick(registry.LayoutAssignerNames(), parts.layout)) {
+          methods.push_back(BaselineMethod{p, s, f, l});
+        }
+      }
+    }
+  }
+  return methods;
+}
+
 namespace {
 
 // The methods `options` names, or every registered combination when it
@@ -155,19 +180,7 @@ absl::StatusOr<std::vector<BaselineMethod>> MethodsToTry(
     const BaselineRegistry& registry, const BestBaselineOptions& options) {
   std::vector<BaselineMethod> methods;
   if (options.methods.empty()) {
-    for (const std::string& p : registry.PlacerNames()) {
-      std::vector<std::string> schedulings = registry.SchedulerNames();
-      if ((*registry.FindPlacer(p))->AssumesOrder()) {
-        schedulings.emplace_back(kPlacementOrder);
-      }
-      for (const std::string& s : schedulings) {
-        for (const std::string& f : registry.FuserNames()) {
-          for (const std::string& l : registry.LayoutAssignerNames()) {
-            methods.push_back(BaselineMethod{p, s, f, l});
-          }
-        }
-      }
-    }
+    methods = BaselineCombinations(registry);
   } else {
     for (const std::string& method : options.methods) {
       ASSIGN_OR_RETURN(BaselineMethod parsed,

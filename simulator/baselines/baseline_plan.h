@@ -101,6 +101,24 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
     const BaselineRegistry& registry, const BaselineContext& context,
     const BestBaselineOptions& options = {});
 
+// Which parts of a plan BaselineCombinations varies; the others stay at
+// the framework default (each registry list's first name).
+struct VariedParts {
+  bool placement = true;
+  bool scheduling = true;
+  bool fusion = true;
+  bool layout = true;
+};
+
+// Every combination of the registered heuristics for the varied parts, in
+// registry order (placement, then scheduling, fusion, layout), with
+// kPlacementOrder as one more scheduling for a placement that assumes an
+// order (m-etf, m-sct) when scheduling is varied. What BestBaseline tries
+// by default (every part varied) and what gopt-server tries for the
+// requested tasks.
+std::vector<BaselineMethod> BaselineCombinations(
+    const BaselineRegistry& registry, const VariedParts& parts = {});
+
 // The methods `gopt bench` reports by default: every placement alone (the
 // framework's scheduling, or the placer's own order for m-etf and m-sct; no
 // fusion, default layouts), plus the stronger

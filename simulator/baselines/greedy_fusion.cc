@@ -4,42 +4,23 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
+#include "simulator/fusion_rules.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 namespace {
 
 using graph::Edge;
 using graph::NodeId;
-using graph::OpCategory;
 using graph::OpKind;
 
 constexpr int kMaxProducersTried = 8;
 
-bool IsHeavy(OpKind kind) {
-  return kind == OpKind::kDot || kind == OpKind::kConvolution;
-}
+bool IsHeavy(OpKind kind) { return FusionRoleOf(kind) == FusionRole::kHeavy; }
 
 bool IsCheapConsumer(OpKind kind) {
-  if (graph::OpKindCategory(kind) == OpCategory::kElementwise) return true;
-  switch (kind) {
-    case OpKind::kReduce:
-    case OpKind::kReduceWindow:
-    case OpKind::kBroadcast:
-    case OpKind::kTranspose:
-    case OpKind::kCopy:
-    case OpKind::kSlice:
-    case OpKind::kDynamicSlice:
-    case OpKind::kPad:
-    case OpKind::kConcatenate:
-    case OpKind::kReverse:
-    case OpKind::kReshape:
-    case OpKind::kBitcast:
-      return true;
-    default:
-      return false;
-  }
+  return FusionRoleOf(kind) == FusionRole::kCheap;
 }
 
 bool EndsFusion(OpKind kind) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 namespace {

@@ -5,9 +5,9 @@
 #include <queue>
 #include <utility>
 
-#include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/upward_rank.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 

@@ -8,11 +8,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/upward_rank.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 namespace {

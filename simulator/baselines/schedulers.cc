@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
-#include "graph/status_macros.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/upward_rank.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator::baselines {
 

@@ -1,8 +1,8 @@
-#include "policy/clock.h"
+#include "util/clock.h"
 
 #include "gtest/gtest.h"
 
-namespace gopt::policy {
+namespace gopt {
 namespace {
 
 TEST(FakeClockTest, StandsStillUntilMovedOn) {
@@ -29,4 +29,4 @@ TEST(RealClockTest, IsOneProcessWideClock) {
 }
 
 }  // namespace
-}  // namespace gopt::policy
+}  // namespace gopt

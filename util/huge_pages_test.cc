@@ -1,11 +1,11 @@
-#include "graph/huge_pages.h"
+#include "util/huge_pages.h"
 
 #include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace gopt::graph {
+namespace gopt {
 namespace {
 
 TEST(HugePagesTest, AdviceKeepsContents) {
@@ -37,4 +37,4 @@ TEST(HugePagesTest, ReservedCapacityIsUsableAfterAdvice) {
 }
 
 }  // namespace
-}  // namespace gopt::graph
+}  // namespace gopt

@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace gopt::policy {
+namespace gopt {
 
 // The source of the current time for everything that keeps to a deadline or
 // measures how long its work took (the engine, the policies, fine-tuning,
@@ -80,6 +80,6 @@ class FakeClock final : public Clock {
   mutable absl::Time now_ ABSL_GUARDED_BY(mutex_) = absl::UnixEpoch();
 };
 
-}  // namespace gopt::policy
+}  // namespace gopt
 
 #endif  // GOPT_POLICY_CLOCK_H_

@@ -1,4 +1,4 @@
-#include "graph/huge_pages.h"
+#include "util/huge_pages.h"
 
 #include <cstdint>
 
@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #endif
 
-namespace gopt::graph {
+namespace gopt {
 
 void AdviseHugePages(const void* data, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
@@ -24,4 +24,4 @@ void AdviseHugePages(const void* data, size_t bytes) {
 #endif
 }
 
-}  // namespace gopt::graph
+}  // namespace gopt

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace gopt::graph {
+namespace gopt {
 
 // Asks the kernel to back the whole 2 MiB pages inside [data, data + bytes)
 // with transparent huge pages when they are first touched. Importers of large
@@ -24,6 +24,6 @@ void AdviseHugePagesForCapacity(const std::vector<T>& values) {
   AdviseHugePages(values.data(), values.capacity() * sizeof(T));
 }
 
-}  // namespace gopt::graph
+}  // namespace gopt
 
 #endif  // GOPT_GRAPH_HUGE_PAGES_H_

@@ -1,0 +1,649 @@
+#include "policy/train_command_line.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "util/flag_set.h"
+#include "util/status_macros.h"
+
+namespace gopt::policy {
+namespace {
+
+using util::FlagSet;
+namespace cm = cost_model;
+
+constexpr char kOverview[] = R"(gopt-train: train and evaluate gopt policies.
+
+usage: gopt-train COMMAND [FLAGS]
+       gopt-train help COMMAND   (or gopt-train COMMAND --help): its flags
+
+commands:
+{commands}
+SOURCE: a graph file, or gen:PRESET (gopt generate list). List flags
+(--tasks, --topologies, --graph) take comma lists and may be repeated.
+
+example (the shipped checkpoint; see policy/pretrained/go-multitask-v2):
+  gopt-train pretrain --out_dir=policy/pretrained/go-multitask-v2 --seed=1)";
+
+constexpr char kCostModelHelp[] =
+    R"(Defaults are the recipe of --task that works (cost_model::DefaultRecipe;
+the defaults above are --task=layout's). --task=tile starts from the
+shipped tile model's recipe: --costmodel_tile_relative
+--costmodel_loss=hinge+listmle --costmodel_steps=300
+--costmodel_attention=false (costmodel-eval: --costmodel_default_margin_cv).
+)";
+
+// ---- Flags shared by several commands -------------------------------------
+
+// --tasks, --samples, --epochs, --learning_rate, --entropy_coef,
+// --simulation_threads, --threads, --seed into `go(options)`.
+template <typename O, typename Go>
+void AddGoFlags(FlagSet<O>* flags, Go go) {
+  flags->Add(
+      "tasks",
+      "tasks to decide: placement, scheduling, fusion", [go](O & o) -> auto& {
+        return go(o).tasks;
+      });
+  flags->Add(
+      "samples", "plans sampled per graph per PPO step", [go](O & o) -> auto& {
+        return go(o).samples;
+      });
+  flags->Add(
+      "epochs", "PPO epochs per batch of samples", [go](O & o) -> auto& {
+        return go(o).epochs;
+      });
+  flags->Add(
+      "learning_rate", "Adam learning rate", [go](O & o) -> auto& {
+        return go(o).learning_rate;
+      });
+  flags->Add(
+      "entropy_coef",
+      "PPO entropy bonus", [go](O & o) -> auto& { return go(o).entropy_coef; });
+  flags->Add(
+      "simulation_threads", "parallel simulations", [go](O & o) -> auto& {
+        return go(o).simulation_threads;
+      });
+  flags->Add(
+      "threads", "LibTorch intra-op threads", [go](O & o) -> auto& {
+        return go(o).torch_threads;
+      });
+  flags->Add(
+      "seed", "seed: initialisation, sampling, batches", [go](O & o) -> auto& {
+        return go(o).seed;
+      });
+}
+
+// --data_dir and --max_nodes: the pre-training corpus (pretrain, expert).
+template <typename O>
+void AddCorpusFlags(FlagSet<O>* flags) {
+  flags->Add(
+      "data_dir", "real graphs (held-out files are skipped)",
+      [](O & o) -> auto& { return o.data_dir; });
+  flags->Add(
+      "max_nodes", "largest graph trained on",
+      [](O & o) -> auto& { return o.max_nodes; });
+}
+
+// --hidden and --attention_layers: a fresh network's shape (pretrain,
+// expert).
+template <typename O>
+void AddModelFlags(FlagSet<O>* flags) {
+  flags->Add(
+      "hidden", "network width", [](O & o) -> auto& { return o.hidden; });
+  flags->Add(
+      "attention_layers", "layers per task stack",
+      [](O & o) -> auto& { return o.attention_layers; });
+}
+
+// --policy_dir: the GO policy a command starts from (finetune, eval).
+template <typename O>
+void AddPolicyDirFlag(FlagSet<O>* flags) {
+  flags->Add(
+      "policy_dir", "a GO policy directory (card.json + checkpoint)",
+      [](O & o) -> auto& { return o.policy_dir; });
+}
+
+// The model and training flags of both cost-model commands.
+template <typename O, typename Model, typename Train>
+void AddCostModelFlags(FlagSet<O>* flags, Model model, Train train) {
+  flags->AddCustom("task", "layout or tile (sets every default: see below)",
+                   "layout", [model](O* o, absl::string_view text) {
+                     absl::StatusOr<cm::Task> task = cm::ParseTask(text);
+                     if (!task.ok()) return task.status();
+                     model(*o).task = *task;
+                     return absl::OkStatus();
+                   });
+  flags->Add(
+      "seed",
+      "seed: initialisation, batches, hash splits", [train](O & o) -> auto& {
+        return train(o).seed;
+      });
+  flags->Add(
+      "costmodel_steps",
+      "training steps", [train](O & o) -> auto& { return train(o).steps; });
+  flags->Add(
+      "costmodel_configs_per_step",
+      "configurations per step", [train](O & o) -> auto& {
+        return train(o).configs_per_step;
+      });
+  flags->AddCustom("costmodel_loss", "listmle|hinge|hinge+listmle",
+                   std::string(cm::RankingLossName(O().request.train.loss)),
+                   [train](O* o, absl::string_view text) {
+                     absl::StatusOr<cm::RankingLoss> loss =
+                         cm::ParseRankingLoss(text);
+                     if (!loss.ok()) return loss.status();
+                     train(*o).loss = *loss;
+                     return absl::OkStatus();
+                   });
+  flags->Add(
+      "costmodel_lr", "Adam learning rate", [train](O & o) -> auto& {
+        return train(o).learning_rate;
+      });
+  flags->Add(
+      "costmodel_tie_tolerance",
+      "relative runtime difference counted as a tie (hinge)",
+      [train](O & o) -> auto& { return train(o).tie_tolerance; });
+  flags->Add(
+      "costmodel_regression_weight",
+      "weight of the centred log-runtime regression term",
+      [train](O & o) -> auto& { return train(o).regression_weight; });
+  flags->Add(
+      "costmodel_threads", "LibTorch threads", [train](O & o) -> auto& {
+        return train(o).num_threads;
+      });
+  flags->Add(
+      "costmodel_hidden", "GraphSAGE width", [model](O & o) -> auto& {
+        return model(o).hidden_dim;
+      });
+  flags->Add(
+      "costmodel_prune_hops",
+      "keep configurable nodes + this many hops (-1 = all)",
+      [model](O & o) -> auto& { return model(o).prune_hops; });
+  flags->Add(
+      "costmodel_segment_size",
+      "GST segment size in nodes (0 = whole graph)", [model](O & o) -> auto& {
+        return model(o).segment_size;
+      });
+  flags->Add(
+      "costmodel_attention",
+      "cross-configuration attention", [model](O & o) -> auto& {
+        return model(o).cross_config_attention;
+      });
+  flags->Add(
+      "costmodel_tile_relative",
+      "tile configs also relative to the kernel's default (+ "
+      "is-default flag)",
+      [model](O & o) -> auto& { return model(o).tile_relative_to_default; });
+  flags->Add(
+      "json", "print one line of JSON",
+      [](auto& o) -> auto& { return o.json; });
+}
+
+// The value of --task in `args` ("" when absent), so that the recipe of
+// the task is where the other flags start from.
+cm::Task TaskIn(const std::vector<std::string>& args) {
+  std::string task;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind("--task=", 0) == 0) task = args[i].substr(7);
+    if (args[i] == "--task" && i + 1 < args.size()) task = args[i + 1];
+  }
+  return task == "tile" ? cm::Task::kTile : cm::Task::kLayout;
+}
+
+absl::Status NoOperands(const std::vector<std::string>& operands) {
+  if (!operands.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected operand '", operands[0], "' (flags only)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Require(const std::string& value, absl::string_view flag) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- Per command: its flags, and its checks --------------------------------
+
+FlagSet<PretrainCommandOptions> PretrainFlags() {
+  using O = PretrainCommandOptions;
+  FlagSet<O> flags;
+  AddGoFlags(
+      &flags, [](auto& o) -> auto& { return o.go; });
+  flags.Add(
+      "out_dir", "output policy directory (required)",
+      [](auto& o) -> auto& { return o.out_dir; });
+  AddCorpusFlags(&flags);
+  flags.Add(
+      "topologies", "topologies trained on",
+      [](auto& o) -> auto& { return o.topologies; });
+  flags.Add(
+      "max_steps", "PPO steps", [](auto& o) -> auto& { return o.max_steps; });
+  flags.Add(
+      "max_seconds", "wall-clock budget",
+      [](auto& o) -> auto& { return o.max_seconds; });
+  flags.Add(
+      "graphs_per_step", "graphs per PPO update",
+      [](auto& o) -> auto& { return o.graphs_per_step; });
+  flags.Add(
+      "pool_size", "graphs in the current pool",
+      [](auto& o) -> auto& { return o.pool_size; });
+  flags.Add(
+      "switch_every", "steps between pool switches",
+      [](auto& o) -> auto& { return o.switch_every; });
+  flags.Add(
+      "checkpoint_every", "steps between saves",
+      [](auto& o) -> auto& { return o.checkpoint_every; });
+  AddModelFlags(&flags);
+  flags.Add(
+      "csv", "training log CSV (empty: OUT_DIR/train.csv)",
+      [](auto& o) -> auto& { return o.csv; });
+  return flags;
+}
+
+absl::Status FinishPretrain(std::vector<std::string> operands,
+                            PretrainCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  return Require(o->out_dir, "out_dir");
+}
+
+FlagSet<FinetuneCommandOptions> FinetuneFlags() {
+  using O = FinetuneCommandOptions;
+  FlagSet<O> flags;
+  AddGoFlags(
+      &flags, [](auto& o) -> auto& { return o.go; });
+  AddPolicyDirFlag(&flags);
+  flags.Add(
+      "graph", "the graph file or gen:PRESET (required)",
+      [](auto& o) -> auto& { return o.graph; });
+  flags.Add(
+      "topologies", "the topology (the first one)",
+      [](auto& o) -> auto& { return o.topologies; });
+  flags.Add(
+      "max_steps", "PPO steps", [](auto& o) -> auto& { return o.max_steps; });
+  flags.Add(
+      "max_seconds", "wall-clock budget",
+      [](auto& o) -> auto& { return o.max_seconds; });
+  flags.Add(
+      "csv", "training log CSV (empty: none)",
+      [](auto& o) -> auto& { return o.csv; });
+  flags.Add(
+      "placement_prior_factor",
+      "reset the placement priors' gate and multiply their learned "
+      "scales by this before fine-tuning (below 1 = samples stray "
+      "further from the priors' placement)",
+      [](auto& o) -> auto& { return o.placement_prior_factor; });
+  flags.Add(
+      "search_simulations",
+      "plans the critical-path plan search simulates after each PPO "
+      "step, around the best plan so far (0 = PPO alone)",
+      [](auto& o) -> auto& { return o.search_simulations; });
+  return flags;
+}
+
+absl::Status FinishFinetune(std::vector<std::string> operands,
+                            FinetuneCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  if (o->graph.empty() || o->topologies.empty()) {
+    return absl::InvalidArgumentError(
+        "expected one --graph and a --topologies");
+  }
+  if (o->search_simulations < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--search_simulations must be 0 or more, got ", o->search_simulations));
+  }
+  return absl::OkStatus();
+}
+
+FlagSet<EvalCommandOptions> EvalFlags() {
+  using O = EvalCommandOptions;
+  FlagSet<O> flags;
+  AddGoFlags(
+      &flags, [](auto& o) -> auto& { return o.go; });
+  AddPolicyDirFlag(&flags);
+  flags.Add(
+      "graph", "graph files or gen:PRESET (at least one)",
+      [](auto& o) -> auto& { return o.graphs; });
+  flags.Add(
+      "topologies", "topologies to evaluate on",
+      [](auto& o) -> auto& { return o.topologies; });
+  flags.Add(
+      "update_card", "write the results into the policy card's metrics",
+      [](auto& o) -> auto& { return o.update_card; });
+  return flags;
+}
+
+absl::Status FinishEval(std::vector<std::string> operands,
+                        EvalCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  if (o->graphs.empty()) {
+    return absl::InvalidArgumentError("expected --graph=SOURCE,...");
+  }
+  return absl::OkStatus();
+}
+
+FlagSet<ExpertCommandOptions> ExpertFlags() {
+  using O = ExpertCommandOptions;
+  FlagSet<O> flags;
+  AddGoFlags(
+      &flags, [](auto& o) -> auto& { return o.go; });
+  AddCorpusFlags(&flags);
+  AddModelFlags(&flags);
+  flags.Add(
+      "out_dir", "output policy directory (required)",
+      [](auto& o) -> auto& { return o.out_dir; });
+  flags.Add(
+      "topologies",
+      "preset machines trained on, and the held-out curve's machines",
+      [](auto& o) -> auto& { return o.topologies; });
+  flags.Add(
+      "graph", "held-out graphs of the zero-shot curve (files or gen:PRESET)",
+      [](auto& o) -> auto& { return o.graphs; });
+  flags.Add(
+      "max_seconds", "wall-clock budget, resumed time included",
+      [](auto& o) -> auto& { return o.max_seconds; });
+  flags.Add(
+      "rounds", "rounds in total, resumed ones included",
+      [](auto& o) -> auto& { return o.rounds; });
+  flags.Add(
+      "instances_per_round",
+      "instances searched per round, over all ranks (a multiple of them)",
+      [](auto& o) -> auto& { return o.instances_per_round; });
+  flags.Add(
+      "search_rounds",
+      "plan-search rounds (16 simulations each) from each start",
+      [](auto& o) -> auto& { return o.search_rounds; });
+  flags.Add(
+      "distill_steps", "supervised updates per round",
+      [](auto& o) -> auto& { return o.distill_steps; });
+  flags.Add(
+      "ppo_steps", "PPO updates per round",
+      [](auto& o) -> auto& { return o.ppo_steps; });
+  flags.Add(
+      "distill_learning_rate", "Adam learning rate of the supervised updates",
+      [](auto& o) -> auto& { return o.distill_learning_rate; });
+  flags.Add(
+      "eval_every", "rounds between held-out evaluations and checkpoints",
+      [](auto& o) -> auto& { return o.eval_every; });
+  flags.Add(
+      "random_graphs", "generated graphs of random sizes added to the corpus",
+      [](auto& o) -> auto& { return o.random_graphs; });
+  flags.Add(
+      "random_topologies",
+      "random machines (2-8 devices) added to --topologies",
+      [](auto& o) -> auto& { return o.random_topologies; });
+  flags.Add(
+      "topologies_per_graph", "machines each training graph is paired with",
+      [](auto& o) -> auto& { return o.topologies_per_graph; });
+  flags.Add(
+      "resume", "continue from --out_dir's checkpoint and card",
+      [](auto& o) -> auto& { return o.resume; });
+  flags.Add(
+      "init_policy_dir", "start from this policy's weights (default: fresh)",
+      [](auto& o) -> auto& { return o.init_policy_dir; });
+  flags.Add(
+      "init_prior_factor",
+      "with --init_policy_dir, scale the placement priors by this first "
+      "(gate reset to 1: placements become trainable); 0 leaves them",
+      [](auto& o) -> auto& { return o.init_prior_factor; });
+  flags.Add(
+      "rendezvous_seconds", "how long data-parallel ranks wait for each other",
+      [](auto& o) -> auto& { return o.rendezvous_seconds; });
+  return flags;
+}
+
+// A count flag's lower bound.
+absl::Status AtLeast(int value, int least, absl::string_view flag) {
+  if (value < least) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be ", least, " or more, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FinishExpert(std::vector<std::string> operands,
+                          ExpertCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  RETURN_IF_ERROR(Require(o->out_dir, "out_dir"));
+  RETURN_IF_ERROR(AtLeast(o->rounds, 0, "rounds"));
+  RETURN_IF_ERROR(AtLeast(o->instances_per_round, 1, "instances_per_round"));
+  RETURN_IF_ERROR(AtLeast(o->search_rounds, 0, "search_rounds"));
+  RETURN_IF_ERROR(AtLeast(o->distill_steps, 0, "distill_steps"));
+  RETURN_IF_ERROR(AtLeast(o->ppo_steps, 0, "ppo_steps"));
+  RETURN_IF_ERROR(AtLeast(o->eval_every, 1, "eval_every"));
+  RETURN_IF_ERROR(AtLeast(o->random_graphs, 0, "random_graphs"));
+  RETURN_IF_ERROR(AtLeast(o->random_topologies, 0, "random_topologies"));
+  RETURN_IF_ERROR(AtLeast(o->topologies_per_graph, 1, "topologies_per_graph"));
+  RETURN_IF_ERROR(AtLeast(o->rendezvous_seconds, 1, "rendezvous_seconds"));
+  if (o->topologies.empty() && o->random_topologies == 0) {
+    return absl::InvalidArgumentError(
+        "no machines to train on: give --topologies or --random_topologies");
+  }
+  if (o->resume && !o->init_policy_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--resume continues --out_dir's own checkpoint; it takes no "
+        "--init_policy_dir");
+  }
+  if (o->init_prior_factor < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--init_prior_factor must be 0 or more, got ", o->init_prior_factor));
+  }
+  return absl::OkStatus();
+}
+
+FlagSet<CardHashOptions> CardHashFlags() {
+  using O = CardHashOptions;
+  FlagSet<O> flags;
+  flags.Add(
+      "policy_dir", "the policy directory whose card records the hash",
+      [](auto& o) -> auto& { return o.policy_dir; });
+  flags.Add(
+      "replace_hash",
+      "overwrite a recorded checkpoint hash that differs from the "
+      "checkpoint's (by default that is an error: the weights changed "
+      "after the card was made)",
+      [](auto& o) -> auto& { return o.replace_hash; });
+  return flags;
+}
+
+absl::Status FinishCardHash(std::vector<std::string> operands,
+                            CardHashOptions*) {
+  return NoOperands(operands);
+}
+
+FlagSet<CostModelTrainCommandOptions> CostModelTrainFlags() {
+  using O = CostModelTrainCommandOptions;
+  FlagSet<O> flags;
+  AddCostModelFlags(
+      &flags, [](auto& o) -> auto& { return o.request.model; },
+      [](auto& o) -> auto& { return o.request.train; });
+  flags.Add(
+      "data",
+      "comma-separated sources: tuning .pb, .npz file or directory, "
+      "sim:PRESET+... / sim:train-families / sim:heldout (required)",
+      [](auto& o) -> auto& { return o.request.data; });
+  flags.Add(
+      "eval_data", "sources evaluated after training",
+      [](auto& o) -> auto& { return o.request.eval_data; });
+  flags.Add(
+      "costmodel_out", "write model.pt + card.json to this directory",
+      [](auto& o) -> auto& { return o.request.output_dir; });
+  flags.Add(
+      "costmodel_name", "name recorded in the card",
+      [](auto& o) -> auto& { return o.request.name; });
+  flags.Add(
+      "costmodel_half_split",
+      "train on one hash half of tuning-data layout groups, evaluate "
+      "on the other",
+      [](auto& o) -> auto& { return o.request.layout_half_split; });
+  flags.Add(
+      "costmodel_tile_protocol",
+      "tile: run the tile protocol first; its metrics and default "
+      "margin go into the card",
+      [](auto& o) -> auto& { return o.request.tile_protocol; });
+  return flags;
+}
+
+absl::Status FinishCostModelTrain(std::vector<std::string> operands,
+                                  CostModelTrainCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  return Require(o->request.data, "data");
+}
+
+FlagSet<CostModelEvalCommandOptions> CostModelEvalFlags() {
+  using O = CostModelEvalCommandOptions;
+  FlagSet<O> flags;
+  AddCostModelFlags(
+      &flags, [](auto& o) -> auto& { return o.request.model; },
+      [](auto& o) -> auto& { return o.request.train; });
+  flags.Add(
+      "data", "one source (see costmodel --help) (required)",
+      [](auto& o) -> auto& { return o.request.data; });
+  flags.Add(
+      "checkpoint", "score --data with this model instead of training",
+      [](auto& o) -> auto& { return o.request.checkpoint; });
+  flags.Add(
+      "costmodel_ensemble",
+      "models trained per fold (tile) or per split (layout), seeds "
+      "seed, seed+1, ...; their scores are averaged",
+      [](auto& o) -> auto& { return o.request.ensemble; });
+  flags.Add(
+      "costmodel_default_margin_cv",
+      "tile: default margin chosen by inner leave-one-kernel-out on "
+      "the training kernels",
+      [](auto& o) -> auto& { return o.request.default_margin_cv; });
+  return flags;
+}
+
+absl::Status FinishCostModelEval(std::vector<std::string> operands,
+                                 CostModelEvalCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  RETURN_IF_ERROR(Require(o->request.data, "data"));
+  o->request.task = o->request.model.task;
+  if (o->request.ensemble < 1 ||
+      (!o->request.checkpoint.empty() && o->request.ensemble != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--costmodel_ensemble=", o->request.ensemble,
+        ": must be >= 1, and 1 with --checkpoint (it scores with that one "
+        "model)"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- The command table -----------------------------------------------------
+
+using Table = util::CommandTable<TrainCommandOptions>;
+
+const Table& Commands() {
+  static const Table* const kTable = [] {
+    auto* table = new Table("gopt-train", kOverview);
+    table->Add<PretrainCommandOptions>(
+        "pretrain", "pretrain --out_dir=DIR",
+        "GO: PPO over the generated + real-graph corpus -> checkpoint, "
+        "card.json and train.csv in --out_dir",
+        PretrainFlags(), FinishPretrain);
+    table->Add<FinetuneCommandOptions>(
+        "finetune", "finetune --graph=SOURCE --topologies=T",
+        "GO: PPO on one graph from a pretrained policy (--policy_dir)",
+        FinetuneFlags(), FinishFinetune);
+    table->Add<EvalCommandOptions>(
+        "eval", "eval --graph=SOURCE,...",
+        "GO: zero-shot decisions on graphs vs the baselines; with "
+        "--update_card, records them in the policy's card",
+        EvalFlags(), FinishEval);
+    table->Add<ExpertCommandOptions>(
+        "expert", "expert --out_dir=DIR [--graph=HELD_OUT,...]",
+        "GO: expert iteration (plan-search distillation + PPO) over the "
+        "corpus plus random graphs and machines, resumable (--resume), "
+        "data-parallel under torchrun's variables (WORLD_SIZE > 1)",
+        ExpertFlags(), FinishExpert);
+    table->Add<CardHashOptions>(
+        "card-hash", "card-hash --policy_dir=DIR",
+        "any policy: records the SHA-256 of the checkpoint in its card.json, "
+        "which every policy load verifies",
+        CardHashFlags(), FinishCardHash);
+    table->Add<CostModelTrainCommandOptions>(
+        "costmodel", "costmodel --data=SOURCES [--task=layout|tile]",
+        "learned cost model: train (and ship with --costmodel_out)",
+        CostModelTrainFlags(), FinishCostModelTrain,
+        [](const std::vector<std::string>& args) {
+          return CostModelTrainCommandOptions(TaskIn(args));
+        },
+        kCostModelHelp);
+    table->Add<CostModelEvalCommandOptions>(
+        "costmodel-eval", "costmodel-eval --data=SOURCE [--task=layout|tile]",
+        "learned cost model: the real-data and simulator protocols, or "
+        "--checkpoint's scores",
+        CostModelEvalFlags(), FinishCostModelEval,
+        [](const std::vector<std::string>& args) {
+          return CostModelEvalCommandOptions(TaskIn(args));
+        },
+        kCostModelHelp);
+    return table;
+  }();
+  return *kTable;
+}
+
+absl::Status RunOptions(const util::HelpOptions& o, std::ostream& out) {
+  out << TrainCliHelp(o.command) << "\n";
+  return absl::OkStatus();
+}
+absl::Status RunOptions(const PretrainCommandOptions& o, std::ostream& out) {
+  return RunPretrain(o, out);
+}
+absl::Status RunOptions(const FinetuneCommandOptions& o, std::ostream& out) {
+  return RunFinetune(o, out);
+}
+absl::Status RunOptions(const EvalCommandOptions& o, std::ostream& out) {
+  return RunEval(o, out);
+}
+absl::Status RunOptions(const ExpertCommandOptions& o, std::ostream& out) {
+  return RunExpert(o, out);
+}
+absl::Status RunOptions(const CardHashOptions& o, std::ostream& out) {
+  return RunCardHash(o, out);
+}
+absl::Status RunOptions(const CostModelTrainCommandOptions& o,
+                        std::ostream& out) {
+  return RunCostModelTrainCommand(o, out);
+}
+absl::Status RunOptions(const CostModelEvalCommandOptions& o,
+                        std::ostream& out) {
+  return RunCostModelEvalCommand(o, out);
+}
+
+}  // namespace
+
+absl::StatusOr<TrainCommand> ParseTrainCli(
+    const std::vector<std::string>& args) {
+  absl::StatusOr<TrainCommand> command = Commands().Parse(args);
+  if (!command.ok()) return command;
+  // What the cards record as the command that made them.
+  const std::string line = absl::StrJoin(args, " ");
+  if (auto* o = std::get_if<PretrainCommandOptions>(&command->options)) {
+    o->command_line = line;
+  } else if (auto* o = std::get_if<ExpertCommandOptions>(&command->options)) {
+    o->command_line = line;
+  } else if (auto* o = std::get_if<CardHashOptions>(&command->options)) {
+    o->command_line = line;
+  } else if (auto* o =
+                 std::get_if<CostModelTrainCommandOptions>(&command->options)) {
+    o->request.command = line;
+  }
+  return command;
+}
+
+std::string TrainCliHelp(const std::string& command) {
+  return Commands().Help(command);
+}
+
+absl::Status RunTrainCommand(const TrainCommand& command, std::ostream& out) {
+  return std::visit(
+      [&out](const auto& options) { return RunOptions(options, out); },
+      command.options);
+}
+
+}  // namespace gopt::policy

@@ -1,0 +1,708 @@
+#include "policy/train_commands.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "policy/card.h"
+#include "policy/checkpoint_integrity.h"
+#include "policy/go/corpus.h"
+#include "policy/go/data_parallel.h"
+#include "policy/go/expert_iteration.h"
+#include "policy/go/fine_tuning.h"
+#include "policy/go/go_model.h"
+#include "policy/go/ppo_trainer.h"
+#include "policy/go/pretrain_card.h"
+#include "policy/go/pretraining.h"
+#include "policy/go/random_corpus.h"
+#include "policy/go/zero_shot_eval.h"
+#include "simulator/topology.h"
+#include "util/status_macros.h"
+
+namespace gopt::policy {
+namespace {
+
+std::string GitRevision() {
+  std::string revision;
+  if (FILE* pipe = popen("git rev-parse --short HEAD 2>/dev/null", "r")) {
+    char buffer[64];
+    while (fgets(buffer, sizeof(buffer), pipe) != nullptr) revision += buffer;
+    pclose(pipe);
+  }
+  while (!revision.empty() && std::isspace(revision.back())) {
+    revision.pop_back();
+  }
+  return revision.empty() ? "unknown" : revision;
+}
+
+std::string UtcNow() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(),
+                          absl::UTCTimeZone());
+}
+
+// The GO model of policy directory `dir`, verified against its card's
+// checkpoint_sha256 as the server verifies it.
+absl::StatusOr<std::unique_ptr<go::GoModel>> LoadPolicyModel(
+    const std::string& dir) {
+  ASSIGN_OR_RETURN(nlohmann::json card, ReadCardFile(dir));
+  ASSIGN_OR_RETURN(std::string checkpoint, VerifiedCheckpointPath(dir, card));
+  return go::GoModel::Load(checkpoint);
+}
+
+// The pre-training corpus of `data_dir` up to `max_nodes` nodes; what is
+// skipped is reported on stderr.
+absl::StatusOr<std::vector<go::CorpusGraph>> LoadCorpus(
+    const std::string& data_dir, int max_nodes) {
+  go::CorpusOptions corpus_options;
+  corpus_options.data_dir = data_dir;
+  corpus_options.max_nodes = max_nodes;
+  std::vector<std::string> skipped;
+  absl::StatusOr<std::vector<go::CorpusGraph>> corpus =
+      go::BuildPretrainingCorpus(corpus_options, &skipped);
+  for (const std::string& why : skipped) std::cerr << "skipped " << why << "\n";
+  return corpus;
+}
+
+// The pre-training instances: every corpus graph on every topology (those
+// that cannot be made are reported and skipped). `data` gets the card's
+// [{graph, nodes}].
+absl::StatusOr<std::vector<std::unique_ptr<go::TrainingInstance>>>
+PretrainingInstances(const PretrainCommandOptions& options,
+                     nlohmann::json* data) {
+  ASSIGN_OR_RETURN(std::vector<go::CorpusGraph> corpus,
+                   LoadCorpus(options.data_dir, options.max_nodes));
+  std::vector<std::unique_ptr<go::TrainingInstance>> instances;
+  for (const std::string& name : options.topologies) {
+    ASSIGN_OR_RETURN(simulator::Topology topology,
+                     simulator::PresetTopology(name));
+    auto shared =
+        std::make_shared<const simulator::Topology>(std::move(topology));
+    for (const go::CorpusGraph& graph : corpus) {
+      absl::StatusOr<std::unique_ptr<go::TrainingInstance>> instance =
+          go::MakeTrainingInstance(absl::StrCat(graph.label, "@", name),
+                                   graph.graph, shared);
+      if (!instance.ok()) {
+        std::cerr << "skipped " << graph.label << "@" << name << ": "
+                  << instance.status().message() << "\n";
+        continue;
+      }
+      instances.push_back(*std::move(instance));
+    }
+  }
+  for (const go::CorpusGraph& graph : corpus) {
+    data->push_back(
+        {{"graph", graph.label}, {"nodes", graph.graph->num_nodes()}});
+  }
+  std::cerr << "pretrain: " << corpus.size() << " graphs x "
+            << options.topologies.size() << " topologies = " << instances.size()
+            << " instances\n";
+  return instances;
+}
+
+go::PretrainOptions PretrainOptionsOf(const PretrainCommandOptions& options,
+                                      const go::PpoOptions& ppo) {
+  go::PretrainOptions pretrain;
+  pretrain.ppo = ppo;
+  pretrain.max_steps = options.max_steps;
+  pretrain.max_seconds = options.max_seconds;
+  pretrain.graphs_per_step = options.graphs_per_step;
+  pretrain.pool_size = options.pool_size;
+  pretrain.switch_every = options.switch_every;
+  pretrain.seed = options.go.seed;
+  return pretrain;
+}
+
+absl::StatusOr<go::PpoOptions> PpoOptionsOf(const GoTrainingOptions& options) {
+  go::PpoOptions ppo;
+  ppo.tasks = TaskSet{false, false, false, false};
+  for (const std::string& task : options.tasks) {
+    if (task == "placement") {
+      ppo.tasks.placement = true;
+    } else if (task == "scheduling") {
+      ppo.tasks.scheduling = true;
+    } else if (task == "fusion") {
+      ppo.tasks.fusion = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown task '", task, "'; known: placement, scheduling, fusion"));
+    }
+  }
+  ppo.samples_per_graph = options.samples;
+  ppo.epochs = options.epochs;
+  ppo.learning_rate = options.learning_rate;
+  ppo.entropy_coef = options.entropy_coef;
+  ppo.simulation_threads = options.simulation_threads;
+  ppo.seed = options.seed;
+  return ppo;
+}
+
+}  // namespace
+
+absl::Status RunPretrain(const PretrainCommandOptions& options,
+                         std::ostream& out) {
+  go::SetTorchThreads(options.go.torch_threads);
+  ASSIGN_OR_RETURN(go::PpoOptions ppo, PpoOptionsOf(options.go));
+  std::filesystem::create_directories(options.out_dir);
+  go::PretrainCardInfo info;
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<go::TrainingInstance>> instances,
+                   PretrainingInstances(options, &info.graphs));
+  std::vector<const go::TrainingInstance*> views;
+  for (const auto& instance : instances) views.push_back(instance.get());
+
+  info.model.hidden = options.hidden;
+  info.model.attention_layers = options.attention_layers;
+  info.model.seed = options.go.seed;
+  ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
+                   go::GoModel::Create(info.model));
+  go::PretrainOptions pretrain = PretrainOptionsOf(options, ppo);
+  info.command_line = options.command_line;
+  info.tasks = options.go.tasks;
+  info.checkpoint = "go-multitask.pt";
+  info.topologies = options.topologies;
+  info.seed = options.go.seed;
+  info.torch_threads = options.go.torch_threads;
+  info.git_revision = GitRevision();
+  info.started_utc = UtcNow();
+  info.parameters = model->num_parameters();
+  info.pretrain = pretrain;
+  nlohmann::json card = go::PretrainCard(info);
+
+  const std::string csv_path =
+      options.csv.empty() ? options.out_dir + "/train.csv" : options.csv;
+  std::ofstream csv(csv_path);
+  csv << go::TrainLogHeader() << "\n";
+  auto save = [&](const std::vector<go::TrainLogRow>& log, int steps,
+                  double seconds) -> absl::Status {
+    RETURN_IF_ERROR(model->Save(options.out_dir + "/" + info.checkpoint));
+    RETURN_IF_ERROR(RecordCheckpointSha256(
+        options.out_dir, "gopt-train pretrain (when it saved the checkpoint)",
+        &card));
+    card["training"]["steps"] = steps;
+    card["training"]["wall_seconds"] = std::round(seconds);
+    card["training"]["csv"] =
+        std::filesystem::path(csv_path).filename().string();
+    if (!log.empty()) card["metrics"]["training"] = go::TrainingMetrics(log);
+    return WriteCardFile(options.out_dir, card);
+  };
+
+  std::vector<go::TrainLogRow> log;
+  const int checkpoint_every = std::max(options.checkpoint_every, 1);
+  absl::Status periodic = absl::OkStatus();
+  pretrain.on_step = [&](const go::TrainLogRow& row) {
+    csv << go::TrainLogLine(row) << "\n";
+    csv.flush();
+    log.push_back(row);
+    std::cerr << absl::StrFormat(
+        "step %d %.0fs reward %.3f best/default %.3f entropy %.3f kl %.4f\n",
+        row.step, row.seconds, row.reward, row.best_step_ratio, row.entropy,
+        row.kl);
+    if ((row.step + 1) % checkpoint_every == 0 && periodic.ok()) {
+      periodic = save(log, row.step + 1, row.seconds);
+    }
+  };
+  ASSIGN_OR_RETURN(go::PretrainResult result,
+                   go::Pretrain(model.get(), views, pretrain));
+  RETURN_IF_ERROR(periodic);
+  RETURN_IF_ERROR(save(log, result.steps, result.seconds));
+  out << "pretrain: " << result.steps << " steps in " << result.seconds
+      << " s -> " << options.out_dir << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunFinetune(const FinetuneCommandOptions& options,
+                         std::ostream& out) {
+  go::SetTorchThreads(options.go.torch_threads);
+  ASSIGN_OR_RETURN(go::PpoOptions ppo, PpoOptionsOf(options.go));
+  ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
+                   LoadPolicyModel(options.policy_dir));
+  ASSIGN_OR_RETURN(graph::Graph graph, go::LoadGraphSource(options.graph));
+  const std::string& topology_name = options.topologies.front();
+  ASSIGN_OR_RETURN(simulator::Topology topology,
+                   simulator::PresetTopology(topology_name));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<go::TrainingInstance> instance,
+      go::MakeTrainingInstance(
+          options.graph, std::make_shared<const graph::Graph>(std::move(graph)),
+          std::make_shared<const simulator::Topology>(std::move(topology))));
+  ASSIGN_OR_RETURN(
+      go::ZeroShotResult zero_shot,
+      go::ZeroShot(*model, *instance, ppo.tasks, ppo.samples_per_graph,
+                   ppo.seed, ppo.simulation_threads));
+  std::cerr << absl::StrFormat("zero-shot: %.4f ms (default %.4f ms)\n",
+                               zero_shot.best.step_time_s * 1e3,
+                               instance->default_step_time_s * 1e3);
+  std::ofstream csv;
+  if (!options.csv.empty()) {
+    csv.open(options.csv);
+    csv << go::TrainLogHeader() << "\n";
+  }
+  go::FineTuneOptions fine_tune;
+  fine_tune.ppo = ppo;
+  fine_tune.max_steps = options.max_steps;
+  fine_tune.placement_prior_factor =
+      static_cast<float>(options.placement_prior_factor);
+  fine_tune.search_simulations_per_step = options.search_simulations;
+  fine_tune.deadline = absl::Now() + absl::Seconds(options.max_seconds);
+  fine_tune.on_step = [&](const go::TrainLogRow& row, const go::ScoredPlan&) {
+    if (csv.is_open()) csv << go::TrainLogLine(row) << "\n";
+    std::cerr << absl::StrFormat("step %d %.1fs reward %.3f best %.4f ms\n",
+                                 row.step, row.seconds, row.reward,
+                                 row.best_step_time_s * 1e3);
+  };
+  ASSIGN_OR_RETURN(
+      go::FineTuneResult result,
+      go::FineTune(model.get(), *instance, zero_shot.best, fine_tune));
+  out << absl::StrFormat(
+      "%s on %s: default %.4f ms, zero-shot %.4f ms, fine-tuned %.4f ms "
+      "(%d steps, %.1f s; plan search: %d improvements in %d plans)\n",
+      options.graph, topology_name, instance->default_step_time_s * 1e3,
+      zero_shot.best.step_time_s * 1e3, result.best.step_time_s * 1e3,
+      result.steps, result.seconds, result.search_improvements,
+      result.search_simulations);
+  return absl::OkStatus();
+}
+
+absl::Status RunEval(const EvalCommandOptions& options, std::ostream& out) {
+  go::SetTorchThreads(options.go.torch_threads);
+  ASSIGN_OR_RETURN(go::PpoOptions ppo, PpoOptionsOf(options.go));
+  ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
+                   LoadPolicyModel(options.policy_dir));
+  ASSIGN_OR_RETURN(nlohmann::json result,
+                   go::EvaluateZeroShot(*model, options.graphs,
+                                        options.topologies, ppo, out));
+  if (!options.update_card) return absl::OkStatus();
+  ASSIGN_OR_RETURN(nlohmann::json card, ReadCardFile(options.policy_dir));
+  card["metrics"]["held_out_zero_shot"] = {{"samples", ppo.samples_per_graph},
+                                           {"tasks", options.go.tasks},
+                                           {"rows", result["rows"]},
+                                           {"summary", result["summary"]}};
+  return WriteCardFile(options.policy_dir, card);
+}
+
+// A card that already records the same hash is left as it is; one that
+// records another hash is an error unless replace_hash, so that a changed
+// checkpoint is never blessed by accident.
+absl::Status RunCardHash(const CardHashOptions& options, std::ostream& out) {
+  const std::string& dir = options.policy_dir;
+  ASSIGN_OR_RETURN(nlohmann::json card, ReadCardFile(dir));
+  nlohmann::json updated = card;
+  RETURN_IF_ERROR(RecordCheckpointSha256(
+      dir, absl::StrCat(options.command_line, " (", UtcNow(), ")"), &updated));
+  const nlohmann::json& hashes = updated[kCheckpointSha256Key];
+  const auto recorded = card.find(kCheckpointSha256Key);
+  if (recorded != card.end()) {
+    if (*recorded == hashes) {
+      out << dir << ": card.json already records " << hashes.dump() << "\n";
+      return absl::OkStatus();
+    }
+    if (!options.replace_hash) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(dir, "/card.json records ", recorded->dump(),
+                       " but the checkpoint is now ", hashes.dump(),
+                       "; pass --replace_hash if the new weights are meant"));
+    }
+  }
+  RETURN_IF_ERROR(WriteCardFile(dir, updated));
+  out << dir << ": recorded " << hashes.dump() << "\n";
+  return absl::OkStatus();
+}
+
+CostModelTrainCommandOptions::CostModelTrainCommandOptions(
+    cost_model::Task task) {
+  const cost_model::CostModelRecipe recipe = cost_model::DefaultRecipe(task);
+  request.model = recipe.model;
+  request.train = recipe.train;
+  request.name = absl::StrCat("costmodel-", cost_model::TaskName(task));
+}
+
+CostModelEvalCommandOptions::CostModelEvalCommandOptions(
+    cost_model::Task task) {
+  const cost_model::CostModelRecipe recipe = cost_model::DefaultRecipe(task);
+  request.task = task;
+  request.model = recipe.model;
+  request.train = recipe.train;
+  request.default_margin_cv = recipe.default_margin_cv;
+}
+
+absl::Status RunCostModelTrainCommand(
+    const CostModelTrainCommandOptions& options, std::ostream& out) {
+  ASSIGN_OR_RETURN(nlohmann::json result,
+                   cost_model::RunCostModelTrain(options.request));
+  out << (options.json ? result.dump() : result.dump(2)) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunCostModelEvalCommand(const CostModelEvalCommandOptions& options,
+                                     std::ostream& out) {
+  ASSIGN_OR_RETURN(nlohmann::json result,
+                   cost_model::RunCostModelEval(options.request));
+  out << (options.json ? result.dump() : result.dump(2)) << "\n";
+  return absl::OkStatus();
+}
+
+// ---- expert
+// ------------------------------------------------------------------
+
+namespace {
+
+// The machines training graphs are paired with: `topologies`, then
+// random_topologies random ones.
+absl::StatusOr<std::vector<std::shared_ptr<const simulator::Topology>>>
+ExpertTopologies(const ExpertCommandOptions& options) {
+  std::vector<std::shared_ptr<const simulator::Topology>> topologies;
+  for (const std::string& name : options.topologies) {
+    ASSIGN_OR_RETURN(simulator::Topology topology,
+                     simulator::PresetTopology(name));
+    topologies.push_back(
+        std::make_shared<const simulator::Topology>(std::move(topology)));
+  }
+  for (int i = 0; i < options.random_topologies; ++i) {
+    ASSIGN_OR_RETURN(simulator::Topology topology,
+                     go::RandomTopology(options.go.seed, i));
+    topologies.push_back(
+        std::make_shared<const simulator::Topology>(std::move(topology)));
+  }
+  if (topologies.empty()) {
+    return absl::InvalidArgumentError(
+        "expert: no machines to train on (--topologies is empty and "
+        "--random_topologies=0)");
+  }
+  return topologies;
+}
+
+// The training instances: the corpus plus random generated graphs, graph g
+// paired with machines (g + j * stride) mod M for j < topologies_per_graph;
+// instances where no baseline plan fits memory (no target) are skipped.
+// `data` lists them for the card.
+absl::StatusOr<std::vector<std::unique_ptr<go::TrainingInstance>>>
+ExpertInstances(const ExpertCommandOptions& options, nlohmann::json* data) {
+  ASSIGN_OR_RETURN(std::vector<go::CorpusGraph> corpus,
+                   LoadCorpus(options.data_dir, options.max_nodes));
+  ASSIGN_OR_RETURN(
+      std::vector<go::CorpusGraph> random,
+      go::RandomGeneratedGraphs(options.random_graphs, options.max_nodes,
+                                options.go.seed));
+  corpus.insert(corpus.end(), random.begin(), random.end());
+  ASSIGN_OR_RETURN(auto topologies, ExpertTopologies(options));
+  const int machines = static_cast<int>(topologies.size());
+  const int per_graph = std::clamp(options.topologies_per_graph, 1, machines);
+  const int stride = std::max(machines / per_graph, 1);
+  std::vector<std::unique_ptr<go::TrainingInstance>> instances;
+  for (size_t g = 0; g < corpus.size(); ++g) {
+    const go::CorpusGraph& graph = corpus[g];
+    nlohmann::json machines_used = nlohmann::json::array();
+    for (int j = 0; j < per_graph; ++j) {
+      const auto& topology = topologies[(g + j * stride) % machines];
+      const std::string label = absl::StrCat(graph.label, "@", topology->name);
+      absl::StatusOr<std::unique_ptr<go::TrainingInstance>> instance =
+          go::MakeTrainingInstance(label, graph.graph, topology);
+      if (!instance.ok()) {
+        std::cerr << "skipped " << label << ": " << instance.status().message()
+                  << "\n";
+        continue;
+      }
+      absl::StatusOr<go::ScoredPlan> baseline =
+          go::BestBaselinePlan(**instance, options.go.seed);
+      if (!baseline.ok()) {
+        std::cerr << "skipped " << baseline.status().message() << "\n";
+        continue;
+      }
+      machines_used.push_back(topology->name);
+      instances.push_back(*std::move(instance));
+    }
+    data->push_back({{"graph", graph.label},
+                     {"nodes", graph.graph->num_nodes()},
+                     {"topologies", machines_used}});
+  }
+  return instances;
+}
+
+// The held-out instances (graphs x topologies) whose best baseline fits
+// memory, with those baselines; `rows` lists every pair for the card.
+struct HeldOut {
+  std::vector<std::unique_ptr<go::TrainingInstance>> instances;
+  std::vector<const go::TrainingInstance*> views;
+  std::vector<go::ScoredPlan> baselines;
+  nlohmann::json rows = nlohmann::json::array();
+};
+
+absl::StatusOr<HeldOut> HeldOutInstances(const ExpertCommandOptions& options) {
+  HeldOut held_out;
+  for (const std::string& source : options.graphs) {
+    ASSIGN_OR_RETURN(graph::Graph loaded, go::LoadGraphSource(source));
+    auto graph = std::make_shared<const graph::Graph>(std::move(loaded));
+    for (const std::string& name : options.topologies) {
+      ASSIGN_OR_RETURN(simulator::Topology topology,
+                       simulator::PresetTopology(name));
+      ASSIGN_OR_RETURN(
+          std::unique_ptr<go::TrainingInstance> instance,
+          go::MakeTrainingInstance(absl::StrCat(source, "@", name), graph,
+                                   std::make_shared<const simulator::Topology>(
+                                       std::move(topology))));
+      absl::StatusOr<go::ScoredPlan> baseline =
+          go::BestBaselinePlan(*instance, options.go.seed);
+      held_out.rows.push_back(
+          {{"graph", source},
+           {"topology", name},
+           {"best_baseline_ms",
+            baseline.ok() ? baseline->step_time_s * 1e3 : 0.0},
+           {"in_curve", baseline.ok()}});
+      if (!baseline.ok()) continue;
+      held_out.baselines.push_back(*std::move(baseline));
+      held_out.views.push_back(instance.get());
+      held_out.instances.push_back(std::move(instance));
+    }
+  }
+  return held_out;
+}
+
+go::ExpertIterationOptions ExpertIterationOptionsOf(
+    const ExpertCommandOptions& options, const go::PpoOptions& ppo) {
+  go::ExpertIterationOptions expert;
+  expert.tasks = ppo.tasks;
+  expert.rounds = options.rounds;
+  expert.max_seconds = options.max_seconds;
+  expert.instances_per_round = options.instances_per_round;
+  expert.search_rounds = options.search_rounds;
+  expert.distill_steps = options.distill_steps;
+  expert.ppo_steps = options.ppo_steps;
+  expert.simulation_threads = ppo.simulation_threads;
+  expert.seed = options.go.seed;
+  expert.ppo = ppo;
+  expert.distill.learning_rate = options.distill_learning_rate;
+  expert.distill.seed = options.go.seed;
+  return expert;
+}
+
+// The model to train: `resume`'s checkpoint, init_policy_dir's, or a fresh
+// one; `card` gets what a resumed run recorded.
+absl::StatusOr<std::unique_ptr<go::GoModel>> ExpertInitialModel(
+    const ExpertCommandOptions& options, nlohmann::json* card) {
+  if (options.resume) {
+    ASSIGN_OR_RETURN(*card, ReadCardFile(options.out_dir));
+    return LoadPolicyModel(options.out_dir);
+  }
+  if (!options.init_policy_dir.empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
+                     LoadPolicyModel(options.init_policy_dir));
+    if (options.init_prior_factor > 0) {
+      RETURN_IF_ERROR(model->ScalePlacementPriors(options.init_prior_factor));
+    }
+    return model;
+  }
+  go::GoModelOptions model_options;
+  model_options.hidden = options.hidden;
+  model_options.attention_layers = options.attention_layers;
+  model_options.seed = options.go.seed;
+  return go::GoModel::Create(model_options);
+}
+
+// The card of a new run (a resumed run keeps its own).
+nlohmann::json ExpertCard(const ExpertCommandOptions& options,
+                          const go::ExpertIterationOptions& expert,
+                          const nlohmann::json& data, const HeldOut& held_out,
+                          const go::GoModel& model, int world_size) {
+  return {
+      {"format_version", 1},
+      {"kind", "go"},
+      {"name", "go-multitask"},
+      {"version", "3"},
+      {"checkpoint", "go-multitask.pt"},
+      {"training",
+       {{"method", "expert iteration (search distillation) + PPO"},
+        {"command", options.command_line},
+        {"init_policy_dir", options.init_policy_dir},
+        {"init_prior_factor", options.init_prior_factor},
+        {"data",
+         {{"graphs", data},
+          {"topologies", options.topologies},
+          {"random_topologies", options.random_topologies},
+          {"held_out",
+           {{"real_graphs", go::HeldOutRealGraphs()},
+            {"generator_family", go::kHeldOutFamily},
+            {"curve_instances", held_out.rows}}}}},
+        {"seed", expert.seed},
+        {"rounds", 0},
+        {"wall_seconds", 0},
+        {"world_size", world_size},
+        {"git_revision", GitRevision()},
+        {"started_utc", UtcNow()},
+        {"device", absl::StrCat("CPU, ", options.go.torch_threads,
+                                " LibTorch threads per rank (shared host)")},
+        {"parameters", model.num_parameters()},
+        {"expert_iteration",
+         {{"instances_per_round", expert.instances_per_round},
+          {"search_rounds", expert.search_rounds},
+          {"candidates_per_round", expert.candidates_per_round},
+          {"distill_steps", expert.distill_steps},
+          {"distill_learning_rate", expert.distill.learning_rate},
+          {"ppo_steps", expert.ppo_steps},
+          {"ppo_samples_per_graph", expert.ppo.samples_per_graph},
+          {"ppo_learning_rate", expert.ppo.learning_rate}}}}},
+      {"metrics", {{"held_out_curve", nlohmann::json::array()}}}};
+}
+
+constexpr char kExpertCsvHeader[] =
+    "round,seconds,greedy_over_baseline,target_over_baseline,placement_loss,"
+    "scheduling_loss,fusion_loss,placement_accuracy,ppo_reward,simulations,"
+    "held_out_zero_shot_over_best_baseline";
+
+// Rank 0's files of an expert run: the checkpoint and card (save), the
+// held-out curve (Evaluate, recorded in the card) and train.csv (Log).
+class ExpertRecorder {
+ public:
+  ExpertRecorder(const ExpertCommandOptions& options, go::GoModel* model,
+                 const HeldOut& held_out, const go::ExpertIterationOptions& e,
+                 nlohmann::json card)
+      : options_(options),
+        model_(model),
+        held_out_(held_out),
+        expert_(e),
+        card_(std::move(card)) {
+    csv_.open(options.out_dir + "/train.csv",
+              options.resume ? std::ios::app : std::ios::trunc);
+    if (!options.resume) csv_ << kExpertCsvHeader << "\n";
+  }
+
+  absl::Status Save(int rounds, double seconds) {
+    RETURN_IF_ERROR(model_->Save(options_.out_dir + "/go-multitask.pt"));
+    RETURN_IF_ERROR(RecordCheckpointSha256(
+        options_.out_dir, "gopt-train expert (when it saved the checkpoint)",
+        &card_));
+    card_["training"]["rounds"] = rounds;
+    card_["training"]["wall_seconds"] = std::round(seconds);
+    return WriteCardFile(options_.out_dir, card_);
+  }
+
+  // The held-out zero-shot geomean over the best baselines (0 without
+  // held-out instances).
+  absl::StatusOr<double> Evaluate(double seconds) {
+    if (held_out_.views.empty()) return 0.0;
+    ASSIGN_OR_RETURN(
+        double ratio,
+        go::ZeroShotOverBaseline(*model_, held_out_.views, held_out_.baselines,
+                                 expert_.tasks, 16, expert_.seed,
+                                 expert_.simulation_threads));
+    card_["metrics"]["held_out_curve"].push_back(
+        {{"seconds", std::round(seconds)}, {"zero_shot_over_best", ratio}});
+    return ratio;
+  }
+
+  absl::Status EvaluateInitial() {
+    if (options_.resume || held_out_.views.empty()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(double ratio, Evaluate(0));
+    csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f\n", ratio);
+    std::cerr << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
+                                 ratio);
+    return absl::OkStatus();
+  }
+
+  // After round s: every eval_every rounds evaluates and saves; logs the
+  // round to train.csv and stderr.
+  absl::Status Log(const go::ExpertRoundStats& s) {
+    std::string held;
+    if ((s.round + 1) % std::max(options_.eval_every, 1) == 0) {
+      ASSIGN_OR_RETURN(double ratio, Evaluate(s.seconds));
+      held = absl::StrFormat("%.5f", ratio);
+      RETURN_IF_ERROR(Save(s.round + 1, s.seconds));
+    }
+    csv_ << absl::StrFormat(
+        "%d,%.1f,%.5f,%.5f,%.5f,%.5f,%.5f,%.4f,%.5f,%d,%s\n", s.round,
+        s.seconds, s.greedy_over_baseline, s.target_over_baseline,
+        s.distill.placement_loss, s.distill.scheduling_loss,
+        s.distill.fusion_loss, s.distill.placement_accuracy, s.ppo_reward,
+        s.simulations, held);
+    csv_.flush();
+    std::cerr << absl::StrFormat(
+        "round %d %.0fs greedy/baseline %.4f target/baseline %.4f "
+        "placement acc %.3f%s\n",
+        s.round, s.seconds, s.greedy_over_baseline, s.target_over_baseline,
+        s.distill.placement_accuracy,
+        held.empty() ? "" : absl::StrCat(" held-out ", held));
+    return absl::OkStatus();
+  }
+
+ private:
+  const ExpertCommandOptions& options_;
+  go::GoModel* model_;
+  const HeldOut& held_out_;
+  const go::ExpertIterationOptions& expert_;
+  nlohmann::json card_;
+  std::ofstream csv_;
+};
+
+}  // namespace
+
+absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
+  go::SetTorchThreads(options.go.torch_threads);
+  ASSIGN_OR_RETURN(go::PpoOptions ppo, PpoOptionsOf(options.go));
+  ASSIGN_OR_RETURN(go::DistributedEnv env, go::DistributedEnvFromEnvironment());
+  ASSIGN_OR_RETURN(std::unique_ptr<go::DataParallel> group,
+                   go::DataParallel::Connect(
+                       env, absl::Seconds(options.rendezvous_seconds)));
+  const bool writer = env.rank == 0;
+  if (writer) std::filesystem::create_directories(options.out_dir);
+  nlohmann::json card;
+  ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
+                   ExpertInitialModel(options, &card));
+  nlohmann::json data = nlohmann::json::array();
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<go::TrainingInstance>> owned,
+                   ExpertInstances(options, &data));
+  std::vector<const go::TrainingInstance*> instances;
+  for (const auto& instance : owned) instances.push_back(instance.get());
+  HeldOut held_out;
+  if (writer) {
+    ASSIGN_OR_RETURN(held_out, HeldOutInstances(options));
+  }
+  std::cerr << "expert: rank " << env.rank << " of " << env.world_size << ", "
+            << instances.size() << " training instances, "
+            << held_out.views.size() << " held-out instances\n";
+
+  go::ExpertIterationOptions expert = ExpertIterationOptionsOf(options, ppo);
+  expert.data_parallel = group.get();
+  if (options.resume) {
+    expert.start_round = card["training"].value("rounds", 0);
+    expert.start_seconds = card["training"].value("wall_seconds", 0.0);
+  } else {
+    card = ExpertCard(options, expert, data, held_out, *model, env.world_size);
+  }
+  std::unique_ptr<ExpertRecorder> recorder;
+  if (writer) {
+    recorder = std::make_unique<ExpertRecorder>(options, model.get(), held_out,
+                                                expert, std::move(card));
+    RETURN_IF_ERROR(recorder->EvaluateInitial());
+    expert.on_round = [&recorder](const go::ExpertRoundStats& s) {
+      return recorder->Log(s);
+    };
+  }
+  ASSIGN_OR_RETURN(go::ExpertIterationResult result,
+                   go::RunExpertIteration(model.get(), instances, expert));
+  const double total = expert.start_seconds + result.seconds;
+  if (writer) {
+    ASSIGN_OR_RETURN(double final_ratio, recorder->Evaluate(total));
+    RETURN_IF_ERROR(recorder->Save(result.rounds, total));
+    if (!held_out.views.empty()) {
+      out << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
+                             final_ratio);
+    }
+  }
+  out << absl::StrFormat(
+      "expert: rank %d ran %.1f s this run (%.1f s in total), rounds %d of "
+      "%d, %d plan-search simulations this run\n",
+      env.rank, result.seconds, total, result.rounds, options.rounds,
+      result.simulations);
+  return absl::OkStatus();
+}
+
+}  // namespace gopt::policy

@@ -1,0 +1,485 @@
+#include "server/worker_pool.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "glog/logging.h"
+#include "gopt/v1/worker.grpc.pb.h"
+#include "graph/native/graph_proto.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "simulator/plan.h"
+#include "worker/worker_wire.h"
+
+namespace gopt::server {
+namespace {
+
+constexpr char kDnsPrefix[] = "dns:///";
+// Extra time the gRPC deadline of a remote plan gets over the plan's own
+// timeout, so that the worker's DEADLINE_EXCEEDED (with its message)
+// arrives before the call's.
+constexpr absl::Duration kRemoteDeadlineSlack = absl::Seconds(1);
+constexpr absl::Duration kHealthCheckTimeout = absl::Seconds(2);
+constexpr int64_t kMaxMessageBytes = int64_t{256} << 20;
+
+class InProcessWorker : public PoolWorker {
+ public:
+  explicit InProcessWorker(std::shared_ptr<worker::Executor> executor)
+      : executor_(std::move(executor)) {}
+  const std::string& name() const override { return name_; }
+  absl::StatusOr<worker::ExecutionResult> Execute(
+      const graph::Graph& graph, const simulator::Plan& plan,
+      const worker::ExecuteOptions& options, absl::Time /*deadline*/) override {
+    return executor_->Execute(graph, plan, options);
+  }
+  absl::Status CheckHealth(absl::Time /*deadline*/) override {
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string name_ = "in-process";
+  const std::shared_ptr<worker::Executor> executor_;
+};
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+class RemoteWorker : public PoolWorker {
+ public:
+  explicit RemoteWorker(std::string address) : name_(std::move(address)) {
+    grpc::ChannelArguments arguments;
+    arguments.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+    arguments.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
+    channel_ = grpc::CreateCustomChannel(
+        name_, grpc::InsecureChannelCredentials(), arguments);
+    worker_rpc_ = gopt::v1::Worker::NewStub(channel_);
+    health_ = grpc::health::v1::Health::NewStub(channel_);
+  }
+  const std::string& name() const override { return name_; }
+
+  absl::StatusOr<worker::ExecutionResult> Execute(
+      const graph::Graph& graph, const simulator::Plan& plan,
+      const worker::ExecuteOptions& options, absl::Time deadline) override {
+    gopt::v1::ExecuteRequest request;
+    *request.mutable_graph() = graph::GraphToProto(graph);
+    *request.mutable_plan() = simulator::PlanToProto(plan);
+    *request.mutable_options() = worker::ExecuteOptionsToProto(options);
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline + kRemoteDeadlineSlack));
+    gopt::v1::ExecuteResponse response;
+    const grpc::Status status =
+        worker_rpc_->Execute(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status);
+    return worker::ExecutionResultFromProto(response);
+  }
+
+  absl::Status CheckHealth(absl::Time deadline) override {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status status = health_->Check(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status);
+    if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+      return absl::UnavailableError("health: NOT_SERVING");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string name_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<gopt::v1::Worker::Stub> worker_rpc_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+// The metric label of a plan's outcome.
+absl::string_view StatusLabel(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return "ok";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "timeout";
+    case absl::StatusCode::kInvalidArgument:
+      return "invalid";
+    case absl::StatusCode::kCancelled:
+      return "cancelled";
+    default:
+      return "failed";
+  }
+}
+
+PlanMeasurement ToMeasurement(const worker::ExecutionResult& result,
+                              const std::string& worker) {
+  PlanMeasurement measurement;
+  measurement.measured_step_time_s = result.measured_step_time_s;
+  measurement.measured_spread = result.measured_spread;
+  measurement.real_op_fraction =
+      result.total_nodes > 0 ? static_cast<double>(result.real_op_nodes) /
+                                   static_cast<double>(result.total_nodes)
+                             : 1.0;
+  measurement.real_op_flop_fraction = result.real_op_flop_fraction;
+  measurement.runs = result.runs;
+  measurement.worker = worker;
+  measurement.warnings = result.warnings;
+  return measurement;
+}
+
+}  // namespace
+
+std::unique_ptr<PoolWorker> MakeInProcessWorker(
+    std::shared_ptr<worker::Executor> executor) {
+  return std::make_unique<InProcessWorker>(std::move(executor));
+}
+
+std::unique_ptr<PoolWorker> MakeRemoteWorker(const std::string& address) {
+  return std::make_unique<RemoteWorker>(address);
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveWorkerAddresses(
+    const std::string& name) {
+  const size_t colon = name.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(name.substr(colon + 1), &port) || port <= 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker name '", name, "': expected NAME:PORT (e.g. ",
+                     "gopt-worker.gopt.svc.cluster.local:50052)"));
+  }
+  const std::string host = name.substr(0, colon);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int error = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+      error != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "worker name '", host, "' does not resolve: ", gai_strerror(error)));
+  }
+  std::set<std::string> addresses;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[NI_MAXHOST];
+    if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof(text), nullptr, 0,
+                    NI_NUMERICHOST) != 0) {
+      continue;
+    }
+    addresses.insert(a->ai_family == AF_INET6
+                         ? absl::StrCat("[", text, "]:", port)
+                         : absl::StrCat(text, ":", port));
+  }
+  freeaddrinfo(found);
+  if (addresses.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("worker name '", host, "' resolves to no address"));
+  }
+  return std::vector<std::string>(addresses.begin(), addresses.end());
+}
+
+absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::FromSpec(
+    const std::string& spec, const worker::ExecutorOptions& executor_options,
+    const WorkerPoolOptions& options) {
+  std::vector<std::unique_ptr<PoolWorker>> workers;
+  std::vector<std::string> dns_names;
+  if (spec.empty() || spec == "local") {
+    absl::StatusOr<std::unique_ptr<worker::Executor>> executor =
+        worker::Executor::Create(executor_options);
+    if (!executor.ok()) return executor.status();
+    workers.push_back(MakeInProcessWorker(std::move(*executor)));
+    return std::make_unique<WorkerPool>(std::move(workers), options);
+  }
+  for (absl::string_view entry :
+       absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (absl::ConsumePrefix(&entry, kDnsPrefix)) {
+      // Validated now; resolved by the pool (now and at each health check).
+      absl::StatusOr<std::vector<std::string>> resolved =
+          ResolveWorkerAddresses(std::string(entry));
+      if (absl::IsInvalidArgument(resolved.status())) return resolved.status();
+      dns_names.emplace_back(entry);
+      continue;
+    }
+    const size_t colon = entry.rfind(':');
+    int port = 0;
+    if (colon == absl::string_view::npos || colon == 0 ||
+        !absl::SimpleAtoi(entry.substr(colon + 1), &port) || port <= 0 ||
+        port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--workers: '", entry,
+                       "' is not HOST:PORT, dns:///NAME:PORT or 'local'"));
+    }
+    workers.push_back(MakeRemoteWorker(std::string(entry)));
+  }
+  if (workers.empty() && dns_names.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers: no worker in '", spec, "'"));
+  }
+  return std::make_unique<WorkerPool>(std::move(workers), options,
+                                      std::move(dns_names));
+}
+
+WorkerPool::WorkerPool(std::vector<std::unique_ptr<PoolWorker>> workers,
+                       const WorkerPoolOptions& options,
+                       std::vector<std::string> dns_names)
+    : options_(options), dns_names_(std::move(dns_names)) {
+  {
+    absl::MutexLock lock(&mutex_);
+    for (std::unique_ptr<PoolWorker>& worker : workers) {
+      Entry entry;
+      entry.state.name = worker->name();
+      entry.worker = std::move(worker);
+      entries_.push_back(std::move(entry));
+    }
+  }
+  AddResolvedWorkers();
+  if (options_.health_check_interval_seconds > 0) {
+    health_thread_ = std::thread([this] { HealthLoop(); });
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  stop_.Notify();
+  if (health_thread_.joinable()) health_thread_.join();
+}
+
+void WorkerPool::AddResolvedWorkers() {
+  for (const std::string& name : dns_names_) {
+    absl::StatusOr<std::vector<std::string>> addresses =
+        ResolveWorkerAddresses(name);
+    if (!addresses.ok()) {
+      LOG(WARNING) << "worker pool: " << addresses.status().message();
+      continue;
+    }
+    absl::MutexLock lock(&mutex_);
+    for (const std::string& address : *addresses) {
+      const bool known =
+          std::any_of(entries_.begin(), entries_.end(),
+                      [&](const Entry& e) { return e.state.name == address; });
+      if (known) continue;
+      LOG(INFO) << "worker pool: " << name << " -> new worker " << address;
+      Entry entry;
+      entry.worker = MakeRemoteWorker(address);
+      entry.state.name = address;
+      entries_.push_back(std::move(entry));
+    }
+  }
+}
+
+void WorkerPool::HealthLoop() {
+  while (!stop_.WaitForNotificationWithTimeout(
+      absl::Seconds(options_.health_check_interval_seconds))) {
+    CheckHealthNow();
+  }
+}
+
+void WorkerPool::CheckHealthNow() {
+  AddResolvedWorkers();
+  std::vector<std::shared_ptr<PoolWorker>> workers;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (const Entry& entry : entries_) workers.push_back(entry.worker);
+  }
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const absl::Status health =
+        workers[i]->CheckHealth(absl::Now() + kHealthCheckTimeout);
+    absl::MutexLock lock(&mutex_);
+    PoolWorkerState& state = entries_[i].state;
+    if (state.healthy != health.ok()) {
+      LOG(WARNING) << "worker pool: worker " << state.name << " is "
+                   << (health.ok()
+                           ? "healthy again"
+                           : absl::StrCat("unhealthy: ", health.message()));
+    }
+    state.healthy = health.ok();
+    if (!health.ok()) state.last_error = std::string(health.message());
+  }
+}
+
+std::vector<PoolWorkerState> WorkerPool::Workers() const {
+  absl::MutexLock lock(&mutex_);
+  std::vector<PoolWorkerState> states;
+  const absl::Time now = absl::Now();
+  for (const Entry& entry : entries_) {
+    states.push_back(entry.state);
+    states.back().taken_out = now < entry.out_until;
+  }
+  return states;
+}
+
+bool WorkerPool::Eligible(const Entry& entry, absl::Time now) const {
+  return entry.state.healthy && now >= entry.out_until;
+}
+
+std::string WorkerPool::WhyNoWorker(int exclude) const {
+  if (entries_.empty()) {
+    return absl::StrCat("the worker pool has no worker (",
+                        absl::StrJoin(dns_names_, ", "),
+                        " resolved to no address)");
+  }
+  std::vector<std::string> reasons;
+  const absl::Time now = absl::Now();
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& entry = entries_[i];
+    if (static_cast<int>(i) == exclude) {
+      reasons.push_back(absl::StrCat(entry.state.name, ": already failed it"));
+    } else if (!entry.state.healthy) {
+      reasons.push_back(absl::StrCat(entry.state.name, ": unhealthy (",
+                                     entry.state.last_error, ")"));
+    } else if (now < entry.out_until) {
+      reasons.push_back(absl::StrCat(entry.state.name,
+                                     ": taken out after repeated failures (",
+                                     entry.state.last_error, ")"));
+    }
+  }
+  return absl::StrCat("no worker can run the plan: ",
+                      absl::StrJoin(reasons, "; "));
+}
+
+absl::StatusOr<int> WorkerPool::Acquire(int exclude, absl::Time deadline,
+                                        const std::atomic<bool>* cancelled) {
+  absl::MutexLock lock(&mutex_);
+  bool waiting = false;
+  auto stop_waiting = [&] {
+    if (!waiting) return;
+    --waiting_;
+    if (options_.on_queue_depth) options_.on_queue_depth(waiting_);
+  };
+  while (true) {
+    const absl::Time now = absl::Now();
+    int candidates = 0;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (static_cast<int>(i) == exclude || !Eligible(entries_[i], now)) {
+        continue;
+      }
+      ++candidates;
+      if (!entries_[i].busy) {
+        entries_[i].busy = true;
+        stop_waiting();
+        return static_cast<int>(i);
+      }
+    }
+    if (candidates == 0) {
+      stop_waiting();
+      return absl::UnavailableError(WhyNoWorker(exclude));
+    }
+    if (cancelled != nullptr && cancelled->load()) {
+      stop_waiting();
+      return absl::CancelledError("cancelled while waiting for a worker");
+    }
+    if (now >= deadline) {
+      stop_waiting();
+      return absl::DeadlineExceededError(
+          "the deadline passed while every worker was busy");
+    }
+    if (!waiting) {
+      if (waiting_ >= options_.queue_length) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("the worker pool's queue is full (", waiting_,
+                         " plans wait for a worker; --worker_queue_length)"));
+      }
+      waiting = true;
+      ++waiting_;
+      if (options_.on_queue_depth) options_.on_queue_depth(waiting_);
+    }
+    // Wakes on a release, else every 50 ms to look at `cancelled`.
+    const uint64_t releases = releases_;
+    const auto released = [this, releases]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                              mutex_) { return releases_ != releases; };
+    mutex_.AwaitWithDeadline(absl::Condition(&released),
+                             std::min(deadline, now + absl::Milliseconds(50)));
+  }
+}
+
+void WorkerPool::Release(int index, const absl::Status& status) {
+  absl::MutexLock lock(&mutex_);
+  Entry& entry = entries_[index];
+  entry.busy = false;
+  ++releases_;
+  // Only the worker's own failures count against it: a bad plan, a plan
+  // over its timeout and a cancelled request do not.
+  if (status.ok() || absl::IsInvalidArgument(status) ||
+      absl::IsDeadlineExceeded(status)) {
+    entry.state.consecutive_failures = 0;
+    return;
+  }
+  entry.state.last_error = std::string(status.message());
+  if (++entry.state.consecutive_failures >= options_.failures_to_eject) {
+    entry.out_until = absl::Now() + absl::Seconds(options_.eject_seconds);
+    entry.state.consecutive_failures = 0;
+    LOG(WARNING) << "worker pool: worker " << entry.state.name
+                 << " taken out for " << options_.eject_seconds << " s after "
+                 << options_.failures_to_eject
+                 << " failures in a row; last: " << status.message();
+  }
+}
+
+absl::StatusOr<PlanMeasurement> WorkerPool::Measure(
+    const graph::Graph& graph, const simulator::Plan& plan, absl::Time deadline,
+    const std::atomic<bool>* cancelled) {
+  std::vector<std::string> failures;
+  int failed_worker = -1;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<int> index = Acquire(failed_worker, deadline, cancelled);
+    if (!index.ok()) {
+      if (failures.empty()) return index.status();
+      return absl::UnavailableError(
+          absl::StrCat(absl::StrJoin(failures, "; "),
+                       "; no retry: ", index.status().message()));
+    }
+    std::shared_ptr<PoolWorker> worker;
+    {
+      absl::MutexLock lock(&mutex_);
+      worker = entries_[*index].worker;
+    }
+    const absl::Time start = absl::Now();
+    const absl::Time plan_deadline = std::min(
+        deadline, start + absl::Seconds(options_.plan_timeout_seconds));
+    worker::ExecuteOptions execute = options_.execute;
+    execute.timeout_seconds =
+        std::max(0.001, absl::ToDoubleSeconds(plan_deadline - start));
+    execute.cancelled = cancelled;
+    absl::StatusOr<worker::ExecutionResult> result =
+        worker->Execute(graph, plan, execute, plan_deadline);
+    const bool caller_cancelled = cancelled != nullptr && cancelled->load();
+    absl::Status status = result.status();
+    if (caller_cancelled && !status.ok()) {
+      status = absl::CancelledError("the request was cancelled");
+    }
+    Release(*index, status);
+    if (options_.on_execution) {
+      options_.on_execution(StatusLabel(status),
+                            absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    if (status.ok()) return ToMeasurement(*result, worker->name());
+    if (absl::IsInvalidArgument(status) ||
+        (absl::IsCancelled(status) && caller_cancelled)) {
+      return status;
+    }
+    if (absl::IsDeadlineExceeded(status)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the plan ran over its timeout (",
+          absl::ToDoubleSeconds(plan_deadline - start), " s) on worker ",
+          worker->name(), ": ", status.message()));
+    }
+    failures.push_back(
+        absl::StrCat("worker ", worker->name(), " failed: ", status.message()));
+    failed_worker = *index;
+  }
+  return absl::UnavailableError(absl::StrJoin(failures, "; retried: "));
+}
+
+}  // namespace gopt::server

@@ -1,0 +1,191 @@
+// The gopt-worker binary end to end: a real plan of a real graph measured
+// over gRPC by gopt-server's worker pool, SIGTERM shutdown, and the process
+// killed (SIGKILL) mid-plan.
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "graph/import/builtin_importers.h"
+#include "gtest/gtest.h"
+#include "server/worker_pool.h"
+#include "simulator/topology.h"
+#include "tests/util/shared_data.h"
+
+namespace gopt::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+// gopt-worker as a child process; its stdout and stderr are collected by a
+// reader thread. Kills the child if the test ends early.
+class WorkerProcess {
+ public:
+  WorkerProcess() {
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(pipe_fds[1], STDOUT_FILENO);
+      dup2(pipe_fds[1], STDERR_FILENO);
+      close(pipe_fds[0]);
+      execl(GOPT_WORKER_BINARY, GOPT_WORKER_BINARY, "--listen=127.0.0.1:0",
+            "--cpu_executors=2", "--pin_threads=false", nullptr);
+      _exit(127);
+    }
+    close(pipe_fds[1]);
+    reader_ = std::thread([this, fd = pipe_fds[0]] {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
+        absl::MutexLock lock(&mutex_);
+        log_.append(buffer, n);
+      }
+      close(fd);
+    });
+  }
+  ~WorkerProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (reader_.joinable()) reader_.join();
+  }
+
+  // host:port once the worker listens ("" after 60 s without).
+  std::string WaitForAddress() {
+    const std::regex re("listening on port ([0-9]+)");
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (absl::Now() < give_up) {
+      {
+        absl::MutexLock lock(&mutex_);
+        std::smatch match;
+        if (std::regex_search(log_, match, re)) {
+          return absl::StrCat("127.0.0.1:", match[1].str());
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ADD_FAILURE() << "gopt-worker did not start:\n" << log();
+    return "";
+  }
+  std::string log() {
+    absl::MutexLock lock(&mutex_);
+    return log_;
+  }
+  void Signal(int signal) { kill(pid_, signal); }
+  // The exit code, or -1 when killed by a signal.
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::thread reader_;
+  absl::Mutex mutex_;
+  std::string log_ ABSL_GUARDED_BY(mutex_);
+};
+
+graph::Graph RealGraph() {
+  graph::ImporterRegistry importers;
+  graph::RegisterBuiltinImporters(&importers);
+  absl::StatusOr<graph::Graph> graph = importers.Import(
+      gopt::testing::ReadSharedData("hlo/jaxrl_td_target.hlo"), "hlo", {});
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return std::move(*graph);
+}
+
+// Nodes alternate between the two CPU executors: real cross-device copies.
+simulator::Plan RoundRobin(const graph::Graph& graph) {
+  simulator::Plan plan =
+      simulator::DefaultPlan(graph, *simulator::PresetTopology("cpu-host"));
+  for (size_t i = 0; i < plan.device.size(); ++i) {
+    plan.device[i] = static_cast<int32_t>(i % 2);
+  }
+  return plan;
+}
+
+std::unique_ptr<WorkerPool> PoolOf(const std::string& address,
+                                   const worker::ExecuteOptions& execute) {
+  WorkerPoolOptions options;
+  options.health_check_interval_seconds = 0;
+  options.execute = execute;
+  std::vector<std::unique_ptr<PoolWorker>> workers;
+  workers.push_back(MakeRemoteWorker(address));
+  return std::make_unique<WorkerPool>(std::move(workers), options);
+}
+
+TEST(WorkerProcessTest, MeasuresARealPlanAndStopsOnSigterm) {
+  WorkerProcess process;
+  const std::string address = process.WaitForAddress();
+  ASSERT_FALSE(address.empty());
+  worker::ExecuteOptions execute;
+  execute.warmup_runs = 1;
+  execute.min_repeats = 2;
+  execute.min_measure_seconds = 0;
+  auto pool = PoolOf(address, execute);
+  pool->CheckHealthNow();
+  ASSERT_TRUE(pool->Workers()[0].healthy) << pool->Workers()[0].last_error;
+  const graph::Graph graph = RealGraph();
+  absl::StatusOr<PlanMeasurement> measurement = pool->Measure(
+      graph, RoundRobin(graph), absl::Now() + absl::Seconds(120), nullptr);
+  ASSERT_TRUE(measurement.ok()) << measurement.status() << process.log();
+  EXPECT_GT(measurement->measured_step_time_s, 0);
+  EXPECT_GT(measurement->real_op_fraction, 0);
+  EXPECT_LE(measurement->real_op_fraction, 1);
+  EXPECT_GE(measurement->runs, 2);
+  EXPECT_EQ(measurement->worker, address);
+  // A plan for devices the worker does not have: a clear error.
+  simulator::Plan bad = RoundRobin(graph);
+  bad.device[3] = 5;
+  absl::StatusOr<PlanMeasurement> refused =
+      pool->Measure(graph, bad, absl::Now() + absl::Seconds(120), nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("device"));
+
+  process.Signal(SIGTERM);
+  EXPECT_EQ(process.Wait(), 0) << process.log();
+}
+
+TEST(WorkerProcessTest, KilledMidPlanIsUnavailableNamingTheWorker) {
+  WorkerProcess process;
+  const std::string address = process.WaitForAddress();
+  ASSERT_FALSE(address.empty());
+  worker::ExecuteOptions execute;
+  execute.min_measure_seconds = 600;  // runs until killed
+  execute.max_repeats = 1'000'000;
+  auto pool = PoolOf(address, execute);
+  const graph::Graph graph = RealGraph();
+  absl::StatusOr<PlanMeasurement> measurement;
+  std::thread measuring([&] {
+    measurement = pool->Measure(graph, RoundRobin(graph),
+                                absl::Now() + absl::Seconds(300), nullptr);
+  });
+  // The plan is sent at once; give the worker time to start running it.
+  absl::SleepFor(absl::Seconds(2));
+  process.Signal(SIGKILL);
+  EXPECT_EQ(process.Wait(), -1);
+  measuring.join();
+  EXPECT_TRUE(absl::IsUnavailable(measurement.status()))
+      << measurement.status();
+  EXPECT_THAT(measurement.status().message(), HasSubstr(address));
+}
+
+}  // namespace
+}  // namespace gopt::server

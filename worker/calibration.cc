@@ -1,0 +1,381 @@
+#include "worker/calibration.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "graph/hlo/hlo_importers.h"
+#include "simulator/plan.h"
+#include "util/status_macros.h"
+
+namespace gopt::worker {
+namespace {
+
+using simulator::OpCostClass;
+
+// A micro-benchmark: an HLO module whose node named "op" is measured.
+struct Bench {
+  std::string name;
+  OpCostClass op_class;
+  std::string hlo;
+};
+
+std::string Dims(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    absl::StrAppend(&s, i ? "," : "", dims[i]);
+  }
+  return s;
+}
+
+Bench DotBench(int64_t n) {
+  return {absl::StrCat("dot ", n, "x", n, "x", n), OpCostClass::kDot,
+          absl::StrFormat(R"(HloModule dot
+ENTRY main {
+  a = f32[%d,%d] parameter(0)
+  b = f32[%d,%d] parameter(1)
+  ROOT op = f32[%d,%d] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})",
+                          n, n, n, n, n, n)};
+}
+
+Bench ConvBench(int64_t hw, int64_t c) {
+  return {absl::StrCat("convolution 1x", hw, "x", hw, "x", c, " 3x3"),
+          OpCostClass::kConvolution,
+          absl::StrFormat(R"(HloModule conv
+ENTRY main {
+  x = f32[1,%d,%d,%d] parameter(0)
+  w = f32[3,3,%d,%d] parameter(1)
+  ROOT op = f32[1,%d,%d,%d] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+})",
+                          hw, hw, c, c, c, hw, hw, c)};
+}
+
+Bench ElementwiseBench(int64_t n) {
+  return {absl::StrCat("elementwise add f32[", n, "]"),
+          OpCostClass::kElementwise,
+          absl::StrFormat(R"(HloModule add
+ENTRY main {
+  a = f32[%d] parameter(0)
+  b = f32[%d] parameter(1)
+  ROOT op = f32[%d] add(a, b)
+})",
+                          n, n, n)};
+}
+
+Bench ReduceBench(int64_t rows) {
+  return {absl::StrCat("reduce f32[", rows, ",1024]"), OpCostClass::kReduction,
+          absl::StrFormat(R"(HloModule reduce
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY main {
+  a = f32[%d,1024] parameter(0)
+  z = f32[] constant(0)
+  ROOT op = f32[%d] reduce(a, z), dimensions={1}, to_apply=sum
+})",
+                          rows, rows)};
+}
+
+Bench TransposeBench(int64_t n) {
+  return {absl::StrCat("transpose f32[", n, ",", n, "]"),
+          OpCostClass::kDataMovement,
+          absl::StrFormat(R"(HloModule transpose
+ENTRY main {
+  a = f32[%d,%d] parameter(0)
+  ROOT op = f32[%d,%d] transpose(a), dimensions={1,0}
+})",
+                          n, n, n, n)};
+}
+
+// `length` tiny dependent ops: the step time per op is the executor's
+// dispatch overhead.
+std::string ChainHlo(int length) {
+  std::string hlo =
+      "HloModule chain\nENTRY main {\n  v0 = f32[8] parameter(0)\n";
+  for (int i = 1; i <= length; ++i) {
+    absl::StrAppend(&hlo, i == length ? "  ROOT " : "  ", "v", i,
+                    " = f32[8] negate(v", i - 1, ")\n");
+  }
+  return hlo + "}\n";
+}
+
+// Two negations of f32[n]: the second on device 1 receives the first's
+// output over the link.
+std::string TransferHlo(int64_t n) {
+  return absl::StrFormat(R"(HloModule transfer
+ENTRY main {
+  a = f32[%d] parameter(0)
+  x = f32[%d] negate(a)
+  ROOT y = f32[%d] negate(x)
+})",
+                         n, n, n);
+}
+
+absl::StatusOr<graph::Graph> ParseHlo(const std::string& hlo) {
+  std::unique_ptr<graph::Importer> importer = graph::NewHloTextImporter();
+  return importer->Import(hlo, graph::ImportOptions());
+}
+
+// Runs `graph` under `plan` and returns the result (measured as options say).
+absl::StatusOr<ExecutionResult> Measure(Executor& executor,
+                                        const graph::Graph& graph,
+                                        const simulator::Plan& plan,
+                                        const CalibrationOptions& options) {
+  ExecuteOptions execute;
+  execute.warmup_runs = 2;
+  execute.min_repeats = options.quick ? 3 : 5;
+  execute.max_repeats = options.quick ? 20 : 200;
+  execute.min_measure_seconds = options.min_measure_seconds;
+  execute.timeout_seconds = 120;
+  return executor.Execute(graph, plan, execute);
+}
+
+// Measures every benchmark's "op" node on device 0.
+absl::Status RunBenches(Executor& executor, const std::vector<Bench>& benches,
+                        const CalibrationOptions& options,
+                        CalibrationResult* result) {
+  for (const Bench& bench : benches) {
+    ASSIGN_OR_RETURN(graph::Graph graph, ParseHlo(bench.hlo));
+    const std::optional<graph::NodeId> op = graph.FindNode("op");
+    if (!op.has_value()) {
+      return absl::InternalError(absl::StrCat(bench.name, ": no node 'op'"));
+    }
+    const simulator::Plan plan = simulator::DefaultPlan(graph);
+    ASSIGN_OR_RETURN(ExecutionResult measured,
+                     Measure(executor, graph, plan, options));
+    const graph::Node& node = graph.node(*op);
+    result->points.push_back(CalibrationPoint{
+        bench.name, std::string(simulator::OpCostClassName(bench.op_class)),
+        node.flops, node.bytes_read + node.bytes_written,
+        measured.per_node_seconds[*op]});
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Bench> Benches(bool quick) {
+  std::vector<Bench> benches;
+  const std::vector<int64_t> dots =
+      quick ? std::vector<int64_t>{32, 128}
+            : std::vector<int64_t>{32, 64, 128, 256, 384, 512};
+  for (int64_t n : dots) benches.push_back(DotBench(n));
+  const std::vector<std::pair<int64_t, int64_t>> convs =
+      quick ? std::vector<std::pair<int64_t, int64_t>>{{8, 16}, {16, 32}}
+            : std::vector<std::pair<int64_t, int64_t>>{
+                  {8, 16}, {16, 32}, {28, 64}, {14, 128}, {56, 64}};
+  for (auto [hw, c] : convs) benches.push_back(ConvBench(hw, c));
+  const std::vector<int64_t> sizes =
+      quick ? std::vector<int64_t>{1 << 12, 1 << 16}
+            : std::vector<int64_t>{1 << 12, 1 << 15, 1 << 18, 1 << 20, 1 << 22};
+  for (int64_t n : sizes) {
+    benches.push_back(ElementwiseBench(n));
+    benches.push_back(ReduceBench(std::max<int64_t>(1, n / 1024)));
+    benches.push_back(TransposeBench(
+        static_cast<int64_t>(std::sqrt(static_cast<double>(n)))));
+  }
+  return benches;
+}
+
+// Points of one class as (x, seconds), x = FLOPs (compute) or bytes.
+void ClassSeries(const CalibrationResult& result, OpCostClass op_class,
+                 bool by_flops, std::vector<double>* x,
+                 std::vector<double>* t) {
+  const std::string name(simulator::OpCostClassName(op_class));
+  for (const CalibrationPoint& p : result.points) {
+    if (p.op_class != name) continue;
+    x->push_back(by_flops ? p.flops : static_cast<double>(p.bytes));
+    t->push_back(p.seconds);
+  }
+}
+
+}  // namespace
+
+// Link bandwidth and latency: the step time a transfer between devices 0
+// and 1 adds to two dependent ops, by size; used for every pair.
+absl::Status CalibrateLinks(Executor& executor,
+                            const CalibrationOptions& options,
+                            simulator::Topology* topology,
+                            CalibrationResult* result) {
+  const std::vector<int64_t> sizes =
+      options.quick
+          ? std::vector<int64_t>{1 << 12, 1 << 18}
+          : std::vector<int64_t>{1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22};
+  std::vector<double> x, t;
+  for (int64_t n : sizes) {
+    ASSIGN_OR_RETURN(graph::Graph graph, ParseHlo(TransferHlo(n)));
+    simulator::Plan local = simulator::DefaultPlan(graph);
+    simulator::Plan split = local;
+    split.device[*graph.FindNode("y")] = 1;
+    ASSIGN_OR_RETURN(ExecutionResult a,
+                     Measure(executor, graph, local, options));
+    ASSIGN_OR_RETURN(ExecutionResult b,
+                     Measure(executor, graph, split, options));
+    const double transfer_s =
+        std::max(1e-9, b.measured_step_time_s - a.measured_step_time_s);
+    result->points.push_back(
+        CalibrationPoint{absl::StrCat("copy ", 4 * n, " B device 0 -> 1"),
+                         "copy", 0, 4 * n, transfer_s});
+    x.push_back(4.0 * n);
+    t.push_back(transfer_s);
+  }
+  ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
+  if (!(fit.first > 0) || fit.second < 0) {
+    // Noise (another load on the host) bent the line: the largest transfer
+    // gives the bandwidth, the smallest the latency.
+    fit.first = t.back() / x.back();
+    fit.second = t.front();
+  }
+  const simulator::Link link{std::clamp(1 / fit.first, 1.0, 1e16),
+                             std::clamp(fit.second, 0.0, 10.0)};
+  for (simulator::Link& l : topology->links) l = link;
+  result->notes.push_back(absl::StrFormat(
+      "links: %.3g B/s, latency %.3g s (device 0 -> 1, %d sizes)",
+      link.bandwidth_bytes_per_s, link.latency_s, sizes.size()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<double, double>> FitRelativeLine(
+    const std::vector<double>& x, const std::vector<double>& t) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size() && i < t.size(); ++i) {
+    if (!(t[i] > 0)) continue;
+    const double w = 1 / (t[i] * t[i]);
+    sw += w;
+    sx += w * x[i];
+    sy += w * t[i];
+    sxx += w * x[i] * x[i];
+    sxy += w * x[i] * t[i];
+  }
+  const double det = sw * sxx - sx * sx;
+  if (!(std::abs(det) > 1e-12 * std::max(1.0, sw * sxx))) {
+    return absl::InvalidArgumentError(
+        "a line needs at least two points with distinct x and positive t");
+  }
+  const double slope = (sw * sxy - sx * sy) / det;
+  const double intercept = (sy - slope * sx) / sw;
+  return std::make_pair(slope, intercept);
+}
+
+absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
+                                            const CalibrationOptions& options) {
+  CalibrationResult result;
+  RETURN_IF_ERROR(
+      RunBenches(executor, Benches(options.quick), options, &result));
+  // Dispatch: the per-op step time of a chain of tiny ops.
+  const int chain = options.quick ? 32 : 128;
+  ASSIGN_OR_RETURN(graph::Graph chain_graph, ParseHlo(ChainHlo(chain)));
+  ASSIGN_OR_RETURN(ExecutionResult chain_run,
+                   Measure(executor, chain_graph,
+                           simulator::DefaultPlan(chain_graph), options));
+  const double launch_s = chain_run.measured_step_time_s / chain;
+  result.points.push_back(
+      CalibrationPoint{absl::StrCat("chain of ", chain, " negate f32[8]"),
+                       "dispatch", 0, 0, launch_s});
+
+  simulator::Topology topology = executor.HostTopology();
+  simulator::DeviceProfile& device = topology.devices[0];
+  std::vector<double> x, t;
+  ClassSeries(result, OpCostClass::kDot, true, &x, &t);
+  ASSIGN_OR_RETURN(auto dot_fit, FitRelativeLine(x, t));
+  if (!(dot_fit.first > 0)) {
+    return absl::InternalError("dot time does not grow with FLOPs");
+  }
+  device.peak_f32_flops = 1 / dot_fit.first;
+  device.peak_f64_flops = device.peak_f32_flops / 2;
+  device.peak_f16_flops = 0;
+  device.launch_overhead_s = std::min(launch_s, 1.0);
+  result.notes.push_back(absl::StrFormat(
+      "dot: %.3g FLOP/s (the device peak) from %d sizes, intercept %.3g s",
+      device.peak_f32_flops, x.size(), dot_fit.second));
+  result.notes.push_back(absl::StrFormat(
+      "dispatch: %.3g s per op (chain of %d tiny ops)", launch_s, chain));
+  // Memory-bound classes: bandwidth from the byte slope.
+  double best_bandwidth = 0;
+  std::array<double, simulator::kNumOpCostClasses> bandwidth{};
+  std::array<double, simulator::kNumOpCostClasses> intercept{};
+  for (OpCostClass c : {OpCostClass::kElementwise, OpCostClass::kReduction,
+                        OpCostClass::kDataMovement}) {
+    x.clear();
+    t.clear();
+    ClassSeries(result, c, false, &x, &t);
+    ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
+    const int i = static_cast<int>(c);
+    bandwidth[i] = fit.first > 0 ? 1 / fit.first : 0;
+    intercept[i] = std::max(0.0, fit.second);
+    best_bandwidth = std::max(best_bandwidth, bandwidth[i]);
+  }
+  if (!(best_bandwidth > 0)) {
+    return absl::InternalError("memory-bound ops do not grow with bytes");
+  }
+  device.memory_bandwidth_bytes_per_s = best_bandwidth;
+  for (OpCostClass c : {OpCostClass::kElementwise, OpCostClass::kReduction,
+                        OpCostClass::kDataMovement}) {
+    const int i = static_cast<int>(c);
+    device.op_curves[i] = simulator::OpClassCurve{
+        1.0, 0.0, std::clamp(bandwidth[i] / best_bandwidth, 1e-3, 1.0),
+        std::min(1.0, launch_s + intercept[i])};
+    result.notes.push_back(
+        absl::StrFormat("%s: %.3g B/s, intercept %.3g s",
+                        std::string(simulator::OpCostClassName(c)),
+                        bandwidth[i], intercept[i]));
+  }
+  // Compute classes: efficiency relative to the dot peak, intercept as the
+  // half-efficiency time.
+  for (OpCostClass c : {OpCostClass::kDot, OpCostClass::kConvolution}) {
+    x.clear();
+    t.clear();
+    ClassSeries(result, c, true, &x, &t);
+    ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
+    const double efficiency =
+        fit.first > 0 ? std::clamp(dot_fit.first / fit.first, 1e-3, 1.0) : 1.0;
+    const double half_s = std::clamp(fit.second * efficiency, 0.0, 1.0);
+    device.op_curves[static_cast<int>(c)] = simulator::OpClassCurve{
+        efficiency, half_s, 1.0, device.launch_overhead_s};
+    result.notes.push_back(absl::StrFormat(
+        "%s: efficiency %.3g of the peak, half-efficiency time %.3g s",
+        std::string(simulator::OpCostClassName(c)), efficiency, half_s));
+  }
+  device.max_efficiency = 1.0;
+  for (simulator::DeviceProfile& d : topology.devices) {
+    if (d.kind == device.kind) d = device;
+  }
+  if (topology.num_devices() >= 2) {
+    RETURN_IF_ERROR(CalibrateLinks(executor, options, &topology, &result));
+  }
+  topology.name = "calibrated";
+  topology.source = absl::StrCat(
+      "gopt calibrate: micro-benchmarks through the executor on device 0 (",
+      executor.Describe()[0].name, "), ", topology.num_devices(), " device(s)");
+  result.topology = std::move(topology);
+  return result;
+}
+
+absl::Status WriteTopologyJson(const simulator::Topology& topology,
+                               const std::string& path) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  print.preserve_proto_field_names = true;
+  const auto status = google::protobuf::util::MessageToJsonString(
+      simulator::TopologyToProto(topology), &json, print);
+  if (!status.ok()) {
+    return absl::InternalError(
+        absl::StrCat("encoding the topology: ", status.ToString()));
+  }
+  std::ofstream out(path);
+  out << json;
+  out.close();
+  if (!out) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write the topology to '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gopt::worker

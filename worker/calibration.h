@@ -1,0 +1,76 @@
+#ifndef GOPT_WORKER_CALIBRATION_H_
+#define GOPT_WORKER_CALIBRATION_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "simulator/topology.h"
+#include "worker/executor.h"
+
+namespace gopt::worker {
+
+// How much `Calibrate` measures.
+struct CalibrationOptions {
+  // Fewer and smaller sizes and shorter measurements (tests, smoke runs).
+  // Default false: the full set takes about 20-60 s on a 2-core host.
+  bool quick = false;
+  // Measured time per micro-benchmark (ExecuteOptions::min_measure_seconds).
+  // Default 0.05 s.
+  double min_measure_seconds = 0.05;
+};
+
+// One micro-benchmark measurement.
+struct CalibrationPoint {
+  std::string benchmark;  // "dot 256x256x256", "copy 1048576 B", ...
+  std::string op_class;   // simulator OpCostClassName, or "dispatch"/"copy"
+  double flops = 0;
+  int64_t bytes = 0;
+  double seconds = 0;  // median kernel (or transfer) seconds
+};
+
+// What calibration measured and the topology fitted from it.
+struct CalibrationResult {
+  simulator::Topology topology;  // one device per executor device
+  std::vector<CalibrationPoint> points;
+  // Per fitted quantity, one line saying what was fitted from what
+  // ("dot: 1.52e+11 FLOP/s from 5 sizes, intercept 4.1e-06 s").
+  std::vector<std::string> notes;
+};
+
+// Runs micro-benchmarks through `executor` (so every measurement includes
+// what running a plan there costs): matmuls and convolutions by size (fits
+// the device's peak and each compute class's efficiency curve),
+// elementwise, reduction and transpose by size (memory bandwidth and each
+// class's share of it), a chain of tiny ops (per-op dispatch overhead) and,
+// with two or more devices, a tensor sent between devices 0 and 1 by size
+// (link bandwidth and latency, used for every pair). Devices are assumed
+// alike: device 0 is measured and its profile used for every CPU executor.
+// Errors: the executor's (DeadlineExceeded etc.), Internal when a fit is
+// degenerate. Takes the executor for the call; not thread-safe with other
+// users of it.
+absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
+                                            const CalibrationOptions& options);
+
+// The link part of Calibrate (devices 0 and 1 measured, every link set):
+// fills `topology`'s links and adds its points and note to `result`.
+absl::Status CalibrateLinks(Executor& executor,
+                            const CalibrationOptions& options,
+                            simulator::Topology* topology,
+                            CalibrationResult* result);
+
+// Writes `topology` as gopt.v1.Topology JSON (what --topology=FILE loads).
+// Errors name the path.
+absl::Status WriteTopologyJson(const simulator::Topology& topology,
+                               const std::string& path);
+
+// The least-squares line t = slope * x + intercept minimising relative
+// error (weights 1/t^2). Points with t <= 0 are skipped. InvalidArgument with
+// fewer than two distinct x. Pure; exposed for tests.
+absl::StatusOr<std::pair<double, double>> FitRelativeLine(
+    const std::vector<double>& x, const std::vector<double>& t);
+
+}  // namespace gopt::worker
+
+#endif  // GOPT_WORKER_CALIBRATION_H_

@@ -1,0 +1,72 @@
+#include "worker/calibration.h"
+
+#include <cstdio>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "simulator/topology.h"
+
+namespace gopt::worker {
+namespace {
+
+TEST(CalibrationTest, FitRelativeLineRecoversALine) {
+  absl::StatusOr<std::pair<double, double>> fit = FitRelativeLine(
+      {1, 2, 4, 8}, {3e-6 + 1e-6, 3e-6 + 2e-6, 3e-6 + 4e-6, 3e-6 + 8e-6});
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->first, 1e-6, 1e-12);
+  EXPECT_NEAR(fit->second, 3e-6, 1e-12);
+}
+
+TEST(CalibrationTest, FitRelativeLineNeedsTwoDistinctPoints) {
+  EXPECT_EQ(FitRelativeLine({5, 5}, {1, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CalibrationTest, QuickCalibrationWritesATopologyThatLoads) {
+  ExecutorOptions executor_options;
+  executor_options.cpu_executors = 2;
+  executor_options.cuda_devices = 0;
+  absl::StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::Create(executor_options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  CalibrationOptions options;
+  options.quick = true;
+  options.min_measure_seconds = 0.001;
+  absl::StatusOr<CalibrationResult> result = Calibrate(**executor, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const simulator::Topology& topology = result->topology;
+  ASSERT_EQ(topology.num_devices(), 2);
+  for (const simulator::DeviceProfile& d : topology.devices) {
+    for (simulator::OpCostClass c :
+         {simulator::OpCostClass::kDot, simulator::OpCostClass::kConvolution,
+          simulator::OpCostClass::kElementwise,
+          simulator::OpCostClass::kReduction,
+          simulator::OpCostClass::kDataMovement}) {
+      EXPECT_GT(d.op_curves[static_cast<int>(c)].max_efficiency, 0)
+          << simulator::OpCostClassName(c);
+    }
+  }
+  EXPECT_GT(topology.link(0, 1).bandwidth_bytes_per_s, 0);
+  EXPECT_THAT(result->points, ::testing::Contains(::testing::Field(
+                                  &CalibrationPoint::op_class, "dispatch")));
+
+  const std::string path =
+      ::testing::TempDir() + "/calibration_test_topology.json";
+  ASSERT_TRUE(WriteTopologyJson(topology, path).ok());
+  absl::StatusOr<simulator::Topology> loaded = simulator::LoadTopology(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->devices[0].op_curves, topology.devices[0].op_curves);
+  EXPECT_DOUBLE_EQ(loaded->devices[1].peak_f32_flops,
+                   topology.devices[1].peak_f32_flops);
+  std::remove(path.c_str());
+}
+
+TEST(CalibrationTest, WritingToAMissingFolderNamesThePath) {
+  const absl::Status status = WriteTopologyJson(
+      *simulator::PresetTopology("cpu-host"), "/nonexistent-dir/t.json");
+  EXPECT_THAT(status.message(),
+              ::testing::HasSubstr("/nonexistent-dir/t.json"));
+}
+
+}  // namespace
+}  // namespace gopt::worker

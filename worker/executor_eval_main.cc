@@ -1,0 +1,417 @@
+// gopt_executor_eval: how well the simulator predicts measured step times.
+//
+// For each --graph, runs a fixed set of candidate plans (placements over the
+// executors, priorities, fusion; plus --chosen plans) on the executor and
+// prints measured and predicted step times (calibrated --topology and the
+// executor's nominal, uncalibrated topology), then the Spearman rank
+// correlation and mean absolute percentage error of both predictions, and
+// the measured speedup of each chosen plan over the default plan. With
+// --real_ops, prints the share of nodes and FLOPs that run as real LibTorch
+// ops for each file instead.
+//
+//   gopt_executor_eval --topology=calibrated.json \
+//       --graph=a.onnx,b.hlo --chosen=a.onnx=plan_a.json
+//   gopt_executor_eval --real_ops=../shared/data/onnx/light_squeezenet.onnx
+//   gopt_executor_eval --real_ops=silero_vad_legacy.onnx --dim=sequence=512
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "graph/import/builtin_importers.h"
+#include "graph/importer.h"
+#include "simulator/op_cost_model.h"
+#include "simulator/plan.h"
+#include "simulator/simulator.h"
+#include "util/repeated_flags.h"
+#include "worker/executor.h"
+#include "worker/measurement.h"
+
+ABSL_FLAG(std::vector<std::string>, graph, {}, "graph files to evaluate");
+ABSL_FLAG(std::string, topology, "",
+          "calibrated topology JSON (gopt calibrate --out)");
+ABSL_FLAG(std::vector<std::string>, chosen, {},
+          "GRAPH=PLAN.json: a chosen plan (gopt optimize --out) per graph");
+ABSL_FLAG(std::vector<std::string>, real_ops, {},
+          "files whose real-op fraction to print (no correlation)");
+ABSL_FLAG(std::vector<std::string>, dim, {},
+          "NAME=VALUE: a symbolic dimension's value for every imported file "
+          "(ONNX dim_param, as gopt inspect --dim); repeatable");
+ABSL_FLAG(double, real_ops_timeout_seconds, 300,
+          "--real_ops: the limit on one file's single run");
+ABSL_FLAG(double, min_measure_seconds, 0.1, "measured time per plan");
+ABSL_FLAG(int32_t, min_repeats, 5, "measured runs per plan at least");
+ABSL_FLAG(int32_t, cpu_executors, 0,
+          "CPU executors (0 = one per hardware thread)");
+ABSL_FLAG(int32_t, cuda_devices, 0,
+          "CUDA devices after the CPU executors (-1 = all; needs a CUDA "
+          "LibTorch build, see scripts/gpu-check.sh)");
+
+namespace gopt::worker {
+namespace {
+
+struct Candidate {
+  std::string name;
+  simulator::Plan plan;
+};
+
+struct Row {
+  std::string graph;
+  std::string plan;
+  double measured_s = 0;      // median
+  double measured_min_s = 0;  // fastest run
+  double spread = 0;
+  double calibrated_s = 0;
+  double nominal_s = 0;
+};
+
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) ranks[order[k]] = (i + j) / 2.0;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
+  const double n = static_cast<double>(ra.size());
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    ma += ra[i] / n;
+    mb += rb[i] / n;
+  }
+  double cov = 0, va = 0, vb = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    cov += (ra[i] - ma) * (rb[i] - mb);
+    va += (ra[i] - ma) * (ra[i] - ma);
+    vb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
+}
+
+double Mape(const std::vector<double>& predicted,
+            const std::vector<double>& measured) {
+  double sum = 0;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    sum += std::abs(predicted[i] - measured[i]) / measured[i];
+  }
+  return measured.empty() ? 0 : 100 * sum / measured.size();
+}
+
+// Fuses runs of elementwise nodes on one device whose inputs are all in
+// the group or precede it (so no group can form a cycle).
+void FuseElementwiseChains(const graph::Graph& graph, simulator::Plan* plan) {
+  plan->fusion_group.assign(graph.num_nodes(), -1);
+  for (graph::NodeId id = 1; id < graph.num_nodes(); ++id) {
+    const graph::NodeId prev = id - 1;
+    if (graph::OpKindCategory(graph.node(id).kind) !=
+            graph::OpCategory::kElementwise ||
+        graph::OpKindCategory(graph.node(prev).kind) !=
+            graph::OpCategory::kElementwise ||
+        plan->device[id] != plan->device[prev]) {
+      continue;
+    }
+    const int32_t group =
+        plan->fusion_group[prev] >= 0 ? plan->fusion_group[prev] : prev;
+    bool ok = true;
+    for (const graph::Edge& e : graph.in_edges(id)) {
+      ok = ok && (e.src < group || plan->fusion_group[e.src] == group ||
+                  e.src == group);
+    }
+    if (!ok) continue;
+    plan->fusion_group[prev] = group;
+    plan->fusion_group[id] = group;
+  }
+}
+
+std::vector<Candidate> Candidates(const graph::Graph& graph,
+                                  const simulator::Topology& topology) {
+  const int n = graph.num_nodes();
+  const int devices = topology.num_devices();
+  const simulator::Plan base = simulator::DefaultPlan(graph, topology);
+  std::vector<Candidate> out;
+  auto placed = [&](const std::string& name, auto device_of) {
+    simulator::Plan plan = base;
+    for (int i = 0; i < n; ++i) plan.device[i] = device_of(i) % devices;
+    simulator::ColocateGroups(graph, topology, &plan.device);
+    out.push_back({name, plan});
+    return plan;
+  };
+  placed("default", [](int) { return 0; });
+  placed("all-on-1", [](int) { return 1; });
+  const simulator::Plan alternate =
+      placed("alternate", [](int i) { return i; });
+  for (int pct : {25, 50, 75}) {
+    placed(absl::StrCat("split-", pct),
+           [&](int i) { return i * 100 < pct * n ? 0 : 1; });
+  }
+  std::vector<int> depth(n, 0);
+  for (int i = 0; i < n; ++i) {
+    for (const graph::Edge& e : graph.in_edges(i)) {
+      depth[i] = std::max(depth[i], depth[e.src] + 1);
+    }
+  }
+  placed("depth-parity", [&](int i) { return depth[i]; });
+  placed("depth-halves", [&](int i) { return (depth[i] / 8) % 2; });
+  for (int seed = 1; seed <= 6; ++seed) {
+    std::mt19937 rng(seed);
+    const int bias = seed % 3 == 0 ? 4 : 2;  // some mostly on one device
+    placed(absl::StrCat("random-", seed),
+           [&](int) { return static_cast<int>(rng() % bias) == 0 ? 1 : 0; });
+  }
+  for (int seed = 1; seed <= 2; ++seed) {
+    std::mt19937 rng(100 + seed);
+    for (const simulator::Plan* from : {&base, &alternate}) {
+      simulator::Plan plan = *from;
+      plan.priority.resize(n);
+      for (int i = 0; i < n; ++i) plan.priority[i] = rng() % 1000;
+      out.push_back({absl::StrCat(from == &base ? "default" : "alternate",
+                                  "+random-priority-", seed),
+                     plan});
+    }
+  }
+  simulator::Plan reverse = out[4].plan;  // split-50
+  reverse.priority.resize(n);
+  for (int i = 0; i < n; ++i) reverse.priority[i] = -i;
+  out.push_back({"split-50+reverse-priority", reverse});
+  for (int index : {0, 4}) {
+    simulator::Plan fused = out[index].plan;
+    FuseElementwiseChains(graph, &fused);
+    out.push_back({out[index].name + "+fused-elementwise", fused});
+  }
+  return out;
+}
+
+absl::StatusOr<double> Predict(const graph::Graph& graph,
+                               const simulator::Topology& topology,
+                               const simulator::Plan& plan) {
+  const simulator::RooflineCostModel roofline;
+  const simulator::Simulator simulator(graph, topology, roofline);
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  absl::StatusOr<simulator::SimulationResult> result =
+      simulator.Simulate(plan, options);
+  if (!result.ok()) return result.status();
+  return result->step_time_s;
+}
+
+ExecuteOptions MeasureOptions() {
+  ExecuteOptions options;
+  options.warmup_runs = 2;
+  options.min_repeats = absl::GetFlag(FLAGS_min_repeats);
+  options.max_repeats = std::max(options.min_repeats, 200);
+  options.min_measure_seconds = absl::GetFlag(FLAGS_min_measure_seconds);
+  options.timeout_seconds = 300;
+  options.per_node_times = false;
+  return options;
+}
+
+// The --dim values as import options; InvalidArgument naming a malformed one.
+absl::StatusOr<graph::ImportOptions> ImportOptionsFromDims() {
+  graph::ImportOptions import;
+  for (const std::string& dim : absl::GetFlag(FLAGS_dim)) {
+    std::vector<std::string> parts =
+        absl::StrSplit(dim, absl::MaxSplits('=', 1));
+    int64_t value = 0;
+    if (parts.size() != 2 || parts[0].empty() ||
+        !absl::SimpleAtoi(parts[1], &value) || value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim=", dim, ": expected NAME=VALUE with a positive integer"));
+    }
+    import.symbolic_dims[parts[0]] = value;
+  }
+  return import;
+}
+
+int PrintRealOps(Executor& executor, const graph::ImporterRegistry& registry) {
+  absl::StatusOr<graph::ImportOptions> import = ImportOptionsFromDims();
+  if (!import.ok()) {
+    std::cerr << import.status().message() << "\n";
+    return 64;
+  }
+  std::cout << "file\tnodes_real\tnodes\treal_op_fraction_nodes\t"
+               "real_op_fraction_flops\tstatus\n";
+  ExecuteOptions options = MeasureOptions();
+  options.warmup_runs = 0;
+  options.min_repeats = 1;
+  options.max_repeats = 1;
+  options.min_measure_seconds = 0;
+  options.timeout_seconds = absl::GetFlag(FLAGS_real_ops_timeout_seconds);
+  for (const std::string& path : absl::GetFlag(FLAGS_real_ops)) {
+    absl::StatusOr<graph::Graph> graph =
+        registry.ImportFile(path, "auto", *import);
+    if (!graph.ok()) {
+      std::cout << path << "\t-\t-\t-\t-\timport: " << graph.status() << "\n";
+      continue;
+    }
+    absl::StatusOr<ExecutionResult> result = executor.Execute(
+        *graph, simulator::DefaultPlan(*graph, executor.HostTopology()),
+        options);
+    if (!result.ok()) {
+      std::cout << path << "\t-\t" << graph->num_nodes() << "\t-\t-\t"
+                << result.status() << "\n";
+      continue;
+    }
+    std::cout << absl::StrFormat(
+        "%s\t%d\t%d\t%.4f\t%.4f\tok\n", path, result->real_op_nodes,
+        result->total_nodes,
+        static_cast<double>(result->real_op_nodes) / result->total_nodes,
+        result->real_op_flop_fraction);
+  }
+  return 0;
+}
+
+void PrintSummary(const std::vector<Row>& rows) {
+  std::map<std::string, std::vector<const Row*>> by_graph;
+  for (const Row& r : rows) by_graph[r.graph].push_back(&r);
+  auto stats = [](const std::vector<const Row*>& subset) {
+    std::vector<double> m, f, c, u;
+    for (const Row* r : subset) {
+      m.push_back(r->measured_s);
+      f.push_back(r->measured_min_s);
+      c.push_back(r->calibrated_s);
+      u.push_back(r->nominal_s);
+    }
+    return absl::StrFormat(
+        "plans=%d median: spearman_calibrated=%.3f spearman_uncalibrated=%.3f "
+        "mape_calibrated=%.1f%% mape_uncalibrated=%.1f%%; fastest run: "
+        "spearman_calibrated=%.3f spearman_uncalibrated=%.3f "
+        "mape_calibrated=%.1f%% mape_uncalibrated=%.1f%%",
+        subset.size(), Spearman(c, m), Spearman(u, m), Mape(c, m), Mape(u, m),
+        Spearman(c, f), Spearman(u, f), Mape(c, f), Mape(u, f));
+  };
+  std::vector<const Row*> all;
+  for (const Row& r : rows) all.push_back(&r);
+  std::cout << "\n== summary\nall graphs pooled: " << stats(all) << "\n";
+  for (const auto& [graph, subset] : by_graph) {
+    std::cout << graph << ": " << stats(subset) << "\n";
+  }
+}
+
+void PrintSpeedups(const std::vector<Row>& rows) {
+  std::cout << "\n== measured speedup of the chosen plan over the default\n";
+  std::map<std::string, const Row*> defaults;
+  for (const Row& r : rows) {
+    if (r.plan == "default") defaults[r.graph] = &r;
+  }
+  for (const Row& r : rows) {
+    if (r.plan.rfind("chosen", 0) != 0 || defaults.count(r.graph) == 0)
+      continue;
+    const Row& d = *defaults[r.graph];
+    std::cout << absl::StrFormat(
+        "%s: default %.3f ms (spread %.3f), %s %.3f ms (spread %.3f): "
+        "measured speedup %.3fx median, %.3fx fastest run (calibrated "
+        "simulator predicted %.3fx)\n",
+        r.graph, d.measured_s * 1e3, d.spread, r.plan, r.measured_s * 1e3,
+        r.spread, d.measured_s / r.measured_s,
+        d.measured_min_s / r.measured_min_s, d.calibrated_s / r.calibrated_s);
+  }
+}
+
+int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
+  const simulator::Topology nominal = executor.HostTopology();
+  absl::StatusOr<simulator::Topology> calibrated =
+      simulator::LoadTopology(absl::GetFlag(FLAGS_topology));
+  if (!calibrated.ok()) {
+    std::cerr << "--topology: " << calibrated.status() << "\n";
+    return 2;
+  }
+  std::map<std::string, std::string> chosen;
+  for (const std::string& entry : absl::GetFlag(FLAGS_chosen)) {
+    std::vector<std::string> parts = absl::StrSplit(entry, '=');
+    if (parts.size() == 2) chosen[parts[0]] = parts[1];
+  }
+  std::vector<Row> rows;
+  std::cout << "graph\tplan\tmeasured_median_ms\tmeasured_min_ms\tspread\t"
+               "predicted_calibrated_ms\tpredicted_uncalibrated_ms\n";
+  for (const std::string& path : absl::GetFlag(FLAGS_graph)) {
+    absl::StatusOr<graph::Graph> graph = registry.ImportFile(path, "auto", {});
+    if (!graph.ok()) {
+      std::cerr << graph.status() << "\n";
+      return 1;
+    }
+    std::vector<Candidate> candidates = Candidates(*graph, nominal);
+    if (chosen.count(path)) {
+      absl::StatusOr<simulator::Plan> plan = simulator::LoadPlan(chosen[path]);
+      if (!plan.ok()) {
+        std::cerr << plan.status() << "\n";
+        return 1;
+      }
+      candidates.push_back({"chosen:" + plan->method, *plan});
+    }
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    for (const Candidate& c : candidates) {
+      absl::StatusOr<double> cal = Predict(*graph, *calibrated, c.plan);
+      absl::StatusOr<double> nom = Predict(*graph, nominal, c.plan);
+      absl::StatusOr<ExecutionResult> measured =
+          executor.Execute(*graph, c.plan, MeasureOptions());
+      if (!cal.ok() || !nom.ok() || !measured.ok()) {
+        std::cout << name << "\t" << c.name << "\tskipped: "
+                  << (!measured.ok() ? measured.status()
+                      : !cal.ok()    ? cal.status()
+                                     : nom.status())
+                  << "\n";
+        continue;
+      }
+      Row row{name,
+              c.name,
+              measured->measured_step_time_s,
+              measured->measured_min_step_time_s,
+              measured->measured_spread,
+              *cal,
+              *nom};
+      std::cout << absl::StrFormat("%s\t%s\t%.4f\t%.4f\t%.3f\t%.4f\t%.4f\n",
+                                   name, c.name, row.measured_s * 1e3,
+                                   row.measured_min_s * 1e3, row.spread,
+                                   row.calibrated_s * 1e3, row.nominal_s * 1e3);
+      rows.push_back(row);
+    }
+  }
+  PrintSummary(rows);
+  PrintSpeedups(rows);
+  return 0;
+}
+
+}  // namespace
+}  // namespace gopt::worker
+
+int main(int argc, char** argv) {
+  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
+    std::cerr << "gopt_executor_eval: " << s.message() << "\n";
+    return 64;
+  }
+  absl::ParseCommandLine(argc, argv);
+  gopt::graph::ImporterRegistry registry;
+  gopt::graph::RegisterBuiltinImporters(&registry);
+  gopt::worker::ExecutorOptions options;
+  options.cpu_executors = absl::GetFlag(FLAGS_cpu_executors);
+  options.cuda_devices = absl::GetFlag(FLAGS_cuda_devices);
+  absl::StatusOr<std::unique_ptr<gopt::worker::Executor>> executor =
+      gopt::worker::Executor::Create(options);
+  if (!executor.ok()) {
+    std::cerr << executor.status() << "\n";
+    return 1;
+  }
+  if (!absl::GetFlag(FLAGS_real_ops).empty()) {
+    return gopt::worker::PrintRealOps(**executor, registry);
+  }
+  return gopt::worker::Evaluate(**executor, registry);
+}

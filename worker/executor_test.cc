@@ -1,0 +1,262 @@
+#include "worker/executor.h"
+
+#include <atomic>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "graph/import/builtin_importers.h"
+#include "graph/importer.h"
+#include "gtest/gtest.h"
+#include "tests/util/shared_data.h"
+#include "worker/measurement.h"
+
+namespace gopt::worker {
+namespace {
+
+using ::testing::HasSubstr;
+
+graph::Graph LoadGraph(const std::string& relative_path) {
+  graph::ImporterRegistry registry;
+  graph::RegisterBuiltinImporters(&registry);
+  absl::StatusOr<graph::Graph> graph = registry.ImportFile(
+      gopt::testing::SharedDataPath(relative_path), "auto", {});
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return graph.ok() ? *std::move(graph) : graph::Graph();
+}
+
+std::unique_ptr<Executor> TwoCpuExecutors() {
+  ExecutorOptions options;
+  options.cpu_executors = 2;
+  options.cuda_devices = 0;
+  absl::StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::Create(options);
+  EXPECT_TRUE(executor.ok()) << executor.status();
+  return executor.ok() ? *std::move(executor) : nullptr;
+}
+
+ExecuteOptions OneRun() {
+  ExecuteOptions options;
+  options.warmup_runs = 0;
+  options.min_repeats = 1;
+  options.max_repeats = 1;
+  options.min_measure_seconds = 0;
+  options.keep_outputs = true;
+  return options;
+}
+
+// Plans that place, order and fuse differently: every node alternating
+// between the executors, a seeded random placement with random priorities,
+// and runs of consecutive same-device elementwise nodes fused.
+std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
+                                         const simulator::Topology& topology) {
+  std::vector<simulator::Plan> plans;
+  simulator::Plan alternate = simulator::DefaultPlan(graph, topology);
+  for (int i = 0; i < graph.num_nodes(); ++i) alternate.device[i] = i % 2;
+  simulator::ColocateGroups(graph, topology, &alternate.device);
+  plans.push_back(alternate);
+  std::mt19937 rng(/*seed=*/7);
+  simulator::Plan random = simulator::DefaultPlan(graph, topology);
+  random.priority.resize(graph.num_nodes());
+  for (int i = 0; i < graph.num_nodes(); ++i) {
+    random.device[i] = static_cast<int>(rng() % 2);
+    random.priority[i] = static_cast<int>(rng() % 100);
+  }
+  simulator::ColocateGroups(graph, topology, &random.device);
+  plans.push_back(random);
+  simulator::Plan fused = simulator::DefaultPlan(graph, topology);
+  fused.fusion_group.assign(graph.num_nodes(), -1);
+  for (int i = 1; i < graph.num_nodes(); ++i) {
+    const auto category = graph::OpKindCategory(graph.node(i).kind);
+    const auto previous = graph::OpKindCategory(graph.node(i - 1).kind);
+    if (category == graph::OpCategory::kElementwise &&
+        previous == graph::OpCategory::kElementwise) {
+      const int group =
+          fused.fusion_group[i - 1] >= 0 ? fused.fusion_group[i - 1] : i - 1;
+      fused.fusion_group[i - 1] = group;
+      fused.fusion_group[i] = group;
+    }
+  }
+  plans.push_back(fused);
+  return plans;
+}
+
+void ExpectPlansComputeTheSame(const std::string& relative_path) {
+  SCOPED_TRACE(relative_path);
+  const graph::Graph graph = LoadGraph(relative_path);
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  const simulator::Topology topology = executor->HostTopology();
+  absl::StatusOr<ExecutionResult> single = executor->Execute(
+      graph, simulator::DefaultPlan(graph, topology), OneRun());
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_FALSE(single->output_checksums.empty());
+  for (const simulator::Plan& plan : VariedPlans(graph, topology)) {
+    absl::StatusOr<ExecutionResult> result =
+        executor->Execute(graph, plan, OneRun());
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_EQ(result->output_checksums.size(), single->output_checksums.size());
+    for (size_t i = 0; i < result->output_checksums.size(); ++i) {
+      EXPECT_NEAR(result->output_checksums[i], single->output_checksums[i],
+                  1e-9 * (1 + std::abs(single->output_checksums[i])))
+          << "checksum " << i;
+    }
+  }
+}
+
+TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesHlo) {
+  ExpectPlansComputeTheSame("hlo/maml_flax_train_step.hlo");
+}
+
+TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesOnnx) {
+  ExpectPlansComputeTheSame("onnx/light_squeezenet.onnx");
+}
+
+TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesGraphDef) {
+  ExpectPlansComputeTheSame("tf_graphdef/kws_DS_CNN_S.pb");
+}
+
+TEST(ExecutorTest, CrossDeviceEdgesAreCopiedOncePerTensorAndDevice) {
+  const graph::Graph graph = LoadGraph("hlo/maml_flax_train_step.hlo");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  const simulator::Topology topology = executor->HostTopology();
+  const simulator::Plan plan = VariedPlans(graph, topology)[0];
+  absl::StatusOr<ExecutionResult> result =
+      executor->Execute(graph, plan, OneRun());
+  ASSERT_TRUE(result.ok()) << result.status();
+  int64_t expected = 0;
+  for (int p = 0; p < graph.num_nodes(); ++p) {
+    bool sent = false;
+    for (const graph::Edge& e : graph.out_edges(p)) {
+      sent = sent || (!e.control && plan.device[e.dst] != plan.device[p]);
+    }
+    expected += sent;
+  }
+  EXPECT_EQ(result->num_copies, expected);
+  EXPECT_GT(result->bytes_copied, 0);
+}
+
+TEST(ExecutorTest, ReportsRealOpsMemoryAndPerNodeTimes) {
+  const graph::Graph graph = LoadGraph("hlo/maml_flax_train_step.hlo");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  ExecuteOptions options = OneRun();
+  options.min_repeats = 3;
+  options.max_repeats = 3;
+  absl::StatusOr<ExecutionResult> result = executor->Execute(
+      graph, simulator::DefaultPlan(graph, executor->HostTopology()), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->total_nodes, graph.num_nodes());
+  EXPECT_EQ(result->real_op_nodes, graph.num_nodes());
+  EXPECT_DOUBLE_EQ(result->real_op_flop_fraction, 1.0);
+  EXPECT_EQ(result->runs + result->outliers_discarded, 3);
+  EXPECT_GT(result->measured_step_time_s, 0);
+  EXPECT_GT(result->measured_min_step_time_s, 0);
+  EXPECT_LE(result->measured_min_step_time_s, result->measured_step_time_s);
+  EXPECT_EQ(result->per_node_seconds.size(), graph.num_nodes());
+  ASSERT_EQ(result->peak_memory_bytes.size(), 2u);
+  EXPECT_GT(result->peak_memory_bytes[0], 0);
+}
+
+TEST(ExecutorTest, OpsWithoutALibTorchOpRunAsCopiesAndAreCounted) {
+  const graph::Graph graph = LoadGraph("hlo/jaxmd_apply_fn.hlo");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  absl::StatusOr<ExecutionResult> result = executor->Execute(
+      graph, simulator::DefaultPlan(graph, executor->HostTopology()), OneRun());
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LT(result->real_op_nodes, result->total_nodes);
+  EXPECT_THAT(result->warnings,
+              ::testing::Contains(HasSubstr("while node(s) ran as copies")));
+}
+
+TEST(ExecutorTest, BadPlansAreInvalidArguments) {
+  const graph::Graph graph = LoadGraph("hlo/maml_flax_train_step.hlo");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  simulator::Plan plan =
+      simulator::DefaultPlan(graph, executor->HostTopology());
+  plan.device.pop_back();
+  absl::Status short_plan = executor->Execute(graph, plan, OneRun()).status();
+  EXPECT_EQ(short_plan.code(), absl::StatusCode::kInvalidArgument);
+  plan = simulator::DefaultPlan(graph, executor->HostTopology());
+  plan.device[3] = 5;
+  absl::Status unknown = executor->Execute(graph, plan, OneRun()).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.message(), HasSubstr(graph.node(3).name));
+}
+
+TEST(ExecutorTest, APlanOverItsTimeoutIsDeadlineExceeded) {
+  const graph::Graph graph = LoadGraph("onnx/light_squeezenet.onnx");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  ExecuteOptions options = OneRun();
+  options.timeout_seconds = 1e-9;
+  absl::Status status =
+      executor
+          ->Execute(graph,
+                    simulator::DefaultPlan(graph, executor->HostTopology()),
+                    options)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+}
+
+TEST(ExecutorTest, ACancelledPlanStops) {
+  const graph::Graph graph = LoadGraph("onnx/light_squeezenet.onnx");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  const std::atomic<bool> cancelled(true);
+  ExecuteOptions options = OneRun();
+  options.cancelled = &cancelled;
+  absl::Status status =
+      executor
+          ->Execute(graph,
+                    simulator::DefaultPlan(graph, executor->HostTopology()),
+                    options)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+}
+
+TEST(ExecutorTest, CreateRejectsBadOptions) {
+  ExecutorOptions options;
+  options.cpu_executors = -1;
+  EXPECT_EQ(Executor::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.cpu_executors = 1;
+  options.threads_per_executor = 0;
+  EXPECT_EQ(Executor::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  if (!ExecutorHasCuda()) {
+    options.threads_per_executor = 1;
+    options.cuda_devices = 1;
+    EXPECT_EQ(Executor::Create(options).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+}
+
+TEST(ExecutorTest, DescribesPinnedCpuExecutors) {
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  const std::vector<DeviceDescription> devices = executor->Describe();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].name, "cpu:0");
+  EXPECT_EQ(devices[1].cores.size(), 1u);
+  EXPECT_EQ(executor->HostTopology().num_devices(), 2);
+}
+
+TEST(MeasurementTest, DiscardsSlowOutliersAndReportsTheMedian) {
+  const RunSummary summary = SummarizeRuns({1.0, 1.1, 0.9, 1.0, 10.0});
+  EXPECT_EQ(summary.outliers, 1);
+  EXPECT_DOUBLE_EQ(summary.median_s, 1.0);
+  EXPECT_EQ(summary.kept_s.size(), 4u);
+  EXPECT_NEAR(summary.spread, (1.07 - 0.93) / 1.0, 1e-9);
+}
+
+TEST(MeasurementTest, EmptyRunsGiveAZeroSummary) {
+  const RunSummary summary = SummarizeRuns({});
+  EXPECT_EQ(summary.median_s, 0);
+  EXPECT_EQ(summary.outliers, 0);
+}
+
+}  // namespace
+}  // namespace gopt::worker
