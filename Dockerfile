@@ -55,6 +55,16 @@ RUN scripts/runtime-packages.sh /build/bin/gopt-server /build/bin/gopt /build/bi
       > /build/runtime-packages.txt \
  && cat /build/runtime-packages.txt
 
+# gopt-train for training jobs (deploy/training/gopt-train-job.yaml):
+#   docker build --target train -t REGISTRY/gopt-train:TAG .
+# The build image with gopt-train added; not the default target (runtime,
+# the last stage, is).
+FROM build AS train
+RUN cmake --build /build -j"$(nproc)" --target gopt-train \
+ && install -m 0755 /build/bin/gopt-train /usr/local/bin/gopt-train
+COPY policy/pretrained /opt/gopt/policies
+ENTRYPOINT ["gopt-train"]
+
 FROM ${RUNTIME_IMAGE} AS runtime
 # Only the packages that own a shared library the two binaries load. They
 # are installed with dpkg, not apt, because apt would also install every

@@ -74,6 +74,36 @@ void AddGoFlags(FlagSet<O>* flags, Go go) {
       });
 }
 
+// --data_dir and --max_nodes: the pre-training corpus (pretrain, expert).
+template <typename O>
+void AddCorpusFlags(FlagSet<O>* flags) {
+  flags->Add(
+      "data_dir", "real graphs (held-out files are skipped)",
+      [](O & o) -> auto& { return o.data_dir; });
+  flags->Add(
+      "max_nodes", "largest graph trained on",
+      [](O & o) -> auto& { return o.max_nodes; });
+}
+
+// --hidden and --attention_layers: a fresh network's shape (pretrain,
+// expert).
+template <typename O>
+void AddModelFlags(FlagSet<O>* flags) {
+  flags->Add(
+      "hidden", "network width", [](O & o) -> auto& { return o.hidden; });
+  flags->Add(
+      "attention_layers", "layers per task stack",
+      [](O & o) -> auto& { return o.attention_layers; });
+}
+
+// --policy_dir: the GO policy a command starts from (finetune, eval).
+template <typename O>
+void AddPolicyDirFlag(FlagSet<O>* flags) {
+  flags->Add(
+      "policy_dir", "a GO policy directory (card.json + checkpoint)",
+      [](O & o) -> auto& { return o.policy_dir; });
+}
+
 // The model and training flags of both cost-model commands.
 template <typename O, typename Model, typename Train>
 void AddCostModelFlags(FlagSet<O>* flags, Model model, Train train) {
@@ -186,15 +216,10 @@ FlagSet<PretrainCommandOptions> PretrainFlags() {
   flags.Add(
       "out_dir", "output policy directory (required)",
       [](auto& o) -> auto& { return o.out_dir; });
-  flags.Add(
-      "data_dir", "real graphs (held-out files are skipped)",
-      [](auto& o) -> auto& { return o.data_dir; });
+  AddCorpusFlags(&flags);
   flags.Add(
       "topologies", "topologies trained on",
       [](auto& o) -> auto& { return o.topologies; });
-  flags.Add(
-      "max_nodes", "largest graph trained on",
-      [](auto& o) -> auto& { return o.max_nodes; });
   flags.Add(
       "max_steps", "PPO steps", [](auto& o) -> auto& { return o.max_steps; });
   flags.Add(
@@ -212,11 +237,7 @@ FlagSet<PretrainCommandOptions> PretrainFlags() {
   flags.Add(
       "checkpoint_every", "steps between saves",
       [](auto& o) -> auto& { return o.checkpoint_every; });
-  flags.Add(
-      "hidden", "network width", [](auto& o) -> auto& { return o.hidden; });
-  flags.Add(
-      "attention_layers", "layers per task stack",
-      [](auto& o) -> auto& { return o.attention_layers; });
+  AddModelFlags(&flags);
   flags.Add(
       "csv", "training log CSV (empty: OUT_DIR/train.csv)",
       [](auto& o) -> auto& { return o.csv; });
@@ -234,9 +255,7 @@ FlagSet<FinetuneCommandOptions> FinetuneFlags() {
   FlagSet<O> flags;
   AddGoFlags(
       &flags, [](auto& o) -> auto& { return o.go; });
-  flags.Add(
-      "policy_dir", "a GO policy directory (card.json + checkpoint)",
-      [](auto& o) -> auto& { return o.policy_dir; });
+  AddPolicyDirFlag(&flags);
   flags.Add(
       "graph", "the graph file or gen:PRESET (required)",
       [](auto& o) -> auto& { return o.graph; });
@@ -284,9 +303,7 @@ FlagSet<EvalCommandOptions> EvalFlags() {
   FlagSet<O> flags;
   AddGoFlags(
       &flags, [](auto& o) -> auto& { return o.go; });
-  flags.Add(
-      "policy_dir", "a GO policy directory (card.json + checkpoint)",
-      [](auto& o) -> auto& { return o.policy_dir; });
+  AddPolicyDirFlag(&flags);
   flags.Add(
       "graph", "graph files or gen:PRESET (at least one)",
       [](auto& o) -> auto& { return o.graphs; });
@@ -304,6 +321,115 @@ absl::Status FinishEval(std::vector<std::string> operands,
   RETURN_IF_ERROR(NoOperands(operands));
   if (o->graphs.empty()) {
     return absl::InvalidArgumentError("expected --graph=SOURCE,...");
+  }
+  return absl::OkStatus();
+}
+
+FlagSet<ExpertCommandOptions> ExpertFlags() {
+  using O = ExpertCommandOptions;
+  FlagSet<O> flags;
+  AddGoFlags(
+      &flags, [](auto& o) -> auto& { return o.go; });
+  AddCorpusFlags(&flags);
+  AddModelFlags(&flags);
+  flags.Add(
+      "out_dir", "output policy directory (required)",
+      [](auto& o) -> auto& { return o.out_dir; });
+  flags.Add(
+      "topologies",
+      "preset machines trained on, and the held-out curve's machines",
+      [](auto& o) -> auto& { return o.topologies; });
+  flags.Add(
+      "graph", "held-out graphs of the zero-shot curve (files or gen:PRESET)",
+      [](auto& o) -> auto& { return o.graphs; });
+  flags.Add(
+      "max_seconds", "wall-clock budget, resumed time included",
+      [](auto& o) -> auto& { return o.max_seconds; });
+  flags.Add(
+      "rounds", "rounds in total, resumed ones included",
+      [](auto& o) -> auto& { return o.rounds; });
+  flags.Add(
+      "instances_per_round",
+      "instances searched per round, over all ranks (a multiple of them)",
+      [](auto& o) -> auto& { return o.instances_per_round; });
+  flags.Add(
+      "search_rounds",
+      "plan-search rounds (16 simulations each) from each start",
+      [](auto& o) -> auto& { return o.search_rounds; });
+  flags.Add(
+      "distill_steps", "supervised updates per round",
+      [](auto& o) -> auto& { return o.distill_steps; });
+  flags.Add(
+      "ppo_steps", "PPO updates per round",
+      [](auto& o) -> auto& { return o.ppo_steps; });
+  flags.Add(
+      "distill_learning_rate", "Adam learning rate of the supervised updates",
+      [](auto& o) -> auto& { return o.distill_learning_rate; });
+  flags.Add(
+      "eval_every", "rounds between held-out evaluations and checkpoints",
+      [](auto& o) -> auto& { return o.eval_every; });
+  flags.Add(
+      "random_graphs", "generated graphs of random sizes added to the corpus",
+      [](auto& o) -> auto& { return o.random_graphs; });
+  flags.Add(
+      "random_topologies",
+      "random machines (2-8 devices) added to --topologies",
+      [](auto& o) -> auto& { return o.random_topologies; });
+  flags.Add(
+      "topologies_per_graph", "machines each training graph is paired with",
+      [](auto& o) -> auto& { return o.topologies_per_graph; });
+  flags.Add(
+      "resume", "continue from --out_dir's checkpoint and card",
+      [](auto& o) -> auto& { return o.resume; });
+  flags.Add(
+      "init_policy_dir", "start from this policy's weights (default: fresh)",
+      [](auto& o) -> auto& { return o.init_policy_dir; });
+  flags.Add(
+      "init_prior_factor",
+      "with --init_policy_dir, scale the placement priors by this first "
+      "(gate reset to 1: placements become trainable); 0 leaves them",
+      [](auto& o) -> auto& { return o.init_prior_factor; });
+  flags.Add(
+      "rendezvous_seconds", "how long data-parallel ranks wait for each other",
+      [](auto& o) -> auto& { return o.rendezvous_seconds; });
+  return flags;
+}
+
+// A count flag's lower bound.
+absl::Status AtLeast(int value, int least, absl::string_view flag) {
+  if (value < least) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be ", least, " or more, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FinishExpert(std::vector<std::string> operands,
+                          ExpertCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  RETURN_IF_ERROR(Require(o->out_dir, "out_dir"));
+  RETURN_IF_ERROR(AtLeast(o->rounds, 0, "rounds"));
+  RETURN_IF_ERROR(AtLeast(o->instances_per_round, 1, "instances_per_round"));
+  RETURN_IF_ERROR(AtLeast(o->search_rounds, 0, "search_rounds"));
+  RETURN_IF_ERROR(AtLeast(o->distill_steps, 0, "distill_steps"));
+  RETURN_IF_ERROR(AtLeast(o->ppo_steps, 0, "ppo_steps"));
+  RETURN_IF_ERROR(AtLeast(o->eval_every, 1, "eval_every"));
+  RETURN_IF_ERROR(AtLeast(o->random_graphs, 0, "random_graphs"));
+  RETURN_IF_ERROR(AtLeast(o->random_topologies, 0, "random_topologies"));
+  RETURN_IF_ERROR(AtLeast(o->topologies_per_graph, 1, "topologies_per_graph"));
+  RETURN_IF_ERROR(AtLeast(o->rendezvous_seconds, 1, "rendezvous_seconds"));
+  if (o->topologies.empty() && o->random_topologies == 0) {
+    return absl::InvalidArgumentError(
+        "no machines to train on: give --topologies or --random_topologies");
+  }
+  if (o->resume && !o->init_policy_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--resume continues --out_dir's own checkpoint; it takes no "
+        "--init_policy_dir");
+  }
+  if (o->init_prior_factor < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--init_prior_factor must be 0 or more, got ", o->init_prior_factor));
   }
   return absl::OkStatus();
 }
@@ -428,6 +554,12 @@ const Table& Commands() {
         "GO: zero-shot decisions on graphs vs the baselines; with "
         "--update_card, records them in the policy's card",
         EvalFlags(), FinishEval);
+    table->Add<ExpertCommandOptions>(
+        "expert", "expert --out_dir=DIR [--graph=HELD_OUT,...]",
+        "GO: expert iteration (plan-search distillation + PPO) over the "
+        "corpus plus random graphs and machines, resumable (--resume), "
+        "data-parallel under torchrun's variables (WORLD_SIZE > 1)",
+        ExpertFlags(), FinishExpert);
     table->Add<CardHashOptions>(
         "card-hash", "card-hash --policy_dir=DIR",
         "any policy: records the SHA-256 of the checkpoint in its card.json, "
@@ -468,6 +600,9 @@ absl::Status RunOptions(const FinetuneCommandOptions& o, std::ostream& out) {
 absl::Status RunOptions(const EvalCommandOptions& o, std::ostream& out) {
   return RunEval(o, out);
 }
+absl::Status RunOptions(const ExpertCommandOptions& o, std::ostream& out) {
+  return RunExpert(o, out);
+}
 absl::Status RunOptions(const CardHashOptions& o, std::ostream& out) {
   return RunCardHash(o, out);
 }
@@ -489,6 +624,8 @@ absl::StatusOr<TrainCommand> ParseTrainCli(
   // What the cards record as the command that made them.
   const std::string line = absl::StrJoin(args, " ");
   if (auto* o = std::get_if<PretrainCommandOptions>(&command->options)) {
+    o->command_line = line;
+  } else if (auto* o = std::get_if<ExpertCommandOptions>(&command->options)) {
     o->command_line = line;
   } else if (auto* o = std::get_if<CardHashOptions>(&command->options)) {
     o->command_line = line;

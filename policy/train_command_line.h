@@ -26,7 +26,8 @@ namespace gopt::policy {
 // The options of one gopt-train command, or of `gopt-train help`.
 using TrainCommandOptions =
     std::variant<util::HelpOptions, PretrainCommandOptions,
-                 FinetuneCommandOptions, EvalCommandOptions, CardHashOptions,
+                 FinetuneCommandOptions, EvalCommandOptions,
+                 ExpertCommandOptions, CardHashOptions,
                  CostModelTrainCommandOptions, CostModelEvalCommandOptions>;
 using TrainCommand = util::ParsedCommand<TrainCommandOptions>;
 

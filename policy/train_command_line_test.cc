@@ -91,6 +91,98 @@ TEST(TrainCommandLineTest, FlagsOfOtherCommandsAndBadValuesAreRefused) {
       << status;
 }
 
+TEST(TrainCommandLineTest, ExpertTakesTheSharedGoCorpusAndModelFlags) {
+  absl::StatusOr<TrainCommand> command = Parse(
+      "expert --out_dir=/tmp/v3 --graph=gen:transformer_xl-small "
+      "--topologies=v100x4-nvlink --tasks=placement,scheduling --samples=8 "
+      "--seed=7 --data_dir=d --max_nodes=600 --hidden=64 "
+      "--attention_layers=1 --instances_per_round=2 --search_rounds=3 "
+      "--distill_steps=5 --ppo_steps=0 --distill_learning_rate=0.01 "
+      "--eval_every=4 --random_graphs=3 --random_topologies=0 "
+      "--topologies_per_graph=1 --init_policy_dir=p --init_prior_factor=0.5 "
+      "--rendezvous_seconds=30 --max_seconds=60 --rounds=9");
+  ASSERT_TRUE(command.ok()) << command.status();
+  const auto& o = std::get<ExpertCommandOptions>(command->options);
+  EXPECT_EQ(o.out_dir, "/tmp/v3");
+  EXPECT_EQ(o.graphs, (std::vector<std::string>{"gen:transformer_xl-small"}));
+  EXPECT_EQ(o.topologies, (std::vector<std::string>{"v100x4-nvlink"}));
+  EXPECT_EQ(o.go.tasks, (std::vector<std::string>{"placement", "scheduling"}));
+  EXPECT_EQ(o.go.samples, 8);
+  EXPECT_EQ(o.go.seed, 7u);
+  EXPECT_EQ(o.data_dir, "d");
+  EXPECT_EQ(o.max_nodes, 600);
+  EXPECT_EQ(o.hidden, 64);
+  EXPECT_EQ(o.attention_layers, 1);
+  EXPECT_EQ(o.instances_per_round, 2);
+  EXPECT_EQ(o.search_rounds, 3);
+  EXPECT_EQ(o.distill_steps, 5);
+  EXPECT_EQ(o.ppo_steps, 0);
+  EXPECT_DOUBLE_EQ(o.distill_learning_rate, 0.01);
+  EXPECT_EQ(o.eval_every, 4);
+  EXPECT_EQ(o.random_graphs, 3);
+  EXPECT_EQ(o.random_topologies, 0);
+  EXPECT_EQ(o.topologies_per_graph, 1);
+  EXPECT_FALSE(o.resume);
+  EXPECT_EQ(o.init_policy_dir, "p");
+  EXPECT_DOUBLE_EQ(o.init_prior_factor, 0.5);
+  EXPECT_EQ(o.rendezvous_seconds, 30);
+  EXPECT_DOUBLE_EQ(o.max_seconds, 60);
+  EXPECT_EQ(o.rounds, 9);
+  EXPECT_EQ(o.command_line.rfind("gopt-train expert --out_dir=/tmp/v3", 0), 0u)
+      << o.command_line;
+}
+
+TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
+  absl::StatusOr<TrainCommand> command = Parse("expert --out_dir=o");
+  ASSERT_TRUE(command.ok()) << command.status();
+  const auto& o = std::get<ExpertCommandOptions>(command->options);
+  EXPECT_EQ(o.topologies, DefaultTrainingTopologies());
+  EXPECT_TRUE(o.graphs.empty());
+  EXPECT_EQ(o.instances_per_round, 4);
+  EXPECT_EQ(o.search_rounds, 4);
+  EXPECT_EQ(o.distill_steps, 2);
+  EXPECT_EQ(o.random_graphs, 24);
+  EXPECT_EQ(o.random_topologies, 8);
+  EXPECT_EQ(o.data_dir, "../shared/data");
+  for (const char* line : {
+           "expert",
+           "expert --out_dir=o extra",
+           "expert --out_dir=o --instances_per_round=0",
+           "expert --out_dir=o --eval_every=0",
+           "expert --out_dir=o --search_rounds=-1",
+           "expert --out_dir=o --topologies_per_graph=0",
+           "expert --out_dir=o --resume --init_policy_dir=p",
+           "expert --out_dir=o --init_prior_factor=-1",
+           "expert --out_dir=o --policy_dir=p",
+           "expert --out_dir=o --rendezvous_seconds=0",
+       }) {
+    EXPECT_TRUE(absl::IsInvalidArgument(Parse(line).status())) << line;
+  }
+  EXPECT_NE(Parse("expert --out_dir=o --eval_every=0")
+                .status()
+                .message()
+                .find("--eval_every must be 1 or more, got 0"),
+            std::string::npos);
+}
+
+TEST(TrainCommandLineTest, HelpDescribesExpert) {
+  std::ostringstream overview;
+  absl::StatusOr<TrainCommand> help = Parse("--help");
+  ASSERT_TRUE(help.ok()) << help.status();
+  ASSERT_TRUE(RunTrainCommand(*help, overview).ok());
+  EXPECT_NE(overview.str().find("expert --out_dir=DIR"), std::string::npos)
+      << overview.str();
+  absl::StatusOr<TrainCommand> command = Parse("expert --help");
+  ASSERT_TRUE(command.ok()) << command.status();
+  std::ostringstream out;
+  ASSERT_TRUE(RunTrainCommand(*command, out).ok());
+  for (const char* flag : {"--instances_per_round", "--search_rounds",
+                           "--distill_steps", "--init_policy_dir", "--resume",
+                           "--data_dir", "--hidden", "--samples"}) {
+    EXPECT_NE(out.str().find(flag), std::string::npos) << flag << out.str();
+  }
+}
+
 TEST(TrainCommandLineTest, HelpShowsARecipeNote) {
   absl::StatusOr<TrainCommand> command = Parse("costmodel-eval --help");
   ASSERT_TRUE(command.ok());

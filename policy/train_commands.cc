@@ -18,11 +18,14 @@
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/go/corpus.h"
+#include "policy/go/data_parallel.h"
+#include "policy/go/expert_iteration.h"
 #include "policy/go/fine_tuning.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/pretrain_card.h"
 #include "policy/go/pretraining.h"
+#include "policy/go/random_corpus.h"
 #include "policy/go/zero_shot_eval.h"
 #include "simulator/topology.h"
 #include "util/status_macros.h"
@@ -57,19 +60,28 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> LoadPolicyModel(
   return go::GoModel::Load(checkpoint);
 }
 
+// The pre-training corpus of `data_dir` up to `max_nodes` nodes; what is
+// skipped is reported on stderr.
+absl::StatusOr<std::vector<go::CorpusGraph>> LoadCorpus(
+    const std::string& data_dir, int max_nodes) {
+  go::CorpusOptions corpus_options;
+  corpus_options.data_dir = data_dir;
+  corpus_options.max_nodes = max_nodes;
+  std::vector<std::string> skipped;
+  absl::StatusOr<std::vector<go::CorpusGraph>> corpus =
+      go::BuildPretrainingCorpus(corpus_options, &skipped);
+  for (const std::string& why : skipped) std::cerr << "skipped " << why << "\n";
+  return corpus;
+}
+
 // The pre-training instances: every corpus graph on every topology (those
 // that cannot be made are reported and skipped). `data` gets the card's
 // [{graph, nodes}].
 absl::StatusOr<std::vector<std::unique_ptr<go::TrainingInstance>>>
 PretrainingInstances(const PretrainCommandOptions& options,
                      nlohmann::json* data) {
-  go::CorpusOptions corpus_options;
-  corpus_options.data_dir = options.data_dir;
-  corpus_options.max_nodes = options.max_nodes;
-  std::vector<std::string> skipped;
   ASSIGN_OR_RETURN(std::vector<go::CorpusGraph> corpus,
-                   go::BuildPretrainingCorpus(corpus_options, &skipped));
-  for (const std::string& why : skipped) std::cerr << "skipped " << why << "\n";
+                   LoadCorpus(options.data_dir, options.max_nodes));
   std::vector<std::unique_ptr<go::TrainingInstance>> instances;
   for (const std::string& name : options.topologies) {
     ASSIGN_OR_RETURN(simulator::Topology topology,
@@ -336,6 +348,360 @@ absl::Status RunCostModelEvalCommand(const CostModelEvalCommandOptions& options,
   ASSIGN_OR_RETURN(nlohmann::json result,
                    cost_model::RunCostModelEval(options.request));
   out << (options.json ? result.dump() : result.dump(2)) << "\n";
+  return absl::OkStatus();
+}
+
+// ---- expert
+// ------------------------------------------------------------------
+
+namespace {
+
+// The machines training graphs are paired with: `topologies`, then
+// random_topologies random ones.
+absl::StatusOr<std::vector<std::shared_ptr<const simulator::Topology>>>
+ExpertTopologies(const ExpertCommandOptions& options) {
+  std::vector<std::shared_ptr<const simulator::Topology>> topologies;
+  for (const std::string& name : options.topologies) {
+    ASSIGN_OR_RETURN(simulator::Topology topology,
+                     simulator::PresetTopology(name));
+    topologies.push_back(
+        std::make_shared<const simulator::Topology>(std::move(topology)));
+  }
+  for (int i = 0; i < options.random_topologies; ++i) {
+    ASSIGN_OR_RETURN(simulator::Topology topology,
+                     go::RandomTopology(options.go.seed, i));
+    topologies.push_back(
+        std::make_shared<const simulator::Topology>(std::move(topology)));
+  }
+  if (topologies.empty()) {
+    return absl::InvalidArgumentError(
+        "expert: no machines to train on (--topologies is empty and "
+        "--random_topologies=0)");
+  }
+  return topologies;
+}
+
+// The training instances: the corpus plus random generated graphs, graph g
+// paired with machines (g + j * stride) mod M for j < topologies_per_graph;
+// instances where no baseline plan fits memory (no target) are skipped.
+// `data` lists them for the card.
+absl::StatusOr<std::vector<std::unique_ptr<go::TrainingInstance>>>
+ExpertInstances(const ExpertCommandOptions& options, nlohmann::json* data) {
+  ASSIGN_OR_RETURN(std::vector<go::CorpusGraph> corpus,
+                   LoadCorpus(options.data_dir, options.max_nodes));
+  ASSIGN_OR_RETURN(
+      std::vector<go::CorpusGraph> random,
+      go::RandomGeneratedGraphs(options.random_graphs, options.max_nodes,
+                                options.go.seed));
+  corpus.insert(corpus.end(), random.begin(), random.end());
+  ASSIGN_OR_RETURN(auto topologies, ExpertTopologies(options));
+  const int machines = static_cast<int>(topologies.size());
+  const int per_graph = std::clamp(options.topologies_per_graph, 1, machines);
+  const int stride = std::max(machines / per_graph, 1);
+  std::vector<std::unique_ptr<go::TrainingInstance>> instances;
+  for (size_t g = 0; g < corpus.size(); ++g) {
+    const go::CorpusGraph& graph = corpus[g];
+    nlohmann::json machines_used = nlohmann::json::array();
+    for (int j = 0; j < per_graph; ++j) {
+      const auto& topology = topologies[(g + j * stride) % machines];
+      const std::string label = absl::StrCat(graph.label, "@", topology->name);
+      absl::StatusOr<std::unique_ptr<go::TrainingInstance>> instance =
+          go::MakeTrainingInstance(label, graph.graph, topology);
+      if (!instance.ok()) {
+        std::cerr << "skipped " << label << ": " << instance.status().message()
+                  << "\n";
+        continue;
+      }
+      absl::StatusOr<go::ScoredPlan> baseline =
+          go::BestBaselinePlan(**instance, options.go.seed);
+      if (!baseline.ok()) {
+        std::cerr << "skipped " << baseline.status().message() << "\n";
+        continue;
+      }
+      machines_used.push_back(topology->name);
+      instances.push_back(*std::move(instance));
+    }
+    data->push_back({{"graph", graph.label},
+                     {"nodes", graph.graph->num_nodes()},
+                     {"topologies", machines_used}});
+  }
+  return instances;
+}
+
+// The held-out instances (graphs x topologies) whose best baseline fits
+// memory, with those baselines; `rows` lists every pair for the card.
+struct HeldOut {
+  std::vector<std::unique_ptr<go::TrainingInstance>> instances;
+  std::vector<const go::TrainingInstance*> views;
+  std::vector<go::ScoredPlan> baselines;
+  nlohmann::json rows = nlohmann::json::array();
+};
+
+absl::StatusOr<HeldOut> HeldOutInstances(const ExpertCommandOptions& options) {
+  HeldOut held_out;
+  for (const std::string& source : options.graphs) {
+    ASSIGN_OR_RETURN(graph::Graph loaded, go::LoadGraphSource(source));
+    auto graph = std::make_shared<const graph::Graph>(std::move(loaded));
+    for (const std::string& name : options.topologies) {
+      ASSIGN_OR_RETURN(simulator::Topology topology,
+                       simulator::PresetTopology(name));
+      ASSIGN_OR_RETURN(
+          std::unique_ptr<go::TrainingInstance> instance,
+          go::MakeTrainingInstance(absl::StrCat(source, "@", name), graph,
+                                   std::make_shared<const simulator::Topology>(
+                                       std::move(topology))));
+      absl::StatusOr<go::ScoredPlan> baseline =
+          go::BestBaselinePlan(*instance, options.go.seed);
+      held_out.rows.push_back(
+          {{"graph", source},
+           {"topology", name},
+           {"best_baseline_ms",
+            baseline.ok() ? baseline->step_time_s * 1e3 : 0.0},
+           {"in_curve", baseline.ok()}});
+      if (!baseline.ok()) continue;
+      held_out.baselines.push_back(*std::move(baseline));
+      held_out.views.push_back(instance.get());
+      held_out.instances.push_back(std::move(instance));
+    }
+  }
+  return held_out;
+}
+
+go::ExpertIterationOptions ExpertIterationOptionsOf(
+    const ExpertCommandOptions& options, const go::PpoOptions& ppo) {
+  go::ExpertIterationOptions expert;
+  expert.tasks = ppo.tasks;
+  expert.rounds = options.rounds;
+  expert.max_seconds = options.max_seconds;
+  expert.instances_per_round = options.instances_per_round;
+  expert.search_rounds = options.search_rounds;
+  expert.distill_steps = options.distill_steps;
+  expert.ppo_steps = options.ppo_steps;
+  expert.simulation_threads = ppo.simulation_threads;
+  expert.seed = options.go.seed;
+  expert.ppo = ppo;
+  expert.distill.learning_rate = options.distill_learning_rate;
+  expert.distill.seed = options.go.seed;
+  return expert;
+}
+
+// The model to train: `resume`'s checkpoint, init_policy_dir's, or a fresh
+// one; `card` gets what a resumed run recorded.
+absl::StatusOr<std::unique_ptr<go::GoModel>> ExpertInitialModel(
+    const ExpertCommandOptions& options, nlohmann::json* card) {
+  if (options.resume) {
+    ASSIGN_OR_RETURN(*card, ReadCardFile(options.out_dir));
+    return LoadPolicyModel(options.out_dir);
+  }
+  if (!options.init_policy_dir.empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
+                     LoadPolicyModel(options.init_policy_dir));
+    if (options.init_prior_factor > 0) {
+      RETURN_IF_ERROR(model->ScalePlacementPriors(options.init_prior_factor));
+    }
+    return model;
+  }
+  go::GoModelOptions model_options;
+  model_options.hidden = options.hidden;
+  model_options.attention_layers = options.attention_layers;
+  model_options.seed = options.go.seed;
+  return go::GoModel::Create(model_options);
+}
+
+// The card of a new run (a resumed run keeps its own).
+nlohmann::json ExpertCard(const ExpertCommandOptions& options,
+                          const go::ExpertIterationOptions& expert,
+                          const nlohmann::json& data, const HeldOut& held_out,
+                          const go::GoModel& model, int world_size) {
+  return {
+      {"format_version", 1},
+      {"kind", "go"},
+      {"name", "go-multitask"},
+      {"version", "3"},
+      {"checkpoint", "go-multitask.pt"},
+      {"training",
+       {{"method", "expert iteration (search distillation) + PPO"},
+        {"command", options.command_line},
+        {"init_policy_dir", options.init_policy_dir},
+        {"init_prior_factor", options.init_prior_factor},
+        {"data",
+         {{"graphs", data},
+          {"topologies", options.topologies},
+          {"random_topologies", options.random_topologies},
+          {"held_out",
+           {{"real_graphs", go::HeldOutRealGraphs()},
+            {"generator_family", go::kHeldOutFamily},
+            {"curve_instances", held_out.rows}}}}},
+        {"seed", expert.seed},
+        {"rounds", 0},
+        {"wall_seconds", 0},
+        {"world_size", world_size},
+        {"git_revision", GitRevision()},
+        {"started_utc", UtcNow()},
+        {"device", absl::StrCat("CPU, ", options.go.torch_threads,
+                                " LibTorch threads per rank (shared host)")},
+        {"parameters", model.num_parameters()},
+        {"expert_iteration",
+         {{"instances_per_round", expert.instances_per_round},
+          {"search_rounds", expert.search_rounds},
+          {"candidates_per_round", expert.candidates_per_round},
+          {"distill_steps", expert.distill_steps},
+          {"distill_learning_rate", expert.distill.learning_rate},
+          {"ppo_steps", expert.ppo_steps},
+          {"ppo_samples_per_graph", expert.ppo.samples_per_graph},
+          {"ppo_learning_rate", expert.ppo.learning_rate}}}}},
+      {"metrics", {{"held_out_curve", nlohmann::json::array()}}}};
+}
+
+constexpr char kExpertCsvHeader[] =
+    "round,seconds,greedy_over_baseline,target_over_baseline,placement_loss,"
+    "scheduling_loss,fusion_loss,placement_accuracy,ppo_reward,simulations,"
+    "held_out_zero_shot_over_best_baseline";
+
+// Rank 0's files of an expert run: the checkpoint and card (save), the
+// held-out curve (Evaluate, recorded in the card) and train.csv (Log).
+class ExpertRecorder {
+ public:
+  ExpertRecorder(const ExpertCommandOptions& options, go::GoModel* model,
+                 const HeldOut& held_out, const go::ExpertIterationOptions& e,
+                 nlohmann::json card)
+      : options_(options),
+        model_(model),
+        held_out_(held_out),
+        expert_(e),
+        card_(std::move(card)) {
+    csv_.open(options.out_dir + "/train.csv",
+              options.resume ? std::ios::app : std::ios::trunc);
+    if (!options.resume) csv_ << kExpertCsvHeader << "\n";
+  }
+
+  absl::Status Save(int rounds, double seconds) {
+    RETURN_IF_ERROR(model_->Save(options_.out_dir + "/go-multitask.pt"));
+    RETURN_IF_ERROR(RecordCheckpointSha256(
+        options_.out_dir, "gopt-train expert (when it saved the checkpoint)",
+        &card_));
+    card_["training"]["rounds"] = rounds;
+    card_["training"]["wall_seconds"] = std::round(seconds);
+    return WriteCardFile(options_.out_dir, card_);
+  }
+
+  // The held-out zero-shot geomean over the best baselines (0 without
+  // held-out instances).
+  absl::StatusOr<double> Evaluate(double seconds) {
+    if (held_out_.views.empty()) return 0.0;
+    ASSIGN_OR_RETURN(
+        double ratio,
+        go::ZeroShotOverBaseline(*model_, held_out_.views, held_out_.baselines,
+                                 expert_.tasks, 16, expert_.seed,
+                                 expert_.simulation_threads));
+    card_["metrics"]["held_out_curve"].push_back(
+        {{"seconds", std::round(seconds)}, {"zero_shot_over_best", ratio}});
+    return ratio;
+  }
+
+  absl::Status EvaluateInitial() {
+    if (options_.resume || held_out_.views.empty()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(double ratio, Evaluate(0));
+    csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f\n", ratio);
+    std::cerr << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
+                                 ratio);
+    return absl::OkStatus();
+  }
+
+  // After round s: every eval_every rounds evaluates and saves; logs the
+  // round to train.csv and stderr.
+  absl::Status Log(const go::ExpertRoundStats& s) {
+    std::string held;
+    if ((s.round + 1) % std::max(options_.eval_every, 1) == 0) {
+      ASSIGN_OR_RETURN(double ratio, Evaluate(s.seconds));
+      held = absl::StrFormat("%.5f", ratio);
+      RETURN_IF_ERROR(Save(s.round + 1, s.seconds));
+    }
+    csv_ << absl::StrFormat(
+        "%d,%.1f,%.5f,%.5f,%.5f,%.5f,%.5f,%.4f,%.5f,%d,%s\n", s.round,
+        s.seconds, s.greedy_over_baseline, s.target_over_baseline,
+        s.distill.placement_loss, s.distill.scheduling_loss,
+        s.distill.fusion_loss, s.distill.placement_accuracy, s.ppo_reward,
+        s.simulations, held);
+    csv_.flush();
+    std::cerr << absl::StrFormat(
+        "round %d %.0fs greedy/baseline %.4f target/baseline %.4f "
+        "placement acc %.3f%s\n",
+        s.round, s.seconds, s.greedy_over_baseline, s.target_over_baseline,
+        s.distill.placement_accuracy,
+        held.empty() ? "" : absl::StrCat(" held-out ", held));
+    return absl::OkStatus();
+  }
+
+ private:
+  const ExpertCommandOptions& options_;
+  go::GoModel* model_;
+  const HeldOut& held_out_;
+  const go::ExpertIterationOptions& expert_;
+  nlohmann::json card_;
+  std::ofstream csv_;
+};
+
+}  // namespace
+
+absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
+  go::SetTorchThreads(options.go.torch_threads);
+  ASSIGN_OR_RETURN(go::PpoOptions ppo, PpoOptionsOf(options.go));
+  ASSIGN_OR_RETURN(go::DistributedEnv env, go::DistributedEnvFromEnvironment());
+  ASSIGN_OR_RETURN(std::unique_ptr<go::DataParallel> group,
+                   go::DataParallel::Connect(
+                       env, absl::Seconds(options.rendezvous_seconds)));
+  const bool writer = env.rank == 0;
+  if (writer) std::filesystem::create_directories(options.out_dir);
+  nlohmann::json card;
+  ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
+                   ExpertInitialModel(options, &card));
+  nlohmann::json data = nlohmann::json::array();
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<go::TrainingInstance>> owned,
+                   ExpertInstances(options, &data));
+  std::vector<const go::TrainingInstance*> instances;
+  for (const auto& instance : owned) instances.push_back(instance.get());
+  HeldOut held_out;
+  if (writer) {
+    ASSIGN_OR_RETURN(held_out, HeldOutInstances(options));
+  }
+  std::cerr << "expert: rank " << env.rank << " of " << env.world_size << ", "
+            << instances.size() << " training instances, "
+            << held_out.views.size() << " held-out instances\n";
+
+  go::ExpertIterationOptions expert = ExpertIterationOptionsOf(options, ppo);
+  expert.data_parallel = group.get();
+  if (options.resume) {
+    expert.start_round = card["training"].value("rounds", 0);
+    expert.start_seconds = card["training"].value("wall_seconds", 0.0);
+  } else {
+    card = ExpertCard(options, expert, data, held_out, *model, env.world_size);
+  }
+  std::unique_ptr<ExpertRecorder> recorder;
+  if (writer) {
+    recorder = std::make_unique<ExpertRecorder>(options, model.get(), held_out,
+                                                expert, std::move(card));
+    RETURN_IF_ERROR(recorder->EvaluateInitial());
+    expert.on_round = [&recorder](const go::ExpertRoundStats& s) {
+      return recorder->Log(s);
+    };
+  }
+  ASSIGN_OR_RETURN(go::ExpertIterationResult result,
+                   go::RunExpertIteration(model.get(), instances, expert));
+  const double total = expert.start_seconds + result.seconds;
+  if (writer) {
+    ASSIGN_OR_RETURN(double final_ratio, recorder->Evaluate(total));
+    RETURN_IF_ERROR(recorder->Save(result.rounds, total));
+    if (!held_out.views.empty()) {
+      out << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
+                             final_ratio);
+    }
+  }
+  out << absl::StrFormat(
+      "expert: rank %d ran %.1f s this run (%.1f s in total), rounds %d of "
+      "%d, %d plan-search simulations this run\n",
+      env.rank, result.seconds, total, result.rounds, options.rounds,
+      result.simulations);
   return absl::OkStatus();
 }
 

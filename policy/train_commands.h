@@ -94,6 +94,45 @@ struct EvalCommandOptions {
 };
 absl::Status RunEval(const EvalCommandOptions& options, std::ostream& out);
 
+// gopt-train expert: expert iteration (search distillation + PPO,
+// policy/go/expert_iteration.h) of a GO policy over the pre-training corpus
+// plus random graphs, each paired with topologies_per_graph machines of
+// `topologies` plus random ones. The held-out `graphs` x `topologies` are
+// evaluated zero-shot against the best baseline every eval_every rounds,
+// when the checkpoint, card.json and train.csv in out_dir are saved.
+// Resumable (`resume`). Under torchrun's variables (WORLD_SIZE > 1) the
+// ranks share each round's instances and average gradients; rank 0 alone
+// evaluates and writes files.
+struct ExpertCommandOptions {
+  GoTrainingOptions go;
+  std::string out_dir;                      // required
+  std::string data_dir = "../shared/data";  // real graphs (held-out skipped)
+  std::vector<std::string> topologies = DefaultTrainingTopologies();
+  std::vector<std::string> graphs;  // held-out curve: files or gen:PRESET
+  int max_nodes = 8000;             // largest graph trained on
+  double max_seconds = 2400;        // wall-clock budget, resumed time included
+  int hidden = 128;                 // network width (fresh model)
+  int attention_layers = 2;         // layers per task stack (fresh model)
+  int rounds = 100000;              // rounds in total, resumed ones included
+  int instances_per_round = 4;      // over all ranks (a multiple of them)
+  int search_rounds = 4;            // plan-search rounds from each start
+  int distill_steps = 2;            // supervised updates per round
+  int ppo_steps = 1;                // PPO updates per round
+  double distill_learning_rate = 1e-3;  // Adam, supervised updates
+  int eval_every = 10;                  // rounds between evaluations and saves
+  int random_graphs = 24;               // generated graphs added to the corpus
+  int random_topologies = 8;            // random machines added to `topologies`
+  int topologies_per_graph = 2;  // machines each training graph is paired with
+  bool resume = false;           // continue from out_dir's checkpoint and card
+  std::string init_policy_dir;   // start from these weights ("" = fresh)
+  // With init_policy_dir: GoModel::ScalePlacementPriors(factor) first; 0
+  // leaves the priors as loaded.
+  double init_prior_factor = 0;
+  int rendezvous_seconds = 300;  // how long ranks wait for each other
+  std::string command_line;      // recorded in the card
+};
+absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out);
+
 // gopt-train card-hash: records the checkpoint's SHA-256 in the card. A
 // card recording another hash is FailedPrecondition unless replace_hash.
 struct CardHashOptions {

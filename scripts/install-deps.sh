@@ -20,7 +20,9 @@ PACKAGES=(
   python3  # scripts/check-structure.sh, run by ctest
 )
 if [[ "${GOPT_DEBIAN_LIBTORCH:-1}" != "0" ]]; then
-  PACKAGES+=(libtorch-dev)
+  # libgloo-dev: the headers of c10d's Gloo process group (gopt-train's
+  # data-parallel training; the library itself is in libtorch_cpu).
+  PACKAGES+=(libtorch-dev libgloo-dev)
 fi
 # Only needed for -DGOPT_FUZZ=ON (libFuzzer ships with clang's runtime).
 if [[ "${GOPT_FUZZ:-0}" == "1" ]]; then

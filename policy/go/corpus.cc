@@ -56,9 +56,9 @@ absl::StatusOr<graph::Graph> LoadGraphSource(const std::string& source) {
 
 const std::vector<std::string>& HeldOutRealGraphs() {
   static const auto* held_out = new std::vector<std::string>{
-      "hlo/mixer_b16_jax_unopt.hlo",
-      "hlo/llama2_ptxla_neuron_train_tp1.hlo",
-      "onnx/light_shufflenet.onnx",
+      "hlo/mixer_b16_jax_unopt.hlo", "hlo/llama2_ptxla_neuron_train_tp1.hlo",
+      "onnx/light_shufflenet.onnx",  "hlo/efficientnet_jax_lambda256.hlo",
+      "tfjs/movenet-multipose.json",
   };
   return *held_out;
 }

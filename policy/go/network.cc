@@ -478,4 +478,17 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
   return out;
 }
 
+absl::Status ApplyGradients(GoNetwork& network,
+                            torch::optim::Optimizer& optimizer,
+                            const std::function<absl::Status()>& after_backward,
+                            double max_grad_norm) {
+  if (after_backward) {
+    absl::Status reduced = after_backward();
+    if (!reduced.ok()) return reduced;
+  }
+  torch::nn::utils::clip_grad_norm_(network->parameters(), max_grad_norm);
+  optimizer.step();
+  return absl::OkStatus();
+}
+
 }  // namespace gopt::policy::go

@@ -6,8 +6,10 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "policy/go/features.h"
 #include "policy/go/go_model.h"
 #include "policy/policy.h"
@@ -214,6 +216,17 @@ class GoModel::Impl {
   explicit Impl(GoNetwork network) : network(std::move(network)) {}
   GoNetwork network;
 };
+
+// One optimiser update after a training step's backward passes: calls
+// `after_backward` (may be empty; data-parallel training averages the
+// gradients over its ranks there), clips the gradients of `network` to
+// global norm `max_grad_norm`, steps `optimizer`. Returns after_backward's
+// error with nothing clipped or stepped. LibTorch errors are thrown
+// (c10::Error) for the caller's catch. Not thread-safe.
+absl::Status ApplyGradients(GoNetwork& network,
+                            torch::optim::Optimizer& optimizer,
+                            const std::function<absl::Status()>& after_backward,
+                            double max_grad_norm);
 
 }  // namespace gopt::policy::go
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "simulator/baselines/greedy_fusion.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -71,6 +72,20 @@ absl::Status PlanSearch::Prepare() {
   best_ = std::move(start);
   SetTopPriority();
   BuildMoveGroups();
+  // Fused nodes (in a fusion group of two or more) start at the top level.
+  const std::vector<int32_t>& groups = best_.plan.fusion_group;
+  std::vector<int32_t> group_size(groups.size() + 1, 0);
+  for (int32_t g : groups) {
+    if (g >= 0 && static_cast<size_t>(g) < group_size.size()) ++group_size[g];
+  }
+  fusion_levels_.assign(instance_.graph().num_nodes(), 0);
+  for (size_t id = 0; id < groups.size(); ++id) {
+    const int32_t g = groups[id];
+    if (g >= 0 && static_cast<size_t>(g) < group_size.size() &&
+        group_size[g] > 1) {
+      fusion_levels_[id] = kPriorityLevels - 1;
+    }
+  }
   trajectory_stale_ = true;
   prepared_ = true;
   return absl::OkStatus();
@@ -261,6 +276,19 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
                      placement->num_devices, " devices; the instance has ",
                      graph.num_nodes(), " and ", num_devices));
   }
+  if (placement != nullptr) {
+    const size_t per_level =
+        static_cast<size_t>(graph.num_nodes()) * kPriorityLevels;
+    for (const std::vector<float>* head :
+         {&placement->scheduling, &placement->fusion}) {
+      if (!head->empty() && head->size() != per_level) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "plan search on '", instance_.label, "': a distribution of ",
+            head->size(), " values for ", graph.num_nodes(), " nodes x ",
+            kPriorityLevels, " levels"));
+      }
+    }
+  }
   if (!options_.tasks.scheduling &&
       (!options_.tasks.placement || num_devices < 2)) {
     return absl::OkStatus();
@@ -285,7 +313,11 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
       if (!recorded.ok()) return recorded;
     }
     for (Candidate& candidate : candidates) {
-      candidate.scored.plan = Propose(placement);
+      candidate.fusion_levels.clear();
+      candidate.scored.plan =
+          options_.guided && placement != nullptr
+              ? ProposeGuided(*placement, &candidate.fusion_levels)
+              : Propose(placement);
     }
     RunInParallel(count, options_.threads,
                   [&](int c) { Evaluate(&candidates[c]); });
@@ -301,7 +333,8 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
     }
     if (winner >= 0) {
       Candidate& won = candidates[winner];
-      Adopt(std::move(won.scored), std::move(won.critical_path));
+      Adopt(std::move(won.scored), std::move(won.critical_path),
+            std::move(won.fusion_levels));
       ++improvements_;
       continue;
     }
@@ -313,7 +346,8 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
           tied.scored.step_time_s != best_.step_time_s) {
         continue;
       }
-      Adopt(std::move(tied.scored), std::move(tied.critical_path));
+      Adopt(std::move(tied.scored), std::move(tied.critical_path),
+            std::move(tied.fusion_levels));
       break;
     }
   }
@@ -335,12 +369,122 @@ void PlanSearch::Offer(const ScoredPlan& plan) {
 }
 
 void PlanSearch::Adopt(ScoredPlan plan,
-                       std::vector<graph::NodeId> critical_path) {
+                       std::vector<graph::NodeId> critical_path,
+                       std::vector<int32_t> fusion_levels) {
   best_ = std::move(plan);
   best_.plan.method = "go";
   critical_path_ = std::move(critical_path);
   SetTopPriority();
   trajectory_stale_ = true;
+  if (!fusion_levels.empty()) {
+    fusion_levels_ = std::move(fusion_levels);
+    BuildMoveGroups();
+  }
+}
+
+int PlanSearch::DrawPathIndex(
+    const std::function<double(graph::NodeId)>& weight) {
+  const int path_length = static_cast<int>(critical_path_.size());
+  std::vector<double> cumulative(path_length);
+  double total = 0;
+  for (int i = 0; i < path_length; ++i) {
+    total += std::max(weight(critical_path_[i]), 0.0);
+    cumulative[i] = total;
+  }
+  if (!(total > 0)) return static_cast<int>(rng_() % path_length);
+  const double u = UniformDouble(&rng_) * total;
+  const int index = static_cast<int>(
+      std::upper_bound(cumulative.begin(), cumulative.end(), u) -
+      cumulative.begin());
+  return std::min(index, path_length - 1);
+}
+
+simulator::Plan PlanSearch::ProposeGuided(const PolicyOutput& policy,
+                                          std::vector<int32_t>* fusion_levels) {
+  simulator::Plan plan = best_.plan;
+  const int path_length = static_cast<int>(critical_path_.size());
+  if (path_length == 0) return plan;
+  const int num_devices =
+      static_cast<int>(instance_.simulator->topology().devices.size());
+  const int levels = kPriorityLevels;
+  // The kinds of move available: 0 scheduling, 1 placement, 2 fusion.
+  int kinds[3];
+  int available = 0;
+  if (options_.tasks.scheduling) kinds[available++] = 0;
+  if (options_.tasks.placement && num_devices > 1) kinds[available++] = 1;
+  if (options_.tasks.fusion && !policy.fusion.empty()) kinds[available++] = 2;
+  if (available == 0) return plan;
+  const int kind = kinds[rng_() % available];
+  auto row = [&](const std::vector<float>& logp, NodeId id, int width) {
+    return logp.empty() ? nullptr : &logp[static_cast<size_t>(id) * width];
+  };
+  int begin = 0;
+  if (kind == 0) {
+    begin = DrawPathIndex([&](NodeId id) {
+      const float* r = row(policy.scheduling, id, levels);
+      if (r == nullptr) return 1.0;
+      double expected = 0;
+      for (int l = 0; l < levels; ++l) expected += l * std::exp(r[l]);
+      return std::exp(expected / 2);
+    });
+  } else if (kind == 1) {
+    begin = DrawPathIndex([&](NodeId id) {
+      const float* r = row(policy.placement, id, num_devices);
+      if (r == nullptr) return 1.0;
+      return 1.01 - std::exp(static_cast<double>(r[plan.device[id]]));
+    });
+  } else {
+    begin = DrawPathIndex([&](NodeId id) {
+      const float* r = row(policy.fusion, id, levels);
+      const double fuse = 1 - std::exp(static_cast<double>(r[0]));
+      return 0.01 + std::abs(fuse - (fusion_levels_[id] > 0 ? 1.0 : 0.0));
+    });
+  }
+  const int length =
+      1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
+  const int end = std::min(path_length, begin + length);
+  if (kind == 0) {
+    for (int i = begin; i < end; ++i) {
+      plan.priority[critical_path_[i]] = top_priority_ + (end - i);
+    }
+    return plan;
+  }
+  if (kind == 1) {
+    const NodeId first = critical_path_[begin];
+    const int32_t target =
+        DrawOtherDevice(row(policy.placement, first, num_devices), num_devices,
+                        plan.device[first], &rng_);
+    for (int i = begin; i < end; ++i) {
+      const int32_t group = move_group_[critical_path_[i]];
+      for (int32_t m = move_offsets_[group]; m < move_offsets_[group + 1];
+           ++m) {
+        plan.device[move_members_[m]] = target;
+      }
+    }
+    return plan;
+  }
+  std::vector<int32_t> new_levels = fusion_levels_;
+  for (int i = begin; i < end; ++i) {
+    const NodeId id = critical_path_[i];
+    const float* r = row(policy.fusion, id, levels);
+    double u = UniformDouble(&rng_);
+    int32_t level = levels - 1;
+    for (int l = 0; l < levels; ++l) {
+      u -= std::exp(static_cast<double>(r[l]));
+      if (u < 0) {
+        level = l;
+        break;
+      }
+    }
+    new_levels[id] = level;
+  }
+  absl::StatusOr<std::vector<int32_t>> groups =
+      simulator::baselines::GreedyFusionGroups(instance_.graph(), plan.device,
+                                               &new_levels);
+  if (!groups.ok()) return plan;
+  plan.fusion_group = *std::move(groups);
+  *fusion_levels = std::move(new_levels);
+  return plan;
 }
 
 }  // namespace gopt::policy::go

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -29,7 +30,8 @@ struct PlanSearchOptions {
   // each from scratch (the same results, slower; for comparisons).
   bool incremental = true;
   // Moves only for these tasks: placement moves when `placement`,
-  // scheduling moves when `scheduling` (fusion and layout have none).
+  // scheduling moves when `scheduling`, fusion moves when `fusion` and
+  // `guided` (layout has none).
   TaskSet tasks;
   // Run stops before a round that would start at or after this time, or
   // once `*cancelled` is set (may be null).
@@ -37,6 +39,10 @@ struct PlanSearchOptions {
   // The time source for the deadline; borrowed, never null.
   const Clock* clock = &Clock::Real();
   const std::atomic<bool>* cancelled = nullptr;
+  // Policy-guided moves: every move is drawn from Run's `policy` output
+  // (see the class comment) instead of the uniform window choice. Default
+  // off.
+  bool guided = false;
   // Run also stops before a round once the best plan's step time is at or
   // below this (a lower bound times a tolerance: no candidate could gain
   // more than that). 0 (the default) = never.
@@ -65,9 +71,26 @@ struct PlanSearchOptions {
 // the incumbent when
 // it is strictly faster than the incumbent (and fits memory when the
 // incumbent does); when none is, one exactly as fast does, so the search
-// walks across plateaus. Fusion groups are the incumbent's: moving whole groups
-// keeps every group legal, and the search never invents fusions the
-// `greedy` rules would not make.
+// walks across plateaus. Unguided, fusion groups are the incumbent's: moving
+// whole groups keeps every group legal, and the search never invents fusions
+// the `greedy` rules would not make.
+//
+// Policy-guided moves (options.guided, with a policy output that has the
+// task's distribution): the kind of move is uniform over the tasks allowed
+// (placement, scheduling, and fusion when options.tasks.fusion and the
+// output has a fusion distribution); the window's first node is drawn along
+// the critical path with weights from the network: for scheduling,
+// exp(expected priority level / 2) (nodes the network wants early jump the
+// queue); for placement, the probability the network gives devices other
+// than the node's current one (plus 0.01), the window then moving to a
+// device drawn from that node's row; for fusion, how much the network's
+// probability of fusing (levels above 0) disagrees with whether the node is
+// fused now (plus 0.01), the window's nodes then taking fusion levels drawn
+// from their rows and the groups being rebuilt by GreedyFusionGroups (the
+// `greedy` rules) over the incumbent's levels (initially the top level for
+// fused nodes and 0 for the others). A candidate with new fusion groups is
+// simulated incrementally too: SimulateCandidate then starts from the
+// beginning of the incumbent's run, with the same exact result.
 //
 // Deterministic for options.seed and the sequence of Run calls, whatever
 // the thread count. Borrows `instance` (which must outlive it). Not
@@ -81,7 +104,8 @@ class PlanSearch {
   // topology has one device and only placement is allowed; fewer when the
   // deadline passes or the search is cancelled). `placement`
   // (may be null) proposes devices: the
-  // policy's current output for this instance. InvalidArgument when the
+  // policy's current output for this instance; with options.guided it
+  // guides every move. InvalidArgument when the
   // start plan is not a valid plan of the instance's graph, or when
   // `placement` is for another graph or topology.
   absl::Status Run(int rounds, const PolicyOutput* placement);
@@ -102,6 +126,7 @@ class PlanSearch {
   struct Candidate {
     ScoredPlan scored;  // its plan, once simulated its score
     std::vector<graph::NodeId> critical_path;
+    std::vector<int32_t> fusion_levels;  // after a fusion move, else empty
     // Certainly slower than the incumbent (simulation stopped early): it
     // can neither win nor tie, and `scored` has no score.
     bool slower = false;
@@ -119,7 +144,15 @@ class PlanSearch {
   // colocation groups.
   void BuildMoveGroups();
   simulator::Plan Propose(const PolicyOutput* placement);
-  void Adopt(ScoredPlan plan, std::vector<graph::NodeId> critical_path);
+  // A policy-guided move (see the class comment); sets `fusion_levels` after
+  // a fusion move.
+  simulator::Plan ProposeGuided(const PolicyOutput& policy,
+                                std::vector<int32_t>* fusion_levels);
+  // A critical-path index drawn with probability proportional to
+  // weight(node) (uniform when every weight is 0).
+  int DrawPathIndex(const std::function<double(graph::NodeId)>& weight);
+  void Adopt(ScoredPlan plan, std::vector<graph::NodeId> critical_path,
+             std::vector<int32_t> fusion_levels = {});
 
   const TrainingInstance& instance_;
   PlanSearchOptions options_;
@@ -136,6 +169,8 @@ class PlanSearch {
   std::vector<int32_t> move_offsets_;
   std::vector<graph::NodeId> move_members_;
   int32_t top_priority_ = 0;  // above every priority of best_
+  // Fusion level per node behind best_'s groups (guided fusion moves).
+  std::vector<int32_t> fusion_levels_;
   int improvements_ = 0;
   int64_t candidates_simulated_ = 0;
 };

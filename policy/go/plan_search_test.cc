@@ -1,6 +1,7 @@
 #include "policy/go/plan_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
@@ -237,6 +238,73 @@ TEST(PlanSearchTest, RejectsAPlacementDistributionOfAnotherShape) {
   const absl::Status status = search.Run(/*rounds=*/1, &wrong);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("3 devices"), std::string::npos) << status;
+}
+
+// A policy output for `graph` on `devices` devices: placement uniform,
+// scheduling and fusion rows putting all mass on `level`.
+PolicyOutput FlatPolicy(const graph::Graph& graph, int devices, int level) {
+  PolicyOutput policy;
+  policy.num_nodes = graph.num_nodes();
+  policy.num_devices = devices;
+  policy.placement.assign(graph.num_nodes() * devices,
+                          -std::log(static_cast<float>(devices)));
+  std::vector<float> row(kPriorityLevels, -1e9f);
+  row[level] = 0;
+  for (int i = 0; i < graph.num_nodes(); ++i) {
+    policy.scheduling.insert(policy.scheduling.end(), row.begin(), row.end());
+    policy.fusion.insert(policy.fusion.end(), row.begin(), row.end());
+  }
+  return policy;
+}
+
+TEST(PlanSearchTest, GuidedSearchSpreadsAFanOutAndIsDeterministic) {
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
+  const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
+  const PolicyOutput policy = FlatPolicy(graph, 2, kPriorityLevels - 1);
+  PlanSearchOptions options = Options(kAllTasks);
+  options.guided = true;
+  PlanSearch search(*instance, start, options);
+  ASSERT_TRUE(search.Run(/*rounds=*/32, &policy).ok());
+  EXPECT_LT(search.best().step_time_s, 0.7 * start.step_time_s);
+  options.threads = 1;
+  PlanSearch again(*instance, start, options);
+  ASSERT_TRUE(again.Run(/*rounds=*/32, &policy).ok());
+  EXPECT_EQ(again.best().plan.device, search.best().plan.device);
+  EXPECT_EQ(again.best().step_time_s, search.best().step_time_s);
+}
+
+TEST(PlanSearchTest, GuidedFusionMovesMakeGreedyGroups) {
+  // A chain on one device: a policy that wants every node fused makes the
+  // search fuse along the chain, with groups the greedy rules allow.
+  const graph::Graph graph = ChainGraph(6);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 1);
+  const ScoredPlan start = Start(*instance, simulator::DefaultPlan(graph));
+  const PolicyOutput policy = FlatPolicy(graph, 1, kPriorityLevels - 1);
+  PlanSearchOptions options = Options(TaskSet{false, true, true, false});
+  options.guided = true;
+  PlanSearch search(*instance, start, options);
+  ASSERT_TRUE(search.Run(/*rounds=*/16, &policy).ok());
+  const std::vector<int32_t>& groups = search.best().plan.fusion_group;
+  ASSERT_FALSE(groups.empty());
+  EXPECT_GT(std::count_if(groups.begin(), groups.end(),
+                          [](int32_t g) { return g >= 0; }),
+            1);
+  EXPECT_LE(search.best().step_time_s, start.step_time_s);
+  EXPECT_TRUE(search.best().valid);
+}
+
+TEST(PlanSearchTest, RejectsASchedulingDistributionOfAnotherShape) {
+  const graph::Graph graph = FanOutGraph(/*width=*/4);
+  std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 2);
+  PlanSearchOptions options = Options(kAllTasks);
+  options.guided = true;
+  PlanSearch search(*instance, Start(*instance, simulator::DefaultPlan(graph)),
+                    options);
+  PolicyOutput wrong = FlatPolicy(graph, 2, 0);
+  wrong.scheduling.resize(3);
+  EXPECT_EQ(search.Run(/*rounds=*/1, &wrong).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PlanSearchTest, RejectsAStartPlanOfAnotherGraph) {

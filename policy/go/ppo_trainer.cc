@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -194,7 +195,6 @@ class PpoTrainer::State {
 PpoTrainer::PpoTrainer(GoModel* model, const PpoOptions& options)
     : model_(model),
       options_(options),
-      rng_(options.seed),
       state_(std::make_unique<State>(model->impl().network,
                                      options.learning_rate)) {}
 
@@ -328,7 +328,7 @@ torch::Tensor PpoLoss(const TrainedHeads& heads, const Rollout& rollout,
 }  // namespace
 
 absl::StatusOr<PpoStepStats> PpoTrainer::Step(
-    const std::vector<const TrainingInstance*>& batch) {
+    const std::vector<const TrainingInstance*>& batch, int first_index) {
   if (batch.empty()) {
     return absl::InvalidArgumentError("PPO step on an empty batch");
   }
@@ -354,19 +354,32 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
         NetworkOutput out = network->forward(inputs[b], tasks, fixed[b]);
         const TrainedHeads heads = HeadsOf(out, tasks);
         if (epoch == 0) {
-          CollectRollout(*batch[b], out, heads, options_, &rng_, &stats,
+          // One generator per graph, seeded by the graph's index in the
+          // whole batch: a graph gets the same samples whichever
+          // data-parallel rank takes it.
+          std::seed_seq seeds{static_cast<uint32_t>(options_.seed),
+                              static_cast<uint32_t>(options_.seed >> 32),
+                              static_cast<uint32_t>(steps_),
+                              static_cast<uint32_t>(first_index + b)};
+          std::mt19937_64 rng(seeds);
+          CollectRollout(*batch[b], out, heads, options_, &rng, &stats,
                          &total_samples, &rollouts[b]);
         }
         torch::Tensor loss = PpoLoss(heads, rollouts[b], options_, epoch == 0,
                                      &entropy_sum, &epoch_kl);
         (loss / static_cast<double>(batch.size())).backward();
       }
-      torch::nn::utils::clip_grad_norm_(network->parameters(),
-                                        options_.max_grad_norm);
-      state_->optimizer.step();
+      absl::Status applied =
+          ApplyGradients(network, state_->optimizer, options_.after_backward,
+                         options_.max_grad_norm);
+      if (!applied.ok()) {
+        network->eval();
+        return applied;
+      }
       kl_sum = epoch_kl;
     }
     network->eval();
+    ++steps_;
     stats.mean_reward /= std::max<int64_t>(total_samples, 1);
     stats.entropy = entropy_sum / batch.size();
     stats.kl = kl_sum / batch.size();

@@ -106,6 +106,10 @@ struct PpoOptions {
   double max_grad_norm = 1.0;   // global gradient-norm clip
   int simulation_threads = 2;   // parallel simulations
   uint64_t seed = 0;            // action sampling
+  // Called after each epoch's backward pass, before the gradient-norm clip
+  // (data-parallel training averages the gradients over its ranks here); an
+  // error ends the step with that error. Null: nothing is called.
+  std::function<absl::Status()> after_backward;
 };
 
 // What one PPO step saw, per graph and overall.
@@ -142,10 +146,14 @@ class PpoTrainer {
   PpoTrainer(const PpoTrainer&) = delete;
   PpoTrainer& operator=(const PpoTrainer&) = delete;
 
-  // One PPO update over `batch`. InvalidArgument for an empty batch;
-  // Internal for a LibTorch failure.
+  // One PPO update over `batch`. `first_index` is batch[0]'s position in
+  // the global batch when ranks share one (data parallel): each graph's
+  // plans are sampled from a generator seeded by (seed, step number,
+  // first_index + its position), so a graph gets the same samples whichever
+  // rank takes it. InvalidArgument for an empty batch; Internal for a
+  // LibTorch failure; the after_backward hook's error.
   absl::StatusOr<PpoStepStats> Step(
-      const std::vector<const TrainingInstance*>& batch);
+      const std::vector<const TrainingInstance*>& batch, int first_index = 0);
 
   const PpoOptions& options() const { return options_; }
 
@@ -153,7 +161,7 @@ class PpoTrainer {
   class State;
   GoModel* model_;
   PpoOptions options_;
-  std::mt19937_64 rng_;
+  int64_t steps_ = 0;  // Step calls so far
   std::unique_ptr<State> state_;
 };
 

@@ -17,22 +17,10 @@ namespace {
 
 using simulator::baselines::testing::GraphMaker;
 using simulator::baselines::testing::UniformTopology;
+using testing::SmallModelOptions;
 using testing::TestInstance;
 
 constexpr TaskSet kPlacementOnly{true, false, false, false};
-
-GoModelOptions SmallOptions(uint64_t seed) {
-  GoModelOptions options;
-  options.hidden = 32;
-  options.attention_layers = 1;
-  options.attention_dim = 16;
-  options.heads = 2;
-  options.feed_forward = 32;
-  options.segment = 8;
-  options.graph_embedding = 8;
-  options.seed = seed;
-  return options;
-}
 
 // Two independent chains of five 1-GFLOP ops (1 ms each on the test GPUs)
 // passing 4 MB tensors (0.4 ms over a link), one of dots and one of
@@ -101,7 +89,7 @@ TEST(PpoTrainerTest, LearnsTheKnownOptimumOfASlowAndAFastDevice) {
   EXPECT_DOUBLE_EQ(ScoreActions(instance, all_fast).step_time_s, optimum);
 
   // Without the heuristic priors: what is learned comes from PPO alone.
-  GoModelOptions model_options = SmallOptions(/*seed=*/1);
+  GoModelOptions model_options = SmallModelOptions(/*seed=*/1);
   model_options.prior_strength = 0;
   absl::StatusOr<std::unique_ptr<GoModel>> model =
       GoModel::Create(model_options);
@@ -135,7 +123,7 @@ TEST(PpoTrainerTest, DeterministicForASeed) {
   std::vector<float> placement[2];
   for (int run = 0; run < 2; ++run) {
     absl::StatusOr<std::unique_ptr<GoModel>> model =
-        GoModel::Create(SmallOptions(/*seed=*/4));
+        GoModel::Create(SmallModelOptions(/*seed=*/4));
     ASSERT_TRUE(model.ok());
     PpoOptions options;
     options.seed = 11;
@@ -158,7 +146,7 @@ TEST(PpoTrainerTest, DeterministicForASeed) {
 
 TEST(PpoTrainerTest, EmptyBatchIsInvalidArgument) {
   absl::StatusOr<std::unique_ptr<GoModel>> model =
-      GoModel::Create(SmallOptions(/*seed=*/0));
+      GoModel::Create(SmallModelOptions(/*seed=*/0));
   ASSERT_TRUE(model.ok());
   PpoTrainer trainer(model->get(), PpoOptions());
   EXPECT_EQ(trainer.Step({}).status().code(),
@@ -169,7 +157,7 @@ TEST(FineTuneTest, StopsAtTheStepLimitAndKeepsTheBestPlan) {
   const std::unique_ptr<TrainingInstance> instance =
       TestInstance(TwoChains(), 2);
   absl::StatusOr<std::unique_ptr<GoModel>> model =
-      GoModel::Create(SmallOptions(/*seed=*/2));
+      GoModel::Create(SmallModelOptions(/*seed=*/2));
   ASSERT_TRUE(model.ok());
   absl::StatusOr<ZeroShotResult> zero_shot =
       ZeroShot(**model, *instance, TaskSet{true, true, true, false},
@@ -196,7 +184,7 @@ TEST(FineTuneTest, SearchesAloneWhenAPpoStepWouldOverrunTheDeadline) {
   const std::unique_ptr<TrainingInstance> instance =
       TestInstance(TwoChains(), 2);
   absl::StatusOr<std::unique_ptr<GoModel>> model =
-      GoModel::Create(SmallOptions(/*seed=*/2));
+      GoModel::Create(SmallModelOptions(/*seed=*/2));
   ASSERT_TRUE(model.ok());
   // Both chains on device 0: moving one to device 1 halves the step.
   const ScoredPlan start =
@@ -232,7 +220,7 @@ TEST(FineTuneTest, CancelledBeforeTheFirstStepDoesNothing) {
   const std::unique_ptr<TrainingInstance> instance =
       TestInstance(TwoChains(), 2);
   absl::StatusOr<std::unique_ptr<GoModel>> model =
-      GoModel::Create(SmallOptions(/*seed=*/2));
+      GoModel::Create(SmallModelOptions(/*seed=*/2));
   ASSERT_TRUE(model.ok());
   std::atomic<bool> cancelled{true};
   FineTuneOptions options;

@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
 namespace gopt::policy::go {
@@ -21,7 +22,18 @@ absl::StatusOr<PretrainResult> Pretrain(
   if (instances.empty()) {
     return absl::InvalidArgumentError("pre-training with no graphs");
   }
-  PpoTrainer trainer(model, options.ppo);
+  DataParallel* parallel = options.data_parallel;
+  const int world = parallel != nullptr ? parallel->world_size() : 1;
+  const int rank = parallel != nullptr ? parallel->rank() : 0;
+  PpoOptions ppo = options.ppo;
+  if (world > 1) {
+    absl::Status synced = parallel->BroadcastParameters(model);
+    if (!synced.ok()) return synced;
+    ppo.after_backward = [parallel, model] {
+      return parallel->AverageGradients(model);
+    };
+  }
+  PpoTrainer trainer(model, ppo);
   std::mt19937_64 rng(options.seed);
   std::vector<const TrainingInstance*> pool;
   size_t cursor = 0;
@@ -29,7 +41,13 @@ absl::StatusOr<PretrainResult> Pretrain(
   const Clock& clock = *options.clock;
   const absl::Time start = clock.Now();
   for (int step = 0; step < options.max_steps; ++step) {
-    if (Seconds(clock, start) >= options.max_seconds) break;
+    bool out_of_time = Seconds(clock, start) >= options.max_seconds;
+    if (world > 1) {
+      absl::StatusOr<bool> any = parallel->AnyRank(out_of_time);
+      if (!any.ok()) return any.status();
+      out_of_time = *any;
+    }
+    if (out_of_time) break;
     if (step % std::max(options.switch_every, 1) == 0) {
       // A new pool: a random subset without repetition.
       std::vector<size_t> order(instances.size());
@@ -50,11 +68,20 @@ absl::StatusOr<PretrainResult> Pretrain(
          ++i) {
       batch.push_back(pool[cursor++ % pool.size()]);
     }
-    absl::StatusOr<PpoStepStats> stats = trainer.Step(batch);
+    if (batch.size() % world != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a batch of ", batch.size(), " graphs does not split over ", world,
+          " ranks (graphs_per_step and pool_size must be multiples of the "
+          "world size)"));
+    }
+    const int share = static_cast<int>(batch.size()) / world;
+    std::vector<const TrainingInstance*> mine(
+        batch.begin() + rank * share, batch.begin() + (rank + 1) * share);
+    absl::StatusOr<PpoStepStats> stats = trainer.Step(mine, rank * share);
     if (!stats.ok()) return stats.status();
     TrainLogRow row =
-        MakeTrainLogRow(step, Seconds(clock, start), *stats, batch);
-    if (options.on_step) options.on_step(row);
+        MakeTrainLogRow(step, Seconds(clock, start), *stats, mine);
+    if (options.on_step && rank == 0) options.on_step(row);
     result.log.push_back(std::move(row));
     result.steps = step + 1;
   }

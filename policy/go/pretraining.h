@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "policy/go/data_parallel.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/train_log.h"
@@ -26,8 +27,16 @@ struct PretrainOptions {
   // The time source for max_seconds and the log's times; borrowed, never
   // null.
   const Clock* clock = &Clock::Real();
-  // Called after every step (e.g. to append to the CSV log).
+  // Called after every step (e.g. to append to the CSV log); on rank 0 only
+  // under data parallelism, with rank 0's share of the batch.
   std::function<void(const TrainLogRow&)> on_step;
+  // Data-parallel training (borrowed; null = one process): every rank runs
+  // the same pool schedule and takes graphs_per_step / world_size graphs of
+  // each step's batch (graphs_per_step must be a multiple of the world
+  // size); gradients are averaged over the ranks before each update, and
+  // rank 0's parameters are copied to all ranks first. All ranks stop at
+  // the same step.
+  DataParallel* data_parallel = nullptr;
 };
 
 struct PretrainResult {
@@ -40,7 +49,8 @@ struct PretrainResult {
 // instances drawn at random is trained on (graphs_per_step per update,
 // round robin) and replaced every switch_every steps, as GO switches graph
 // batches. Stops after max_steps or max_seconds. Errors: InvalidArgument
-// for no instances; the trainer's errors. Deterministic for the seeds
+// for no instances or a batch that does not split evenly over the ranks;
+// the trainer's and the process group's errors. Deterministic for the seeds
 // (apart from wall-clock stopping).
 absl::StatusOr<PretrainResult> Pretrain(
     GoModel* model, const std::vector<const TrainingInstance*>& instances,

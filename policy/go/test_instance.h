@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
+#include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "simulator/baselines/test_graphs.h"
 
@@ -22,6 +23,21 @@ inline std::unique_ptr<TrainingInstance> TestInstance(const graph::Graph& graph,
   EXPECT_TRUE(instance.ok()) << instance.status();
   if (!instance.ok()) return nullptr;
   return *std::move(instance);
+}
+
+// For tests: a small GO network (width 32, one attention layer, segments
+// of 8 nodes) that trains in milliseconds, initialised from `seed`.
+inline GoModelOptions SmallModelOptions(uint64_t seed) {
+  GoModelOptions options;
+  options.hidden = 32;
+  options.attention_layers = 1;
+  options.attention_dim = 16;
+  options.heads = 2;
+  options.feed_forward = 32;
+  options.segment = 8;
+  options.graph_embedding = 8;
+  options.seed = seed;
+  return options;
 }
 
 }  // namespace gopt::policy::go::testing

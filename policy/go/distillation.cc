@@ -1,0 +1,323 @@
+#include "policy/go/distillation.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "policy/go/network.h"
+#include "policy/torch_util.h"
+
+namespace gopt::policy::go {
+namespace {
+
+// What makes two devices interchangeable (CanonicalDevices).
+using DeviceSignature =
+    std::tuple<int, double, double, double, double, double, int64_t, double,
+               double, std::vector<std::pair<double, double>>,
+               std::vector<std::pair<double, double>>>;
+
+DeviceSignature Signature(const simulator::Topology& topology, int d) {
+  const simulator::DeviceProfile& p = topology.devices[d];
+  std::vector<std::pair<double, double>> out;
+  std::vector<std::pair<double, double>> in;
+  for (int e = 0; e < topology.num_devices(); ++e) {
+    if (e == d) continue;
+    const simulator::Link& to = topology.link(d, e);
+    const simulator::Link& from = topology.link(e, d);
+    out.emplace_back(to.bandwidth_bytes_per_s, to.latency_s);
+    in.emplace_back(from.bandwidth_bytes_per_s, from.latency_s);
+  }
+  std::sort(out.begin(), out.end());
+  std::sort(in.begin(), in.end());
+  return {static_cast<int>(p.kind),
+          p.peak_f32_flops,
+          p.peak_f16_flops,
+          p.peak_f64_flops,
+          p.peak_int8_ops,
+          p.memory_bandwidth_bytes_per_s,
+          p.memory_bytes,
+          p.launch_overhead_s,
+          p.max_efficiency,
+          std::move(out),
+          std::move(in)};
+}
+
+// Relabels devices of `device` to devices of the same class in `reference`:
+// pairs (d, r) by decreasing count of nodes on d in `device` and on r in
+// `reference`, each device and label used once; ties to the pair whose
+// first common node comes first.
+void MatchReference(const std::vector<int32_t>& device,
+                    const std::vector<int32_t>& reference,
+                    const std::vector<const std::vector<int32_t>*>& class_of,
+                    std::vector<int32_t>* relabel) {
+  const int num_devices = static_cast<int>(class_of.size());
+  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> pairs;
+  for (size_t i = 0; i < device.size(); ++i) {
+    const int32_t d = device[i];
+    const int32_t r = reference[i];
+    if (class_of[d] != class_of[r]) continue;
+    auto [it, inserted] =
+        pairs.try_emplace({d, r}, 0, -static_cast<int64_t>(i));
+    ++it->second.first;
+  }
+  std::vector<
+      std::pair<std::pair<int64_t, int64_t>, std::pair<int32_t, int32_t>>>
+      ranked;
+  for (const auto& [pair, score] : pairs) ranked.push_back({score, pair});
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<bool> used_label(num_devices, false);
+  for (const auto& [score, pair] : ranked) {
+    const auto [d, r] = pair;
+    if ((*relabel)[d] >= 0 || used_label[r]) continue;
+    (*relabel)[d] = r;
+    used_label[r] = true;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
+    const graph::Graph& graph, const simulator::Topology& topology,
+    const std::vector<int32_t>& device, const std::vector<uint8_t>& allowed,
+    const std::vector<int32_t>* reference) {
+  const int n = graph.num_nodes();
+  const int num_devices = topology.num_devices();
+  if (static_cast<int>(device.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement has ", device.size(), " devices for ", n,
+                     " nodes of graph '", graph.name(), "'"));
+  }
+  if (reference != nullptr && static_cast<int>(reference->size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reference placement has ", reference->size(), " devices for ", n,
+        " nodes of graph '", graph.name(), "'"));
+  }
+  for (int i = 0; i < n; ++i) {
+    if (reference != nullptr &&
+        ((*reference)[i] < 0 || (*reference)[i] >= num_devices)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", i, " of graph '", graph.name(), "' is on device ",
+          (*reference)[i], " of ", num_devices, " in the reference placement"));
+    }
+    if (device[i] < 0 || device[i] >= num_devices) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", i, " of graph '", graph.name(), "' is placed on device ",
+          device[i], " of ", num_devices));
+    }
+  }
+  // Classes of interchangeable devices, each in index order.
+  std::map<DeviceSignature, std::vector<int32_t>> classes;
+  std::vector<const std::vector<int32_t>*> class_of(num_devices);
+  for (int d = 0; d < num_devices; ++d) {
+    classes[Signature(topology, d)].push_back(d);
+  }
+  for (const auto& [signature, members] : classes) {
+    for (int32_t d : members) class_of[d] = &members;
+  }
+  // Nodes are in topological order: first use = lowest node index.
+  std::vector<int32_t> relabel(num_devices, -1);
+  // Labels of each class not yet given, in index order.
+  std::vector<bool> taken(num_devices, false);
+  auto assign = [&](int32_t d) {
+    if (relabel[d] >= 0) return;
+    for (int32_t label : *class_of[d]) {
+      if (taken[label]) continue;
+      relabel[d] = label;
+      taken[label] = true;
+      return;
+    }
+  };
+  if (reference != nullptr) {
+    MatchReference(device, *reference, class_of, &relabel);
+    for (int d = 0; d < num_devices; ++d) {
+      if (relabel[d] >= 0) taken[relabel[d]] = true;
+    }
+  }
+  for (int i = 0; i < n; ++i) assign(device[i]);
+  for (int d = 0; d < num_devices; ++d) assign(d);
+  std::vector<int32_t> canonical(n);
+  for (int i = 0; i < n; ++i) canonical[i] = relabel[device[i]];
+  if (allowed.size() == static_cast<size_t>(n) * num_devices) {
+    for (int i = 0; i < n; ++i) {
+      if (!allowed[static_cast<size_t>(i) * num_devices + canonical[i]]) {
+        return device;
+      }
+    }
+  }
+  return canonical;
+}
+
+absl::StatusOr<DistillTarget> MakeDistillTarget(
+    const TrainingInstance& instance, const simulator::Plan& plan,
+    const std::vector<int32_t>* reference) {
+  const graph::Graph& graph = instance.graph();
+  const size_t n = graph.num_nodes();
+  DistillTarget target;
+  target.instance = &instance;
+  absl::StatusOr<std::vector<int32_t>> device =
+      CanonicalDevices(graph, instance.simulator->topology(), plan.device,
+                       instance.features.allowed, reference);
+  if (!device.ok()) return device.status();
+  target.device = *std::move(device);
+  if (!plan.priority.empty()) {
+    if (plan.priority.size() != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan has ", plan.priority.size(), " priorities for ", n,
+                       " nodes of graph '", graph.name(), "'"));
+    }
+    target.priority = plan.priority;
+  }
+  target.fused.assign(n, 0);
+  if (!plan.fusion_group.empty()) {
+    if (plan.fusion_group.size() != n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan has ", plan.fusion_group.size(), " fusion groups for ", n,
+          " nodes of graph '", graph.name(), "'"));
+    }
+    std::map<int32_t, int> size;
+    for (int32_t group : plan.fusion_group) {
+      if (group >= 0) ++size[group];
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t group = plan.fusion_group[i];
+      target.fused[i] = group >= 0 && size[group] > 1 ? 1 : 0;
+    }
+  }
+  return target;
+}
+
+class DistillationTrainer::State {
+ public:
+  State(GoNetwork network, double learning_rate)
+      : network(std::move(network)),
+        optimizer(this->network->parameters(),
+                  torch::optim::AdamOptions(learning_rate)) {}
+  GoNetwork network;
+  torch::optim::Adam optimizer;
+};
+
+DistillationTrainer::DistillationTrainer(GoModel* model,
+                                         const DistillOptions& options)
+    : model_(model),
+      options_(options),
+      state_(std::make_unique<State>(model->impl().network,
+                                     options.learning_rate)) {}
+
+DistillationTrainer::~DistillationTrainer() = default;
+
+namespace {
+
+// Pairwise logistic loss on expected levels: for sampled pairs (i, j) with
+// priority[i] > priority[j], softplus(E[j] - E[i]). Zero when no pair
+// differs.
+torch::Tensor RankingLoss(const torch::Tensor& logp,
+                          const std::vector<int32_t>& priority, int pairs,
+                          std::mt19937_64* rng) {
+  const int64_t n = logp.size(0);
+  std::vector<int64_t> high;
+  std::vector<int64_t> low;
+  for (int p = 0; p < pairs; ++p) {
+    const int64_t i = static_cast<int64_t>((*rng)() % n);
+    const int64_t j = static_cast<int64_t>((*rng)() % n);
+    if (priority[i] == priority[j]) continue;
+    high.push_back(priority[i] > priority[j] ? i : j);
+    low.push_back(priority[i] > priority[j] ? j : i);
+  }
+  if (high.empty()) return torch::zeros({}, torch::kFloat32);
+  const torch::Tensor levels =
+      torch::arange(kPriorityLevels, torch::kFloat32).unsqueeze(0);
+  const torch::Tensor expected = (logp.exp() * levels).sum(-1);
+  const torch::Tensor hi = expected.index_select(0, torch::tensor(high));
+  const torch::Tensor lo = expected.index_select(0, torch::tensor(low));
+  return torch::nn::functional::softplus(lo - hi).mean();
+}
+
+torch::Tensor LongTensor(const std::vector<int32_t>& values) {
+  std::vector<int64_t> wide(values.begin(), values.end());
+  return torch::tensor(wide, torch::kInt64);
+}
+
+}  // namespace
+
+absl::StatusOr<DistillStats> DistillationTrainer::Step(
+    const std::vector<const DistillTarget*>& batch) {
+  if (batch.empty()) {
+    return absl::InvalidArgumentError("distillation step on an empty batch");
+  }
+  for (const DistillTarget* target : batch) {
+    const size_t n = target->instance->features.num_nodes;
+    if (target->device.size() != n || target->fused.size() != n ||
+        (!target->priority.empty() && target->priority.size() != n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("distillation target for '", target->instance->label,
+                       "' does not have one entry per node (", n, ")"));
+    }
+  }
+  const TaskSet& tasks = options_.tasks;
+  DistillStats stats;
+  std::seed_seq seeds{static_cast<uint32_t>(options_.seed),
+                      static_cast<uint32_t>(options_.seed >> 32),
+                      static_cast<uint32_t>(steps_++)};
+  std::mt19937_64 rng(seeds);
+  GoNetwork& network = state_->network;
+  try {
+    network->train();
+    state_->optimizer.zero_grad();
+    for (const DistillTarget* target : batch) {
+      const FeatureTensors inputs = ToTensors(target->instance->features);
+      const torch::Tensor device = LongTensor(target->device);
+      // Scheduling and fusion condition on the target placement.
+      NetworkOutput out = network->forward(
+          inputs, tasks, tasks.placement ? torch::Tensor() : device);
+      torch::Tensor loss = torch::zeros({}, torch::kFloat32);
+      if (tasks.placement) {
+        const torch::Tensor nll =
+            -out.placement.gather(1, device.unsqueeze(1)).squeeze(1);
+        const torch::Tensor finite = torch::isfinite(nll);
+        const torch::Tensor placement_loss =
+            torch::where(finite, nll, torch::zeros_like(nll)).mean();
+        loss = loss + options_.placement_weight * placement_loss;
+        stats.placement_loss += placement_loss.item<double>() / batch.size();
+        stats.placement_accuracy += out.placement.argmax(1)
+                                        .eq(device)
+                                        .to(torch::kFloat32)
+                                        .mean()
+                                        .item<double>() /
+                                    batch.size();
+      }
+      if (tasks.scheduling && !target->priority.empty()) {
+        const torch::Tensor ranking = RankingLoss(
+            out.scheduling, target->priority, options_.ranking_pairs, &rng);
+        loss = loss + options_.scheduling_weight * ranking;
+        stats.scheduling_loss += ranking.item<double>() / batch.size();
+      }
+      if (tasks.fusion) {
+        std::vector<int64_t> level;
+        for (uint8_t f : target->fused) {
+          level.push_back(f ? kPriorityLevels - 1 : 0);
+        }
+        const torch::Tensor fusion_loss =
+            -out.fusion.gather(1, torch::tensor(level).unsqueeze(1)).mean();
+        loss = loss + options_.fusion_weight * fusion_loss;
+        stats.fusion_loss += fusion_loss.item<double>() / batch.size();
+      }
+      (loss / static_cast<double>(batch.size())).backward();
+    }
+    absl::Status applied =
+        ApplyGradients(network, state_->optimizer, options_.after_backward,
+                       options_.max_grad_norm);
+    network->eval();
+    if (!applied.ok()) return applied;
+  } catch (const c10::Error& e) {
+    network->eval();
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "distillation step");
+  }
+  return stats;
+}
+
+}  // namespace gopt::policy::go

@@ -1,0 +1,118 @@
+#ifndef GOPT_POLICY_GO_DISTILLATION_H_
+#define GOPT_POLICY_GO_DISTILLATION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "policy/go/actions.h"
+#include "policy/go/go_model.h"
+#include "policy/go/ppo_trainer.h"
+#include "simulator/plan.h"
+#include "simulator/topology.h"
+
+// Search distillation (gopt-train only): supervised losses that move a GO
+// network toward a plan the plan search found.
+namespace gopt::policy::go {
+
+// Relabels `device` (one device per node) so that devices the topology
+// cannot tell apart get labels by order of first use: devices are
+// interchangeable when their profiles (peaks, memory, efficiency) and their
+// sorted outgoing and incoming link bandwidths and latencies are equal; in
+// each such class the device first used in the graph's topological order
+// becomes the class's lowest index, the next one the second lowest, and so
+// on. Symmetric plans thus give one target. With a `reference` placement
+// (one device per node, e.g. the network's own greedy placement; may be
+// null) the class's devices are instead matched to the reference's, pairs
+// sharing the most nodes first (ties: first use), so that the target is the
+// symmetric copy of the plan closest to what the network already does and
+// the loss does not fight its heuristic priors over a permutation. The
+// identity when a relabelled
+// node would land on a device its constraints forbid (`allowed`, row-major
+// nodes x devices as GraphFeatures::allowed; may be empty). InvalidArgument
+// when `device` does not have one valid device per node.
+absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
+    const graph::Graph& graph, const simulator::Topology& topology,
+    const std::vector<int32_t>& device, const std::vector<uint8_t>& allowed,
+    const std::vector<int32_t>* reference = nullptr);
+
+// What the network is trained toward for one instance.
+struct DistillTarget {
+  const TrainingInstance* instance = nullptr;  // borrowed
+  // Placement: the canonical device of every node.
+  std::vector<int32_t> device;
+  // Scheduling: the plan's priorities (higher runs first; empty when the
+  // plan keeps the framework's order: no scheduling target).
+  std::vector<int32_t> priority;
+  // Fusion: 1 for a node in a fusion group of two or more nodes, else 0
+  // (trained as the top level kPriorityLevels - 1 versus level 0).
+  std::vector<uint8_t> fused;
+};
+
+// The target for `plan` on `instance`, devices relabelled by
+// CanonicalDevices (with `reference`, may be null). InvalidArgument when the
+// plan or the reference is not for the instance's graph (a vector of the
+// wrong length, a bad device).
+absl::StatusOr<DistillTarget> MakeDistillTarget(
+    const TrainingInstance& instance, const simulator::Plan& plan,
+    const std::vector<int32_t>* reference = nullptr);
+
+struct DistillOptions {
+  TaskSet tasks;                 // losses for these tasks only
+  double learning_rate = 3e-4;   // Adam
+  double max_grad_norm = 1.0;    // global gradient-norm clip
+  int ranking_pairs = 2048;      // node pairs per graph for the ranking loss
+  double scheduling_weight = 1;  // weights of the three losses
+  double fusion_weight = 1;
+  double placement_weight = 1;
+  uint64_t seed = 0;  // pair sampling
+  // As PpoOptions::after_backward (data-parallel gradient averaging).
+  std::function<absl::Status()> after_backward;
+};
+
+struct DistillStats {
+  double placement_loss = 0;      // mean cross-entropy per node
+  double scheduling_loss = 0;     // mean pairwise logistic loss
+  double fusion_loss = 0;         // mean cross-entropy per node
+  double placement_accuracy = 0;  // greedy device == target, fraction
+};
+
+// Supervised training of a GoModel toward DistillTargets: per graph the
+// placement cross-entropy over canonical devices (node by node; scheduling
+// and fusion condition on the placement as at inference: the expected
+// embedding under the placement head, or the target placement when
+// placement is not among the tasks), a pairwise logistic
+// ranking loss on the expected scheduling level of random node pairs whose
+// target priorities differ (the node that runs first should get the higher
+// expected level), and a cross-entropy between "never fuse" (level 0) and
+// "fuse eagerly" (top level) for fusion; one Adam step per Step over the
+// batch mean. Borrows `model` (which must outlive it) and mutates it; not
+// thread-safe. Deterministic for options.seed.
+class DistillationTrainer {
+ public:
+  DistillationTrainer(GoModel* model, const DistillOptions& options);
+  ~DistillationTrainer();
+  DistillationTrainer(const DistillationTrainer&) = delete;
+  DistillationTrainer& operator=(const DistillationTrainer&) = delete;
+
+  // One update. InvalidArgument for an empty batch or a target whose
+  // lengths do not match its instance; Internal for a LibTorch failure; the
+  // after_backward hook's error.
+  absl::StatusOr<DistillStats> Step(
+      const std::vector<const DistillTarget*>& batch);
+
+ private:
+  class State;
+  GoModel* model_;
+  DistillOptions options_;
+  uint64_t steps_ = 0;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_DISTILLATION_H_

@@ -1,0 +1,312 @@
+// Prints what expert iteration's supervision looks like on held-out and
+// random training instances (issue 19's v3 regression): per instance the
+// search target against the best baseline, how many of the network's greedy
+// devices match the target's (canonically relabelled to the greedy
+// placement, as expert iteration does), whether the relabelled target still
+// simulates to the searched step time (it must: relabelling only swaps
+// interchangeable devices), and the supervised losses on the held-out
+// targets before and after --train_rounds rounds of expert iteration on the
+// training instances.
+//
+//   gopt_expert_diagnostics --checkpoint=policy/pretrained/go-multitask-v2/
+//     go-multitask.pt --graph=gen:transformer_xl-small --train_rounds=8
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "policy/go/corpus.h"
+#include "policy/go/distillation.h"
+#include "policy/go/expert_iteration.h"
+#include "policy/go/go_model.h"
+#include "policy/go/network.h"
+#include "policy/go/plan_search.h"
+#include "policy/go/random_corpus.h"
+#include "simulator/topology.h"
+
+ABSL_FLAG(std::string, checkpoint,
+          "policy/pretrained/go-multitask-v2/go-multitask.pt",
+          "the GO checkpoint to start from (empty: a fresh network)");
+ABSL_FLAG(std::vector<std::string>, graph, {"gen:transformer_xl-small"},
+          "held-out graphs (files or gen:PRESET)");
+ABSL_FLAG(std::vector<std::string>, topologies, {"v100x4-nvlink"},
+          "held-out machines");
+ABSL_FLAG(int32_t, random_graphs, 6, "random training graphs");
+ABSL_FLAG(int32_t, random_topologies, 4, "random training machines");
+ABSL_FLAG(int32_t, max_nodes, 300, "largest random training graph");
+ABSL_FLAG(int32_t, train_rounds, 8, "expert-iteration rounds between checks");
+ABSL_FLAG(int32_t, search_rounds, 4, "plan-search rounds per start");
+ABSL_FLAG(uint64_t, seed, 1, "seed");
+
+namespace go = gopt::policy::go;
+
+namespace {
+
+constexpr gopt::policy::TaskSet kAllTasks{true, true, true, false};
+
+struct Held {
+  std::unique_ptr<go::TrainingInstance> instance;
+  go::ScoredPlan baseline;
+  go::ScoredPlan best;  // searched from the baseline and the greedy plan
+};
+
+go::ScoredPlan Search(const go::TrainingInstance& instance,
+                      go::ScoredPlan start, const go::PolicyOutput* guide,
+                      uint64_t seed) {
+  go::PlanSearchOptions options;
+  options.seed = seed;
+  options.threads = 1;
+  go::PlanSearch search(instance, std::move(start), options);
+  absl::Status status = search.Run(absl::GetFlag(FLAGS_search_rounds), guide);
+  if (!status.ok()) {
+    std::fprintf(stderr, "search on %s: %s\n", instance.label.c_str(),
+                 std::string(status.message()).c_str());
+  }
+  return search.best();
+}
+
+// Expert iteration's target: the better of the searches from the baseline
+// and from the network's greedy plan, both guided by its placement output.
+go::ScoredPlan SearchTarget(const go::GoModel& model,
+                            const go::TrainingInstance& instance,
+                            const go::ScoredPlan& baseline, uint64_t seed) {
+  go::PolicyOutput guide;
+  absl::StatusOr<go::ScoredPlan> greedy =
+      go::GreedyPlan(model, instance, kAllTasks, &guide);
+  go::ScoredPlan best = Search(instance, baseline, &guide, seed);
+  if (greedy.ok() && greedy->valid) {
+    go::ScoredPlan other = Search(instance, *greedy, &guide, seed + 1);
+    if (go::BetterPlan(other, best)) best = other;
+  }
+  return best;
+}
+
+// An instance of a preset machine, or null (reported) when it cannot be made.
+std::unique_ptr<go::TrainingInstance> Instance(
+    const std::string& label, std::shared_ptr<const gopt::graph::Graph> graph,
+    absl::StatusOr<gopt::simulator::Topology> topology) {
+  if (!topology.ok()) {
+    std::fprintf(stderr, "%s: %s\n", label.c_str(),
+                 std::string(topology.status().message()).c_str());
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<go::TrainingInstance>> instance =
+      go::MakeTrainingInstance(
+          label, std::move(graph),
+          std::make_shared<const gopt::simulator::Topology>(*topology));
+  if (!instance.ok()) {
+    std::fprintf(stderr, "%s: %s\n", label.c_str(),
+                 std::string(instance.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(instance);
+}
+
+// Greedy agreement with the target relabelled to the greedy placement, the
+// relabelled target's step time over the searched one, and the losses.
+void Report(const char* when, go::GoModel* model,
+            const go::TrainingInstance& instance, const go::ScoredPlan& best,
+            const go::ScoredPlan& baseline) {
+  const gopt::policy::TaskSet& tasks = kAllTasks;
+  go::PolicyOutput output;
+  absl::StatusOr<go::ScoredPlan> greedy =
+      go::GreedyPlan(*model, instance, tasks, &output);
+  if (!greedy.ok()) {
+    std::printf("%s %s: greedy failed: %s\n", when, instance.label.c_str(),
+                std::string(greedy.status().message()).c_str());
+    return;
+  }
+  absl::StatusOr<go::DistillTarget> target =
+      go::MakeDistillTarget(instance, best.plan, &greedy->plan.device);
+  if (!target.ok()) return;
+  const size_t n = target->device.size();
+  int same = 0;
+  int same_raw = 0;
+  for (size_t i = 0; i < n; ++i) {
+    same += greedy->plan.device[i] == target->device[i];
+    same_raw += greedy->plan.device[i] == best.plan.device[i];
+  }
+  // The target devices' log-probabilities under the greedy run's output.
+  const int d = instance.features.num_devices;
+  int below_100 = 0;
+  int masked_target = 0;
+  double worst = 0;
+  double sum_ok = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double logp = output.placement[i * d + target->device[i]];
+    below_100 += logp < -100;
+    masked_target += !instance.features.allowed[i * d + target->device[i]];
+    worst = std::min(worst, logp);
+    if (logp > -100) sum_ok -= logp;
+  }
+  std::printf(
+      "  %s: %zu nodes, %d targets below logp -100, %d on a masked device, "
+      "worst logp %.3g, mean nll of the rest %.3f\n",
+      instance.label.c_str(), n, below_100, masked_target, worst,
+      sum_ok / std::max<size_t>(n - below_100, 1));
+  gopt::simulator::Plan relabelled = best.plan;
+  relabelled.device = target->device;
+  const go::ScoredPlan rescored =
+      go::ScorePlan(instance, std::move(relabelled));
+  // Which decision makes the greedy plan slow: the target's plan with the
+  // network's fusion levels (its groups rebuilt), or with the network's
+  // priorities.
+  const go::Actions actions = go::SampleActions(output, nullptr);
+  go::Actions net_fusion = actions;
+  net_fusion.device = target->device;
+  net_fusion.priority = best.plan.priority;
+  go::Actions encoded = net_fusion;  // the fusion target, decoded
+  for (size_t i = 0; i < n; ++i) {
+    encoded.fusion_priority[i] = target->fused[i] ? go::kPriorityLevels - 1 : 0;
+  }
+  gopt::simulator::Plan net_priority = best.plan;
+  net_priority.device = target->device;
+  if (!actions.priority.empty()) net_priority.priority = actions.priority;
+  auto ratio = [&](const go::ScoredPlan& p) {
+    return p.valid && !p.oom ? p.step_time_s / baseline.step_time_s : 10.0;
+  };
+  std::printf(
+      "  target plan / base with the network's fusion %.3f, with its "
+      "priorities %.3f, with its own fusion target decoded %.3f\n",
+      ratio(go::ScoreActions(instance, net_fusion)),
+      ratio(go::ScorePlan(instance, std::move(net_priority))),
+      ratio(go::ScoreActions(instance, encoded)));
+  go::DistillOptions zero;
+  zero.tasks = tasks;
+  zero.learning_rate = 0;  // measures only
+  go::DistillationTrainer measure(model, zero);
+  absl::StatusOr<go::DistillStats> stats = measure.Step({&*target});
+  std::printf(
+      "%s %-40s greedy/base %.3f target/base %.3f relabelled/target %.4f "
+      "agree %.3f (raw %.3f) loss place %.3f sched %.3f fuse %.3f\n",
+      when, instance.label.c_str(),
+      greedy->valid && !greedy->oom ? greedy->step_time_s / baseline.step_time_s
+                                    : 10.0,
+      best.step_time_s / baseline.step_time_s,
+      rescored.valid ? rescored.step_time_s / best.step_time_s : -1.0,
+      static_cast<double>(same) / n, static_cast<double>(same_raw) / n,
+      stats.ok() ? stats->placement_loss : -1,
+      stats.ok() ? stats->scheduling_loss : -1,
+      stats.ok() ? stats->fusion_loss : -1);
+}
+
+// The placement priors' learned scales and gate bias: how much of the
+// placement logits the heuristic priors set.
+void PrintPriors(const char* when, const go::GoModel& model) {
+  std::printf("%s priors:", when);
+  for (const auto& item : model.impl().network->named_parameters()) {
+    if (item.key().find("prior") == std::string::npos) continue;
+    const torch::Tensor value = item.value().detach().reshape({-1});
+    std::printf(" %s=[", item.key().c_str());
+    for (int64_t i = 0; i < std::min<int64_t>(value.numel(), 4); ++i) {
+      std::printf("%s%.3f", i > 0 ? "," : "", value[i].item<float>());
+    }
+    std::printf("]");
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  go::SetTorchThreads(1);
+  // An empty --checkpoint: a fresh network of the shipped shape.
+  absl::StatusOr<std::unique_ptr<go::GoModel>> model =
+      absl::GetFlag(FLAGS_checkpoint).empty()
+          ? go::GoModel::Create(go::GoModelOptions{})
+          : go::GoModel::Load(absl::GetFlag(FLAGS_checkpoint));
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
+    return 1;
+  }
+  std::vector<Held> held;
+  for (const std::string& source : absl::GetFlag(FLAGS_graph)) {
+    absl::StatusOr<gopt::graph::Graph> graph = go::LoadGraphSource(source);
+    if (!graph.ok()) {
+      std::fprintf(stderr, "%s\n",
+                   std::string(graph.status().message()).c_str());
+      return 1;
+    }
+    auto shared = std::make_shared<const gopt::graph::Graph>(*graph);
+    for (const std::string& name : absl::GetFlag(FLAGS_topologies)) {
+      Held h;
+      h.instance = Instance(absl::StrCat(source, "@", name), shared,
+                            gopt::simulator::PresetTopology(name));
+      if (h.instance == nullptr) return 1;
+      absl::StatusOr<go::ScoredPlan> baseline =
+          go::BestBaselinePlan(*h.instance, seed);
+      if (!baseline.ok()) continue;
+      h.baseline = *baseline;
+      h.best = SearchTarget(**model, *h.instance, h.baseline, seed);
+      held.push_back(std::move(h));
+    }
+  }
+  // Training instances: random graphs on random machines.
+  std::vector<std::unique_ptr<go::TrainingInstance>> train;
+  absl::StatusOr<std::vector<go::CorpusGraph>> graphs =
+      go::RandomGeneratedGraphs(absl::GetFlag(FLAGS_random_graphs),
+                                absl::GetFlag(FLAGS_max_nodes), seed);
+  if (!graphs.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(graphs.status().message()).c_str());
+    return 1;
+  }
+  std::printf("%zu random graphs\n", graphs->size());
+  const int machines = absl::GetFlag(FLAGS_random_topologies);
+  std::vector<const go::TrainingInstance*> views;
+  for (size_t g = 0; g < graphs->size(); ++g) {
+    absl::StatusOr<gopt::simulator::Topology> topology =
+        go::RandomTopology(seed, static_cast<int>(g) % std::max(machines, 1));
+    const std::string label = absl::StrCat(
+        (*graphs)[g].label, "@", topology.ok() ? topology->name : "?");
+    std::unique_ptr<go::TrainingInstance> instance =
+        Instance(label, (*graphs)[g].graph, std::move(topology));
+    if (instance == nullptr) continue;
+    absl::StatusOr<go::ScoredPlan> baseline =
+        go::BestBaselinePlan(*instance, seed);
+    if (!baseline.ok()) {
+      std::printf("skipped: %s\n",
+                  std::string(baseline.status().message()).c_str());
+      continue;
+    }
+    const go::ScoredPlan best =
+        SearchTarget(**model, *instance, *baseline, seed);
+    Report("train-before", model->get(), *instance, best, *baseline);
+    views.push_back(instance.get());
+    train.push_back(std::move(instance));
+  }
+  for (const Held& h : held) {
+    Report("held-before ", model->get(), *h.instance, h.best, h.baseline);
+  }
+  PrintPriors("before", **model);
+  go::ExpertIterationOptions expert;
+  expert.tasks = kAllTasks;
+  expert.rounds = absl::GetFlag(FLAGS_train_rounds);
+  expert.max_seconds = 1e9;
+  expert.instances_per_round = 2;
+  expert.search_rounds = absl::GetFlag(FLAGS_search_rounds);
+  expert.distill_steps = 2;
+  expert.ppo_steps = 0;
+  expert.simulation_threads = 1;
+  expert.seed = seed;
+  expert.distill.learning_rate = 1e-3;
+  absl::StatusOr<go::ExpertIterationResult> result =
+      go::RunExpertIteration(model->get(), views, expert);
+  if (!result.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(result.status().message()).c_str());
+    return 1;
+  }
+  PrintPriors("after", **model);
+  for (const Held& h : held) {
+    Report("held-after  ", model->get(), *h.instance, h.best, h.baseline);
+  }
+  return 0;
+}

@@ -1,0 +1,237 @@
+#include "policy/go/expert_iteration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "policy/go/fine_tuning.h"
+#include "policy/go/plan_search.h"
+#include "simulator/baselines/baseline_plan.h"
+#include "simulator/baselines/baseline_registry.h"
+
+namespace gopt::policy::go {
+namespace {
+
+// The instances of round `round`: positions [round * k, (round + 1) * k) of
+// the concatenated per-pass permutations of 0..n-1.
+std::vector<int> RoundInstances(int n, int k, int round, uint64_t seed) {
+  std::vector<int> chosen;
+  for (int64_t position = static_cast<int64_t>(round) * k;
+       static_cast<int>(chosen.size()) < k; ++position) {
+    const int64_t pass = position / n;
+    std::vector<int> order(n);
+    for (int i = 0; i < n; ++i) order[i] = i;
+    std::seed_seq seeds{static_cast<uint32_t>(seed),
+                        static_cast<uint32_t>(seed >> 32),
+                        static_cast<uint32_t>(pass)};
+    std::mt19937_64 rng(seeds);
+    for (int i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+    chosen.push_back(order[position % n]);
+  }
+  return chosen;
+}
+
+// The best plan of a plan search from `start`.
+absl::StatusOr<ScoredPlan> Search(const TrainingInstance& instance,
+                                  ScoredPlan start, const PolicyOutput* guide,
+                                  const ExpertIterationOptions& options,
+                                  uint64_t seed, int64_t* simulations) {
+  PlanSearchOptions search_options;
+  search_options.candidates_per_round = options.candidates_per_round;
+  search_options.threads = options.simulation_threads;
+  search_options.seed = seed;
+  search_options.tasks = options.tasks;
+  PlanSearch search(instance, std::move(start), search_options);
+  absl::Status status = search.Run(options.search_rounds, guide);
+  if (!status.ok()) return status;
+  *simulations += search.candidates_simulated();
+  return search.best();
+}
+
+double Seconds(const Clock& clock, absl::Time start) {
+  return absl::ToDoubleSeconds(clock.Now() - start);
+}
+
+}  // namespace
+
+absl::StatusOr<ScoredPlan> BestBaselinePlan(const TrainingInstance& instance,
+                                            uint64_t seed) {
+  simulator::baselines::BaselineRegistry registry;
+  simulator::baselines::RegisterBuiltinBaselines(&registry);
+  simulator::RooflineCostModel cost_model;
+  const simulator::baselines::BaselineContext context{
+      instance.graph(), instance.simulator->topology(), cost_model, seed};
+  simulator::baselines::BestBaselineOptions options;
+  options.methods = simulator::baselines::DefaultBaselineMethods();
+  absl::StatusOr<simulator::baselines::BestBaselineResult> best =
+      simulator::baselines::BestBaseline(registry, context, options);
+  if (!best.ok()) {
+    return absl::Status(best.status().code(),
+                        absl::StrCat(instance.label, ": best baseline: ",
+                                     best.status().message()));
+  }
+  return ScorePlan(instance, std::move(best->plan));
+}
+
+absl::StatusOr<ScoredPlan> GreedyPlan(const GoModel& model,
+                                      const TrainingInstance& instance,
+                                      const TaskSet& tasks,
+                                      PolicyOutput* output) {
+  const std::vector<int32_t>* fixed =
+      instance.base_plan != nullptr ? &instance.base_plan->device : nullptr;
+  absl::StatusOr<PolicyOutput> out = model.Run(instance.features, tasks, fixed);
+  if (!out.ok()) return out.status();
+  ScoredPlan plan = ScoreActions(instance, SampleActions(*out, nullptr));
+  if (output != nullptr) *output = *std::move(out);
+  return plan;
+}
+
+absl::StatusOr<double> ZeroShotOverBaseline(
+    const GoModel& model, const std::vector<const TrainingInstance*>& instances,
+    const std::vector<ScoredPlan>& baselines, const TaskSet& tasks, int samples,
+    uint64_t seed, int threads) {
+  if (instances.empty() || instances.size() != baselines.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        instances.size(), " instances for ", baselines.size(), " baselines"));
+  }
+  double log_sum = 0;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    absl::StatusOr<ZeroShotResult> zero_shot =
+        ZeroShot(model, *instances[i], tasks, samples, seed, threads);
+    if (!zero_shot.ok()) return zero_shot.status();
+    const ScoredPlan& plan = zero_shot->best;
+    log_sum += plan.valid && !plan.oom
+                   ? std::log(plan.step_time_s / baselines[i].step_time_s)
+                   : std::log(10.0);
+  }
+  return std::exp(log_sum / instances.size());
+}
+
+absl::StatusOr<ExpertIterationResult> RunExpertIteration(
+    GoModel* model, const std::vector<const TrainingInstance*>& instances,
+    const ExpertIterationOptions& options) {
+  if (instances.empty()) {
+    return absl::InvalidArgumentError("expert iteration with no instances");
+  }
+  DataParallel* parallel = options.data_parallel;
+  const int world = parallel != nullptr ? parallel->world_size() : 1;
+  const int rank = parallel != nullptr ? parallel->rank() : 0;
+  if (options.instances_per_round < 1 ||
+      options.instances_per_round % world != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("instances_per_round ", options.instances_per_round,
+                     " must be a positive multiple of the world size ", world));
+  }
+  DistillOptions distill = options.distill;
+  distill.tasks = options.tasks;
+  PpoOptions ppo = options.ppo;
+  ppo.tasks = options.tasks;
+  if (world > 1) {
+    absl::Status synced = parallel->BroadcastParameters(model);
+    if (!synced.ok()) return synced;
+    auto average = [parallel, model] {
+      return parallel->AverageGradients(model);
+    };
+    distill.after_backward = average;
+    ppo.after_backward = average;
+  }
+  DistillationTrainer distiller(model, distill);
+  PpoTrainer ppo_trainer(model, ppo);
+  std::vector<std::optional<ScoredPlan>> baselines(instances.size());
+  const int share = options.instances_per_round / world;
+  ExpertIterationResult result;
+  result.rounds = options.start_round;
+  const Clock& clock = *options.clock;
+  const absl::Time start = clock.Now();
+  for (int round = options.start_round; round < options.rounds; ++round) {
+    bool out_of_time =
+        options.start_seconds + Seconds(clock, start) >= options.max_seconds;
+    if (world > 1) {
+      absl::StatusOr<bool> any = parallel->AnyRank(out_of_time);
+      if (!any.ok()) return any.status();
+      out_of_time = *any;
+    }
+    if (out_of_time) break;
+    const std::vector<int> chosen =
+        RoundInstances(static_cast<int>(instances.size()),
+                       options.instances_per_round, round, options.seed);
+    ExpertRoundStats stats;
+    stats.round = round;
+    std::vector<DistillTarget> targets;
+    std::vector<const TrainingInstance*> mine;
+    double log_greedy = 0;
+    double log_target = 0;
+    for (int s = rank * share; s < (rank + 1) * share; ++s) {
+      const int index = chosen[s];
+      const TrainingInstance& instance = *instances[index];
+      mine.push_back(&instance);
+      if (!baselines[index].has_value()) {
+        absl::StatusOr<ScoredPlan> baseline =
+            BestBaselinePlan(instance, options.seed);
+        if (!baseline.ok()) return baseline.status();
+        baselines[index] = *std::move(baseline);
+      }
+      const ScoredPlan& baseline = *baselines[index];
+      PolicyOutput guide;
+      absl::StatusOr<ScoredPlan> greedy =
+          GreedyPlan(*model, instance, options.tasks, &guide);
+      if (!greedy.ok()) return greedy.status();
+      const uint64_t seed = options.seed * 1000003 + round * 131 + s;
+      absl::StatusOr<ScoredPlan> from_baseline =
+          Search(instance, baseline, &guide, options, seed, &stats.simulations);
+      if (!from_baseline.ok()) return from_baseline.status();
+      ScoredPlan best = *std::move(from_baseline);
+      if (greedy->valid) {
+        absl::StatusOr<ScoredPlan> from_greedy = Search(
+            instance, *greedy, &guide, options, seed + 1, &stats.simulations);
+        if (!from_greedy.ok()) return from_greedy.status();
+        if (BetterPlan(*from_greedy, best)) best = *std::move(from_greedy);
+      }
+      // Symmetric devices are labelled as the network's own placement has
+      // them (CanonicalDevices with a reference).
+      const bool aligned =
+          greedy->plan.device.size() == best.plan.device.size();
+      absl::StatusOr<DistillTarget> target = MakeDistillTarget(
+          instance, best.plan, aligned ? &greedy->plan.device : nullptr);
+      if (!target.ok()) return target.status();
+      targets.push_back(*std::move(target));
+      const double base = baseline.step_time_s;
+      const bool greedy_ok = greedy->valid && !greedy->oom;
+      // An OOM or invalid greedy plan counts as 10x the baseline.
+      log_greedy +=
+          greedy_ok ? std::log(greedy->step_time_s / base) : std::log(10.0);
+      log_target += std::log(best.step_time_s / base);
+    }
+    stats.instances = share;
+    stats.greedy_over_baseline = std::exp(log_greedy / share);
+    stats.target_over_baseline = std::exp(log_target / share);
+    std::vector<const DistillTarget*> batch;
+    for (const DistillTarget& target : targets) batch.push_back(&target);
+    for (int step = 0; step < options.distill_steps; ++step) {
+      absl::StatusOr<DistillStats> distilled = distiller.Step(batch);
+      if (!distilled.ok()) return distilled.status();
+      stats.distill = *distilled;
+    }
+    for (int step = 0; step < options.ppo_steps; ++step) {
+      absl::StatusOr<PpoStepStats> ppo_stats =
+          ppo_trainer.Step(mine, rank * share);
+      if (!ppo_stats.ok()) return ppo_stats.status();
+      stats.ppo_reward = ppo_stats->mean_reward;
+    }
+    result.simulations += stats.simulations;
+    result.rounds = round + 1;
+    stats.seconds = options.start_seconds + Seconds(clock, start);
+    if (rank == 0 && options.on_round) {
+      absl::Status status = options.on_round(stats);
+      if (!status.ok()) return status;
+    }
+  }
+  result.seconds = Seconds(clock, start);
+  return result;
+}
+
+}  // namespace gopt::policy::go

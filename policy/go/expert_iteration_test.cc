@@ -1,0 +1,170 @@
+#include "policy/go/expert_iteration.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "policy/go/distillation.h"
+#include "policy/go/test_instance.h"
+#include "simulator/baselines/test_graphs.h"
+
+namespace gopt::policy::go {
+namespace {
+
+using simulator::baselines::testing::ChainGraph;
+using simulator::baselines::testing::FanOutGraph;
+using simulator::baselines::testing::TwoChainsGraph;
+using simulator::baselines::testing::UniformTopology;
+using testing::SmallModelOptions;
+using testing::TestInstance;
+
+TEST(CanonicalDevicesTest, SymmetricDevicesAreNumberedByFirstUse) {
+  const graph::Graph graph = ChainGraph(3);  // a parameter and 3 ops
+  const simulator::Topology topology = UniformTopology(4);
+  // Devices 2, 2, 0, 3 in topological order -> 0, 0, 1, 2.
+  absl::StatusOr<std::vector<int32_t>> canonical =
+      CanonicalDevices(graph, topology, {2, 2, 0, 3}, {});
+  ASSERT_TRUE(canonical.ok()) << canonical.status();
+  EXPECT_EQ(*canonical, (std::vector<int32_t>{0, 0, 1, 2}));
+  // A symmetric relabelling of the same plan gives the same target.
+  absl::StatusOr<std::vector<int32_t>> other =
+      CanonicalDevices(graph, topology, {1, 1, 3, 0}, {});
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(*other, *canonical);
+}
+
+TEST(CanonicalDevicesTest, ReferenceChoosesTheSymmetricCopy) {
+  const graph::Graph graph = ChainGraph(3);
+  const simulator::Topology topology = UniformTopology(4);
+  // The plan uses devices 2 and 0; the reference has those nodes on 3 and
+  // 1: the target is the plan's copy on 3 and 1.
+  const std::vector<int32_t> reference = {3, 3, 1, 1};
+  absl::StatusOr<std::vector<int32_t>> canonical =
+      CanonicalDevices(graph, topology, {2, 2, 0, 0}, {}, &reference);
+  ASSERT_TRUE(canonical.ok()) << canonical.status();
+  EXPECT_EQ(*canonical, (std::vector<int32_t>{3, 3, 1, 1}));
+  const std::vector<int32_t> short_reference = {0};
+  EXPECT_EQ(
+      CanonicalDevices(graph, topology, {2, 2, 0, 0}, {}, &short_reference)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CanonicalDevicesTest, DifferentDevicesKeepTheirLabels) {
+  const graph::Graph graph = ChainGraph(2);
+  simulator::Topology topology = UniformTopology(3);
+  topology.devices[1].memory_bytes *= 2;  // device 1 is unlike 0 and 2
+  absl::StatusOr<std::vector<int32_t>> canonical =
+      CanonicalDevices(graph, topology, {2, 1, 0}, {});
+  ASSERT_TRUE(canonical.ok()) << canonical.status();
+  EXPECT_EQ(*canonical, (std::vector<int32_t>{0, 1, 2}));
+}
+
+TEST(CanonicalDevicesTest, BadPlacementIsAnError) {
+  const graph::Graph graph = ChainGraph(2);
+  const simulator::Topology topology = UniformTopology(2);
+  EXPECT_EQ(CanonicalDevices(graph, topology, {0, 1}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CanonicalDevices(graph, topology, {0, 1, 2}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DistillationTest, SupervisedStepsFitTheTargetPlacement) {
+  std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChainsGraph(), 2);
+  ASSERT_NE(instance, nullptr);
+  absl::StatusOr<ScoredPlan> baseline = BestBaselinePlan(*instance, 1);
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  absl::StatusOr<DistillTarget> target =
+      MakeDistillTarget(*instance, baseline->plan);
+  ASSERT_TRUE(target.ok()) << target.status();
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
+  DistillOptions options;
+  options.tasks = TaskSet{true, true, true, false};
+  options.learning_rate = 1e-2;
+  DistillationTrainer trainer(model.get(), options);
+  absl::StatusOr<DistillStats> first = trainer.Step({&*target});
+  ASSERT_TRUE(first.ok()) << first.status();
+  DistillStats last = *first;
+  for (int step = 0; step < 60; ++step) {
+    absl::StatusOr<DistillStats> stats = trainer.Step({&*target});
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    last = *stats;
+  }
+  EXPECT_LT(last.placement_loss, first->placement_loss);
+  EXPECT_LT(last.fusion_loss, first->fusion_loss);
+  // The heuristic priors start far from the target (accuracy 0 here); 60
+  // steps reach 0.6 of the nodes.
+  EXPECT_GE(last.placement_accuracy, first->placement_accuracy + 0.5);
+}
+
+TEST(DistillationTest, TargetOfTheWrongLengthIsAnError) {
+  std::unique_ptr<TrainingInstance> instance = TestInstance(ChainGraph(4), 2);
+  ASSERT_NE(instance, nullptr);
+  DistillTarget target;
+  target.instance = instance.get();
+  target.device = {0, 1};
+  target.fused = {0, 0};
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
+  DistillationTrainer trainer(model.get(), DistillOptions());
+  EXPECT_EQ(trainer.Step({&target}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ExpertIterationTest, RoundsFindTargetsNoWorseThanTheBaseline) {
+  std::vector<std::unique_ptr<TrainingInstance>> owned;
+  owned.push_back(TestInstance(TwoChainsGraph(), 2));
+  owned.push_back(TestInstance(FanOutGraph(6), 3));
+  owned.push_back(TestInstance(ChainGraph(6), 2));
+  std::vector<const TrainingInstance*> instances;
+  for (const auto& instance : owned) {
+    ASSERT_NE(instance, nullptr);
+    instances.push_back(instance.get());
+  }
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(5));
+  ExpertIterationOptions options;
+  options.tasks = TaskSet{true, true, true, false};
+  options.rounds = 3;
+  options.max_seconds = 1e9;
+  options.instances_per_round = 2;
+  options.search_rounds = 2;
+  options.distill_steps = 2;
+  options.ppo_steps = 1;
+  options.ppo.samples_per_graph = 4;
+  options.simulation_threads = 1;
+  options.seed = 7;
+  std::vector<ExpertRoundStats> rounds;
+  options.on_round = [&](const ExpertRoundStats& stats) {
+    rounds.push_back(stats);
+    return absl::OkStatus();
+  };
+  absl::StatusOr<ExpertIterationResult> result =
+      RunExpertIteration(model.get(), instances, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->rounds, 3);
+  ASSERT_EQ(rounds.size(), 3u);
+  for (const ExpertRoundStats& stats : rounds) {
+    EXPECT_EQ(stats.instances, 2);
+    EXPECT_LE(stats.target_over_baseline, 1.0 + 1e-12) << stats.round;
+    EXPECT_GT(stats.simulations, 0);
+  }
+  // Resuming at round 3 of 4 runs one more round, numbered 3.
+  rounds.clear();
+  options.start_round = 3;
+  options.rounds = 4;
+  result = RunExpertIteration(model.get(), instances, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->rounds, 4);
+  ASSERT_EQ(rounds.size(), 1u);
+  EXPECT_EQ(rounds[0].round, 3);
+
+  options.instances_per_round = 0;
+  EXPECT_EQ(RunExpertIteration(model.get(), instances, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gopt::policy::go

@@ -1,0 +1,36 @@
+#ifndef GOPT_POLICY_GO_RANDOM_CORPUS_H_
+#define GOPT_POLICY_GO_RANDOM_CORPUS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policy/go/corpus.h"
+#include "simulator/topology.h"
+
+// Randomized training data for GO policies (gopt-train only): generated
+// graphs of random sizes and random machines.
+namespace gopt::policy::go {
+
+// A random machine: 2..8 devices, each a V100, A100 or H100 (the preset
+// topologies' device profiles; a mixed machine takes two kinds), all pairs
+// linked by PCIe (12 GB/s, 10 us) or NVLink (50, 300 or 450 GB/s by the
+// slower device of the pair, 3-5 us). Named "rand<index>-<devices>x-<kinds>-
+// <pcie|nvlink>". Deterministic for (seed, index). Errors: the presets'.
+absl::StatusOr<simulator::Topology> RandomTopology(uint64_t seed, int index);
+
+// `count` generated graphs of random sizes: a family other than
+// kHeldOutFamily, and layers, batch, sequence length, width and image size
+// each drawn uniformly between the smallest and largest value of that
+// family's presets (resolved defaults). Draws whose graph exceeds
+// `max_nodes` or fails the generator's checks are redrawn (up to 20 times
+// `count` draws in all). Deterministic for `seed`. Errors: a generator
+// failure other than a rejected size.
+absl::StatusOr<std::vector<CorpusGraph>> RandomGeneratedGraphs(int count,
+                                                               int max_nodes,
+                                                               uint64_t seed);
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_RANDOM_CORPUS_H_
