@@ -485,7 +485,8 @@ TEST(LowerBoundTest, RandomPlansNeverBeatTheBounds) {
     const Graph graph = RandomGraph(rng, 2 + static_cast<int>(rng() % 60));
     Topology topology = RandomTopology(rng);
     if (seed % 3 == 0 && topology.num_devices() > 1) {
-      // Memories just under the weights: plans that fit must split them.
+      // Memories just under the weights: plans that fit must split them
+      // (when the graph is connected).
       int64_t resident_bytes = 0;
       for (int id = 0; id < graph.num_nodes(); ++id) {
         const OpKind kind = graph.node(id).kind;
@@ -496,6 +497,8 @@ TEST(LowerBoundTest, RandomPlansNeverBeatTheBounds) {
       for (DeviceProfile& device : topology.devices) {
         device.memory_bytes = resident_bytes * 9 / 10;
       }
+      // Slow links, so that the forced transfer outweighs the other terms.
+      for (Link& link : topology.links) link.latency_s = 1e-4;
     }
     const Simulator simulator(graph, topology, cost_model);
     const double bound_s = simulator.LowerBound();
@@ -533,7 +536,7 @@ TEST(LowerBoundTest, RandomPlansNeverBeatTheBounds) {
       }
     }
   }
-  EXPECT_GT(plans, 2000);
+  EXPECT_GT(plans, 1800);
   EXPECT_GT(scattered_plans, 200);
   EXPECT_GT(oom_plans, 100);
   EXPECT_GT(broken_plans, 200);
