@@ -44,7 +44,7 @@ r = json.load(sys.stdin)
 print(json.dumps({"graph": sys.argv[1], "topology": sys.argv[2],
                   "step_s": r["step_time_s"], "bound_s": r["lower_bound_s"],
                   "fits_s": r.get("fits_in_memory_lower_bound_s", 0),
-                  "nodes": r.get("num_nodes", 0),
+                  "nodes": int(r.get("num_nodes", 0)),
                   "method": r["method"]}))' "${graph#"$DATA"/}" "$topology" 2>/dev/null \
       || echo "{\"graph\": \"${graph#"$DATA"/}\", \"topology\": \"$topology\", \"error\": true}"
   done
