@@ -177,7 +177,7 @@ void AddRequestFlags(FlagSet<O>* flags, Request request) {
   flags->Add(
       "stop_within_bound",
       "stop fine-tuning and the plan search once the best plan is "
-      "within this factor of the kernel-rules lower bound (e.g. 1.05); "
+      "within this factor of the lower bound (e.g. 1.05); "
       "0 = never",
       [request](O& o) -> double& { return request(o).stop_within_bound; });
 }

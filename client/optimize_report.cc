@@ -82,15 +82,20 @@ std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
   if (response.partial()) absl::StrAppend(&text, " (partial: deadline)");
   absl::StrAppend(&text, "\n");
   AppendVerified(response, &text);
-  if (response.ratio_to_kernel_rules_lower_bound() > 0) {
+  if (response.ratio_to_lower_bound() > 0) {
     absl::StrAppendFormat(
         &text,
-        "lower bound: %s for plans within the kernel fusion rules (chosen is "
-        "%.2fx), %s for any plan (%.2fx)\n",
-        Milliseconds(response.kernel_rules_lower_bound_s()),
-        response.ratio_to_kernel_rules_lower_bound(),
+        "lower bound: %s (chosen is %.2fx; no plan within the kernel fusion "
+        "rules is faster)\n",
         Milliseconds(response.lower_bound_s()),
         response.ratio_to_lower_bound());
+  }
+  if (response.fits_in_memory_lower_bound_s() > response.lower_bound_s()) {
+    absl::StrAppendFormat(
+        &text,
+        "lower bound for plans that fit in memory: %s (the weights need more "
+        "than one device, so a tensor must cross a link)\n",
+        Milliseconds(response.fits_in_memory_lower_bound_s()));
   }
   std::vector<std::string> memory;
   for (int64_t bytes : response.peak_memory_bytes()) {

@@ -48,7 +48,7 @@ struct OptimizeRequestOptions {
   std::vector<std::string> baseline_methods;  // --methods; empty = default
   uint64_t seed = 0;
   // Stop fine-tuning and the plan search once the best plan is within this
-  // factor of the kernel-rules lower bound (e.g. 1.05); 0 = never.
+  // factor of the lower bound (e.g. 1.05); 0 = never.
   double stop_within_bound = 0;
   // Run the top K distinct candidates on workers (OptimizeRequest.verify);
   // 0 = no measuring.

@@ -421,12 +421,8 @@ absl::Status OptimizeRun::Prepare() {
   const absl::Time default_start = context_.clock->Now();
   simulator_.emplace(*graph_, *topology_, cost_model_);
   response_.set_lower_bound_s(simulator_->LowerBound());
-  simulator::LowerBoundOptions kernel_rules;
-  kernel_rules.kernel_rules = true;
-  response_.set_kernel_rules_lower_bound_s(
-      simulator::ComputeLowerBound(*graph_, *topology_, cost_model_,
-                                   kernel_rules)
-          .seconds());
+  response_.set_fits_in_memory_lower_bound_s(
+      simulator_->FitsInMemoryLowerBound());
   default_plan_ = simulator::DefaultPlan(*graph_, *topology_);
   default_plan_.method = "default";
   simulator::SimulationOptions quick;
@@ -579,8 +575,8 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
                                   : std::numeric_limits<int32_t>::max();
   }
   propose.deadline = work_deadline_;
-  propose.stop_at_step_time_s = request_.options().stop_within_lower_bound() *
-                                response_.kernel_rules_lower_bound_s();
+  propose.stop_at_step_time_s =
+      request_.options().stop_within_lower_bound() * response_.lower_bound_s();
   if (budget.seconds() > 0) {
     propose.deadline =
         std::min(propose.deadline, start_ + absl::Seconds(budget.seconds()));
@@ -725,8 +721,6 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   response_.set_step_time_s(result.step_time_s);
   response_.set_ratio_to_lower_bound(
       policy::eval::RatioOrZero(result.step_time_s, response_.lower_bound_s()));
-  response_.set_ratio_to_kernel_rules_lower_bound(policy::eval::RatioOrZero(
-      result.step_time_s, response_.kernel_rules_lower_bound_s()));
   for (int64_t bytes : result.peak_memory_bytes) {
     response_.add_peak_memory_bytes(bytes);
   }

@@ -1,6 +1,47 @@
 #include "simulator/fusion_rules.h"
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
 namespace gopt::simulator {
+namespace {
+
+using graph::NodeId;
+
+// The members of one fusion group the rules care about.
+struct GroupMembers {
+  NodeId first = -1;  // the first member seen
+  NodeId heavy = -1;  // its dot or convolution
+  NodeId alone = -1;  // a member that never shares a kernel
+};
+
+// "n12 'dot.4' (dot)".
+std::string Describe(const graph::Graph& graph, NodeId id) {
+  const graph::Node& node = graph.node(id);
+  return absl::StrCat("n", id, " '", node.name, "' (",
+                      graph::OpKindName(node.kind), ")");
+}
+
+absl::Status Reject(const graph::Graph& graph, int32_t group, NodeId a,
+                    NodeId b, absl::string_view holds, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "fusion group ", group, " holds ", holds, ", ", Describe(graph, a),
+      " and ", Describe(graph, b), ": ", rule));
+}
+
+absl::Status RejectAlone(const graph::Graph& graph, int32_t group, NodeId alone,
+                         NodeId other) {
+  return Reject(
+      graph, group, alone, other, "an op that never shares a kernel",
+      absl::StrCat(
+          "a ", graph::OpKindName(graph.node(alone).kind),
+          " runs as a kernel of its own (only elementwise, reduce, "
+          "reduce-window, broadcast, transpose, copy, slice, dynamic-slice, "
+          "pad, concatenate, reverse, reshape and bitcast ops join a kernel, "
+          "with at most one dot or convolution)"));
+}
+
+}  // namespace
 
 FusionRole FusionRoleOf(graph::OpKind kind) {
   using graph::OpKind;
@@ -27,6 +68,32 @@ FusionRole FusionRoleOf(graph::OpKind kind) {
     default:
       return FusionRole::kAlone;
   }
+}
+
+absl::Status CheckFusionRules(const graph::Graph& graph,
+                              const std::vector<int32_t>& fusion_group) {
+  if (fusion_group.empty()) return absl::OkStatus();
+  absl::flat_hash_map<int32_t, GroupMembers> groups;
+  const NodeId n = static_cast<NodeId>(fusion_group.size());
+  for (NodeId id = 0; id < n; ++id) {
+    const int32_t group = fusion_group[id];
+    if (group < 0) continue;
+    GroupMembers& members = groups[group];
+    const FusionRole role = FusionRoleOf(graph.node(id).kind);
+    if (members.first < 0) {
+      members.first = id;
+    } else if (role == FusionRole::kAlone) {
+      return RejectAlone(graph, group, id, members.first);
+    } else if (members.alone >= 0) {
+      return RejectAlone(graph, group, members.alone, id);
+    } else if (role == FusionRole::kHeavy && members.heavy >= 0) {
+      return Reject(graph, group, members.heavy, id, "two dots or convolutions",
+                    "a kernel holds at most one dot or convolution");
+    }
+    if (role == FusionRole::kHeavy) members.heavy = id;
+    if (role == FusionRole::kAlone) members.alone = id;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gopt::simulator

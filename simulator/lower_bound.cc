@@ -1,5 +1,6 @@
 // The lower bound. Why each term is unavoidable, for every plan Simulate
-// accepts:
+// accepts (ValidatePlan holds every fusion group to the kernel rules of
+// fusion_rules.h):
 //  - Along any path of the graph, the kernels (units) its nodes run in are
 //    distinct and run one after another: a unit that the path left and
 //    re-entered would feed and consume another unit, a cycle Simulate
@@ -15,26 +16,40 @@
 //  - A kernel's peak is the one of its largest member's dtype, so FLOPs are
 //    charged at the fastest dtype the graph computes in, on the fastest
 //    device; launch and the 1 us term at their smallest over devices.
-//  - How many kernels a path needs depends on what may share one (see
-//    LowerBoundOptions): with Simulate's rules, one per stretch between two
-//    nodes that device constraints put on different devices (a CPU-only and
-//    an accelerator-only node); with the kernel rules, also one per dot or
-//    convolution, one per op that never fuses (at its full solo time: it is
-//    a kernel of its own, bytes included), and one for a stretch of cheap
-//    ops between ops that never fuse (a cheap op on each side of a
-//    non-fusing one cannot share a kernel without a cycle).
+//  - How many kernels a path needs follows from the kernel rules: one per
+//    dot or convolution (a kernel holds at most one), one per op that never
+//    fuses (at its full solo time: it is a kernel of its own, bytes
+//    included), one for a stretch of cheap ops between ops that never fuse
+//    (a cheap op on each side of a non-fusing one cannot share a kernel
+//    without a cycle), and a new one wherever device constraints put two
+//    neighbours on different devices (a CPU-only and an accelerator-only
+//    node).
 //  - Device constraints force a transfer on every edge from a CPU-only to an
 //    accelerator-only node and back (when the topology has both kinds, as
 //    ValidatePlan requires): latency + bytes at the best such link.
 //  - Total kernel time is spread over the devices at best evenly; a device
-//    moves bytes at most at its bandwidth, so bytes no fusion removes take
-//    at least their sum over the devices' summed bandwidth.
-// Memory capacity adds no term: a plan that does not fit is still simulated
-// (reported OOM) at its step time, and the bound holds for it too.
+//    moves bytes at most at its bandwidth, so bytes no fusion removes (all
+//    of a non-fusing op's bytes; the rest less every edge fusion could keep
+//    on chip) take at least their sum over the devices' summed bandwidth.
+// Memory capacity adds no term to the bound itself: a plan that does not
+// fit is still simulated (reported OOM) at its step time, and the bound
+// holds for it too. For the plans that fit, one more term is certain (the
+// fits-in-memory bound, LowerBoundTerms::memory_split_s):
+//  - Parameters and constants are allocated on their device before the
+//    first kernel and never freed, so a device that fits holds at most its
+//    memory_bytes of them. A weakly connected component (by data edges)
+//    whose resident bytes exceed every device's memory must spread over two
+//    devices or more, and being connected, some data edge of it joins two
+//    devices. That edge's source output travels once its unit ends: the
+//    step time is at least the path bound to the source's unit end, plus
+//    the least link latency, plus the edge's bytes at the fastest link. No
+//    plan knows which edge, so the term is the least over the component's
+//    edges.
 #include "simulator/lower_bound.h"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -93,8 +108,7 @@ graph::DType KernelDType(const graph::Node& node) {
 }
 
 BoundInputs Prepare(const graph::Graph& graph, const Topology& topology,
-                    const OpCostModel& cost_model,
-                    const LowerBoundOptions& options) {
+                    const OpCostModel& cost_model) {
   const int n = graph.num_nodes();
   BoundInputs in;
   in.launch_s = std::numeric_limits<double>::infinity();
@@ -144,8 +158,7 @@ BoundInputs Prepare(const graph::Graph& graph, const Topology& topology,
   for (NodeId id = 0; id < n; ++id) {
     const graph::Node& node = graph.node(id);
     const bool free = IsFree(node);
-    const FusionRole role =
-        options.kernel_rules ? FusionRoleOf(node.kind) : FusionRole::kCheap;
+    const FusionRole role = FusionRoleOf(node.kind);
     if (role == FusionRole::kAlone) {
       in.part[id] = Part::kAlone;
     } else if (free) {
@@ -187,11 +200,14 @@ double CloseCost(const BoundInputs& in, int state) {
 
 // The longest path, each path at the least cost of its kernels: per node
 // and walk state, the largest cost of a path ending there in that state.
-double PathBound(const graph::Graph& graph, const BoundInputs& in) {
+// finish_s[v]: the least time at which v's kernel can end.
+double PathBound(const graph::Graph& graph, const BoundInputs& in,
+                 std::vector<double>* finish_s) {
   constexpr double kUnreached = -std::numeric_limits<double>::infinity();
   const int n = graph.num_nodes();
   std::vector<std::array<double, kStates>> best(n);
   double bound = 0;
+  finish_s->assign(n, 0);
   for (NodeId v = 0; v < n; ++v) {
     std::array<double, kStates> arriving;
     arriving.fill(kUnreached);
@@ -252,11 +268,71 @@ double PathBound(const graph::Graph& graph, const BoundInputs& in) {
     }
     for (int s = 0; s < kStates; ++s) {
       if (here[s] != kUnreached) {
-        bound = std::max(bound, here[s] + CloseCost(in, s));
+        (*finish_s)[v] = std::max((*finish_s)[v], here[s] + CloseCost(in, s));
       }
     }
+    bound = std::max(bound, (*finish_s)[v]);
   }
   return bound;
+}
+
+// The transfer every plan that fits in memory makes (see the top of the
+// file): per weakly connected component whose resident bytes no device
+// holds, the least over its data edges of the source's finish + latency +
+// bytes / bandwidth; the largest over such components. 0 when none.
+double MemorySplitSeconds(const graph::Graph& graph, const Topology& topology,
+                          const std::vector<double>& finish_s) {
+  const int devices = topology.num_devices();
+  if (devices < 2) return 0;
+  int64_t capacity = 0;
+  double latency_s = std::numeric_limits<double>::infinity();
+  double bandwidth = 0;
+  for (int a = 0; a < devices; ++a) {
+    capacity = std::max(capacity, topology.devices[a].memory_bytes);
+    for (int b = 0; b < devices; ++b) {
+      if (a == b) continue;
+      latency_s = std::min(latency_s, topology.link(a, b).latency_s);
+      bandwidth =
+          std::max(bandwidth, topology.link(a, b).bandwidth_bytes_per_s);
+    }
+  }
+  if (bandwidth <= 0) return 0;
+  const int n = graph.num_nodes();
+  std::vector<NodeId> parent(n);
+  for (NodeId id = 0; id < n; ++id) parent[id] = id;
+  const auto root = [&parent](NodeId id) {
+    while (parent[id] != id) id = parent[id] = parent[parent[id]];
+    return id;
+  };
+  for (NodeId id = 0; id < n; ++id) {
+    for (const Edge& edge : graph.in_edges(id)) {
+      if (!edge.control) parent[root(edge.src)] = root(id);
+    }
+  }
+  std::vector<int64_t> resident_bytes(n, 0);
+  std::vector<double> least_s(n, std::numeric_limits<double>::infinity());
+  for (NodeId id = 0; id < n; ++id) {
+    const graph::Node& node = graph.node(id);
+    const NodeId r = root(id);
+    if (node.kind == graph::OpKind::kParameter ||
+        node.kind == graph::OpKind::kConstant) {
+      resident_bytes[r] += node.output_bytes();
+    }
+    for (const Edge& edge : graph.in_edges(id)) {
+      if (edge.control) continue;
+      least_s[r] =
+          std::min(least_s[r],
+                   finish_s[edge.src] + latency_s +
+                       static_cast<double>(graph.EdgeBytes(edge)) / bandwidth);
+    }
+  }
+  double term_s = 0;
+  for (NodeId r = 0; r < n; ++r) {
+    if (resident_bytes[r] > capacity && std::isfinite(least_s[r])) {
+      term_s = std::max(term_s, least_s[r]);
+    }
+  }
+  return term_s;
 }
 
 // Kernel time no plan avoids, over all devices together.
@@ -334,14 +410,19 @@ double LowerBoundTerms::seconds() const {
   return std::max({path_s, work_s, memory_s});
 }
 
+double LowerBoundTerms::fits_in_memory_seconds() const {
+  return std::max(seconds(), memory_split_s);
+}
+
 LowerBoundTerms ComputeLowerBound(const graph::Graph& graph,
                                   const Topology& topology,
-                                  const OpCostModel& cost_model,
-                                  const LowerBoundOptions& options) {
+                                  const OpCostModel& cost_model) {
   LowerBoundTerms terms;
   if (topology.devices.empty() || graph.num_nodes() == 0) return terms;
-  const BoundInputs in = Prepare(graph, topology, cost_model, options);
-  terms.path_s = PathBound(graph, in);
+  const BoundInputs in = Prepare(graph, topology, cost_model);
+  std::vector<double> finish_s;
+  terms.path_s = PathBound(graph, in, &finish_s);
+  terms.memory_split_s = MemorySplitSeconds(graph, topology, finish_s);
   terms.work_s = WorkSeconds(in) / topology.num_devices();
   double total_bandwidth = 0;
   for (const DeviceProfile& device : topology.devices) {

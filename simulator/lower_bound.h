@@ -7,18 +7,6 @@
 
 namespace gopt::simulator {
 
-struct LowerBoundOptions {
-  // Which fusion groups a plan may form. false (the default): any group of
-  // nodes on one device whose groups form no cycle, which is everything
-  // Simulate accepts, so the bound holds for every plan it simulates. true:
-  // only groups that obey FusionRoleOf (at most one dot or convolution per
-  // kernel; gathers, sorts, collectives, control flow, parameters, ... never
-  // share a kernel), as every plan gopt's planners make does (`greedy`
-  // fusion, the GO policy, the plan search); a much tighter bound, which a
-  // hand-written plan that fuses two dots may beat.
-  bool kernel_rules = false;
-};
-
 // The terms of the lower bound; the bound is the largest.
 struct LowerBoundTerms {
   // The longest path, each node at its smallest possible cost: the kernels
@@ -30,21 +18,31 @@ struct LowerBoundTerms {
   double work_s = 0;
   // Memory traffic no fusion removes / the devices' total bandwidth.
   double memory_s = 0;
+  // Only for plans that fit in memory (not OOM): when a connected part of
+  // the graph holds more parameter and constant bytes than any device, some
+  // edge of it crosses devices: the least path-to-source + transfer over
+  // its edges. 0 when no part is that large.
+  double memory_split_s = 0;
 
+  // The bound for every accepted plan: max(path_s, work_s, memory_s).
   double seconds() const;
+  // The bound for every accepted plan that fits in memory: also
+  // memory_split_s.
+  double fits_in_memory_seconds() const;
 };
 
 // A lower bound on the step time of every plan of `graph` on `topology`
-// that Simulate accepts (with options.kernel_rules: every such plan whose
-// fusion groups obey FusionRoleOf), OOM plans included. Kernel times follow
-// RooflineCostModel's law (launch + max(flops / (peak * efficiency),
-// bytes / bandwidth), efficiency falling for small kernels), which every
-// OpCostModel gopt ships obeys; `cost_model` prices the kernels that run
-// alone. O(nodes + edges). Thread-safe; borrows its arguments for the call.
+// that Simulate accepts, OOM plans included. Accepted plans obey the kernel
+// rules (ValidatePlan, fusion_rules.h): at most one dot or convolution per
+// kernel; parameters, gathers, sorts, collectives, control flow, ... never
+// share one. Kernel times follow RooflineCostModel's law (launch +
+// max(flops / (peak * efficiency), bytes / bandwidth), efficiency falling
+// for small kernels), which every OpCostModel gopt ships obeys; `cost_model`
+// prices the kernels that run alone. O(nodes + edges). Thread-safe; borrows
+// its arguments for the call.
 LowerBoundTerms ComputeLowerBound(const graph::Graph& graph,
                                   const Topology& topology,
-                                  const OpCostModel& cost_model,
-                                  const LowerBoundOptions& options = {});
+                                  const OpCostModel& cost_model);
 
 }  // namespace gopt::simulator
 

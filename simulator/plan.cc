@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "simulator/fusion_rules.h"
 
 namespace gopt::simulator {
 
@@ -144,7 +145,7 @@ absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
       }
     }
   }
-  return absl::OkStatus();
+  return CheckFusionRules(graph, plan.fusion_group);
 }
 
 void ColocateGroups(const graph::Graph& graph, const Topology& topology,

@@ -32,7 +32,10 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
                      const OpCostModel& cost_model)
     : graph_(graph), topology_(topology), cost_model_(cost_model) {
   PackNodes();
-  lower_bound_s_ = ComputeLowerBound(graph_, topology_, cost_model_).seconds();
+  const LowerBoundTerms bound =
+      ComputeLowerBound(graph_, topology_, cost_model_);
+  lower_bound_s_ = bound.seconds();
+  fits_lower_bound_s_ = bound.fits_in_memory_seconds();
   PriceSoloKernels();
   PackEdges();
 }

@@ -169,9 +169,13 @@ class Simulator {
       const SimulationOptions& options = {},
       double cutoff_s = std::numeric_limits<double>::infinity()) const;
 
-  // A lower bound on the step time of every plan Simulate accepts:
-  // ComputeLowerBound (lower_bound.h) with Simulate's own fusion rules.
+  // A lower bound on the step time of every plan Simulate accepts (whose
+  // fusion groups obey the kernel rules): ComputeLowerBound (lower_bound.h).
   double LowerBound() const { return lower_bound_s_; }
+  // A lower bound on the step time of every accepted plan that fits in
+  // memory (SimulationResult::oom false): LowerBoundTerms::
+  // fits_in_memory_seconds, >= LowerBound().
+  double FitsInMemoryLowerBound() const { return fits_lower_bound_s_; }
 
   const graph::Graph& graph() const { return graph_; }
   const Topology& topology() const { return topology_; }
@@ -216,6 +220,7 @@ class Simulator {
   int num_device_classes_ = 0;
   std::vector<double> solo_seconds_;
   double lower_bound_s_ = 0;
+  double fits_lower_bound_s_ = 0;
 
   // Bytes of output `output` of `node` (Edge::kAllOutputs: all of them).
   int64_t OutputBytes(graph::NodeId node, int32_t output) const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "simulator/chrome_trace.h"
+#include "simulator/fusion_rules.h"
 #include "simulator/testing/test_graphs.h"
 
 namespace gopt::simulator {
@@ -460,6 +461,30 @@ Graph RandomGraph(std::mt19937_64& rng, int nodes) {
   return std::move(builder).Build(graph::GraphLimits()).value();
 }
 
+// Fuses runs of consecutive nodes on one device (each node joins the one
+// before with probability 1/3) where the kernel rules allow: no op that
+// never fuses, at most one dot or convolution per group.
+void FuseRandomRuns(std::mt19937_64& rng, const Graph& graph, Plan* plan) {
+  const int n = graph.num_nodes();
+  plan->fusion_group.assign(n, -1);
+  std::vector<uint8_t> has_heavy(n, 0);  // by group id (its second member)
+  for (int i = 1; i < n; ++i) {
+    if (rng() % 3 != 0 || plan->device[i] != plan->device[i - 1]) continue;
+    const FusionRole before = FusionRoleOf(graph.node(i - 1).kind);
+    const FusionRole role = FusionRoleOf(graph.node(i).kind);
+    if (before == FusionRole::kAlone || role == FusionRole::kAlone) continue;
+    const int group =
+        plan->fusion_group[i - 1] < 0 ? i : plan->fusion_group[i - 1];
+    const int heavies =
+        (plan->fusion_group[i - 1] < 0 && before == FusionRole::kHeavy) +
+        has_heavy[group] + (role == FusionRole::kHeavy);
+    if (heavies > 1) continue;
+    has_heavy[group] = heavies;
+    plan->fusion_group[i - 1] = group;
+    plan->fusion_group[i] = group;
+  }
+}
+
 // What every simulation must satisfy, whatever the plan: checked on random
 // graphs and plans (placements, priorities, fusion, layouts), so that a
 // faster event loop can be swapped in with its timelines checked against
@@ -487,15 +512,7 @@ TEST(SimulatorTest, RandomPlansKeepTheTimelineInvariants) {
         plan.priority.resize(n);
         for (int32_t& priority : plan.priority) priority = rng() % 4;
       }
-      if (rng() % 2) {  // runs of consecutive nodes on one device
-        plan.fusion_group.assign(n, -1);
-        for (int i = 1; i < n; ++i) {
-          if (rng() % 3 == 0 && plan.device[i] == plan.device[i - 1]) {
-            if (plan.fusion_group[i - 1] < 0) plan.fusion_group[i - 1] = i;
-            plan.fusion_group[i] = plan.fusion_group[i - 1];
-          }
-        }
-      }
+      if (rng() % 2) FuseRandomRuns(rng, graph, &plan);
       if (rng() % 3 == 0) {
         plan.layout.resize(n);
         for (std::vector<int32_t>& layout : plan.layout) {
@@ -717,15 +734,7 @@ TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
         plan.priority.resize(n);
         for (int32_t& priority : plan.priority) priority = rng() % 4;
       }
-      if (rng() % 3 == 0) {
-        plan.fusion_group.assign(n, -1);
-        for (int i = 1; i < n; ++i) {
-          if (rng() % 3 == 0 && plan.device[i] == plan.device[i - 1]) {
-            if (plan.fusion_group[i - 1] < 0) plan.fusion_group[i - 1] = i;
-            plan.fusion_group[i] = plan.fusion_group[i - 1];
-          }
-        }
-      }
+      if (rng() % 3 == 0) FuseRandomRuns(rng, graph, &plan);
       if (rng() % 4 == 0) {
         plan.layout.resize(n);
         for (std::vector<int32_t>& layout : plan.layout) {
