@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "server/worker_pool.h"
 #include "simulator/topology.h"
+#include "tests/util/child_process.h"
 #include "tests/util/shared_data.h"
 
 namespace gopt::server {
@@ -29,78 +30,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// gopt-worker as a child process; its stdout and stderr are collected by a
-// reader thread. Kills the child if the test ends early.
-class WorkerProcess {
- public:
-  WorkerProcess() {
-    int pipe_fds[2];
-    if (pipe(pipe_fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(pipe_fds[1], STDOUT_FILENO);
-      dup2(pipe_fds[1], STDERR_FILENO);
-      close(pipe_fds[0]);
-      execl(GOPT_WORKER_BINARY, GOPT_WORKER_BINARY, "--listen=127.0.0.1:0",
-            "--cpu_executors=2", "--pin_threads=false", nullptr);
-      _exit(127);
-    }
-    close(pipe_fds[1]);
-    reader_ = std::thread([this, fd = pipe_fds[0]] {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
-        absl::MutexLock lock(&mutex_);
-        log_.append(buffer, n);
-      }
-      close(fd);
-    });
-  }
-  ~WorkerProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (reader_.joinable()) reader_.join();
-  }
+// gopt-worker's flags: a free loopback port, two CPU executors.
+const std::vector<std::string> kWorkerArgs = {
+    "--listen=127.0.0.1:0", "--cpu_executors=2", "--pin_threads=false"};
 
-  // host:port once the worker listens ("" after 60 s without).
-  std::string WaitForAddress() {
-    const std::regex re("listening on port ([0-9]+)");
-    const absl::Time give_up = absl::Now() + absl::Seconds(60);
-    while (absl::Now() < give_up) {
-      {
-        absl::MutexLock lock(&mutex_);
-        std::smatch match;
-        if (std::regex_search(log_, match, re)) {
-          return absl::StrCat("127.0.0.1:", match[1].str());
-        }
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    ADD_FAILURE() << "gopt-worker did not start:\n" << log();
-    return "";
-  }
-  std::string log() {
-    absl::MutexLock lock(&mutex_);
-    return log_;
-  }
-  void Signal(int signal) { kill(pid_, signal); }
-  // The exit code, or -1 when killed by a signal.
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::thread reader_;
-  absl::Mutex mutex_;
-  std::string log_ ABSL_GUARDED_BY(mutex_);
-};
+// host:port once the worker listens ("" after 60 s without, and a failure).
+std::string WaitForAddress(gopt::testing::ChildProcess& process) {
+  const std::string port = process.WaitForLog("listening on port ([0-9]+)",
+                                              "gopt-worker did not start");
+  return port.empty() ? "" : absl::StrCat("127.0.0.1:", port);
+}
 
 graph::Graph RealGraph() {
   graph::ImporterRegistry importers;
@@ -132,8 +71,8 @@ std::unique_ptr<WorkerPool> PoolOf(const std::string& address,
 }
 
 TEST(WorkerProcessTest, MeasuresARealPlanAndStopsOnSigterm) {
-  WorkerProcess process;
-  const std::string address = process.WaitForAddress();
+  gopt::testing::ChildProcess process(GOPT_WORKER_BINARY, kWorkerArgs);
+  const std::string address = WaitForAddress(process);
   ASSERT_FALSE(address.empty());
   worker::ExecuteOptions execute;
   execute.warmup_runs = 1;
@@ -164,8 +103,8 @@ TEST(WorkerProcessTest, MeasuresARealPlanAndStopsOnSigterm) {
 }
 
 TEST(WorkerProcessTest, KilledMidPlanIsUnavailableNamingTheWorker) {
-  WorkerProcess process;
-  const std::string address = process.WaitForAddress();
+  gopt::testing::ChildProcess process(GOPT_WORKER_BINARY, kWorkerArgs);
+  const std::string address = WaitForAddress(process);
   ASSERT_FALSE(address.empty());
   worker::ExecuteOptions execute;
   execute.min_measure_seconds = 600;  // runs until killed
