@@ -141,6 +141,9 @@ void Simulator::Run::TrackFreeStart(int32_t u) {
 }
 
 void Simulator::Run::TrackFinish(int32_t u) {
+  // Only InSyncWithBase reads it, and not once rejoining is ruled out (a
+  // base unit's end is a cache miss per finished unit).
+  if (!may_rejoin_) return;
   base_end_finished_ = std::max(base_end_finished_, base_->units[u].end);
 }
 
@@ -541,6 +544,7 @@ absl::Status Simulator::Run::SimulateFrom(
   const int64_t events_before = events_;
   LoopEvents();
   candidate->incremental = true;
+  candidate->events_skipped = events_before;
   candidate->events_simulated = events_ - events_before;
   candidate->rejoined_base = rejoined_at_ >= 0;
   ws_.transfers_to = num_transfers_;

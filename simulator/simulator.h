@@ -97,6 +97,9 @@ struct CandidateResult {
   // base's in the same state, and took the rest of the run from the base.
   bool incremental = false;
   int64_t events_simulated = 0;
+  // The base's event-loop iterations before the checkpoint the run started
+  // from (0 for a run from the start).
+  int64_t events_skipped = 0;
   bool rejoined_base = false;
 };
 

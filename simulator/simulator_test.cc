@@ -756,6 +756,11 @@ TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
           simulator.SimulateCandidate(*base, plan).value();
       ASSERT_FALSE(candidate.slower_than_cutoff);
       ExpectSameResult(candidate.result, full);
+      if (candidate.incremental) {
+        EXPECT_LE(candidate.events_skipped, base->num_events());
+      } else {
+        EXPECT_EQ(candidate.events_skipped, 0);
+      }
       ++candidates;
       incremental += candidate.incremental;
       rejoined += candidate.rejoined_base;
