@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "simulator/fusion_rules.h"
 #include "simulator/simulator.h"
 #include "simulator/testing/test_graphs.h"
@@ -546,23 +547,19 @@ Topology RandomCalibratedTopology(std::mt19937_64& rng) {
 }
 
 // On calibrated CPU topologies, where a fusion group may run op by op (each
-// member its own kernel at its class's cost) and saves nothing, the bounds
-// still hold for every plan: they never count on fusion saving a launch or
+// member its own kernel at its class's cost) and saves nothing, the bound
+// still holds for every plan: they never count on fusion saving a launch or
 // a byte that the topology says it does not.
 TEST(LowerBoundTest, RandomPlansOnCalibratedTopologiesNeverBeatTheBounds) {
   RooflineCostModel cost_model;
-  LowerBoundOptions rules;
-  rules.kernel_rules = true;
   int plans = 0, op_by_op_plans = 0;
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937_64 rng(seed);
     const Graph graph = RandomGraph(rng, 2 + static_cast<int>(rng() % 60));
     const Topology topology = RandomCalibratedTopology(rng);
     const Simulator simulator(graph, topology, cost_model);
-    const double any_plan_s = simulator.LowerBound();
-    const double rules_s =
-        ComputeLowerBound(graph, topology, cost_model, rules).seconds();
+    const double bound_s = simulator.LowerBound();
     for (int k = 0; k < 8; ++k) {
       Plan plan = DefaultPlan(graph);
       plan.device = RandomPlacement(rng, graph, topology);
@@ -574,16 +571,19 @@ TEST(LowerBoundTest, RandomPlansOnCalibratedTopologiesNeverBeatTheBounds) {
       plan.fusion_group = RandomFusion(rng, graph, plan.device, fusion);
       const absl::StatusOr<SimulationResult> result = simulator.Simulate(plan);
       if (!result.ok()) {
-        EXPECT_EQ(fusion, 2) << result.status();
+        // Mode 1 may join groups into a cycle; mode 2 breaks the kernel
+        // rules. Simulate refuses both; runs within the rules always pass.
+        EXPECT_NE(fusion, 0) << result.status();
+        if (ObeysKernelRules(graph, plan)) {
+          EXPECT_TRUE(absl::StrContains(result.status().message(), "cycle"))
+              << result.status();
+        }
         continue;
       }
       ++plans;
       op_by_op_plans += topology.devices[0].fused_groups_run_op_by_op;
-      EXPECT_GE(result->step_time_s, any_plan_s * (1 - 1e-12));
-      if (ObeysKernelRules(graph, plan)) {
-        EXPECT_GE(result->step_time_s, rules_s * (1 - 1e-12))
-            << "fusion mode " << fusion;
-      }
+      EXPECT_GE(result->step_time_s, bound_s * (1 - 1e-12))
+          << "fusion mode " << fusion;
     }
   }
   EXPECT_GT(plans, 1200);
