@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <regex>
 #include <string>
@@ -18,7 +20,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "gopt/v1/worker.grpc.pb.h"
 #include "graph/import/builtin_importers.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/worker_pool.h"
 #include "simulator/topology.h"
@@ -85,6 +89,21 @@ class WorkerProcess {
     absl::MutexLock lock(&mutex_);
     return log_;
   }
+  // The first match of `re` in the log, waiting up to 60 s for it (empty
+  // when it never came).
+  std::smatch WaitForLog(const std::regex& re) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (absl::Now() < give_up) {
+      {
+        absl::MutexLock lock(&mutex_);
+        matched_log_ = log_;
+      }
+      std::smatch match;
+      if (std::regex_search(matched_log_, match, re)) return match;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return std::smatch();
+  }
   void Signal(int signal) { kill(pid_, signal); }
   // The exit code, or -1 when killed by a signal.
   int Wait() {
@@ -100,6 +119,7 @@ class WorkerProcess {
   std::thread reader_;
   absl::Mutex mutex_;
   std::string log_ ABSL_GUARDED_BY(mutex_);
+  std::string matched_log_;  // what WaitForLog's match points into
 };
 
 graph::Graph RealGraph() {
@@ -185,6 +205,81 @@ TEST(WorkerProcessTest, KilledMidPlanIsUnavailableNamingTheWorker) {
   EXPECT_TRUE(absl::IsUnavailable(measurement.status()))
       << measurement.status();
   EXPECT_THAT(measurement.status().message(), HasSubstr(address));
+}
+
+// DescribeResponse.node_executions: nodes the worker has started so far.
+int64_t NodeExecutions(const std::string& address) {
+  auto stub = gopt::v1::Worker::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  gopt::v1::DescribeResponse response;
+  const grpc::Status status =
+      stub->Describe(&context, gopt::v1::DescribeRequest(), &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.node_executions();
+}
+
+// A caller's cancellation reaches the remote worker (the pool cancels its
+// Execute call): the plan stops at its next node, not when its 600 s of
+// measuring are over, and the worker serves the next plan.
+TEST(WorkerProcessTest, CancelledPlanStopsOnTheWorkerWhichServesTheNext) {
+  WorkerProcess process;
+  const std::string address = process.WaitForAddress();
+  ASSERT_FALSE(address.empty());
+  worker::ExecuteOptions endless;
+  endless.min_measure_seconds = 600;
+  endless.max_repeats = 1'000'000;
+  auto pool = PoolOf(address, endless);
+  const graph::Graph graph = RealGraph();
+  const int64_t nodes = graph.num_nodes();
+  std::atomic<bool> cancelled(false);
+  absl::StatusOr<PlanMeasurement> measurement;
+  std::thread measuring([&] {
+    measurement = pool->Measure(graph, RoundRobin(graph),
+                                absl::Now() + absl::Seconds(600), &cancelled);
+  });
+  // Cancel once the worker is in its measured runs (set-up and one warm-up
+  // run each start every node once).
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  while (NodeExecutions(address) <= 3 * nodes && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_GT(NodeExecutions(address), 3 * nodes) << process.log();
+  cancelled.store(true);
+  measuring.join();
+  EXPECT_TRUE(absl::IsCancelled(measurement.status())) << measurement.status();
+
+  const std::smatch line = process.WaitForLog(
+      std::regex("cancelled by the caller after ([0-9]+) node executions, "
+                 "([0-9]+) of them after the cancellation reached"));
+  ASSERT_FALSE(line.empty()) << "the worker never saw the cancellation:\n"
+                             << process.log();
+  const int64_t ran = std::stoll(line[1].str());
+  const int64_t after_cancel = std::stoll(line[2].str());
+  EXPECT_GT(ran, 3 * nodes);
+  // Every node checks the flag before it starts: at most one node per
+  // thread that runs nodes (2 device threads, 2 link threads, the run's
+  // own) was past its check when the cancellation arrived.
+  EXPECT_LE(after_cancel, 5) << process.log();
+
+  // Stopped for good: the next plan's node count is exactly its own
+  // (set-up, 1 warm-up run, 2 measured runs: each starts every node once).
+  const int64_t before_next = NodeExecutions(address);
+  worker::ExecuteOptions short_plan;
+  short_plan.warmup_runs = 1;
+  short_plan.min_repeats = 2;
+  short_plan.max_repeats = 2;
+  short_plan.min_measure_seconds = 0;
+  auto next_pool = PoolOf(address, short_plan);
+  absl::StatusOr<PlanMeasurement> next = next_pool->Measure(
+      graph, RoundRobin(graph), absl::Now() + absl::Seconds(120), nullptr);
+  ASSERT_TRUE(next.ok()) << next.status() << process.log();
+  EXPECT_GT(next->measured_step_time_s, 0);
+  EXPECT_GT(next->measured_min_step_time_s, 0);
+  EXPECT_LE(next->measured_min_step_time_s, next->measured_step_time_s);
+  EXPECT_EQ(NodeExecutions(address) - before_next, 4 * nodes);
 }
 
 }  // namespace
