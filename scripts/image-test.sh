@@ -37,6 +37,9 @@ GRAPH=hlo/efficientnet_jax_lambda256.hlo
 TOPOLOGY=v100x4-nvlink
 LISTEN_PORT=50052       # not the image's default 50051: GOPT_LISTEN must win
 VERIFY_GRAPH=hlo/jaxrl_td_target.hlo
+# The revision built, read once: a commit made while the build runs must not
+# fail the gopt_build_info check.
+REVISION="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 failures=0
 containers=()
 networks=()
@@ -145,8 +148,7 @@ ensure_base_images() {
 
 # --- Build -------------------------------------------------------------------
 build_image() {
-  local revision start
-  revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  local revision="$REVISION" start
   if [[ "${GOPT_IMAGE_TEST_NO_BUILD:-0}" == 1 ]]; then
     result SKIP "docker build -t $IMAGE ." "GOPT_IMAGE_TEST_NO_BUILD=1: checking the existing $IMAGE"
     docker image inspect "$IMAGE" >/dev/null 2>&1 || { result FAIL "image $IMAGE" "not found"; return 1; }
@@ -276,8 +278,7 @@ check_optimize() {
 }
 
 check_metrics() {
-  local text revision
-  revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  local text revision="$REVISION"
   if ! text="$(metrics)"; then
     result FAIL "/metrics" "no answer on port $metrics_port"
     return 1
@@ -418,7 +419,7 @@ check_remote_worker() {
   rows="$(grep -c '"predicted_step_time_s"' "$LOG_DIR/verify.json")"
   measured="$(grep -E '"measured_step_time_s": *[0-9.eE+-]+' "$LOG_DIR/verify.json" \
     | grep -vcE '"measured_step_time_s": *0(\.0*)?,?$')"
-  remote="$(grep -E '"worker": *"[0-9a-f.:\[\]]+:50052"' -c "$LOG_DIR/verify.json")"
+  remote="$(grep -cE '"worker": *"[][0-9a-f.:]+:50052"' "$LOG_DIR/verify.json")"
   answer="$(grep -E '"measured_step_time_s"' "$LOG_DIR/verify.json" | tail -1 | tr -d ' ,')"
   local detail="client exit $client_status; $rows candidate(s), $measured measured step time(s) > 0 (with the answer's), $remote on the remote worker; $answer"
   if [[ $client_status -eq 0 && "$rows" -ge 2 && "$remote" -ge "$rows" \
@@ -431,6 +432,18 @@ check_remote_worker() {
 }
 
 # --- Deploy files ------------------------------------------------------------
+# The rendered objects (stdin, `---` separated) without, and only, the
+# gopt-worker Deployment of the gpu overlay: its replicas and GPU are its own
+# (no HPA scales it; it runs plans on the GPU).
+objects_but_worker() {
+  awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" }
+       !(/(^|\n)kind: Deployment\n/ && /\n  name: gopt-worker\n/)'
+}
+worker_deployment() {
+  awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" }
+       /(^|\n)kind: Deployment\n/ && /\n  name: gopt-worker\n/'
+}
+
 # kubectl >= 1.21 (kustomize v4+) renders components and `labels`; Debian
 # bookworm's kubernetes-client is 1.20 (kustomize v2.0.3), too old for both.
 check_kustomize() {
@@ -461,9 +474,16 @@ check_kustomize() {
       result FAIL "$render $overlay" "$(tail -1 "$out.err")"
       continue
     fi
-    local problems=""
-    grep -q '^  replicas:' "$out" && problems+=" replicas set beside the HPA;"
-    grep -q 'nvidia.com/gpu:' "$out" && problems+=" requests a GPU;"
+    local problems="" server_objects worker_objects
+    server_objects="$(objects_but_worker <"$out")"
+    worker_objects="$(worker_deployment <"$out")"
+    grep -q '^  replicas:' <<<"$server_objects" && problems+=" replicas set beside the HPA;"
+    grep -q 'nvidia.com/gpu:' <<<"$server_objects" && problems+=" gopt-server requests a GPU;"
+    if [[ "$overlay" == */gpu ]]; then
+      grep -q 'nvidia.com/gpu:' <<<"$worker_objects" || problems+=" no gopt-worker Deployment with a GPU;"
+    else
+      [[ -n "$worker_objects" ]] && problems+=" a gopt-worker Deployment outside the gpu overlay;"
+    fi
     grep -q 'image: registry.example.com/gopt:' "$out" || problems+=" image not from the registry setting;"
     if [[ "$overlay" == *prometheus-operator ]]; then
       grep -q '^kind: ServiceMonitor' "$out" || problems+=" no ServiceMonitor;"

@@ -265,6 +265,7 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
                              &rng_, &actions);
           PpoGraphStats graph_stats;
           graph_stats.label = instance.label;
+          if (options_.rescore) options_.rescore(instance, &scored);
           std::vector<double> rewards;
           for (ScoredPlan& plan : scored) {
             rewards.push_back(plan.reward);
