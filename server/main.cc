@@ -34,6 +34,7 @@
 #include "server/policy_registry.h"
 #include "server/server.h"
 #include "server/worker_pool.h"
+#include "util/repeated_flags.h"
 #include "worker/executor.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
@@ -225,6 +226,10 @@ int main(int argc, char** argv) {
       "usage: gopt-server [--listen=HOST:PORT] [--policy_dir=DIR] ...\n"
       "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).");
   if (!ApplyEnvironment()) return kExitUsage;
+  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
+    std::cerr << "gopt-server: " << s.message() << "\n";
+    return kExitUsage;
+  }
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

@@ -12,6 +12,7 @@
 //   gopt_executor_eval --topology=calibrated.json \
 //       --graph=a.onnx,b.hlo --chosen=a.onnx=plan_a.json
 //   gopt_executor_eval --real_ops=../shared/data/onnx/light_squeezenet.onnx
+//   gopt_executor_eval --real_ops=silero_vad_legacy.onnx --dim=sequence=512
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "graph/import/builtin_importers.h"
@@ -30,6 +33,7 @@
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "util/repeated_flags.h"
 #include "worker/executor.h"
 #include "worker/measurement.h"
 
@@ -40,6 +44,11 @@ ABSL_FLAG(std::vector<std::string>, chosen, {},
           "GRAPH=PLAN.json: a chosen plan (gopt optimize --out) per graph");
 ABSL_FLAG(std::vector<std::string>, real_ops, {},
           "files whose real-op fraction to print (no correlation)");
+ABSL_FLAG(std::vector<std::string>, dim, {},
+          "NAME=VALUE: a symbolic dimension's value for every imported file "
+          "(ONNX dim_param, as gopt inspect --dim); repeatable");
+ABSL_FLAG(double, real_ops_timeout_seconds, 300,
+          "--real_ops: the limit on one file's single run");
 ABSL_FLAG(double, min_measure_seconds, 0.1, "measured time per plan");
 ABSL_FLAG(int32_t, min_repeats, 5, "measured runs per plan at least");
 ABSL_FLAG(int32_t, cpu_executors, 0,
@@ -215,7 +224,29 @@ ExecuteOptions MeasureOptions() {
   return options;
 }
 
+// The --dim values as import options; InvalidArgument naming a malformed one.
+absl::StatusOr<graph::ImportOptions> ImportOptionsFromDims() {
+  graph::ImportOptions import;
+  for (const std::string& dim : absl::GetFlag(FLAGS_dim)) {
+    std::vector<std::string> parts =
+        absl::StrSplit(dim, absl::MaxSplits('=', 1));
+    int64_t value = 0;
+    if (parts.size() != 2 || parts[0].empty() ||
+        !absl::SimpleAtoi(parts[1], &value) || value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim=", dim, ": expected NAME=VALUE with a positive integer"));
+    }
+    import.symbolic_dims[parts[0]] = value;
+  }
+  return import;
+}
+
 int PrintRealOps(Executor& executor, const graph::ImporterRegistry& registry) {
+  absl::StatusOr<graph::ImportOptions> import = ImportOptionsFromDims();
+  if (!import.ok()) {
+    std::cerr << import.status().message() << "\n";
+    return 64;
+  }
   std::cout << "file\tnodes_real\tnodes\treal_op_fraction_nodes\t"
                "real_op_fraction_flops\tstatus\n";
   ExecuteOptions options = MeasureOptions();
@@ -223,8 +254,10 @@ int PrintRealOps(Executor& executor, const graph::ImporterRegistry& registry) {
   options.min_repeats = 1;
   options.max_repeats = 1;
   options.min_measure_seconds = 0;
+  options.timeout_seconds = absl::GetFlag(FLAGS_real_ops_timeout_seconds);
   for (const std::string& path : absl::GetFlag(FLAGS_real_ops)) {
-    absl::StatusOr<graph::Graph> graph = registry.ImportFile(path, "auto", {});
+    absl::StatusOr<graph::Graph> graph =
+        registry.ImportFile(path, "auto", *import);
     if (!graph.ok()) {
       std::cout << path << "\t-\t-\t-\t-\timport: " << graph.status() << "\n";
       continue;
@@ -361,6 +394,10 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
 }  // namespace gopt::worker
 
 int main(int argc, char** argv) {
+  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
+    std::cerr << "gopt_executor_eval: " << s.message() << "\n";
+    return 64;
+  }
   absl::ParseCommandLine(argc, argv);
   gopt::graph::ImporterRegistry registry;
   gopt::graph::RegisterBuiltinImporters(&registry);

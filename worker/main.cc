@@ -25,6 +25,7 @@
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "util/repeated_flags.h"
 #include "worker/executor.h"
 #include "worker/worker_service.h"
 
@@ -86,6 +87,10 @@ int main(int argc, char** argv) {
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
+  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
+    std::cerr << "gopt-worker: " << s.message() << "\n";
+    return kExitUsage;
+  }
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     std::cerr << "gopt-worker: unexpected argument '" << positional[1]

@@ -13,6 +13,7 @@
 //       [--seconds=5,15,60] [--graphs=gen:transformer_xl-small,...]
 
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "policy/go/ppo_trainer.h"
 #include "simulator/baselines/baseline_context.h"
 #include "simulator/baselines/heft_placer.h"
+#include "util/repeated_flags.h"
 
 ABSL_FLAG(std::string, data_dir, "../shared/data",
           "the shared data directory the held-out real graphs are under");
@@ -128,6 +130,10 @@ int Main() {
 }  // namespace gopt::policy::go
 
 int main(int argc, char** argv) {
+  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
+    std::cerr << "gopt_search_budget_benchmark: " << s.message() << "\n";
+    return 64;
+  }
   absl::ParseCommandLine(argc, argv);
   return gopt::policy::go::Main();
 }
