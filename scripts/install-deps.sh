@@ -17,6 +17,7 @@ PACKAGES=(
   nlohmann-json3-dev libmetis-dev libzip-dev libyaml-cpp-dev
   libopenblas0-pthread
   openssl
+  python3  # scripts/check-structure.sh, run by ctest
 )
 if [[ "${GOPT_DEBIAN_LIBTORCH:-1}" != "0" ]]; then
   PACKAGES+=(libtorch-dev)

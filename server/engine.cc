@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/graph_proto.h"
+#include "policy/eval/baseline_comparison.h"
 #include "server/verify.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
@@ -29,6 +30,7 @@ using gopt::v1::EvaluateResponse;
 using gopt::v1::OptimizeProgress;
 using gopt::v1::OptimizeRequest;
 using gopt::v1::OptimizeResponse;
+using policy::eval::UsableStepTime;
 using simulator::Plan;
 using simulator::SimulationResult;
 
@@ -93,12 +95,6 @@ constexpr int64_t kTraceBytesPerNode = 600;
 // OptimizeOptions.max_reward_measurements: its default (0) and largest value.
 constexpr int32_t kDefaultRewardMeasurements = 64;
 constexpr int32_t kMaxRewardMeasurements = 1024;
-
-// Whether a simulated step time may reach a response. Topology and graph
-// validation keep every time finite; this is the last line of defence.
-bool UsableStepTime(double seconds) {
-  return std::isfinite(seconds) && seconds > 0;
-}
 
 // Fills a result row from a simulation; a step time that is not finite and
 // positive makes the row invalid instead of reaching the client.
@@ -267,21 +263,6 @@ absl::StatusOr<simulator::Topology> TopologyFromInput(
   return absl::InvalidArgumentError(
       "topology: set topology.preset (e.g. v100x4-nvlink) or "
       "topology.topology");
-}
-
-// Every combination of the registered heuristics for the requested tasks;
-// tasks not requested keep the framework default.
-std::vector<std::string> BaselineMethodsFor(
-    const simulator::baselines::BaselineRegistry& registry,
-    const policy::TaskSet& tasks) {
-  std::vector<std::string> methods;
-  for (const simulator::baselines::BaselineMethod& method :
-       simulator::baselines::BaselineCombinations(
-           registry,
-           {tasks.placement, tasks.scheduling, tasks.fusion, tasks.layout})) {
-    methods.push_back(method.FullName());
-  }
-  return methods;
 }
 
 // A plan that may be the answer.
@@ -497,110 +478,48 @@ absl::Status OptimizeRun::RunBaselines() {
     }
     methods.push_back(method);
   }
-  if (methods.empty()) methods = BaselineMethodsFor(baselines_, tasks_);
-  // Grouped per placement: the heuristics of one placement share work inside
-  // BestBaseline, and the deadline is checked between groups.
-  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
-  for (const std::string& method : methods) {
-    absl::StatusOr<simulator::baselines::BaselineMethod> parsed =
-        simulator::baselines::ParseBaselineMethod(baselines_, method);
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "options.baseline_methods: ", parsed.status().message()));
-    }
-    auto group = std::find_if(groups.begin(), groups.end(), [&](auto& g) {
-      return g.first == parsed->placement;
-    });
-    if (group == groups.end()) {
-      groups.emplace_back(parsed->placement, std::vector<std::string>());
-      group = groups.end() - 1;
-    }
-    group->second.push_back(parsed->FullName());
-  }
-
+  if (methods.empty())
+    methods = policy::eval::BaselineMethodsFor(baselines_, tasks_);
+  policy::eval::BaselineComparisonOptions comparison_options;
+  comparison_options.methods = std::move(methods);
+  comparison_options.check_stop = [this] { return CheckStop("the baselines"); };
+  comparison_options.on_group =
+      [this](int groups_done,
+             const std::optional<policy::eval::BaselineGroupWinner>& winner) {
+        if (winner.has_value()) {
+          Candidate candidate{
+              winner->plan, absl::StrCat("best-baseline:", winner->plan.method),
+              winner->step_time_s};
+          if (winner->best_so_far && UsableStepTime(winner->step_time_s)) {
+            best_baseline_ = candidate;
+          }
+          Offer(std::move(candidate));
+        }
+        Progress("baselines", groups_done);
+      };
   const simulator::baselines::BaselineContext baseline_context{
       *graph_, *topology_, cost_model_, request_.options().seed()};
-  std::string baseline_best_method;
-  double baseline_best_s = 0;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    if (absl::Status stop = CheckStop("the baselines"); !stop.ok()) {
-      AddTiming("baselines", baselines_start);
-      return Stop(stop);
-    }
-    simulator::baselines::BestBaselineOptions group_options;
-    group_options.methods = groups[i].second;
-    group_options.check_stop = [this] { return CheckStop("the baselines"); };
-    absl::StatusOr<simulator::baselines::BestBaselineResult> best =
-        simulator::baselines::BestBaseline(baselines_, baseline_context,
-                                           group_options);
-    if (absl::IsDeadlineExceeded(best.status()) ||
-        absl::IsCancelled(best.status())) {
-      AddTiming("baselines", baselines_start);
-      return Stop(best.status());
-    }
-    if (best.ok()) {
-      double winner_s = 0;
-      for (const auto& trial : best->trials) {
-        gopt::v1::MethodResult* row = response_.add_baselines();
-        row->set_method(trial.method);
-        row->set_valid(trial.valid);
-        row->set_error(trial.error);
-        if (trial.valid && !UsableStepTime(trial.step_time_s)) {
-          row->set_valid(false);
-          row->set_error(absl::StrCat("simulated to ", trial.step_time_s,
-                                      " s, which is not a step time"));
-          continue;
-        }
-        row->set_step_time_s(trial.step_time_s);
-        row->set_oom(trial.oom);
-        if (trial.valid) {
-          response_.set_num_simulations(response_.num_simulations() + 1);
-        }
-        if (trial.method == best->plan.method) winner_s = trial.step_time_s;
-      }
-      const bool best_so_far =
-          baseline_best_method.empty() || winner_s < baseline_best_s;
-      if (best_so_far) {
-        baseline_best_method = best->plan.method;
-        baseline_best_s = winner_s;
-      }
-      std::string label = absl::StrCat("best-baseline:", best->plan.method);
-      Candidate candidate{std::move(best->plan), std::move(label), winner_s};
-      if (best_so_far && UsableStepTime(winner_s)) best_baseline_ = candidate;
-      Offer(std::move(candidate));
-    } else {
-      // No plan of this placement fits (or none could be made): say why
-      // per method.
-      for (const std::string& method : groups[i].second) {
-        if (absl::Status stop = CheckStop("the baselines"); !stop.ok()) {
-          AddTiming("baselines", baselines_start);
-          return Stop(stop);
-        }
-        gopt::v1::MethodResult* row = response_.add_baselines();
-        row->set_method(method);
-        absl::StatusOr<Plan> plan = simulator::baselines::MakeBaselinePlan(
-            baselines_, method, baseline_context);
-        if (!plan.ok()) {
-          row->set_error(std::string(plan.status().message()));
-          continue;
-        }
-        simulator::SimulationOptions quick;
-        quick.record_timeline = false;
-        absl::StatusOr<SimulationResult> result =
-            simulator_->Simulate(*plan, quick);
-        if (!result.ok()) {
-          row->set_error(std::string(result.status().message()));
-          continue;
-        }
-        response_.set_num_simulations(response_.num_simulations() + 1);
-        SetSimulated(*result, row);
-      }
-    }
-    Progress("baselines", static_cast<int32_t>(i + 1));
+  absl::StatusOr<policy::eval::BaselineComparison> comparison =
+      policy::eval::CompareBaselines(baselines_, baseline_context, *simulator_,
+                                     comparison_options);
+  if (!comparison.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.baseline_methods: ", comparison.status().message()));
   }
-  response_.set_best_baseline_method(baseline_best_method);
-  response_.set_best_baseline_step_time_s(baseline_best_s);
+  for (const simulator::baselines::BaselineTrial& trial : comparison->rows) {
+    gopt::v1::MethodResult* row = response_.add_baselines();
+    row->set_method(trial.method);
+    row->set_valid(trial.valid);
+    row->set_error(trial.error);
+    row->set_step_time_s(trial.step_time_s);
+    row->set_oom(trial.oom);
+  }
+  response_.set_num_simulations(response_.num_simulations() +
+                                comparison->num_simulations);
   AddTiming("baselines", baselines_start);
+  if (!comparison->stopped.ok()) return Stop(comparison->stopped);
+  response_.set_best_baseline_method(comparison->best_method);
+  response_.set_best_baseline_step_time_s(comparison->best_step_time_s);
   return absl::OkStatus();
 }
 
@@ -866,14 +785,10 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   *response_.mutable_plan() = simulator::PlanToProto(best_->plan);
   response_.set_method(best_->method);
   response_.set_step_time_s(result.step_time_s);
-  if (response_.lower_bound_s() > 0) {
-    response_.set_ratio_to_lower_bound(result.step_time_s /
-                                       response_.lower_bound_s());
-  }
-  if (response_.kernel_rules_lower_bound_s() > 0) {
-    response_.set_ratio_to_kernel_rules_lower_bound(
-        result.step_time_s / response_.kernel_rules_lower_bound_s());
-  }
+  response_.set_ratio_to_lower_bound(
+      policy::eval::RatioOrZero(result.step_time_s, response_.lower_bound_s()));
+  response_.set_ratio_to_kernel_rules_lower_bound(policy::eval::RatioOrZero(
+      result.step_time_s, response_.kernel_rules_lower_bound_s()));
   for (int64_t bytes : result.peak_memory_bytes) {
     response_.add_peak_memory_bytes(bytes);
   }

@@ -8,7 +8,6 @@
 // new calls, let calls in flight finish for --shutdown_timeout_seconds,
 // cancel the rest -> exit 0.
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,9 +19,7 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
@@ -34,7 +31,7 @@
 #include "server/policy_registry.h"
 #include "server/server.h"
 #include "server/worker_pool.h"
-#include "util/repeated_flags.h"
+#include "util/service_main.h"
 #include "worker/executor.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
@@ -204,35 +201,21 @@ absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> MakeWorkerPool(
   return std::shared_ptr<gopt::server::PlanMeasurer>(std::move(*pool));
 }
 
-int WaitForSignal(const sigset_t& signals) {
-  int signal = 0;
-  sigwait(&signals, &signal);
-  return signal;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Signals are taken synchronously by sigwait below; blocked before any
-  // thread starts so that every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::SetProgramUsageMessage(
-      "gopt-server: the gopt.v1.GraphOptimizer gRPC service.\n"
+  // Signals are taken synchronously by signals.Wait() below; blocked before
+  // any thread starts so that every thread inherits the mask.
+  const gopt::util::TerminationSignals signals;
+  gopt::util::SetServiceUsage(
+      "the gopt.v1.GraphOptimizer gRPC service.\n"
       "usage: gopt-server [--listen=HOST:PORT] [--policy_dir=DIR] ...\n"
-      "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).");
+      "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).",
+      "server/main.cc");
   if (!ApplyEnvironment()) return kExitUsage;
-  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
-    std::cerr << "gopt-server: " << s.message() << "\n";
+  if (!gopt::util::ParseServiceCommandLine(argc, argv, "gopt-server")) {
     return kExitUsage;
   }
-  absl::ParseCommandLine(argc, argv);
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
   // Fine-tuning runs the GO network in a loop; without this its large
   // temporaries are mapped and faulted in afresh on every pass (a PPO step
   // on an 85k-node graph takes 3x as long).
@@ -337,7 +320,7 @@ int main(int argc, char** argv) {
       std::make_shared<gopt::server::Engine>(engine_options, *policies));
   LOG(INFO) << "SERVING";
 
-  const int signal = WaitForSignal(signals);
+  const int signal = signals.Wait();
   const absl::Duration drain = Seconds(absl::GetFlag(FLAGS_drain_seconds));
   LOG(INFO) << "signal " << signal << ": health NOT_SERVING, draining for "
             << drain;

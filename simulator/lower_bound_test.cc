@@ -11,6 +11,7 @@
 
 #include "simulator/fusion_rules.h"
 #include "simulator/simulator.h"
+#include "simulator/testing/test_graphs.h"
 
 namespace gopt::simulator {
 namespace {
@@ -24,61 +25,20 @@ using graph::OpKind;
 
 constexpr double kTolerance = 1e-12;
 
-// Identical devices with round numbers: 1 TFLOP/s at full efficiency,
-// 100 GB/s memory, 1 us launch; links 10 GB/s with 10 us latency. A kernel
-// with F > 0 FLOPs and B bytes takes max((F + 1e6) / 1e12, B / 1e11) + 1e-6.
+// Round numbers: a kernel with F FLOPs and B bytes takes
+// max((F + 1e6) / 1e12, B / 1e11) + 1e-6 s (see RoundNumberTopology).
 Topology TestTopology(int devices = 2) {
-  DeviceProfile device;
-  device.name = "test";
-  device.kind = DeviceKind::kGpu;
-  device.peak_f32_flops = 1e12;
-  device.memory_bandwidth_bytes_per_s = 1e11;
-  device.memory_bytes = 1'000'000'000;
-  device.launch_overhead_s = 1e-6;
-  device.max_efficiency = 1.0;
-  Topology topology;
-  topology.name = "test";
-  topology.devices.assign(devices, device);
-  topology.links.assign(devices * devices, Link{1e10, 1e-5});
-  return topology;
+  return testing::RoundNumberTopology(devices);
 }
 
-// Builds small graphs of parameters and ops of a chosen kind.
-class GraphMaker {
+// The graphs of these tests: ops of a chosen kind, f32[1000].
+class GraphMaker : public testing::TestGraphBuilder {
  public:
-  int Param(const std::string& name, int64_t elements) {
-    Node node;
-    node.name = name;
-    node.op = "parameter";
-    node.kind = OpKind::kParameter;
-    node.outputs = {MakeTensorType(DType::kF32, {elements})};
-    return builder_.AddNode(std::move(node));
-  }
-  // An op with `flops`, 8000 bytes of traffic and an f32[1000] output.
   int Op(const std::string& name, OpKind kind, double flops,
          std::vector<int> inputs,
          graph::DeviceConstraint constraint = graph::DeviceConstraint::kAny) {
-    Node node;
-    node.name = name;
-    node.op = "op";
-    node.kind = kind;
-    node.outputs = {MakeTensorType(DType::kF32, {1000})};
-    node.flops = flops;
-    node.bytes_read = 4000;
-    node.bytes_written = 4000;
-    node.device_constraint = constraint;
-    const int id = builder_.AddNode(std::move(node));
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      builder_.AddEdge(inputs[i], 0, id, static_cast<int32_t>(i));
-    }
-    return id;
+    return AddOp(name, kind, flops, inputs, /*elements=*/1000, constraint);
   }
-  Graph Build() {
-    return std::move(builder_).Build(graph::GraphLimits()).value();
-  }
-
- private:
-  GraphBuilder builder_{"test", "generated"};
 };
 
 LowerBoundTerms Bound(const Graph& graph, const Topology& topology,

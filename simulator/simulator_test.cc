@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "simulator/chrome_trace.h"
+#include "simulator/testing/test_graphs.h"
 
 namespace gopt::simulator {
 namespace {
@@ -29,60 +30,19 @@ using ::testing::HasSubstr;
 
 constexpr double kTolerance = 1e-12;
 
-// Two identical devices with round numbers: 1 TFLOP/s at full efficiency,
-// 100 GB/s memory, 1 us launch, 1 GB memory; links 10 GB/s with 10 us
-// latency. A kernel with F FLOPs and B bytes takes
-//   max((F + 1e6) / 1e12, B / 1e11) + 1e-6 seconds
-// (the roofline's small-kernel term adds peak * 1 us = 1e6 FLOPs).
+// Round numbers: a kernel with F FLOPs and B bytes takes
+// max((F + 1e6) / 1e12, B / 1e11) + 1e-6 s (see RoundNumberTopology).
 Topology TestTopology(int devices = 2) {
-  DeviceProfile device;
-  device.name = "test";
-  device.kind = DeviceKind::kGpu;
-  device.peak_f32_flops = 1e12;
-  device.memory_bandwidth_bytes_per_s = 1e11;
-  device.memory_bytes = 1'000'000'000;
-  device.launch_overhead_s = 1e-6;
-  device.max_efficiency = 1.0;
-  Topology topology;
-  topology.name = "test";
-  topology.devices.assign(devices, device);
-  topology.links.assign(devices * devices, Link{1e10, 1e-5});
-  return topology;
+  return testing::RoundNumberTopology(devices);
 }
 
-class GraphMaker {
+// The graphs of these tests: ops are elementwise, f32[elements].
+class GraphMaker : public testing::TestGraphBuilder {
  public:
-  int Param(const std::string& name, int64_t elements) {
-    Node node;
-    node.name = name;
-    node.op = "parameter";
-    node.kind = OpKind::kParameter;
-    node.outputs = {MakeTensorType(DType::kF32, {elements})};
-    return builder_.AddNode(std::move(node));
-  }
-  // An op with `flops`, 8000 bytes of traffic and an f32[elements] output.
   int Op(const std::string& name, double flops, std::vector<int> inputs,
          int64_t elements = 1000) {
-    Node node;
-    node.name = name;
-    node.op = "op";
-    node.kind = OpKind::kElementwiseBinary;
-    node.outputs = {MakeTensorType(DType::kF32, {elements})};
-    node.flops = flops;
-    node.bytes_read = 4000;
-    node.bytes_written = 4000;
-    const int id = builder_.AddNode(std::move(node));
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      builder_.AddEdge(inputs[i], 0, id, static_cast<int32_t>(i));
-    }
-    return id;
+    return AddOp(name, OpKind::kElementwiseBinary, flops, inputs, elements);
   }
-  Graph Build() {
-    return std::move(builder_).Build(graph::GraphLimits()).value();
-  }
-
- private:
-  GraphBuilder builder_{"test", "generated"};
 };
 
 SimulationResult RunSimulation(const Graph& graph, const Topology& topology,

@@ -24,99 +24,17 @@
 #include "graph/native/graph_proto.h"
 #include "gtest/gtest.h"
 #include "simulator/generators/generators.h"
+#include "tests/util/child_process.h"
 #include "tests/util/http_get.h"
 #include "tests/util/shared_data.h"
 
 namespace gopt {
 namespace {
 
+using ::gopt::testing::ChildProcess;
 using ::grpc::health::v1::HealthCheckResponse;
 using ::testing::HasSubstr;
-
-// gopt-server as a child process; its stderr (glog) is collected by a
-// reader thread. Kills the child if the test ends early.
-class ServerProcess {
- public:
-  explicit ServerProcess(const std::vector<std::string>& args,
-                         const std::vector<std::string>& environment) {
-    int pipe_fds[2];
-    if (pipe(pipe_fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(pipe_fds[1], STDERR_FILENO);
-      close(pipe_fds[0]);
-      for (const std::string& variable : environment) {
-        putenv(const_cast<char*>(variable.c_str()));
-      }
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(GOPT_SERVER_BINARY));
-      for (const std::string& arg : args) {
-        argv.push_back(const_cast<char*>(arg.c_str()));
-      }
-      argv.push_back(nullptr);
-      execv(GOPT_SERVER_BINARY, argv.data());
-      _exit(127);
-    }
-    close(pipe_fds[1]);
-    reader_ = std::thread([this, fd = pipe_fds[0]] {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
-        absl::MutexLock lock(&mutex_);
-        log_.append(buffer, n);
-      }
-      close(fd);
-    });
-  }
-
-  ~ServerProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (reader_.joinable()) reader_.join();
-  }
-
-  // Waits (up to 60 s) until the log matches `pattern`; returns group 1.
-  std::string WaitForLog(const std::string& pattern) {
-    const std::regex re(pattern);
-    const absl::Time give_up = absl::Now() + absl::Seconds(60);
-    while (absl::Now() < give_up) {
-      {
-        absl::MutexLock lock(&mutex_);
-        std::smatch match;
-        if (std::regex_search(log_, match, re)) {
-          return match.size() > 1 ? match[1].str() : match[0].str();
-        }
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    ADD_FAILURE() << "no '" << pattern << "' in the server log:\n" << log();
-    return "";
-  }
-
-  std::string log() {
-    absl::MutexLock lock(&mutex_);
-    return log_;
-  }
-
-  void Signal(int signal) { kill(pid_, signal); }
-
-  // The exit code, or -1 when killed by a signal.
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::thread reader_;
-  absl::Mutex mutex_;
-  std::string log_ ABSL_GUARDED_BY(mutex_);
-};
+using ::testing::Not;
 
 // Runs the gopt CLI; returns its exit code and stdout.
 int RunGopt(const std::string& args, std::string* out) {
@@ -137,7 +55,8 @@ std::string EmptyPolicyDir() {
 }
 
 TEST(ServerProcessTest, EnvironmentFlagsHealthAndRemoteOptimize) {
-  ServerProcess server(
+  ChildProcess server(
+      GOPT_SERVER_BINARY,
       {"--metrics_listen=127.0.0.1:0", "--policy_dir=" + EmptyPolicyDir()},
       {"GOPT_LISTEN=127.0.0.1:0", "GOPT_DRAIN_SECONDS=0",
        "GOPT_QUEUE_LENGTH=7"});
@@ -197,10 +116,11 @@ TEST(ServerProcessTest, EnvironmentFlagsHealthAndRemoteOptimize) {
 }
 
 TEST(ServerProcessTest, SigtermDrainsAndInFlightRequestCompletes) {
-  ServerProcess server({"--listen=127.0.0.1:0",
-                        "--metrics_listen=", "--policy_dir=" + EmptyPolicyDir(),
-                        "--drain_seconds=3", "--shutdown_timeout_seconds=60"},
-                       {});
+  ChildProcess server(GOPT_SERVER_BINARY,
+                      {"--listen=127.0.0.1:0",
+                       "--metrics_listen=", "--policy_dir=" + EmptyPolicyDir(),
+                       "--drain_seconds=3", "--shutdown_timeout_seconds=60"},
+                      {});
   const std::string port = server.WaitForLog("listening on port (\\d+)");
   server.WaitForLog("\\] SERVING");
   client::ClientOptions options;
@@ -262,11 +182,21 @@ TEST(ServerProcessTest, CorruptPolicyCardStopsStartup) {
   const std::string dir = EmptyPolicyDir() + "_corrupt";
   std::filesystem::create_directories(dir + "/broken");
   std::ofstream(dir + "/broken/card.json") << "{\"format_version\": 1,";
-  ServerProcess server(
+  ChildProcess server(
+      GOPT_SERVER_BINARY,
       {"--listen=127.0.0.1:0", "--metrics_listen=", "--policy_dir=" + dir}, {});
   EXPECT_EQ(server.Wait(), 1);
   EXPECT_THAT(server.log(), HasSubstr("card.json is not valid JSON"));
   EXPECT_THAT(server.log(), HasSubstr("broken"));
+}
+
+TEST(ServerProcessTest, HelpListsTheServerFlags) {
+  ChildProcess server(GOPT_SERVER_BINARY, {"--help"});
+  server.Wait();
+  EXPECT_THAT(server.log(), HasSubstr("--listen"));
+  EXPECT_THAT(server.log(), HasSubstr("--workers"));
+  EXPECT_THAT(server.log(), HasSubstr("default: \"0.0.0.0:50051\""));
+  EXPECT_THAT(server.log(), Not(HasSubstr("No flags matched")));
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "server/worker_pool.h"
 #include "simulator/topology.h"
+#include "tests/util/child_process.h"
 #include "tests/util/shared_data.h"
 
 namespace gopt::server {
@@ -33,94 +34,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// gopt-worker as a child process; its stdout and stderr are collected by a
-// reader thread. Kills the child if the test ends early.
-class WorkerProcess {
- public:
-  WorkerProcess() {
-    int pipe_fds[2];
-    if (pipe(pipe_fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(pipe_fds[1], STDOUT_FILENO);
-      dup2(pipe_fds[1], STDERR_FILENO);
-      close(pipe_fds[0]);
-      execl(GOPT_WORKER_BINARY, GOPT_WORKER_BINARY, "--listen=127.0.0.1:0",
-            "--cpu_executors=2", "--pin_threads=false", nullptr);
-      _exit(127);
-    }
-    close(pipe_fds[1]);
-    reader_ = std::thread([this, fd = pipe_fds[0]] {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
-        absl::MutexLock lock(&mutex_);
-        log_.append(buffer, n);
-      }
-      close(fd);
-    });
-  }
-  ~WorkerProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (reader_.joinable()) reader_.join();
-  }
+// gopt-worker's flags: a free loopback port, two CPU executors.
+const std::vector<std::string> kWorkerArgs = {
+    "--listen=127.0.0.1:0", "--cpu_executors=2", "--pin_threads=false"};
 
-  // host:port once the worker listens ("" after 60 s without).
-  std::string WaitForAddress() {
-    const std::regex re("listening on port ([0-9]+)");
-    const absl::Time give_up = absl::Now() + absl::Seconds(60);
-    while (absl::Now() < give_up) {
-      {
-        absl::MutexLock lock(&mutex_);
-        std::smatch match;
-        if (std::regex_search(log_, match, re)) {
-          return absl::StrCat("127.0.0.1:", match[1].str());
-        }
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    ADD_FAILURE() << "gopt-worker did not start:\n" << log();
-    return "";
-  }
-  std::string log() {
-    absl::MutexLock lock(&mutex_);
-    return log_;
-  }
-  // The first match of `re` in the log, waiting up to 60 s for it (empty
-  // when it never came).
-  std::smatch WaitForLog(const std::regex& re) {
-    const absl::Time give_up = absl::Now() + absl::Seconds(60);
-    while (absl::Now() < give_up) {
-      {
-        absl::MutexLock lock(&mutex_);
-        matched_log_ = log_;
-      }
-      std::smatch match;
-      if (std::regex_search(matched_log_, match, re)) return match;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return std::smatch();
-  }
-  void Signal(int signal) { kill(pid_, signal); }
-  // The exit code, or -1 when killed by a signal.
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::thread reader_;
-  absl::Mutex mutex_;
-  std::string log_ ABSL_GUARDED_BY(mutex_);
-  std::string matched_log_;  // what WaitForLog's match points into
-};
+// host:port once the worker listens ("" after 60 s without, and a failure).
+std::string WaitForAddress(gopt::testing::ChildProcess& process) {
+  const std::string port = process.WaitForLog("listening on port ([0-9]+)",
+                                              "gopt-worker did not start");
+  return port.empty() ? "" : absl::StrCat("127.0.0.1:", port);
+}
 
 graph::Graph RealGraph() {
   graph::ImporterRegistry importers;
@@ -152,8 +75,8 @@ std::unique_ptr<WorkerPool> PoolOf(const std::string& address,
 }
 
 TEST(WorkerProcessTest, MeasuresARealPlanAndStopsOnSigterm) {
-  WorkerProcess process;
-  const std::string address = process.WaitForAddress();
+  gopt::testing::ChildProcess process(GOPT_WORKER_BINARY, kWorkerArgs);
+  const std::string address = WaitForAddress(process);
   ASSERT_FALSE(address.empty());
   worker::ExecuteOptions execute;
   execute.warmup_runs = 1;
@@ -184,8 +107,8 @@ TEST(WorkerProcessTest, MeasuresARealPlanAndStopsOnSigterm) {
 }
 
 TEST(WorkerProcessTest, KilledMidPlanIsUnavailableNamingTheWorker) {
-  WorkerProcess process;
-  const std::string address = process.WaitForAddress();
+  gopt::testing::ChildProcess process(GOPT_WORKER_BINARY, kWorkerArgs);
+  const std::string address = WaitForAddress(process);
   ASSERT_FALSE(address.empty());
   worker::ExecuteOptions execute;
   execute.min_measure_seconds = 600;  // runs until killed
@@ -225,8 +148,8 @@ int64_t NodeExecutions(const std::string& address) {
 // Execute call): the plan stops at its next node, not when its 600 s of
 // measuring are over, and the worker serves the next plan.
 TEST(WorkerProcessTest, CancelledPlanStopsOnTheWorkerWhichServesTheNext) {
-  WorkerProcess process;
-  const std::string address = process.WaitForAddress();
+  gopt::testing::ChildProcess process(GOPT_WORKER_BINARY, kWorkerArgs);
+  const std::string address = WaitForAddress(process);
   ASSERT_FALSE(address.empty());
   worker::ExecuteOptions endless;
   endless.min_measure_seconds = 600;
@@ -251,13 +174,16 @@ TEST(WorkerProcessTest, CancelledPlanStopsOnTheWorkerWhichServesTheNext) {
   measuring.join();
   EXPECT_TRUE(absl::IsCancelled(measurement.status())) << measurement.status();
 
-  const std::smatch line = process.WaitForLog(
-      std::regex("cancelled by the caller after ([0-9]+) node executions, "
-                 "([0-9]+) of them after the cancellation reached"));
-  ASSERT_FALSE(line.empty()) << "the worker never saw the cancellation:\n"
-                             << process.log();
-  const int64_t ran = std::stoll(line[1].str());
-  const int64_t after_cancel = std::stoll(line[2].str());
+  const std::string ran_text = process.WaitForLog(
+      "cancelled by the caller after ([0-9]+) node executions",
+      "the worker never saw the cancellation");
+  ASSERT_FALSE(ran_text.empty());
+  const std::string after_text = process.WaitForLog(
+      "node executions, ([0-9]+) of them after the cancellation reached",
+      "the worker did not count the nodes after the cancellation");
+  ASSERT_FALSE(after_text.empty());
+  const int64_t ran = std::stoll(ran_text);
+  const int64_t after_cancel = std::stoll(after_text);
   EXPECT_GT(ran, 3 * nodes);
   // Every node checks the flag before it starts: at most one node per
   // thread that runs nodes (2 device threads, 2 link threads, the run's

@@ -6,8 +6,6 @@
 // -> health NOT_SERVING, refuse new calls, let the running plan finish for
 // --shutdown_timeout_seconds, cancel the rest -> exit 0.
 
-#include <signal.h>
-
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -15,17 +13,13 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "util/repeated_flags.h"
+#include "util/service_main.h"
 #include "worker/executor.h"
 #include "worker/worker_service.h"
 
@@ -57,48 +51,21 @@ namespace {
 
 constexpr int kExitUsage = 64;
 
-int WaitForSignal(const sigset_t& signals) {
-  int signal = 0;
-  sigwait(&signals, &signal);
-  return signal;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::SetProgramUsageMessage(
-      "gopt-worker: runs plans of graphs for real on this host's devices "
+  const gopt::util::TerminationSignals signals;
+  gopt::util::SetServiceUsage(
+      "runs plans of graphs for real on this host's devices "
       "(LibTorch ops per node, real copies between devices) and measures "
       "them; serves gopt.v1.Worker and grpc.health.v1.\n"
       "usage: gopt-worker [--listen=HOST:PORT] [--cpu_executors=N] ...\n"
       "gopt-server uses it with --workers=HOST:PORT[,HOST:PORT...] or "
-      "--workers=dns:///NAME:PORT (every address NAME resolves to).");
-  // --help lists this file's flags (not only those of a file named after
-  // the binary).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view path) {
-    return absl::EndsWith(path, "worker/main.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  if (absl::Status s = gopt::util::RefuseRepeatedFlags(argc, argv); !s.ok()) {
-    std::cerr << "gopt-worker: " << s.message() << "\n";
+      "--workers=dns:///NAME:PORT (every address NAME resolves to).",
+      "worker/main.cc");
+  if (!gopt::util::ParseServiceCommandLine(argc, argv, "gopt-worker")) {
     return kExitUsage;
   }
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  if (positional.size() > 1) {
-    std::cerr << "gopt-worker: unexpected argument '" << positional[1]
-              << "' (see --help)\n";
-    return kExitUsage;
-  }
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
 
   gopt::worker::ExecutorOptions executor_options;
   executor_options.cpu_executors = absl::GetFlag(FLAGS_cpu_executors);
@@ -142,7 +109,7 @@ int main(int argc, char** argv) {
   std::cout << "gopt-worker listening on port " << port << std::endl;
   LOG(INFO) << "SERVING on port " << port;
 
-  const int signal = WaitForSignal(signals);
+  const int signal = signals.Wait();
   LOG(INFO) << "signal " << signal << ": NOT_SERVING, shutting down";
   server->GetHealthCheckService()->SetServingStatus(false);
   server->Shutdown(absl::ToChronoTime(

@@ -575,15 +575,26 @@ absl::Status SliceRule(RuleContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status PadRule(RuleContext& ctx) {
+// The start of a rule whose output has input 0's dtype and rank, with dims
+// computed per dimension from the folded values of input 1 (Pad, Tile):
+// sets the dtype, and the rank when known. Returns those values when the
+// rank and the values are known, else null (the dims stay unknown).
+const std::vector<int64_t>* SameRankOutputValues(RuleContext& ctx) {
   const PartialShape& x = ctx.In(0).shape;
   TensorInfo& out = ctx.out[0];
   out.dtype = DefaultDType(ctx);
-  if (!x.rank_known) return absl::OkStatus();
+  if (!x.rank_known) return nullptr;
+  out.shape = PartialShape::OfRank(static_cast<int64_t>(x.dims.size()));
+  const std::optional<std::vector<int64_t>>& values = ctx.In(1).value;
+  return values.has_value() ? &*values : nullptr;
+}
+
+absl::Status PadRule(RuleContext& ctx) {
+  const std::vector<int64_t>* pads = SameRankOutputValues(ctx);
+  if (pads == nullptr) return absl::OkStatus();
+  const PartialShape& x = ctx.In(0).shape;
+  TensorInfo& out = ctx.out[0];
   const int64_t rank = static_cast<int64_t>(x.dims.size());
-  out.shape = PartialShape::OfRank(rank);
-  const auto& pads = ctx.In(1).value;
-  if (!pads.has_value()) return absl::OkStatus();
   if (static_cast<int64_t>(pads->size()) != 2 * rank) {
     return ctx.Error(absl::StrCat("paddings have ", pads->size(),
                                   " values, expected ", 2 * rank));
@@ -665,14 +676,11 @@ absl::Status BroadcastToRule(RuleContext& ctx) {
 }
 
 absl::Status TileRule(RuleContext& ctx) {
+  const std::vector<int64_t>* multiples = SameRankOutputValues(ctx);
+  if (multiples == nullptr) return absl::OkStatus();
   const PartialShape& x = ctx.In(0).shape;
   TensorInfo& out = ctx.out[0];
-  out.dtype = DefaultDType(ctx);
-  if (!x.rank_known) return absl::OkStatus();
   const int64_t rank = static_cast<int64_t>(x.dims.size());
-  out.shape = PartialShape::OfRank(rank);
-  const auto& multiples = ctx.In(1).value;
-  if (!multiples.has_value()) return absl::OkStatus();
   if (static_cast<int64_t>(multiples->size()) != rank) {
     return ctx.Error(absl::StrCat("multiples have ", multiples->size(),
                                   " values for rank ", rank));

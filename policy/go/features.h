@@ -66,7 +66,9 @@ struct GraphFeatures {
 // Builds the features of `graph` on `topology`, pricing kernels with
 // `cost_model`. InvalidArgument for an empty graph, a topology without
 // devices or with more than kMaxDevices. O((nodes + edges) * devices) plus
-// one HEFT and one METIS placement; thread-safe.
+// one HEFT and one METIS placement, all on the calling thread (it starts no
+// thread; callers that want several graphs at once run several calls);
+// thread-safe.
 absl::StatusOr<GraphFeatures> Featurize(
     const graph::Graph& graph, const simulator::Topology& topology,
     const simulator::OpCostModel& cost_model);

@@ -200,6 +200,134 @@ PpoTrainer::PpoTrainer(GoModel* model, const PpoOptions& options)
 
 PpoTrainer::~PpoTrainer() = default;
 
+namespace {
+
+// The log-probabilities of the heads a step trains, with the Actions field
+// each head decides, in task order (placement, scheduling, fusion).
+struct TrainedHeads {
+  std::vector<torch::Tensor> logps;
+  std::vector<std::vector<int32_t> Actions::*> fields;
+};
+
+TrainedHeads HeadsOf(const NetworkOutput& out, const TaskSet& tasks) {
+  TrainedHeads heads;
+  if (tasks.placement) {
+    heads.logps.push_back(out.placement);
+    heads.fields.push_back(&Actions::device);
+  }
+  if (tasks.scheduling) {
+    heads.logps.push_back(out.scheduling);
+    heads.fields.push_back(&Actions::priority);
+  }
+  if (tasks.fusion) {
+    heads.logps.push_back(out.fusion);
+    heads.fields.push_back(&Actions::fusion_priority);
+  }
+  return heads;
+}
+
+// The network inputs of each instance, and the fixed placement of those
+// with a base plan (an undefined tensor for the others).
+void PrepareInputs(const std::vector<const TrainingInstance*>& batch,
+                   std::vector<FeatureTensors>* inputs,
+                   std::vector<torch::Tensor>* fixed) {
+  for (const TrainingInstance* instance : batch) {
+    inputs->push_back(ToTensors(instance->features));
+    torch::Tensor placement;
+    if (instance->base_plan != nullptr) {
+      std::vector<int64_t> wide(instance->base_plan->device.begin(),
+                                instance->base_plan->device.end());
+      placement = torch::tensor(wide, torch::kInt64);
+    }
+    fixed->push_back(placement);
+  }
+}
+
+// Epoch 0 on one graph: samples options.samples_per_graph plans from the
+// network's output, scores them, records the graph's statistics in `stats`
+// and the actions, their log-probabilities and normalised advantages in
+// `rollout`; `total_samples` counts the samples.
+void CollectRollout(const TrainingInstance& instance, const NetworkOutput& out,
+                    const TrainedHeads& heads, const PpoOptions& options,
+                    std::mt19937_64* rng, PpoStepStats* stats,
+                    int64_t* total_samples, Rollout* rollout) {
+  const TaskSet& tasks = options.tasks;
+  const int k = options.samples_per_graph;
+  PolicyOutput sampled;
+  sampled.num_nodes = instance.features.num_nodes;
+  sampled.num_devices = instance.features.num_devices;
+  if (tasks.placement) sampled.placement = ToVector(out.placement);
+  if (tasks.scheduling) sampled.scheduling = ToVector(out.scheduling);
+  if (tasks.fusion) sampled.fusion = ToVector(out.fusion);
+  std::vector<Actions> actions;
+  std::vector<ScoredPlan> scored = SampleAndScore(
+      instance, sampled, k, options.simulation_threads, rng, &actions);
+  PpoGraphStats graph_stats;
+  graph_stats.label = instance.label;
+  if (options.rescore) options.rescore(instance, &scored);
+  std::vector<double> rewards;
+  for (ScoredPlan& plan : scored) {
+    rewards.push_back(plan.reward);
+    graph_stats.mean_reward += plan.reward / k;
+    if (!plan.valid || plan.oom) {
+      ++stats->invalid_plans;
+      continue;
+    }
+    if (!graph_stats.best.valid ||
+        plan.step_time_s < graph_stats.best.step_time_s) {
+      graph_stats.best = plan;
+    }
+  }
+  if (!graph_stats.best.valid) graph_stats.best = scored[0];
+  graph_stats.sampled = std::move(sampled);
+  stats->graphs.push_back(std::move(graph_stats));
+  double mean = 0;
+  for (double r : rewards) mean += r / k;
+  double variance = 0;
+  for (double r : rewards) variance += (r - mean) * (r - mean) / k;
+  const double std_dev = std::sqrt(variance);
+  std::vector<float> advantages;
+  for (double r : rewards) {
+    stats->mean_reward += r;
+    ++*total_samples;
+    advantages.push_back(
+        std_dev > 1e-8 ? static_cast<float>((r - mean) / std_dev) : 0);
+  }
+  rollout->advantages = torch::tensor(advantages, torch::kFloat32).unsqueeze(1);
+  const int64_t n = instance.features.num_nodes;
+  for (size_t t = 0; t < heads.logps.size(); ++t) {
+    rollout->actions.push_back(ActionsTensor(actions, heads.fields[t], n));
+    rollout->old_logp.push_back(
+        Chosen(heads.logps[t].detach(), rollout->actions.back()));
+  }
+}
+
+// The clipped PPO loss of one graph over every trained head, with the
+// entropy bonus. Adds each head's entropy to `entropy_sum` when
+// `first_epoch`, and its approximate KL from the rollout to `epoch_kl`.
+torch::Tensor PpoLoss(const TrainedHeads& heads, const Rollout& rollout,
+                      const PpoOptions& options, bool first_epoch,
+                      double* entropy_sum, double* epoch_kl) {
+  torch::Tensor loss = torch::zeros({}, torch::kFloat32);
+  for (size_t t = 0; t < heads.logps.size(); ++t) {
+    const torch::Tensor& logp = heads.logps[t];
+    torch::Tensor new_logp = Chosen(logp, rollout.actions[t]);
+    torch::Tensor ratio = torch::exp(new_logp - rollout.old_logp[t]);
+    torch::Tensor surrogate =
+        torch::min(ratio * rollout.advantages,
+                   torch::clamp(ratio, 1 - options.clip, 1 + options.clip) *
+                       rollout.advantages);
+    torch::Tensor entropy = -(logp.exp() * logp).sum(-1).mean();
+    loss = loss - surrogate.mean() - options.entropy_coef * entropy;
+    if (first_epoch) *entropy_sum += entropy.item<double>();
+    *epoch_kl +=
+        (rollout.old_logp[t] - new_logp.detach()).mean().item<double>();
+  }
+  return loss;
+}
+
+}  // namespace
+
 absl::StatusOr<PpoStepStats> PpoTrainer::Step(
     const std::vector<const TrainingInstance*>& batch) {
   if (batch.empty()) {
@@ -216,17 +344,7 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
     std::vector<Rollout> rollouts(batch.size());
     std::vector<FeatureTensors> inputs;
     std::vector<torch::Tensor> fixed;
-    for (const TrainingInstance* instance : batch) {
-      inputs.push_back(ToTensors(instance->features));
-      torch::Tensor placement;
-      if (instance->base_plan != nullptr) {
-        std::vector<int64_t> wide(instance->base_plan->device.begin(),
-                                  instance->base_plan->device.end());
-        placement = torch::tensor(wide, torch::kInt64);
-      }
-      fixed.push_back(placement);
-    }
-    const int k = options_.samples_per_graph;
+    PrepareInputs(batch, &inputs, &fixed);
     double entropy_sum = 0;
     double kl_sum = 0;
     int64_t total_samples = 0;
@@ -234,88 +352,14 @@ absl::StatusOr<PpoStepStats> PpoTrainer::Step(
       state_->optimizer.zero_grad();
       double epoch_kl = 0;
       for (size_t b = 0; b < batch.size(); ++b) {
-        const TrainingInstance& instance = *batch[b];
-        const int64_t n = instance.features.num_nodes;
         NetworkOutput out = network->forward(inputs[b], tasks, fixed[b]);
-        std::vector<torch::Tensor> logps;
-        std::vector<std::vector<int32_t> Actions::*> fields;
-        if (tasks.placement) {
-          logps.push_back(out.placement);
-          fields.push_back(&Actions::device);
-        }
-        if (tasks.scheduling) {
-          logps.push_back(out.scheduling);
-          fields.push_back(&Actions::priority);
-        }
-        if (tasks.fusion) {
-          logps.push_back(out.fusion);
-          fields.push_back(&Actions::fusion_priority);
-        }
-        Rollout& rollout = rollouts[b];
+        const TrainedHeads heads = HeadsOf(out, tasks);
         if (epoch == 0) {
-          PolicyOutput sampled;
-          sampled.num_nodes = instance.features.num_nodes;
-          sampled.num_devices = instance.features.num_devices;
-          if (tasks.placement) sampled.placement = ToVector(out.placement);
-          if (tasks.scheduling) sampled.scheduling = ToVector(out.scheduling);
-          if (tasks.fusion) sampled.fusion = ToVector(out.fusion);
-          std::vector<Actions> actions;
-          std::vector<ScoredPlan> scored =
-              SampleAndScore(instance, sampled, k, options_.simulation_threads,
-                             &rng_, &actions);
-          PpoGraphStats graph_stats;
-          graph_stats.label = instance.label;
-          if (options_.rescore) options_.rescore(instance, &scored);
-          std::vector<double> rewards;
-          for (ScoredPlan& plan : scored) {
-            rewards.push_back(plan.reward);
-            graph_stats.mean_reward += plan.reward / k;
-            if (!plan.valid || plan.oom) {
-              ++stats.invalid_plans;
-              continue;
-            }
-            if (!graph_stats.best.valid ||
-                plan.step_time_s < graph_stats.best.step_time_s) {
-              graph_stats.best = plan;
-            }
-          }
-          if (!graph_stats.best.valid) graph_stats.best = scored[0];
-          graph_stats.sampled = std::move(sampled);
-          stats.graphs.push_back(std::move(graph_stats));
-          double mean = 0;
-          for (double r : rewards) mean += r / k;
-          double variance = 0;
-          for (double r : rewards) variance += (r - mean) * (r - mean) / k;
-          const double std_dev = std::sqrt(variance);
-          std::vector<float> advantages;
-          for (double r : rewards) {
-            stats.mean_reward += r;
-            ++total_samples;
-            advantages.push_back(
-                std_dev > 1e-8 ? static_cast<float>((r - mean) / std_dev) : 0);
-          }
-          rollout.advantages =
-              torch::tensor(advantages, torch::kFloat32).unsqueeze(1);
-          for (size_t t = 0; t < logps.size(); ++t) {
-            rollout.actions.push_back(ActionsTensor(actions, fields[t], n));
-            rollout.old_logp.push_back(
-                Chosen(logps[t].detach(), rollout.actions.back()));
-          }
+          CollectRollout(*batch[b], out, heads, options_, &rng_, &stats,
+                         &total_samples, &rollouts[b]);
         }
-        torch::Tensor loss = torch::zeros({}, torch::kFloat32);
-        for (size_t t = 0; t < logps.size(); ++t) {
-          torch::Tensor new_logp = Chosen(logps[t], rollout.actions[t]);
-          torch::Tensor ratio = torch::exp(new_logp - rollout.old_logp[t]);
-          torch::Tensor surrogate = torch::min(
-              ratio * rollout.advantages,
-              torch::clamp(ratio, 1 - options_.clip, 1 + options_.clip) *
-                  rollout.advantages);
-          torch::Tensor entropy = -(logps[t].exp() * logps[t]).sum(-1).mean();
-          loss = loss - surrogate.mean() - options_.entropy_coef * entropy;
-          if (epoch == 0) entropy_sum += entropy.item<double>();
-          epoch_kl +=
-              (rollout.old_logp[t] - new_logp.detach()).mean().item<double>();
-        }
+        torch::Tensor loss = PpoLoss(heads, rollouts[b], options_, epoch == 0,
+                                     &entropy_sum, &epoch_kl);
         (loss / static_cast<double>(batch.size())).backward();
       }
       torch::nn::utils::clip_grad_norm_(network->parameters(),
