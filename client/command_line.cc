@@ -418,6 +418,13 @@ FlagSet<OptimizeOptions> Flags(OptimizeOptions*) {
             "run the top K distinct candidates (chosen, default, best "
             "baseline) on workers; the answer is the measured fastest",
             [](O& o) -> int& { return o.request.verify; });
+  flags.Add("reward",
+            "fine-tuning's reward: simulated (the simulator's step times) or "
+            "measured (plans run on the workers; small graphs only)",
+            [](O& o) -> std::string& { return o.request.reward; });
+  flags.Add("max_reward_measurements",
+            "with --reward=measured: most plans measured (0 = 64)",
+            [](O& o) -> int& { return o.request.max_reward_measurements; });
   flags.Add("workers", kWorkersHelp,
             [](O& o) -> std::string& { return o.workers; });
   flags.Add("trace", "write a Chrome trace of the chosen plan",

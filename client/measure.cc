@@ -93,6 +93,7 @@ void Report(const MeasureOptions& options, const std::string& method,
         {"predicted_step_time_s", response.step_time_s()},
         {"measured_step_time_s", response.measured_step_time_s()},
         {"measured_spread", response.measured_spread()},
+        {"measured_min_step_time_s", response.measured_min_step_time_s()},
         {"real_op_fraction", response.real_op_fraction()},
         {"real_op_flop_fraction", response.real_op_flop_fraction()},
         {"measured_on", response.measured_on()},
@@ -105,11 +106,13 @@ void Report(const MeasureOptions& options, const std::string& method,
   out << absl::StrFormat(
       "graph: %s (%d nodes), topology %s, plan %s\n"
       "predicted step time: %.3f ms\n"
-      "measured step time:  %.3f ms (spread %.1f%%, on %s)\n"
+      "measured step time:  %.3f ms (spread %.1f%%, fastest run %.3f ms, "
+      "on %s)\n"
       "real ops: %.1f%% of nodes, %.1f%% of FLOPs\n",
       response.graph_name(), response.num_nodes(), options.topology, method,
       response.step_time_s() * 1e3, response.measured_step_time_s() * 1e3,
-      response.measured_spread() * 100, response.measured_on(),
+      response.measured_spread() * 100,
+      response.measured_min_step_time_s() * 1e3, response.measured_on(),
       response.real_op_fraction() * 100,
       response.real_op_flop_fraction() * 100);
   for (const std::string& warning : response.warnings()) {

@@ -23,17 +23,17 @@ std::string Mebibytes(int64_t bytes) {
 void AppendVerified(const gopt::v1::OptimizeResponse& response,
                     std::string* text) {
   if (response.verified().empty()) return;
-  absl::StrAppendFormat(text, "\nverified on workers:\n%-44s %14s %14s %8s\n",
-                        "candidate", "predicted", "measured", "spread");
+  absl::StrAppendFormat(
+      text, "\nverified on workers:\n%-44s %14s %14s %8s %14s\n", "candidate",
+      "predicted", "measured", "spread", "fastest run");
   for (const gopt::v1::MeasuredCandidate& row : response.verified()) {
+    const bool ok = row.error().empty();
     absl::StrAppendFormat(
-        text, "%-44s %14s %14s %8s%s\n", row.method(),
+        text, "%-44s %14s %14s %8s %14s%s\n", row.method(),
         Milliseconds(row.predicted_step_time_s()),
-        row.error().empty() ? Milliseconds(row.measured_step_time_s())
-                            : "failed",
-        row.error().empty()
-            ? absl::StrFormat("%.1f%%", row.measured_spread() * 100)
-            : "-",
+        ok ? Milliseconds(row.measured_step_time_s()) : "failed",
+        ok ? absl::StrFormat("%.1f%%", row.measured_spread() * 100) : "-",
+        ok ? Milliseconds(row.measured_min_step_time_s()) : "-",
         row.chosen() ? "  <- chosen" : "");
   }
 }
@@ -134,10 +134,12 @@ std::string EvaluateResponseToText(const gopt::v1::EvaluateResponse& response) {
   if (response.measured_step_time_s() > 0) {
     absl::StrAppendFormat(
         &text,
-        "measured: %s (spread %.1f%%, on %s; real ops %.1f%% of nodes)\n",
+        "measured: %s (spread %.1f%%, fastest run %s, on %s; real ops %.1f%% "
+        "of nodes)\n",
         Milliseconds(response.measured_step_time_s()),
-        response.measured_spread() * 100, response.measured_on(),
-        response.real_op_fraction() * 100);
+        response.measured_spread() * 100,
+        Milliseconds(response.measured_min_step_time_s()),
+        response.measured_on(), response.real_op_fraction() * 100);
   }
   for (const std::string& warning : response.warnings()) {
     absl::StrAppend(&text, "warning: ", warning, "\n");

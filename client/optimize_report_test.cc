@@ -55,5 +55,26 @@ TEST(OptimizeReportTest, JsonUsesProtoFieldNames) {
   EXPECT_THAT(json, HasSubstr("\"partial\": false"));
 }
 
+// optimize --verify's table and JSON carry each candidate's fastest run
+// beside its median (MeasuredCandidate.measured_min_step_time_s).
+TEST(OptimizeReportTest, VerifiedRowsShowTheFastestRun) {
+  gopt::v1::OptimizeResponse response = TwoBaselines();
+  gopt::v1::MeasuredCandidate* row = response.add_verified();
+  row->set_method("default");
+  row->set_predicted_step_time_s(0.004);
+  row->set_measured_step_time_s(0.006);
+  row->set_measured_spread(0.1);
+  row->set_measured_min_step_time_s(0.005);
+  row->set_chosen(true);
+  response.set_measured_step_time_s(0.006);
+  response.set_measured_min_step_time_s(0.005);
+  const std::string text = OptimizeResponseToText(response);
+  EXPECT_THAT(text, HasSubstr("fastest run"));
+  EXPECT_THAT(text, HasSubstr("6.000 ms"));
+  EXPECT_THAT(text, HasSubstr("5.000 ms"));
+  const std::string json = MessageToJson(response);
+  EXPECT_THAT(json, HasSubstr("\"measured_min_step_time_s\": 0.005"));
+}
+
 }  // namespace
 }  // namespace gopt::client

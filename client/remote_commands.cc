@@ -194,6 +194,16 @@ absl::StatusOr<gopt::v1::OptimizeRequest> MakeOptimizeRequest(
       RequestOptions(options.read, options.seed, options.baseline_methods);
   request.mutable_options()->set_stop_within_lower_bound(
       options.stop_within_bound);
+  if (options.reward == "measured") {
+    request.mutable_options()->set_reward(
+        gopt::v1::OptimizeOptions::REWARD_MEASURED);
+  } else if (options.reward != "simulated") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reward: expected simulated or measured, got '",
+                     options.reward, "'"));
+  }
+  request.mutable_options()->set_max_reward_measurements(
+      options.max_reward_measurements);
   return request;
 }
 
@@ -202,10 +212,12 @@ absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
                    MakeOptimizeRequest(options.request));
   ASSIGN_OR_RETURN(
       Backend backend,
-      Backend::Make(options.remote, options.policy_dir,
-                    !options.request.baselines_only,
-                    options.request.read.import.limits.max_nodes,
-                    options.request.verify > 0 ? options.workers : ""));
+      Backend::Make(
+          options.remote, options.policy_dir, !options.request.baselines_only,
+          options.request.read.import.limits.max_nodes,
+          options.request.verify > 0 || options.request.reward == "measured"
+              ? options.workers
+              : ""));
   ASSIGN_OR_RETURN(gopt::v1::OptimizeResponse response,
                    backend.Optimize(request, options.progress));
   if (!options.out_path.empty()) {

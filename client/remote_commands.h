@@ -53,6 +53,11 @@ struct OptimizeRequestOptions {
   // Run the top K distinct candidates on workers (OptimizeRequest.verify);
   // 0 = no measuring.
   int verify = 0;
+  // Fine-tuning's reward (OptimizeOptions.reward): "simulated" (default) or
+  // "measured" (plans run on the workers; small graphs only), and the most
+  // plans measured for it (0 = the server's default, 64).
+  std::string reward = "simulated";
+  int max_reward_measurements = 0;
 };
 
 // The request `options` describe: the graph file read into it, the

@@ -74,6 +74,15 @@ struct ProposeOptions {
   // Plans sampled for zero-shot best-of-K (plus one greedy decode).
   int32_t num_samples = 8;
   uint64_t seed = 0;
+  // Fine-tuning rewards from measured step times instead of the simulator
+  // (OptimizeOptions.reward = REWARD_MEASURED): runs a plan for real and
+  // returns its measured step time in seconds. Null (default) = simulated.
+  // A policy that does not fine-tune ignores it.
+  std::function<absl::StatusOr<double>(const simulator::Plan&)> measure_plan;
+  // With measure_plan: the largest graph (nodes) and the most plans measured
+  // per Propose. Defaults 2000 and 64.
+  int64_t measured_reward_max_graph_nodes = 2000;
+  int32_t measured_reward_max_measurements = 64;
   // Set by the caller to stop work early (client cancelled); Propose then
   // returns the best plan found so far, or Cancelled if it has none.
   const std::atomic<bool>* cancelled = nullptr;

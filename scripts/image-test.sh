@@ -10,6 +10,10 @@
 #   ../shared/data, /metrics (revision, request counted, promtool check
 #   metrics), docker stop with a request in flight (answered, exit 0 within
 #   docker stop's 10 s)
+#   gopt-server with a gopt-worker from the same image on a user network
+#   (two docker runs, as deploy/docker-compose.yml wires them): an Optimize
+#   --verify=2 runs its candidates on the remote worker and answers with
+#   measured step times
 #   kubectl kustomize for every overlay; docker-compose config
 # One line per check (PASS / FAIL / SKIP with the reason, INFO for numbers);
 # exits 1 if any check failed. Needs root (or sudo) to install packages and
@@ -32,8 +36,13 @@ mkdir -p "$LOG_DIR"
 GRAPH=hlo/efficientnet_jax_lambda256.hlo
 TOPOLOGY=v100x4-nvlink
 LISTEN_PORT=50052       # not the image's default 50051: GOPT_LISTEN must win
+VERIFY_GRAPH=hlo/jaxrl_td_target.hlo
+# The revision built, read once: a commit made while the build runs must not
+# fail the gopt_build_info check.
+REVISION="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 failures=0
 containers=()
+networks=()
 
 SUDO=""
 [[ "$(id -u)" -ne 0 ]] && SUDO="sudo"
@@ -48,6 +57,7 @@ result() {  # STATUS NAME [DETAIL]
 
 cleanup() {
   for c in "${containers[@]}"; do docker rm -f "$c" >/dev/null 2>&1; done
+  for n in "${networks[@]}"; do docker network rm "$n" >/dev/null 2>&1; done
 }
 trap cleanup EXIT
 
@@ -138,8 +148,7 @@ ensure_base_images() {
 
 # --- Build -------------------------------------------------------------------
 build_image() {
-  local revision start
-  revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  local revision="$REVISION" start
   if [[ "${GOPT_IMAGE_TEST_NO_BUILD:-0}" == 1 ]]; then
     result SKIP "docker build -t $IMAGE ." "GOPT_IMAGE_TEST_NO_BUILD=1: checking the existing $IMAGE"
     docker image inspect "$IMAGE" >/dev/null 2>&1 || { result FAIL "image $IMAGE" "not found"; return 1; }
@@ -269,8 +278,7 @@ check_optimize() {
 }
 
 check_metrics() {
-  local text revision
-  revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  local text revision="$REVISION"
   if ! text="$(metrics)"; then
     result FAIL "/metrics" "no answer on port $metrics_port"
     return 1
@@ -338,7 +346,104 @@ check_drain() {
   fi
 }
 
+# Waits for container NAME's HEALTHCHECK; prints healthy, unhealthy or why it
+# stopped.
+wait_healthy() {  # NAME
+  local status=""
+  for _ in $(seq 120); do
+    status="$(docker inspect -f '{{.State.Health.Status}}' "$1" 2>/dev/null)"
+    [[ "$status" == healthy || "$status" == unhealthy ]] && break
+    if [[ "$(docker inspect -f '{{.State.Running}}' "$1")" != true ]]; then
+      status="exited with code $(docker inspect -f '{{.State.ExitCode}}' "$1")"
+      break
+    fi
+    sleep 1
+  done
+  echo "$status"
+}
+
+# gopt-server and a gopt-worker from the image on a user network, the server
+# finding the worker by its DNS name (GOPT_WORKERS=dns:///NAME:PORT, as
+# deploy/docker-compose.yml and the GPU overlay do). The worker's
+# HEALTHCHECK probes GOPT_LISTEN, set to the worker's port. An Optimize
+# --verify=2 on cpu-host (the worker's two CPU executors) must answer with
+# every candidate measured on that worker.
+check_remote_worker() {
+  local net="gopt-image-test-net-$$" worker="gopt-image-test-worker-$$"
+  local server="gopt-image-test-pool-$$" port status
+  if ! docker network create "$net" >"$LOG_DIR/network.log" 2>&1; then
+    result FAIL "remote worker: docker network create" "$(tail -1 "$LOG_DIR/network.log")"
+    return 1
+  fi
+  networks+=("$net")
+  if ! docker run -d --name "$worker" --network "$net" --read-only --tmpfs /tmp \
+       --user "$uid:0" --cap-drop ALL --security-opt no-new-privileges \
+       --memory 4g -e GOPT_LISTEN=0.0.0.0:50052 --entrypoint gopt-worker \
+       "$IMAGE" --listen=0.0.0.0:50052 --cpu_executors=2 --pin_threads=false \
+       >"$LOG_DIR/worker-run.log" 2>&1; then
+    result FAIL "remote worker: docker run gopt-worker" "$(tail -1 "$LOG_DIR/worker-run.log")"
+    return 1
+  fi
+  containers+=("$worker")
+  status="$(wait_healthy "$worker")"
+  docker logs "$worker" >"$LOG_DIR/worker.log" 2>&1
+  if [[ "$status" != healthy ]]; then
+    result FAIL "remote worker: gopt-worker HEALTHCHECK" "$status: $(tail -1 "$LOG_DIR/worker.log")"
+    return 1
+  fi
+  result PASS "remote worker: gopt-worker HEALTHCHECK" "healthy, on network $net"
+  if ! docker run -d --name "$server" --network "$net" --read-only --tmpfs /tmp \
+       --user "$uid:0" --cap-drop ALL --security-opt no-new-privileges \
+       --memory 6g -e GOPT_WORKERS="dns:///$worker:50052" \
+       -p 127.0.0.1::50051 "$IMAGE" >"$LOG_DIR/pool-run.log" 2>&1; then
+    result FAIL "remote worker: docker run gopt-server" "$(tail -1 "$LOG_DIR/pool-run.log")"
+    return 1
+  fi
+  containers+=("$server")
+  status="$(wait_healthy "$server")"
+  if [[ "$status" != healthy ]]; then
+    docker logs "$server" >"$LOG_DIR/pool-server.log" 2>&1
+    result FAIL "remote worker: gopt-server HEALTHCHECK" "$status: $(tail -1 "$LOG_DIR/pool-server.log")"
+    return 1
+  fi
+  port="$(docker port "$server" 50051/tcp | head -1 | sed 's/.*://')"
+  gopt_cli optimize "/data/$VERIFY_GRAPH" --topology=cpu-host --baselines_only \
+    --verify=2 --server="127.0.0.1:$port" --json \
+    >"$LOG_DIR/verify.json" 2>"$LOG_DIR/verify.err"
+  local client_status=$?
+  docker logs "$server" >"$LOG_DIR/pool-server.log" 2>&1
+  docker logs "$worker" >"$LOG_DIR/worker.log" 2>&1
+  # Every verified row measured (> 0) on a worker that is not in-process;
+  # the answer's own measured_step_time_s (field 23) prints after them.
+  local rows measured remote answer
+  rows="$(grep -c '"predicted_step_time_s"' "$LOG_DIR/verify.json")"
+  measured="$(grep -E '"measured_step_time_s": *[0-9.eE+-]+' "$LOG_DIR/verify.json" \
+    | grep -vcE '"measured_step_time_s": *0(\.0*)?,?$')"
+  remote="$(grep -cE '"worker": *"[][0-9a-f.:]+:50052"' "$LOG_DIR/verify.json")"
+  answer="$(grep -E '"measured_step_time_s"' "$LOG_DIR/verify.json" | tail -1 | tr -d ' ,')"
+  local detail="client exit $client_status; $rows candidate(s), $measured measured step time(s) > 0 (with the answer's), $remote on the remote worker; $answer"
+  if [[ $client_status -eq 0 && "$rows" -ge 2 && "$remote" -ge "$rows" \
+        && "$measured" -gt "$rows" ]]; then
+    result PASS "Optimize $VERIFY_GRAPH --verify=2 through the remote gopt-worker" "$detail"
+  else
+    result FAIL "Optimize $VERIFY_GRAPH --verify=2 through the remote gopt-worker" "$detail; see $LOG_DIR/verify.json, verify.err, pool-server.log, worker.log"
+  fi
+  docker rm -f "$server" "$worker" >/dev/null 2>&1
+}
+
 # --- Deploy files ------------------------------------------------------------
+# The rendered objects (stdin, `---` separated) without, and only, the
+# gopt-worker Deployment of the gpu overlay: its replicas and GPU are its own
+# (no HPA scales it; it runs plans on the GPU).
+objects_but_worker() {
+  awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" }
+       !(/(^|\n)kind: Deployment\n/ && /\n  name: gopt-worker\n/)'
+}
+worker_deployment() {
+  awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" }
+       /(^|\n)kind: Deployment\n/ && /\n  name: gopt-worker\n/'
+}
+
 # kubectl >= 1.21 (kustomize v4+) renders components and `labels`; Debian
 # bookworm's kubernetes-client is 1.20 (kustomize v2.0.3), too old for both.
 check_kustomize() {
@@ -369,9 +474,16 @@ check_kustomize() {
       result FAIL "$render $overlay" "$(tail -1 "$out.err")"
       continue
     fi
-    local problems=""
-    grep -q '^  replicas:' "$out" && problems+=" replicas set beside the HPA;"
-    grep -q 'nvidia.com/gpu:' "$out" && problems+=" requests a GPU;"
+    local problems="" server_objects worker_objects
+    server_objects="$(objects_but_worker <"$out")"
+    worker_objects="$(worker_deployment <"$out")"
+    grep -q '^  replicas:' <<<"$server_objects" && problems+=" replicas set beside the HPA;"
+    grep -q 'nvidia.com/gpu:' <<<"$server_objects" && problems+=" gopt-server requests a GPU;"
+    if [[ "$overlay" == */gpu ]]; then
+      grep -q 'nvidia.com/gpu:' <<<"$worker_objects" || problems+=" no gopt-worker Deployment with a GPU;"
+    else
+      [[ -n "$worker_objects" ]] && problems+=" a gopt-worker Deployment outside the gpu overlay;"
+    fi
     grep -q 'image: registry.example.com/gopt:' "$out" || problems+=" image not from the registry setting;"
     if [[ "$overlay" == *prometheus-operator ]]; then
       grep -q '^kind: ServiceMonitor' "$out" || problems+=" no ServiceMonitor;"
@@ -407,6 +519,7 @@ if ensure_docker && ensure_base_images && build_image; then
     check_metrics
     check_drain
   fi
+  check_remote_worker
 fi
 check_kustomize
 check_compose

@@ -92,6 +92,10 @@ absl::Status StopStatus(const RequestContext& context, absl::Time work_deadline,
 // (a real 253k-node trace was 123 MiB: ~500 bytes per node, rounded up).
 constexpr int64_t kTraceBytesPerNode = 600;
 
+// OptimizeOptions.max_reward_measurements: its default (0) and largest value.
+constexpr int32_t kDefaultRewardMeasurements = 64;
+constexpr int32_t kMaxRewardMeasurements = 1024;
+
 // Fills a result row from a simulation; a step time that is not finite and
 // positive makes the row invalid instead of reaching the client.
 void SetSimulated(const SimulationResult& result, gopt::v1::MethodResult* row) {
@@ -323,6 +327,11 @@ class OptimizeRun {
     }
   }
 
+  // OptimizeOptions.reward = REWARD_MEASURED needs a worker pool, a
+  // measurement cap in range and (once imported: graph_nodes >= 0) a graph
+  // within options_.max_measured_reward_nodes. InvalidArgument naming the
+  // field otherwise.
+  absl::Status CheckMeasuredReward(int64_t graph_nodes) const;
   absl::Status Prepare();
   absl::Status RunBaselines();
   absl::Status RunPolicies();
@@ -398,6 +407,7 @@ absl::Status OptimizeRun::Prepare() {
     return absl::InvalidArgumentError(absl::StrCat(
         "verify must be in 0..", kMaxVerify, ", got ", request_.verify()));
   }
+  RETURN_IF_ERROR(CheckMeasuredReward(/*graph_nodes=*/-1));
 
   RETURN_IF_ERROR(memory_.BeforeImport(request_.graph()));
   const absl::Time import_start = context_.clock->Now();
@@ -407,6 +417,7 @@ absl::Status OptimizeRun::Prepare() {
   graph_.emplace(std::move(graph));
   AddTiming("import", import_start);
   RETURN_IF_ERROR(memory_.AfterImport(*graph_));
+  RETURN_IF_ERROR(CheckMeasuredReward(graph_->num_nodes()));
   RETURN_IF_ERROR(CheckStop("the import"));
   ASSIGN_OR_RETURN(simulator::Topology topology,
                    TopologyFromInput(request_.topology()));
@@ -560,6 +571,38 @@ absl::Status OptimizeRun::RunPolicies() {
   return absl::OkStatus();
 }
 
+absl::Status OptimizeRun::CheckMeasuredReward(int64_t graph_nodes) const {
+  const gopt::v1::OptimizeOptions& options = request_.options();
+  if (options.reward() == gopt::v1::OptimizeOptions::REWARD_SIMULATED) {
+    return absl::OkStatus();
+  }
+  if (options.reward() != gopt::v1::OptimizeOptions::REWARD_MEASURED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.reward = ", options.reward(),
+                     ": expected REWARD_SIMULATED (0) or REWARD_MEASURED (1)"));
+  }
+  if (options_.measurer == nullptr) {
+    return absl::InvalidArgumentError(
+        "options.reward = REWARD_MEASURED, but this server has no worker "
+        "pool to measure plans on (gopt-server --workers)");
+  }
+  if (options.max_reward_measurements() < 0 ||
+      options.max_reward_measurements() > kMaxRewardMeasurements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.max_reward_measurements must be in 0..",
+        kMaxRewardMeasurements, ", got ", options.max_reward_measurements()));
+  }
+  if (graph_nodes > options_.max_measured_reward_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.reward = REWARD_MEASURED: the graph has ", graph_nodes,
+        " nodes; measured rewards are for graphs of at most ",
+        options_.max_measured_reward_nodes,
+        " nodes (each fine-tuning step runs its sampled plans for real); use "
+        "REWARD_SIMULATED"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
                                     const policy::TaskSet& tasks) {
   const std::string& name = policy.info().name;
@@ -585,6 +628,25 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
   propose.seed = request_.options().seed();
   propose.cancelled = context_.cancelled;
   propose.clock = context_.clock;
+  if (request_.options().reward() ==
+      gopt::v1::OptimizeOptions::REWARD_MEASURED) {
+    const absl::Time measure_deadline = propose.deadline;
+    propose.measure_plan =
+        [this, measure_deadline](
+            const simulator::Plan& plan) -> absl::StatusOr<double> {
+      ASSIGN_OR_RETURN(
+          PlanMeasurement measured,
+          options_.measurer->Measure(*graph_, plan, measure_deadline,
+                                     context_.cancelled));
+      return measured.measured_step_time_s;
+    };
+    propose.measured_reward_max_graph_nodes =
+        options_.max_measured_reward_nodes;
+    propose.measured_reward_max_measurements =
+        request_.options().max_reward_measurements() > 0
+            ? request_.options().max_reward_measurements()
+            : kDefaultRewardMeasurements;
+  }
   if (context_.on_progress) {
     propose.on_progress = [this, &stage,
                            &name](const policy::ProposeProgress& p) {

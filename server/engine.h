@@ -52,6 +52,10 @@ struct EngineOptions {
   // Null (default): such requests answer with simulated numbers and a
   // warning.
   std::shared_ptr<PlanMeasurer> measurer;
+  // Largest graph, in nodes, fine-tuned with measured rewards
+  // (OptimizeOptions.reward = REWARD_MEASURED; InvalidArgument above it).
+  // Default 2000.
+  int64_t max_measured_reward_nodes = 2000;
 };
 
 // What the transport knows about one request.

@@ -14,8 +14,9 @@ namespace gopt::server {
 
 // One plan measured on a real device.
 struct PlanMeasurement {
-  double measured_step_time_s = 0;  // median of the kept runs
-  double measured_spread = 0;       // (p90 - p10) / median
+  double measured_step_time_s = 0;      // median of the kept runs
+  double measured_spread = 0;           // (p90 - p10) / median
+  double measured_min_step_time_s = 0;  // the fastest measured run
   // Share of nodes, and of FLOPs, that ran as their real LibTorch op (the
   // rest ran as copies of the node's bytes).
   double real_op_fraction = 0;

@@ -32,6 +32,7 @@ int VerifyCandidates(PlanMeasurer* measurer, const graph::Graph& graph,
   std::vector<int> measured;
   int chosen = -1;
   double chosen_s = 0;
+  double chosen_min_s = 0;
   const int first_row = response->verified_size();
   for (int i = 0; i < static_cast<int>(candidates.size()) &&
                   static_cast<int>(measured.size()) < k;
@@ -63,12 +64,14 @@ int VerifyCandidates(PlanMeasurer* measurer, const graph::Graph& graph,
     }
     row->set_measured_step_time_s(measurement->measured_step_time_s);
     row->set_measured_spread(measurement->measured_spread);
+    row->set_measured_min_step_time_s(measurement->measured_min_step_time_s);
     row->set_real_op_fraction(measurement->real_op_fraction);
     row->set_real_op_flop_fraction(measurement->real_op_flop_fraction);
     row->set_worker(measurement->worker);
     if (chosen < 0 || measurement->measured_step_time_s < chosen_s) {
       chosen = i;
       chosen_s = measurement->measured_step_time_s;
+      chosen_min_s = measurement->measured_min_step_time_s;
     }
   }
   if (chosen < 0) return 0;
@@ -78,6 +81,7 @@ int VerifyCandidates(PlanMeasurer* measurer, const graph::Graph& graph,
     }
   }
   response->set_measured_step_time_s(chosen_s);
+  response->set_measured_min_step_time_s(chosen_min_s);
   if (chosen != 0) {
     response->add_warnings(absl::StrCat(
         "verify: '", candidates[chosen].method, "' measured fastest (",
@@ -105,6 +109,7 @@ void MeasureForEvaluate(PlanMeasurer* measurer, const graph::Graph& graph,
   }
   response->set_measured_step_time_s(measurement->measured_step_time_s);
   response->set_measured_spread(measurement->measured_spread);
+  response->set_measured_min_step_time_s(measurement->measured_min_step_time_s);
   response->set_real_op_fraction(measurement->real_op_fraction);
   response->set_real_op_flop_fraction(measurement->real_op_flop_fraction);
   response->set_measured_on(measurement->worker);

@@ -32,6 +32,8 @@ constexpr char kDnsPrefix[] = "dns:///";
 // arrives before the call's.
 constexpr absl::Duration kRemoteDeadlineSlack = absl::Seconds(1);
 constexpr absl::Duration kHealthCheckTimeout = absl::Seconds(2);
+// How often a remote plan's caller looks at its cancellation flag.
+constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
 constexpr int64_t kMaxMessageBytes = int64_t{256} << 20;
 
 class InProcessWorker : public PoolWorker {
@@ -79,10 +81,35 @@ class RemoteWorker : public PoolWorker {
     *request.mutable_plan() = simulator::PlanToProto(plan);
     *request.mutable_options() = worker::ExecuteOptionsToProto(options);
     grpc::ClientContext context;
+    // The deadline travels with the call: the worker stops the plan there.
     context.set_deadline(absl::ToChronoTime(deadline + kRemoteDeadlineSlack));
     gopt::v1::ExecuteResponse response;
-    const grpc::Status status =
-        worker_rpc_->Execute(&context, request, &response);
+    absl::Mutex mutex;
+    bool done = false;
+    grpc::Status status;
+    worker_rpc_->async()->Execute(&context, &request, &response,
+                                  [&](grpc::Status finished) {
+                                    absl::MutexLock lock(&mutex);
+                                    status = std::move(finished);
+                                    done = true;
+                                  });
+    // A caller's cancellation cancels the call: the worker sees it
+    // (ServerUnaryReactor::OnCancel) and stops the plan at its next node,
+    // so it is free for the next plan.
+    bool cancel_sent = false;
+    while (true) {
+      {
+        absl::MutexLock lock(&mutex);
+        if (mutex.AwaitWithTimeout(absl::Condition(&done), kCancelPoll)) {
+          break;
+        }
+      }
+      if (!cancel_sent && options.cancelled != nullptr &&
+          options.cancelled->load()) {
+        context.TryCancel();
+        cancel_sent = true;
+      }
+    }
     if (!status.ok()) return FromGrpc(status);
     return worker::ExecutionResultFromProto(response);
   }
@@ -128,6 +155,7 @@ PlanMeasurement ToMeasurement(const worker::ExecutionResult& result,
   PlanMeasurement measurement;
   measurement.measured_step_time_s = result.measured_step_time_s;
   measurement.measured_spread = result.measured_spread;
+  measurement.measured_min_step_time_s = result.measured_min_step_time_s;
   measurement.real_op_fraction =
       result.total_nodes > 0 ? static_cast<double>(result.real_op_nodes) /
                                    static_cast<double>(result.total_nodes)

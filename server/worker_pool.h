@@ -28,9 +28,11 @@ class PoolWorker {
   virtual ~PoolWorker() = default;
   // "in-process" or the worker's host:port.
   virtual const std::string& name() const = 0;
-  // Runs and measures one plan, finishing by `deadline`. Errors as
-  // worker::Executor::Execute, plus Unavailable (and others) when the worker
-  // cannot be reached or dies mid-plan.
+  // Runs and measures one plan, finishing by `deadline`; stops when
+  // options.cancelled reads true (a remote worker's call is cancelled, so
+  // the plan stops on the worker too). Errors as worker::Executor::Execute,
+  // plus Unavailable (and others) when the worker cannot be reached or dies
+  // mid-plan.
   virtual absl::StatusOr<worker::ExecutionResult> Execute(
       const graph::Graph& graph, const simulator::Plan& plan,
       const worker::ExecuteOptions& options, absl::Time deadline) = 0;

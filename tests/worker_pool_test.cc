@@ -122,6 +122,8 @@ TEST(WorkerPoolTest, RemoteWorkerMeasuresOverGrpc) {
       pool->Measure(graph, AllOn(graph, 1), absl::InfiniteFuture(), nullptr);
   ASSERT_TRUE(measurement.ok()) << measurement.status();
   EXPECT_EQ(measurement->measured_step_time_s, 0.5);
+  // The fastest run crosses the wire too (ExecuteResponse field 16).
+  EXPECT_EQ(measurement->measured_min_step_time_s, 0.375);
   EXPECT_EQ(measurement->worker, server.address());
 }
 
@@ -349,6 +351,11 @@ TEST(VerifyTest, DefaultMeasuredFastestWinsOverTheSimulatorsChoice) {
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->method(), "default");
   EXPECT_EQ(response->measured_step_time_s(), 0.001);
+  EXPECT_DOUBLE_EQ(response->measured_min_step_time_s(), 0.00075);
+  for (const gopt::v1::MeasuredCandidate& row : response->verified()) {
+    EXPECT_DOUBLE_EQ(row.measured_min_step_time_s(),
+                     row.measured_step_time_s() * 0.75);
+  }
 }
 
 TEST(VerifyTest, WorkerKilledMidPlanAnswersWithSimulatedNumbersAndAWarning) {
@@ -404,6 +411,7 @@ TEST(VerifyTest, EvaluateMeasuresThePlan) {
       engine.Evaluate(request, RequestContext());
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->measured_step_time_s(), 0.3);
+  EXPECT_DOUBLE_EQ(response->measured_min_step_time_s(), 0.3 * 0.75);
   EXPECT_EQ(response->measured_on(), server.address());
   EXPECT_EQ(response->real_op_fraction(), 1.0);
 }

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <regex>
 #include <string>
@@ -18,7 +20,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "gopt/v1/worker.grpc.pb.h"
 #include "graph/import/builtin_importers.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/worker_pool.h"
 #include "simulator/topology.h"
@@ -124,6 +128,84 @@ TEST(WorkerProcessTest, KilledMidPlanIsUnavailableNamingTheWorker) {
   EXPECT_TRUE(absl::IsUnavailable(measurement.status()))
       << measurement.status();
   EXPECT_THAT(measurement.status().message(), HasSubstr(address));
+}
+
+// DescribeResponse.node_executions: nodes the worker has started so far.
+int64_t NodeExecutions(const std::string& address) {
+  auto stub = gopt::v1::Worker::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  gopt::v1::DescribeResponse response;
+  const grpc::Status status =
+      stub->Describe(&context, gopt::v1::DescribeRequest(), &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.node_executions();
+}
+
+// A caller's cancellation reaches the remote worker (the pool cancels its
+// Execute call): the plan stops at its next node, not when its 600 s of
+// measuring are over, and the worker serves the next plan.
+TEST(WorkerProcessTest, CancelledPlanStopsOnTheWorkerWhichServesTheNext) {
+  gopt::testing::ChildProcess process(GOPT_WORKER_BINARY, kWorkerArgs);
+  const std::string address = WaitForAddress(process);
+  ASSERT_FALSE(address.empty());
+  worker::ExecuteOptions endless;
+  endless.min_measure_seconds = 600;
+  endless.max_repeats = 1'000'000;
+  auto pool = PoolOf(address, endless);
+  const graph::Graph graph = RealGraph();
+  const int64_t nodes = graph.num_nodes();
+  std::atomic<bool> cancelled(false);
+  absl::StatusOr<PlanMeasurement> measurement;
+  std::thread measuring([&] {
+    measurement = pool->Measure(graph, RoundRobin(graph),
+                                absl::Now() + absl::Seconds(600), &cancelled);
+  });
+  // Cancel once the worker is in its measured runs (set-up and one warm-up
+  // run each start every node once).
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  while (NodeExecutions(address) <= 3 * nodes && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_GT(NodeExecutions(address), 3 * nodes) << process.log();
+  cancelled.store(true);
+  measuring.join();
+  EXPECT_TRUE(absl::IsCancelled(measurement.status())) << measurement.status();
+
+  const std::string ran_text = process.WaitForLog(
+      "cancelled by the caller after ([0-9]+) node executions",
+      "the worker never saw the cancellation");
+  ASSERT_FALSE(ran_text.empty());
+  const std::string after_text = process.WaitForLog(
+      "node executions, ([0-9]+) of them after the cancellation reached",
+      "the worker did not count the nodes after the cancellation");
+  ASSERT_FALSE(after_text.empty());
+  const int64_t ran = std::stoll(ran_text);
+  const int64_t after_cancel = std::stoll(after_text);
+  EXPECT_GT(ran, 3 * nodes);
+  // Every node checks the flag before it starts: at most one node per
+  // thread that runs nodes (2 device threads, 2 link threads, the run's
+  // own) was past its check when the cancellation arrived.
+  EXPECT_LE(after_cancel, 5) << process.log();
+
+  // Stopped for good: the next plan's node count is exactly its own
+  // (set-up, 1 warm-up run, 2 measured runs: each starts every node once).
+  const int64_t before_next = NodeExecutions(address);
+  worker::ExecuteOptions short_plan;
+  short_plan.warmup_runs = 1;
+  short_plan.min_repeats = 2;
+  short_plan.max_repeats = 2;
+  short_plan.min_measure_seconds = 0;
+  auto next_pool = PoolOf(address, short_plan);
+  absl::StatusOr<PlanMeasurement> next = next_pool->Measure(
+      graph, RoundRobin(graph), absl::Now() + absl::Seconds(120), nullptr);
+  ASSERT_TRUE(next.ok()) << next.status() << process.log();
+  EXPECT_GT(next->measured_step_time_s, 0);
+  EXPECT_GT(next->measured_min_step_time_s, 0);
+  EXPECT_LE(next->measured_min_step_time_s, next->measured_step_time_s);
+  EXPECT_EQ(NodeExecutions(address) - before_next, 4 * nodes);
 }
 
 }  // namespace

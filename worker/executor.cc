@@ -177,7 +177,7 @@ absl::StatusOr<ExecutionResult> TorchExecutor::Execute(
           ? absl::Now() + absl::Seconds(options.timeout_seconds)
           : absl::InfiniteFuture();
   internal::PlanRun run(graph, plan, Threads(), options.seed, deadline,
-                        options.cancelled);
+                        options.cancelled, options.node_executions);
   internal::SetupReport report;
   RETURN_IF_ERROR(run.Setup(&report));
   double step_s = 0;

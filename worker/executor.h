@@ -49,6 +49,11 @@ struct ExecuteOptions {
   // Polled between ops; when it reads true the call returns Cancelled.
   // Borrowed; may be null (default).
   const std::atomic<bool>* cancelled = nullptr;
+  // Incremented as each node's op starts (set-up's trial run and every
+  // warm-up and measured run), after the node checked `cancelled`: a
+  // caller can tell how far a plan got and that a cancellation stopped it.
+  // Borrowed; may be null (default).
+  std::atomic<int64_t>* node_executions = nullptr;
   // Record each node's kernel seconds (median over measured runs). Costs a
   // clock read per op. Default true.
   bool per_node_times = true;

@@ -61,14 +61,16 @@ at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
 
 PlanRun::PlanRun(const graph::Graph& graph, const simulator::Plan& plan,
                  RunThreads threads, uint64_t seed, absl::Time deadline,
-                 const std::atomic<bool>* cancelled)
+                 const std::atomic<bool>* cancelled,
+                 std::atomic<int64_t>* node_executions)
     : graph_(graph),
       plan_(plan),
       threads_(std::move(threads)),
       num_devices_(static_cast<int>(threads_.devices.size())),
       seed_(seed),
       deadline_(deadline),
-      cancelled_(cancelled) {
+      cancelled_(cancelled),
+      node_executions_(node_executions) {
   BuildUnits();
   BuildDependencies();
 }
@@ -200,6 +202,15 @@ absl::Status PlanRun::Check() const {
   return absl::OkStatus();
 }
 
+bool PlanRun::StartNode() {
+  if (cancelled_ != nullptr && cancelled_->load()) {
+    Fail(absl::CancelledError("plan execution cancelled"));
+    return false;
+  }
+  if (node_executions_ != nullptr) node_executions_->fetch_add(1);
+  return true;
+}
+
 absl::Status PlanRun::Setup(SetupReport* report) {
   const int n = graph_.num_nodes();
   const int64_t limit = MaxTensorBytes();
@@ -228,6 +239,7 @@ absl::Status PlanRun::Setup(SetupReport* report) {
   std::map<std::string, std::pair<int, std::string>> copies_by_kind;
   for (NodeId id = 0; id < n; ++id) {
     if (absl::Status s = Check(); !s.ok()) return s;
+    if (node_executions_ != nullptr) node_executions_->fetch_add(1);
     const graph::Node& node = graph_.node(id);
     const int32_t device = plan_.device[id];
     const at::Device& torch_device = threads_.torch_devices[device];
@@ -346,6 +358,7 @@ void PlanRun::ExecuteUnit(int32_t first, std::vector<double>* node_s) {
     work.pop_back();
     const Unit& unit = units_[u];
     for (NodeId id : unit.nodes) {
+      if (!StartNode()) return;
       const auto start = std::chrono::steady_clock::now();
       try {
         values_[id] = RunNode(id, Inputs(id, unit.device));

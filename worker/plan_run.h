@@ -52,7 +52,8 @@ class PlanRun {
  public:
   PlanRun(const graph::Graph& graph, const simulator::Plan& plan,
           RunThreads threads, uint64_t seed, absl::Time deadline,
-          const std::atomic<bool>* cancelled);
+          const std::atomic<bool>* cancelled,
+          std::atomic<int64_t>* node_executions = nullptr);
 
   // Creates the resident tensors and runs every node once in topological
   // order to decide real op or copy. DeadlineExceeded / Cancelled.
@@ -92,6 +93,9 @@ class PlanRun {
   std::vector<at::Tensor> RunNode(graph::NodeId node,
                                   const std::vector<at::Tensor>& inputs) const;
   absl::Status Check() const;
+  // Before a node runs: false (and the run failed with Cancelled) when
+  // `cancelled_` reads true; else counts the node in node_executions_.
+  bool StartNode();
   // Runs unit `u` (kernels only; no lock held), then Complete.
   void ExecuteUnit(int32_t u, std::vector<double>* node_s);
   // Bookkeeping after unit `u` ran: frees inputs, readies consumers, queues
@@ -113,6 +117,7 @@ class PlanRun {
   const uint64_t seed_;
   const absl::Time deadline_;
   const std::atomic<bool>* cancelled_;
+  std::atomic<int64_t>* const node_executions_;
 
   // Set up once.
   std::vector<uint8_t> real_;                      // per node

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "graph/native/graph_proto.h"
 #include "simulator/plan.h"
 #include "worker/worker_wire.h"
@@ -17,16 +19,26 @@ grpc::Status ToGrpc(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-// The reactor of one Execute call: remembers a client cancellation so the
-// running plan stops at its next op.
+// The reactor of one Execute call: remembers a client cancellation (an
+// explicit cancel, or the call's deadline) so the running plan stops at its
+// next node, and how many nodes the worker had started by then.
 class ExecuteReactor : public grpc::ServerUnaryReactor {
  public:
-  void OnCancel() override { cancelled_.store(true); }
+  explicit ExecuteReactor(const std::atomic<int64_t>* node_executions)
+      : node_executions_(node_executions) {}
+  void OnCancel() override {
+    // Read before the flag is set: every node started after it counts.
+    nodes_at_cancel_.store(node_executions_->load());
+    cancelled_.store(true);
+  }
   void OnDone() override { delete this; }
   const std::atomic<bool>* cancelled() const { return &cancelled_; }
+  int64_t nodes_at_cancel() const { return nodes_at_cancel_.load(); }
 
  private:
+  const std::atomic<int64_t>* const node_executions_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> nodes_at_cancel_{0};
 };
 
 // Seconds until the call's deadline (a large number when it has none).
@@ -75,7 +87,7 @@ grpc::ServerUnaryReactor* WorkerService::Execute(
     grpc::CallbackServerContext* context,
     const gopt::v1::ExecuteRequest* request,
     gopt::v1::ExecuteResponse* response) {
-  auto* reactor = new ExecuteReactor();
+  auto* reactor = new ExecuteReactor(&node_executions_);
   graph::GraphLimits limits;
   limits.max_nodes = options_.max_graph_nodes;
   if (request->graph().nodes_size() == 0) {
@@ -95,6 +107,7 @@ grpc::ServerUnaryReactor* WorkerService::Execute(
   options.timeout_seconds =
       std::max(0.001, std::min(options.timeout_seconds, SecondsLeft(*context)));
   options.cancelled = reactor->cancelled();
+  options.node_executions = &node_executions_;
   const bool per_node_times = request->options().per_node_times();
   auto job = [this, reactor, request, response, per_node_times, options,
               graph = std::make_shared<graph::Graph>(std::move(*graph))](
@@ -104,8 +117,18 @@ grpc::ServerUnaryReactor* WorkerService::Execute(
                                    "execute: the worker is shutting down"));
       return;
     }
+    const int64_t nodes_at_start = node_executions_.load();
     absl::StatusOr<ExecutionResult> result = executor_->Execute(
         *graph, simulator::PlanFromProto(request->plan()), options);
+    if (absl::IsCancelled(result.status()) && reactor->cancelled()->load()) {
+      const int64_t nodes_at_end = node_executions_.load();
+      LOG(INFO) << "execute: plan of " << graph->num_nodes()
+                << " nodes cancelled by the caller after "
+                << nodes_at_end - nodes_at_start << " node executions, "
+                << nodes_at_end -
+                       std::max(nodes_at_start, reactor->nodes_at_cancel())
+                << " of them after the cancellation reached this worker";
+    }
     if (!result.ok()) {
       reactor->Finish(ToGrpc(
           absl::Status(result.status().code(),
@@ -137,6 +160,7 @@ grpc::ServerUnaryReactor* WorkerService::Describe(
     gopt::v1::DescribeResponse* response) {
   *response = DescribeToProto(*executor_);
   response->set_worker(options_.name);
+  response->set_node_executions(node_executions_.load());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -31,7 +31,9 @@ struct WorkerServiceOptions {
 // service's own thread (one plan at a time, in arrival order) and answers
 // with the measured result; Describe lists the executor's devices. The
 // executor's timeout is the smaller of options.timeout_seconds and the
-// call's deadline; a cancelled call cancels its plan. Errors map from the
+// call's deadline; a cancelled call (the client's TryCancel, or its
+// deadline) cancels its plan at the plan's next node, and the worker logs
+// how many nodes ran after the cancellation arrived. Errors map from the
 // executor's absl codes to the same gRPC codes.
 //
 // Borrows `executor`, which must outlive the service. Thread-safe. Call
@@ -64,6 +66,8 @@ class WorkerService final : public gopt::v1::Worker::CallbackService {
   const WorkerServiceOptions options_;
   absl::Mutex mutex_;
   std::deque<std::function<void(bool stopping)>> jobs_ ABSL_GUARDED_BY(mutex_);
+  // Nodes started by every plan so far (DescribeResponse.node_executions).
+  std::atomic<int64_t> node_executions_{0};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

@@ -37,6 +37,7 @@ gopt::v1::ExecuteResponse ExecutionResultToProto(const ExecutionResult& result,
   gopt::v1::ExecuteResponse proto;
   proto.set_measured_step_time_s(result.measured_step_time_s);
   proto.set_measured_spread(result.measured_spread);
+  proto.set_measured_min_step_time_s(result.measured_min_step_time_s);
   proto.set_runs(result.runs);
   proto.set_outliers_discarded(result.outliers_discarded);
   if (per_node_times) {
@@ -63,6 +64,7 @@ ExecutionResult ExecutionResultFromProto(
   ExecutionResult result;
   result.measured_step_time_s = proto.measured_step_time_s();
   result.measured_spread = proto.measured_spread();
+  result.measured_min_step_time_s = proto.measured_min_step_time_s();
   result.runs = proto.runs();
   result.outliers_discarded = proto.outliers_discarded();
   result.per_node_seconds.assign(proto.per_node_seconds().begin(),

@@ -1,10 +1,16 @@
 #include "policy/go/fine_tuning.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <random>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "policy/go/plan_search.h"
 #include "util/status_macros.h"
 
@@ -13,6 +19,109 @@ namespace {
 
 double Seconds(const Clock& clock, absl::Time start) {
   return absl::ToDoubleSeconds(clock.Now() - start);
+}
+
+// Measured rewards for one FineTune call: each distinct plan is measured
+// once, within options.max_measurements; counts go into `result`.
+class MeasuredRewards {
+ public:
+  MeasuredRewards(const MeasuredRewardOptions& options, FineTuneResult* result)
+      : options_(options), result_(result) {}
+
+  // Measures the start plan, whose measured time normalises the rewards,
+  // and replaces its step time and reward by the measured ones.
+  absl::Status Start(ScoredPlan* start) {
+    absl::StatusOr<double> seconds = Measure(start->plan);
+    if (!seconds.ok()) {
+      return absl::Status(
+          seconds.status().code(),
+          absl::StrCat("fine-tuning with measured rewards: the start plan "
+                       "could not be measured: ",
+                       seconds.status().message()));
+    }
+    start_s_ = *seconds;
+    result_->start_measured_step_time_s = *seconds;
+    start->step_time_s = *seconds;
+    start->reward = PlanReward(*seconds, start->oom, start_s_);
+    return absl::OkStatus();
+  }
+
+  // Whether `samples` more plans may be measured.
+  bool Fits(int samples) const {
+    return result_->measurements + samples <= options_.max_measurements;
+  }
+
+  // PpoOptions::rescore: a valid, fitting plan gets its measured step time
+  // and reward; one that could not be measured becomes invalid.
+  void Rescore(std::vector<ScoredPlan>* plans) {
+    for (ScoredPlan& plan : *plans) {
+      if (!plan.valid || plan.oom) continue;
+      absl::StatusOr<double> seconds = Measure(plan.plan);
+      if (!seconds.ok()) {
+        if (result_->measurement_failures++ == 0) {
+          result_->first_measurement_error =
+              std::string(seconds.status().message());
+        }
+        plan.valid = false;
+        plan.reward = kInvalidReward;
+        continue;
+      }
+      plan.step_time_s = *seconds;
+      plan.reward = PlanReward(*seconds, false, start_s_);
+    }
+  }
+
+  double start_s() const { return start_s_; }
+
+ private:
+  using Key =
+      std::tuple<std::vector<int32_t>, std::vector<int32_t>,
+                 std::vector<int32_t>, std::vector<std::vector<int32_t>>>;
+
+  absl::StatusOr<double> Measure(const simulator::Plan& plan) {
+    Key key(plan.device, plan.priority, plan.fusion_group, plan.layout);
+    if (auto it = measured_.find(key); it != measured_.end()) {
+      return it->second;
+    }
+    if (result_->measurements >= options_.max_measurements) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the ", options_.max_measurements,
+                       " measurements of this request are spent"));
+    }
+    ++result_->measurements;
+    absl::StatusOr<double> seconds = options_.measure(plan);
+    if (seconds.ok() && !(*seconds > 0)) {
+      return absl::InternalError(
+          absl::StrCat("the measurer returned a step time of ", *seconds,
+                       " s; expected a positive time"));
+    }
+    if (seconds.ok()) measured_.emplace(std::move(key), *seconds);
+    return seconds;
+  }
+
+  const MeasuredRewardOptions& options_;
+  FineTuneResult* const result_;
+  double start_s_ = 0;
+  std::map<Key, double> measured_;
+};
+
+absl::Status CheckMeasuredReward(const MeasuredRewardOptions& options,
+                                 const TrainingInstance& instance) {
+  const int64_t nodes = instance.graph().num_nodes();
+  if (nodes > options.max_graph_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fine-tuning with measured rewards: graph '", instance.graph().name(),
+        "' has ", nodes, " nodes; measured rewards are for graphs of at most ",
+        options.max_graph_nodes,
+        " nodes (every PPO step runs its sampled plans for real); use "
+        "simulated rewards"));
+  }
+  if (options.max_measurements < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fine-tuning with measured rewards: max_measurements = ",
+                     options.max_measurements, "; expected at least 1"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -46,14 +155,21 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
                                         const TrainingInstance& instance,
                                         const ScoredPlan& start,
                                         const FineTuneOptions& options) {
-  {
-    absl::Status status =
-        model->ScalePlacementPriors(options.placement_prior_factor);
-    if (!status.ok()) return status;
-  }
-  PpoTrainer trainer(model, options.ppo);
   FineTuneResult result;
   result.best = start;
+  PpoOptions ppo = options.ppo;
+  std::optional<MeasuredRewards> measured;
+  if (options.measured_reward.measure) {
+    RETURN_IF_ERROR(CheckMeasuredReward(options.measured_reward, instance));
+    measured.emplace(options.measured_reward, &result);
+    RETURN_IF_ERROR(measured->Start(&result.best));
+    ppo.rescore = [&measured](const TrainingInstance&,
+                              std::vector<ScoredPlan>* plans) {
+      measured->Rescore(plans);
+    };
+  }
+  RETURN_IF_ERROR(model->ScalePlacementPriors(options.placement_prior_factor));
+  PpoTrainer trainer(model, ppo);
   PlanSearchOptions search_options;
   search_options.threads = options.ppo.simulation_threads;
   search_options.seed = options.ppo.seed;
@@ -63,8 +179,14 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   search_options.cancelled = options.cancelled;
   search_options.stop_at_step_time_s = options.stop_at_step_time_s;
   PlanSearch search(instance, start, search_options);
-  const int search_rounds = options.search_simulations_per_step /
-                            std::max(search_options.candidates_per_round, 1);
+  // The search ranks plans by the simulator: off with measured rewards.
+  const int search_rounds =
+      measured.has_value()
+          ? 0
+          : options.search_simulations_per_step /
+                std::max(search_options.candidates_per_round, 1);
+  const double reference_s =
+      measured.has_value() ? measured->start_s() : instance.default_step_time_s;
   const Clock& clock = *options.clock;
   const absl::Time begin = clock.Now();
   auto stopped = [&] {
@@ -80,6 +202,10 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
       result.ppo_stopped_for_deadline = true;
       break;
     }
+    if (measured.has_value() && !measured->Fits(ppo.samples_per_graph)) {
+      result.measurement_budget_spent = true;
+      break;
+    }
     const absl::Time step_start = clock.Now();
     absl::StatusOr<PpoStepStats> stats = trainer.Step({&instance});
     if (!stats.ok()) return stats.status();
@@ -93,10 +219,10 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
     }
     TrainLogRow row =
         MakeTrainLogRow(step, Seconds(clock, begin), *stats, {&instance});
-    // For one graph the log tracks the best plan so far.
+    // For one graph the log tracks the best plan so far (with measured
+    // rewards: against the measured start plan).
     row.best_step_time_s = result.best.step_time_s;
-    row.best_step_ratio =
-        result.best.step_time_s / instance.default_step_time_s;
+    row.best_step_ratio = result.best.step_time_s / reference_s;
     if (options.on_step) options.on_step(row, result.best);
     result.log.push_back(std::move(row));
     result.steps = step + 1;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -32,8 +33,33 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
                                         uint64_t seed, int threads,
                                         const Clock& clock = Clock::Real());
 
+// Runs a plan of the fine-tuned graph for real and returns its measured
+// step time in seconds (the engine passes its worker pool: policy/ knows no
+// server). Errors are the measurer's. Called on the FineTune thread.
+using MeasurePlanFunction =
+    std::function<absl::StatusOr<double>(const simulator::Plan&)>;
+
+// Fine-tuning with measured rewards (gopt optimize --reward=measured): PPO's
+// reward is -sqrt(measured step / measured step of the start plan), from
+// `measure`, instead of the simulator's prediction.
+struct MeasuredRewardOptions {
+  // Null (default) = simulated rewards.
+  MeasurePlanFunction measure;
+  // Largest graph, in nodes, fine-tuned with measured rewards; FineTune
+  // refuses larger ones (InvalidArgument). Default 2000.
+  int64_t max_graph_nodes = 2000;
+  // Most plans measured in one FineTune call (the start plan included;
+  // a plan seen before is not measured again). PPO stops before a step
+  // whose samples could exceed it. Default 64.
+  int max_measurements = 64;
+};
+
 struct FineTuneOptions {
   PpoOptions ppo;
+  // With measured_reward.measure set, rewards come from measurements, the
+  // plan search around the best plan is off (it ranks plans by the
+  // simulator) and every step time in the result and the log is measured.
+  MeasuredRewardOptions measured_reward;
   int max_steps = 50;
   // Before the first step the placement priors' graph-conditioned gate is
   // reset to 1 and their scales are multiplied by this
@@ -81,6 +107,16 @@ struct FineTuneResult {
   int64_t search_simulations = 0;
   double seconds = 0;
   std::vector<TrainLogRow> log;
+  // With measured rewards: plans measured (distinct plans, the start plan
+  // included), measurements that failed (their plans got the invalid
+  // reward; the first error is kept), whether PPO stopped because the next
+  // step could exceed max_measurements, and the start plan's measured step
+  // time (best.step_time_s is measured too).
+  int measurements = 0;
+  int measurement_failures = 0;
+  std::string first_measurement_error;
+  bool measurement_budget_spent = false;
+  double start_measured_step_time_s = 0;
 };
 
 // Fine-tunes `model` with PPO on one instance until max_steps, the deadline
@@ -88,7 +124,9 @@ struct FineTuneResult {
 // after each PPO step the plan search refines the best plan so far. Once a
 // PPO step is not expected to finish before the deadline (see
 // FineTuneOptions::first_step_estimate_seconds), the search runs alone
-// until the deadline.
+// until the deadline. With measured rewards (options.measured_reward):
+// InvalidArgument for a graph over max_graph_nodes or max_measurements < 1,
+// the measurer's error when the start plan cannot be measured.
 absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
                                         const TrainingInstance& instance,
                                         const ScoredPlan& start,

@@ -30,6 +30,25 @@ bool Cancelled(const ProposeOptions& options) {
   return options.cancelled != nullptr && options.cancelled->load();
 }
 
+// What fine-tuning with measured rewards did, for the proposal's warnings.
+std::string MeasuredRewardNote(const go::FineTuneResult& tuned) {
+  std::string note =
+      absl::StrCat("fine-tuned with measured rewards: ", tuned.measurements,
+                   " plans measured; the start plan measured ",
+                   tuned.start_measured_step_time_s * 1e3, " ms, the best ",
+                   tuned.best.step_time_s * 1e3, " ms");
+  if (tuned.measurement_budget_spent) {
+    absl::StrAppend(&note, "; PPO stopped after ", tuned.steps,
+                    " steps: the measurement budget was spent");
+  }
+  if (tuned.measurement_failures > 0) {
+    absl::StrAppend(
+        &note, "; ", tuned.measurement_failures,
+        " measurements failed (first: ", tuned.first_measurement_error, ")");
+  }
+  return note;
+}
+
 class GoPolicy final : public Policy {
  public:
   GoPolicy(PolicyInfo info, std::unique_ptr<GoModel> model)
@@ -105,6 +124,11 @@ class GoPolicy final : public Policy {
       fine_tune.first_step_estimate_seconds =
           kPpoStepPerZeroShot * proposal.inference_s;
       fine_tune.cancelled = options.cancelled;
+      fine_tune.measured_reward.measure = options.measure_plan;
+      fine_tune.measured_reward.max_graph_nodes =
+          options.measured_reward_max_graph_nodes;
+      fine_tune.measured_reward.max_measurements =
+          options.measured_reward_max_measurements;
       fine_tune.on_step = [&](const go::TrainLogRow& row,
                               const go::ScoredPlan& so_far) {
         if (options.on_progress) {
@@ -120,6 +144,12 @@ class GoPolicy final : public Policy {
           go::FineTune(copy->get(), **instance, best, fine_tune);
       if (!tuned.ok()) return tuned.status();
       best = tuned->best;
+      if (options.measure_plan) {
+        proposal.warnings.push_back(MeasuredRewardNote(*tuned));
+        // The proposal's step time is the simulator's, as every other
+        // method's the engine compares it with.
+        best = go::ScorePlan(**instance, std::move(best.plan));
+      }
       if (!warm_method.empty()) {
         proposal.warnings.push_back(absl::StrCat(
             "fine-tuning started from the warm-start plan (", warm_method, ", ",

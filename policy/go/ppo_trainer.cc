@@ -264,6 +264,7 @@ void CollectRollout(const TrainingInstance& instance, const NetworkOutput& out,
       instance, sampled, k, options.simulation_threads, rng, &actions);
   PpoGraphStats graph_stats;
   graph_stats.label = instance.label;
+  if (options.rescore) options.rescore(instance, &scored);
   std::vector<double> rewards;
   for (ScoredPlan& plan : scored) {
     rewards.push_back(plan.reward);

@@ -97,6 +97,13 @@ std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
                                        std::vector<Actions>* actions);
 
 struct PpoOptions {
+  // Called with each graph's sampled plans once the simulator scored them,
+  // before their rewards become advantages; it may replace their valid,
+  // step_time_s, oom and reward (fine-tuning with measured rewards,
+  // fine_tuning.h). Called on the Step thread. Null (default): the
+  // simulator's scores stand.
+  std::function<void(const TrainingInstance&, std::vector<ScoredPlan>*)>
+      rescore;
   TaskSet tasks;                // decided tasks (layout ignored)
   int samples_per_graph = 16;   // K plans per graph per step
   int epochs = 2;               // gradient steps per batch of samples

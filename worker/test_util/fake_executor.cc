@@ -84,6 +84,7 @@ absl::StatusOr<ExecutionResult> FakeExecutor::Execute(
   ExecutionResult result;
   result.measured_step_time_s = step_time(plan);
   result.measured_spread = 0.01;
+  result.measured_min_step_time_s = result.measured_step_time_s * 0.75;
   result.runs = options.min_repeats;
   result.run_seconds.assign(options.min_repeats, result.measured_step_time_s);
   result.peak_memory_bytes.assign(num_devices_, 0);
