@@ -170,7 +170,11 @@ TEST(TopologyTest, CalibratedOpCurvesRoundTripAndPriceTheirClass) {
 
 TEST(TopologyTest, OpByOpFusionRoundTripsAndIsOffByDefault) {
   for (const std::string& name : PresetTopologyNames()) {
-    for (const DeviceProfile& d : PresetTopology(name)->devices) {
+    // Held by name: a range-for over a temporary's member would read it
+    // after the temporary is gone.
+    const absl::StatusOr<Topology> preset = PresetTopology(name);
+    ASSERT_TRUE(preset.ok()) << preset.status();
+    for (const DeviceProfile& d : preset->devices) {
       EXPECT_FALSE(d.fused_groups_run_op_by_op) << name;
     }
   }
