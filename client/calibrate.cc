@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "simulator/topology.h"
 #include "util/status_macros.h"
 #include "worker/calibration.h"
 #include "worker/executor.h"
@@ -13,6 +14,10 @@ absl::Status RunCalibrate(const CalibrateOptions& options, std::ostream& out) {
     return absl::InvalidArgumentError(
         "calibrate: --out=FILE (the topology JSON to write) is required");
   }
+  if (!options.only.empty() && options.topology.empty()) {
+    return absl::InvalidArgumentError(
+        "calibrate: --only needs --topology=FILE (the calibration to update)");
+  }
   worker::ExecutorOptions executor_options;
   executor_options.cpu_executors = options.cpu_executors;
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Executor> executor,
@@ -20,8 +25,15 @@ absl::Status RunCalibrate(const CalibrateOptions& options, std::ostream& out) {
   worker::CalibrationOptions calibration;
   calibration.quick = options.quick;
   calibration.min_measure_seconds = options.min_measure_seconds;
-  ASSIGN_OR_RETURN(worker::CalibrationResult result,
-                   worker::Calibrate(*executor, calibration));
+  worker::CalibrationResult result;
+  if (options.only.empty()) {
+    ASSIGN_OR_RETURN(result, worker::Calibrate(*executor, calibration));
+  } else {
+    ASSIGN_OR_RETURN(simulator::Topology base,
+                     simulator::LoadTopology(options.topology));
+    ASSIGN_OR_RETURN(result, worker::CalibratePart(*executor, calibration,
+                                                   options.only, base));
+  }
   RETURN_IF_ERROR(worker::WriteTopologyJson(result.topology, options.out_path));
   if (options.json) {
     nlohmann::json j;

@@ -341,10 +341,20 @@ FlagSet<CalibrateOptions> Flags(CalibrateOptions*) {
             [](O& o) -> double& { return o.min_measure_seconds; });
   flags.Add("json", "print the measurements as JSON",
             [](O& o) -> bool& { return o.json; });
+  flags.Add("only",
+            "re-measure one part (links, transfer-overhead, fusion) on top "
+            "of --topology's calibration",
+            [](O& o) -> std::string& { return o.only; });
+  flags.Add("topology", "with --only: the calibration JSON to update",
+            [](O& o) -> std::string& { return o.topology; });
   return flags;
 }
 
 absl::Status Finish(std::vector<std::string> operands, CalibrateOptions* o) {
+  if (!o->only.empty() && o->topology.empty()) {
+    return absl::InvalidArgumentError(
+        "--only needs --topology=FILE (the calibration to update)");
+  }
   if (!operands.empty()) {
     return absl::InvalidArgumentError("calibrate takes no operands");
   }

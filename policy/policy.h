@@ -46,6 +46,14 @@ struct ProposeProgress {
   double best_step_time_s = 0;
 };
 
+// The measured-reward limits every front end applies (gopt optimize and
+// gopt-server, gopt-train finetune): the largest graph fine-tuned with
+// measured rewards, the plans measured when the caller gives no number,
+// and the most it may give.
+inline constexpr int64_t kDefaultMeasuredRewardMaxNodes = 2000;
+inline constexpr int32_t kDefaultRewardMeasurements = 64;
+inline constexpr int32_t kMaxRewardMeasurements = 1024;
+
 struct ProposeOptions {
   TaskSet tasks;
   // A plan whose decisions for tasks outside `tasks` are kept (e.g. the
@@ -81,8 +89,8 @@ struct ProposeOptions {
   std::function<absl::StatusOr<double>(const simulator::Plan&)> measure_plan;
   // With measure_plan: the largest graph (nodes) and the most plans measured
   // per Propose. Defaults 2000 and 64.
-  int64_t measured_reward_max_graph_nodes = 2000;
-  int32_t measured_reward_max_measurements = 64;
+  int64_t measured_reward_max_graph_nodes = kDefaultMeasuredRewardMaxNodes;
+  int32_t measured_reward_max_measurements = kDefaultRewardMeasurements;
   // Set by the caller to stop work early (client cancelled); Propose then
   // returns the best plan found so far, or Cancelled if it has none.
   const std::atomic<bool>* cancelled = nullptr;

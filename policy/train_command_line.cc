@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "policy/policy.h"
 #include "util/flag_set.h"
 #include "util/status_macros.h"
 
@@ -281,6 +282,15 @@ FlagSet<FinetuneCommandOptions> FinetuneFlags() {
       "plans the critical-path plan search simulates after each PPO "
       "step, around the best plan so far (0 = PPO alone)",
       [](auto& o) -> auto& { return o.search_simulations; });
+  flags.Add(
+      "reward",
+      "PPO's reward: simulated (the simulator's step times) or measured "
+      "(plans run on this host's CPU executors; small graphs)",
+      [](auto& o) -> auto& { return o.reward; });
+  flags.Add(
+      "max_reward_measurements",
+      "with --reward=measured: most plans measured (0 = 64, at most 1024)",
+      [](auto& o) -> auto& { return o.max_reward_measurements; });
   return flags;
 }
 
@@ -294,6 +304,16 @@ absl::Status FinishFinetune(std::vector<std::string> operands,
   if (o->search_simulations < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--search_simulations must be 0 or more, got ", o->search_simulations));
+  }
+  if (o->reward != "simulated" && o->reward != "measured") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--reward=", o->reward, ": expected simulated or measured"));
+  }
+  if (o->max_reward_measurements < 0 ||
+      o->max_reward_measurements > kMaxRewardMeasurements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_reward_measurements must be in 0..", kMaxRewardMeasurements,
+        ", got ", o->max_reward_measurements));
   }
   return absl::OkStatus();
 }

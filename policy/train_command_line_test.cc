@@ -75,6 +75,9 @@ TEST(TrainCommandLineTest, FlagsOfOtherCommandsAndBadValuesAreRefused) {
            "pretrain --out_dir=x --costmodel_steps=3",
            "finetune --policy_dir=p",
            "finetune --graph=a --search_simulations=-1",
+           "finetune --graph=a --reward=real",
+           "finetune --graph=a --reward=measured "
+           "--max_reward_measurements=1025",
            "eval",
            "costmodel",
            "costmodel --data=x --costmodel_ensemble=2",

@@ -29,6 +29,7 @@
 #include "policy/go/zero_shot_eval.h"
 #include "simulator/topology.h"
 #include "util/status_macros.h"
+#include "worker/executor.h"
 
 namespace gopt::policy {
 namespace {
@@ -220,6 +221,56 @@ absl::Status RunPretrain(const PretrainCommandOptions& options,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The in-process executor fine-tuning measures plans on: this host's CPU
+// executors, at least as many as `topology` has devices (InvalidArgument
+// naming the topology otherwise).
+absl::StatusOr<std::unique_ptr<worker::Executor>> MeasuringExecutor(
+    const simulator::Topology& topology, const std::string& topology_name) {
+  worker::ExecutorOptions executor_options;
+  ASSIGN_OR_RETURN(std::unique_ptr<worker::Executor> executor,
+                   worker::Executor::Create(executor_options));
+  const int devices = executor->HostTopology().num_devices();
+  if (topology.num_devices() > devices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reward=measured runs plans on this host's ", devices,
+                     " CPU executor(s); topology '", topology_name, "' has ",
+                     topology.num_devices(),
+                     " devices (use cpu-host or a gopt calibrate topology)"));
+  }
+  return executor;
+}
+
+// Measured rewards from `executor` (borrowed; outlives the fine-tuning):
+// each plan measured as gopt-server's in-process worker measures it, within
+// the server's limit per plan and the fine-tuning's deadline.
+go::MeasuredRewardOptions MeasuredReward(worker::Executor& executor,
+                                         const graph::Graph& graph,
+                                         absl::Time deadline,
+                                         int max_measurements) {
+  constexpr double kPlanTimeoutSeconds = 120;  // WorkerPoolOptions' default
+  go::MeasuredRewardOptions measured;
+  measured.max_graph_nodes = kDefaultMeasuredRewardMaxNodes;
+  measured.max_measurements =
+      max_measurements > 0 ? max_measurements : kDefaultRewardMeasurements;
+  measured.measure =
+      [&executor, &graph,
+       deadline](const simulator::Plan& plan) -> absl::StatusOr<double> {
+    worker::ExecuteOptions execute;
+    execute.per_node_times = false;
+    execute.timeout_seconds =
+        std::clamp(absl::ToDoubleSeconds(deadline - absl::Now()), 1e-3,
+                   kPlanTimeoutSeconds);
+    ASSIGN_OR_RETURN(worker::ExecutionResult result,
+                     executor.Execute(graph, plan, execute));
+    return result.measured_step_time_s;
+  };
+  return measured;
+}
+
+}  // namespace
+
 absl::Status RunFinetune(const FinetuneCommandOptions& options,
                          std::ostream& out) {
   go::SetTorchThreads(options.go.torch_threads);
@@ -229,7 +280,11 @@ absl::Status RunFinetune(const FinetuneCommandOptions& options,
   ASSIGN_OR_RETURN(graph::Graph graph, go::LoadGraphSource(options.graph));
   const std::string& topology_name = options.topologies.front();
   ASSIGN_OR_RETURN(simulator::Topology topology,
-                   simulator::PresetTopology(topology_name));
+                   simulator::LoadTopology(topology_name));
+  std::unique_ptr<worker::Executor> executor;
+  if (options.reward == "measured") {
+    ASSIGN_OR_RETURN(executor, MeasuringExecutor(topology, topology_name));
+  }
   ASSIGN_OR_RETURN(
       std::unique_ptr<go::TrainingInstance> instance,
       go::MakeTrainingInstance(
@@ -260,9 +315,15 @@ absl::Status RunFinetune(const FinetuneCommandOptions& options,
                                  row.step, row.seconds, row.reward,
                                  row.best_step_time_s * 1e3);
   };
+  if (executor != nullptr) {
+    fine_tune.measured_reward =
+        MeasuredReward(*executor, instance->graph(), fine_tune.deadline,
+                       options.max_reward_measurements);
+  }
   ASSIGN_OR_RETURN(
       go::FineTuneResult result,
       go::FineTune(model.get(), *instance, zero_shot.best, fine_tune));
+  if (executor != nullptr) out << go::MeasuredRewardNote(result) << "\n";
   out << absl::StrFormat(
       "%s on %s: default %.4f ms, zero-shot %.4f ms, fine-tuned %.4f ms "
       "(%d steps, %.1f s; plan search: %d improvements in %d plans)\n",

@@ -80,7 +80,21 @@ struct FinetuneCommandOptions {
   // by this before fine-tuning (below 1 = samples stray further).
   double placement_prior_factor = 1.0;
   int search_simulations = 512;  // plans searched per PPO step (>= 0)
+  // --reward: "simulated" (default: PPO's rewards from the simulator) or
+  // "measured" (from the plans' step times measured on this host's CPU
+  // executors, in process: graphs of at most
+  // policy::kDefaultMeasuredRewardMaxNodes nodes, topologies of at most the
+  // executors' device count; the plan search is then off).
+  std::string reward = "simulated";
+  // --max_reward_measurements with --reward=measured: the most plans
+  // measured (0 = policy::kDefaultRewardMeasurements, at most
+  // policy::kMaxRewardMeasurements). Default 0.
+  int max_reward_measurements = 0;
 };
+// Fine-tunes the policy on the graph and prints the default, zero-shot and
+// fine-tuned step times (with --reward=measured also what was measured).
+// InvalidArgument for a graph or topology measured rewards refuse; the
+// loaders', the executor's and FineTune's errors.
 absl::Status RunFinetune(const FinetuneCommandOptions& options,
                          std::ostream& out);
 

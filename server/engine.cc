@@ -93,8 +93,8 @@ absl::Status StopStatus(const RequestContext& context, absl::Time work_deadline,
 constexpr int64_t kTraceBytesPerNode = 600;
 
 // OptimizeOptions.max_reward_measurements: its default (0) and largest value.
-constexpr int32_t kDefaultRewardMeasurements = 64;
-constexpr int32_t kMaxRewardMeasurements = 1024;
+using policy::kDefaultRewardMeasurements;
+using policy::kMaxRewardMeasurements;
 
 // Fills a result row from a simulation; a step time that is not finite and
 // positive makes the row invalid instead of reaching the client.

@@ -55,7 +55,7 @@ struct EngineOptions {
   // Largest graph, in nodes, fine-tuned with measured rewards
   // (OptimizeOptions.reward = REWARD_MEASURED; InvalidArgument above it).
   // Default 2000.
-  int64_t max_measured_reward_nodes = 2000;
+  int64_t max_measured_reward_nodes = policy::kDefaultMeasuredRewardMaxNodes;
 };
 
 // What the transport knows about one request.

@@ -281,7 +281,10 @@ int Simulator::Run::PickCheckpoint(const Trajectory::Data& base,
                                    std::vector<int32_t>* changed_units,
                                    bool* same_kernels) const {
   changed_units->clear();
+  // Transfers that take device time move kernels as devices change: such
+  // candidates run in full.
   *same_kernels = sim_.num_device_classes_ == 1 &&
+                  !sim_.link_device_overheads_ &&
                   plan_.fusion_group == base.plan.fusion_group &&
                   plan_.layout == base.plan.layout;
   if (!*same_kernels || base.checkpoints.empty()) return -1;

@@ -38,6 +38,9 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
   fits_lower_bound_s_ = bound.fits_in_memory_seconds();
   PriceSoloKernels();
   PackEdges();
+  for (const Link& link : topology_.links) {
+    if (link.device_overhead_s > 0) link_device_overheads_ = true;
+  }
 }
 
 void Simulator::PackNodes() {

@@ -222,6 +222,9 @@ class Simulator {
   std::vector<int32_t> device_class_;
   int num_device_classes_ = 0;
   std::vector<double> solo_seconds_;
+  // Some link's transfers take device time (Link::device_overhead_s > 0):
+  // candidates are then simulated in full (incremental.cc).
+  bool link_device_overheads_ = false;
   double lower_bound_s_ = 0;
   double fits_lower_bound_s_ = 0;
 

@@ -410,6 +410,7 @@ void Simulator::Run::StartEventLoop() {
   ws_.device_busy.assign(num_devices_, 0);
   ws_.device_last_unit.assign(num_devices_, -1);
   ws_.link_free.assign(num_links, 0);
+  if (sim_.link_device_overheads_) ws_.device_free_at.assign(num_devices_, 0);
   ws_.link_last_transfer.assign(num_links, -1);
   ws_.link_tail.assign(num_links, -1);  // last queued transfer not arrived
   num_transfers_ = 0;
@@ -514,9 +515,12 @@ inline void Simulator::Run::StartUnit(int32_t u, double now) {
   UnitState& unit = ws_.units[u];
   const int32_t device = ws_.inputs[u].device;
   int32_t& device_last_unit = ws_.device_last_unit[device];
-  unit.start = now;
-  unit.end = now + unit.duration;
-  unit.start_cause = now > unit.ready_at && device_last_unit >= 0
+  const double start = ABSL_PREDICT_FALSE(sim_.link_device_overheads_)
+                           ? std::max(now, ws_.device_free_at[device])
+                           : now;
+  unit.start = start;
+  unit.end = start + unit.duration;
+  unit.start_cause = start > unit.ready_at && device_last_unit >= 0
                          ? Cause{Cause::kUnit, device_last_unit}
                          : unit.ready_cause;
   ws_.device_busy[device] = 1;
@@ -657,6 +661,9 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
                 ? Cause{Cause::kTransfer, link_last_transfer}
                 : Cause{Cause::kUnit, u};
   last_arrival_ = std::max(last_arrival_, t.end_s);
+  if (ABSL_PREDICT_FALSE(link.device_overhead_s > 0)) {
+    ChargeDevice(device, now, link.device_overhead_s);
+  }
   link_last_transfer = index;
   ++ws_.local_uses[id];  // the send holds the source buffer
   Allocate(dst_device, t.bytes);
@@ -672,6 +679,19 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
   return index;
 }
 
+// A transfer takes `overhead_s` of `device`'s time at `now`: after the
+// kernel it runs, if any, and after the time earlier transfers took. The
+// device's next kernel starts no earlier (StartUnit).
+void Simulator::Run::ChargeDevice(int32_t device, double now,
+                                  double overhead_s) {
+  double from = std::max(now, ws_.device_free_at[device]);
+  if (ws_.device_busy[device]) {
+    from = std::max(from, ws_.units[ws_.device_last_unit[device]].end);
+  }
+  ws_.device_free_at[device] = from + overhead_s;
+  last_arrival_ = std::max(last_arrival_, ws_.device_free_at[device]);
+}
+
 // Transfer `index` has arrived at `now`: the sender's buffer loses a use,
 // the consumers it feeds lose a pending input, and the next transfer on its
 // link becomes the link's event, in place of this one's (still at the top
@@ -679,6 +699,12 @@ inline int32_t Simulator::Run::CarrierFor(NodeId id, int32_t u, int32_t device,
 // is left on top, marked done_on_top_.
 inline void Simulator::Run::Arrive(int32_t index, double now) {
   const NodeId id = ws_.transfers[index].node;
+  if (ABSL_PREDICT_FALSE(sim_.link_device_overheads_)) {
+    const Transfer& t = ws_.transfers[index];
+    const double overhead_s =
+        sim_.topology_.link(t.src_device, t.dst_device).device_overhead_s;
+    if (overhead_s > 0) ChargeDevice(t.dst_device, now, overhead_s);
+  }
   ws_.release_stack.push_back(id);  // the send no longer holds the buffer
   DrainReleases();
   for (int32_t e = ws_.transfers[index].first_carried; e >= 0;

@@ -110,6 +110,9 @@ struct Workspace {
   std::vector<int32_t> unit_of_rank, rank_count;
   std::vector<int32_t> device_last_unit, link_last_transfer, link_tail;
   std::vector<double> link_free;
+  // Per device: the earliest its next kernel may start, after the device
+  // time its links' transfers took (Link::device_overhead_s).
+  std::vector<double> device_free_at;
   std::vector<Transfer> transfers;
   std::vector<int32_t> next_carried, in_transfer;
   std::vector<int32_t> free_stack, dirty_devices;
@@ -385,6 +388,7 @@ class Simulator::Run {
   int32_t CarrierFor(NodeId id, int32_t u, int32_t device, int32_t dst_device,
                      int32_t e, int32_t first_transfer, double now);
   void Arrive(int32_t index, double now);
+  void ChargeDevice(int32_t device, double now, double overhead_s);
   void ReleaseInputs(NodeId id, int32_t u);
   void DrainReleases();
 

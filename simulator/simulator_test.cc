@@ -139,6 +139,43 @@ TEST(SimulatorTest, LatencyOfQueuedTransfersOverlaps) {
               1e-5 + 8e-7, kTolerance);
 }
 
+// Link::device_overhead_s: a transfer takes device time from its sender
+// when queued and from its receiver when it arrives.
+TEST(SimulatorTest, LinkDeviceOverheadDelaysSenderAndReceiver) {
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e9, {p}, /*elements=*/1'000'000);
+  const int b = g.Op("b", 1e9, {a});
+  const int c = g.Op("c", 1e9, {a});
+  const Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.device[b] = 1;
+  Topology topology = TestTopology();
+  const SimulationResult free_links = RunSimulation(graph, topology, plan);
+  // a: [0, 1.002e-3]; its output reaches device 1 at 1.412e-3 (see
+  // DiamondAcrossTwoDevicesPaysTransfers).
+  EXPECT_NEAR(free_links.node_start_s[c], 1.002e-3, kTolerance);
+  EXPECT_NEAR(free_links.node_start_s[b], 1.412e-3, kTolerance);
+  for (Link& link : topology.links) link.device_overhead_s = 1e-4;
+  const SimulationResult charged = RunSimulation(graph, topology, plan);
+  EXPECT_NEAR(charged.node_start_s[c], 1.002e-3 + 1e-4, kTolerance);
+  EXPECT_NEAR(charged.node_start_s[b], 1.412e-3 + 1e-4, kTolerance);
+  EXPECT_NEAR(charged.step_time_s, 1.412e-3 + 1e-4 + 1.002e-3, kTolerance);
+  EXPECT_EQ(charged.num_transfers, 1);
+
+  // Candidates on such a topology are simulated in full, and agree.
+  RooflineCostModel cost_model;
+  const Simulator simulator(graph, topology, cost_model);
+  std::unique_ptr<Trajectory> base = simulator.Record(plan).value();
+  Plan moved = plan;
+  moved.device[c] = 1;
+  const CandidateResult candidate =
+      simulator.SimulateCandidate(*base, moved).value();
+  EXPECT_FALSE(candidate.incremental);
+  EXPECT_EQ(candidate.result.step_time_s,
+            simulator.Simulate(moved).value().step_time_s);
+}
+
 TEST(SimulatorTest, FusedChainPaysOneLaunch) {
   GraphMaker g;
   const int p = g.Param("p", 1000);

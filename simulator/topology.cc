@@ -29,6 +29,7 @@ constexpr Range kPeakFlopsRange = {1, 1e21};
 constexpr Range kBandwidthRange = {1, 1e16};
 constexpr Range kLaunchOverheadRange = {0, 1};
 constexpr Range kLatencyRange = {0, 10};
+constexpr Range kDeviceOverheadRange = {0, 1};
 constexpr Range kEfficiencyRange = {1e-3, 1};
 constexpr int64_t kMaxMemoryBytes = int64_t{1} << 60;
 constexpr double kDefaultMaxEfficiency = 0.7;
@@ -46,7 +47,15 @@ absl::Status CheckRange(absl::string_view context, absl::string_view field,
 absl::Status CheckLink(absl::string_view context, const gopt::v1::Link& link) {
   RETURN_IF_ERROR(CheckRange(context, "bandwidth_bytes_per_s",
                              link.bandwidth_bytes_per_s(), kBandwidthRange));
-  return CheckRange(context, "latency_s", link.latency_s(), kLatencyRange);
+  RETURN_IF_ERROR(
+      CheckRange(context, "latency_s", link.latency_s(), kLatencyRange));
+  return CheckRange(context, "device_overhead_s", link.device_overhead_s(),
+                    kDeviceOverheadRange);
+}
+
+Link LinkFromProto(const gopt::v1::Link& link) {
+  return Link{link.bandwidth_bytes_per_s(), link.latency_s(),
+              link.device_overhead_s()};
 }
 
 // Reads the calibrated op-class curves of device profile `p` into `d`.
@@ -406,8 +415,7 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
     }
     RETURN_IF_ERROR(CheckLink(
         absl::StrCat("link ", i, " (", l.src(), " -> ", l.dst(), ")"), l));
-    t.links[l.src() * n + l.dst()] =
-        Link{l.bandwidth_bytes_per_s(), l.latency_s()};
+    t.links[l.src() * n + l.dst()] = LinkFromProto(l);
     set[l.src() * n + l.dst()] = true;
   }
   for (int a = 0; a < n; ++a) {
@@ -418,8 +426,7 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
             "no link from device ", a, " to device ", b,
             " and no default_link with bandwidth_bytes_per_s > 0"));
       }
-      t.links[a * n + b] =
-          Link{fallback.bandwidth_bytes_per_s(), fallback.latency_s()};
+      t.links[a * n + b] = LinkFromProto(fallback);
     }
   }
   return t;
@@ -465,6 +472,7 @@ gopt::v1::Topology TopologyToProto(const Topology& topology) {
       l->set_dst(b);
       l->set_bandwidth_bytes_per_s(topology.link(a, b).bandwidth_bytes_per_s);
       l->set_latency_s(topology.link(a, b).latency_s);
+      l->set_device_overhead_s(topology.link(a, b).device_overhead_s);
     }
   }
   return proto;

@@ -80,6 +80,10 @@ struct DeviceProfile {
 struct Link {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
+  // Device seconds each transfer takes from the sender when queued and from
+  // the receiver when it arrives (gopt.v1.Link.device_overhead_s). Default 0
+  // (transfers cost the devices nothing).
+  double device_overhead_s = 0;
 };
 
 // Devices and the link matrix. A value; thread-safe to read.
@@ -106,7 +110,8 @@ absl::StatusOr<Topology> PresetTopology(absl::string_view name);
 // Converts and validates a topology message: 1..64 devices; every number
 // finite and within physical bounds (peaks 1..1e21 FLOP/s, 0 = not given
 // for the non-f32 peaks; bandwidths 1..1e16 B/s; memory 1..2^60 bytes;
-// launch overhead 0..1 s; link latency 0..10 s; max_efficiency 0.001..1,
+// launch overhead 0..1 s; link latency 0..10 s; link device overhead
+// 0..1 s; max_efficiency 0.001..1,
 // 0 = default 0.7), so that no simulated time can overflow or be NaN; links
 // naming existing devices; every device pair connected (directly or through
 // default_link). InvalidArgument names the device/link, field, expected

@@ -188,6 +188,35 @@ TEST(TopologyTest, OpByOpFusionRoundTripsAndIsOffByDefault) {
   EXPECT_TRUE(back->devices[1].fused_groups_run_op_by_op);
 }
 
+TEST(TopologyTest, LinkDeviceOverheadRoundTripsAndIsOffByDefault) {
+  for (const std::string& name : PresetTopologyNames()) {
+    const absl::StatusOr<Topology> preset = PresetTopology(name);
+    ASSERT_TRUE(preset.ok()) << preset.status();
+    for (const Link& link : preset->links) {
+      EXPECT_EQ(link.device_overhead_s, 0) << name;
+    }
+  }
+  Topology topology = *PresetTopology("cpu-host");
+  topology.links[0 * 2 + 1].device_overhead_s = 2.5e-6;
+  gopt::v1::Topology proto = TopologyToProto(topology);
+  absl::StatusOr<Topology> back = TopologyFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->link(0, 1).device_overhead_s, 2.5e-6);
+  EXPECT_EQ(back->link(1, 0).device_overhead_s, 0);
+
+  // default_link carries it to the pairs without a link of their own.
+  proto.clear_links();
+  proto.mutable_default_link()->set_bandwidth_bytes_per_s(1e9);
+  proto.mutable_default_link()->set_device_overhead_s(3e-6);
+  back = TopologyFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->link(1, 0).device_overhead_s, 3e-6);
+
+  proto.mutable_default_link()->set_device_overhead_s(-1e-6);
+  EXPECT_THAT(TopologyFromProto(proto).status().message(),
+              HasSubstr("default_link field 'device_overhead_s'"));
+}
+
 TEST(TopologyTest, RejectsUnknownAndRepeatedOpCurves) {
   gopt::v1::Topology proto = TopologyToProto(*PresetTopology("cpu-host"));
   gopt::v1::OpClassCurve* curve = proto.mutable_devices(0)->add_op_curves();

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -138,6 +139,30 @@ std::string ElementwiseChainHlo(int64_t n, int length) {
   return hlo + "}\n";
 }
 
+// Chains a (first) and b of `length` adds on f32[8], each add reading the
+// chain's previous value and, from `lag` steps back, the other chain's
+// value (`cross`) or its own (not `cross`); the chains start from
+// parameters pa and pb and end in a tuple.
+std::string ExchangeHlo(int length, int lag, bool cross) {
+  std::string hlo =
+      "HloModule exchange\nENTRY main {\n  pa = f32[8] parameter(0)\n"
+      "  pb = f32[8] parameter(1)\n  a0 = f32[8] negate(pa)\n"
+      "  b0 = f32[8] negate(pb)\n";
+  for (int i = 1; i < length; ++i) {
+    for (const char* chain : {"a", "b"}) {
+      const char* other = chain[0] == 'a' ? "b" : "a";
+      const std::string far =
+          i < lag ? absl::StrCat("p", chain)
+                  : absl::StrCat(cross ? other : chain, i - lag);
+      absl::StrAppend(&hlo, "  ", chain, i, " = f32[8] add(", chain, i - 1,
+                      ", ", far, ")\n");
+    }
+  }
+  absl::StrAppend(&hlo, "  ROOT out = (f32[8], f32[8]) tuple(a", length - 1,
+                  ", b", length - 1, ")\n}\n");
+  return hlo;
+}
+
 absl::StatusOr<graph::Graph> ParseHlo(const std::string& hlo) {
   std::unique_ptr<graph::Importer> importer = graph::NewHloTextImporter();
   return importer->Import(hlo, graph::ImportOptions());
@@ -257,6 +282,88 @@ absl::Status CalibrateLinks(Executor& executor,
   result->notes.push_back(absl::StrFormat(
       "links: %.3g B/s, latency %.3g s (device 0 -> 1, %d sizes)",
       link.bandwidth_bytes_per_s, link.latency_s, sizes.size()));
+  return absl::OkStatus();
+}
+
+// The device time per transfer: ExchangeHlo's chains with the b chain on
+// device 1, reading each other's values (cross) and their own (apart). The
+// lag keeps every transfer off the critical path, so the difference is what
+// the transfers take from the devices' time; the simulator's difference is
+// linear in device_overhead_s (each device sends and receives one transfer
+// per step), so one probe turns the measured difference into the field.
+absl::Status CalibrateTransferOverhead(Executor& executor,
+                                       const CalibrationOptions& options,
+                                       simulator::Topology* topology,
+                                       CalibrationResult* result) {
+  if (topology->num_devices() < 2) {
+    return absl::FailedPreconditionError(
+        "the transfer overhead needs two devices");
+  }
+  const int length = options.quick ? 64 : 256;
+  const int lag = options.quick ? 16 : 32;
+  std::vector<graph::Graph> graphs;
+  std::array<simulator::Plan, 2> plans;
+  for (bool cross : {false, true}) {
+    ASSIGN_OR_RETURN(graph::Graph parsed,
+                     ParseHlo(ExchangeHlo(length, lag, cross)));
+    graphs.push_back(std::move(parsed));
+    const graph::Graph& graph = graphs[cross];
+    plans[cross] = simulator::DefaultPlan(graph);
+    for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+      const std::string& name = graph.node(id).name;
+      if (name[0] == 'b' || name == "pb") plans[cross].device[id] = 1;
+    }
+  }
+  // The fastest run of several rounds, the two variants alternating: what
+  // a transfer costs is a floor that other load on the host only adds to,
+  // and alternating spreads a change of load over both.
+  constexpr int kRounds = 3;
+  std::array<double, 2> measured_s{std::numeric_limits<double>::infinity(),
+                                   std::numeric_limits<double>::infinity()};
+  for (int round = 0; round < kRounds; ++round) {
+    for (bool cross : {false, true}) {
+      ASSIGN_OR_RETURN(ExecutionResult run,
+                       Measure(executor, graphs[cross], plans[cross], options));
+      measured_s[cross] =
+          std::min(measured_s[cross], run.measured_min_step_time_s);
+    }
+  }
+  for (bool cross : {false, true}) {
+    result->points.push_back(CalibrationPoint{
+        absl::StrCat("two chains of ", length, " adds f32[8], ",
+                     cross ? "exchanging values" : "apart"),
+        "transfer", 0, 0, measured_s[cross]});
+  }
+  // The simulated difference at overhead 0 and at a probe.
+  constexpr double kProbeS = 1e-5;
+  const simulator::RooflineCostModel roofline;
+  std::array<double, 2> predicted_s{};
+  for (double overhead_s : {0.0, kProbeS}) {
+    simulator::Topology probe = *topology;
+    for (simulator::Link& l : probe.links) l.device_overhead_s = overhead_s;
+    std::array<double, 2> step_s{};
+    for (bool cross : {false, true}) {
+      const simulator::Simulator simulator(graphs[cross], probe, roofline);
+      simulator::SimulationOptions sim;
+      sim.record_timeline = false;
+      ASSIGN_OR_RETURN(simulator::SimulationResult r,
+                       simulator.Simulate(plans[cross], sim));
+      step_s[cross] = r.step_time_s;
+    }
+    predicted_s[overhead_s > 0] = step_s[1] - step_s[0];
+  }
+  const double slope = (predicted_s[1] - predicted_s[0]) / kProbeS;
+  const double measured_difference_s = measured_s[1] - measured_s[0];
+  const double overhead_s =
+      slope > 0 ? std::clamp((measured_difference_s - predicted_s[0]) / slope,
+                             0.0, 1e-3)
+                : 0.0;
+  for (simulator::Link& l : topology->links) l.device_overhead_s = overhead_s;
+  result->notes.push_back(absl::StrFormat(
+      "transfers: %.3g s of device time per transfer at each end (two chains "
+      "of %d ops exchanging values: %.3g s vs %.3g s apart; simulated "
+      "difference %.3g s + %.3g per second of overhead)",
+      overhead_s, length, measured_s[1], measured_s[0], predicted_s[0], slope));
   return absl::OkStatus();
 }
 
@@ -441,6 +548,8 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
   }
   if (topology.num_devices() >= 2) {
     RETURN_IF_ERROR(CalibrateLinks(executor, options, &topology, &result));
+    RETURN_IF_ERROR(
+        CalibrateTransferOverhead(executor, options, &topology, &result));
   }
   RETURN_IF_ERROR(CalibrateFusion(executor, options, &topology, &result));
   topology.name = "calibrated";
@@ -448,6 +557,34 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
       "gopt calibrate: micro-benchmarks through the executor on device 0 (",
       executor.Describe()[0].name, "), ", topology.num_devices(), " device(s)");
   result.topology = std::move(topology);
+  return result;
+}
+
+absl::StatusOr<CalibrationResult> CalibratePart(
+    Executor& executor, const CalibrationOptions& options,
+    absl::string_view part, simulator::Topology base) {
+  if (base.num_devices() != executor.HostTopology().num_devices()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the topology to update has ", base.num_devices(),
+                     " device(s); the executor has ",
+                     executor.HostTopology().num_devices()));
+  }
+  CalibrationResult result;
+  if (part == "links") {
+    RETURN_IF_ERROR(CalibrateLinks(executor, options, &base, &result));
+  } else if (part == "transfer-overhead") {
+    RETURN_IF_ERROR(
+        CalibrateTransferOverhead(executor, options, &base, &result));
+  } else if (part == "fusion") {
+    RETURN_IF_ERROR(CalibrateFusion(executor, options, &base, &result));
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown calibration part '", part,
+                     "'; expected links, transfer-overhead or fusion"));
+  }
+  base.source = absl::StrCat(base.source, "; ", part,
+                             " re-measured by gopt calibrate --only=", part);
+  result.topology = std::move(base);
   return result;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "simulator/topology.h"
 #include "worker/executor.h"
 
@@ -45,7 +46,9 @@ struct CalibrationResult {
 // elementwise, reduction and transpose by size (memory bandwidth and each
 // class's share of it), a chain of tiny ops (per-op dispatch overhead) and,
 // with two or more devices, a tensor sent between devices 0 and 1 by size
-// (link bandwidth and latency, used for every pair), and an elementwise
+// (link bandwidth and latency, used for every pair) and two busy chains
+// exchanging values (the device time a transfer takes from its sender and
+// receiver), and an elementwise
 // chain unfused and as one fusion group (whether groups save launches and
 // memory traffic here: DeviceProfile::fused_groups_run_op_by_op). Devices
 // are assumed alike: device 0 is measured and its profile used for every CPU
@@ -72,6 +75,30 @@ absl::Status CalibrateFusion(Executor& executor,
                              const CalibrationOptions& options,
                              simulator::Topology* topology,
                              CalibrationResult* result);
+
+// The transfer part of Calibrate (devices 0 and 1 measured, every link
+// set): two chains of tiny ops, one per device, each op also reading the
+// other chain's value from far enough back that the transfer's latency is
+// hidden, against the same chains reading their own values; the step-time
+// difference is the device time the transfers take. Sets every link's
+// device_overhead_s to the value for which the simulator predicts the
+// measured difference; adds its points (class "transfer") and note to
+// `result`. Needs `topology`'s other fields fitted (CalibrateLinks first).
+// FailedPrecondition with fewer than two devices.
+absl::Status CalibrateTransferOverhead(Executor& executor,
+                                       const CalibrationOptions& options,
+                                       simulator::Topology* topology,
+                                       CalibrationResult* result);
+
+// Re-measures one part of Calibrate ("links", "transfer-overhead" or
+// "fusion") on top of an earlier calibration `base`, whose other fields
+// stay; returns the updated topology and that part's points and notes.
+// InvalidArgument for another part or when `base` has another device count
+// than the executor; the part's errors. Not thread-safe with other users
+// of `executor`.
+absl::StatusOr<CalibrationResult> CalibratePart(
+    Executor& executor, const CalibrationOptions& options,
+    absl::string_view part, simulator::Topology base);
 
 // Writes `topology` as gopt.v1.Topology JSON (what --topology=FILE loads).
 // Errors name the path.

@@ -47,6 +47,11 @@ TEST(CalibrationTest, QuickCalibrationWritesATopologyThatLoads) {
     }
   }
   EXPECT_GT(topology.link(0, 1).bandwidth_bytes_per_s, 0);
+  EXPECT_GE(topology.link(0, 1).device_overhead_s, 0);
+  EXPECT_EQ(topology.link(1, 0).device_overhead_s,
+            topology.link(0, 1).device_overhead_s);
+  EXPECT_THAT(result->points, ::testing::Contains(::testing::Field(
+                                  &CalibrationPoint::op_class, "transfer")));
   EXPECT_THAT(result->points, ::testing::Contains(::testing::Field(
                                   &CalibrationPoint::op_class, "dispatch")));
 
@@ -59,6 +64,36 @@ TEST(CalibrationTest, QuickCalibrationWritesATopologyThatLoads) {
   EXPECT_DOUBLE_EQ(loaded->devices[1].peak_f32_flops,
                    topology.devices[1].peak_f32_flops);
   std::remove(path.c_str());
+}
+
+TEST(CalibrationTest, OnePartUpdatesAnEarlierCalibration) {
+  ExecutorOptions executor_options;
+  executor_options.cpu_executors = 2;
+  absl::StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::Create(executor_options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  CalibrationOptions options;
+  options.quick = true;
+  options.min_measure_seconds = 0.001;
+  const simulator::Topology base = *simulator::PresetTopology("cpu-host");
+  absl::StatusOr<CalibrationResult> result =
+      CalibratePart(**executor, options, "transfer-overhead", base);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->topology.devices[0].peak_f32_flops,
+            base.devices[0].peak_f32_flops);
+  EXPECT_EQ(result->topology.link(0, 1).bandwidth_bytes_per_s,
+            base.link(0, 1).bandwidth_bytes_per_s);
+  EXPECT_THAT(
+      result->notes,
+      ::testing::Contains(::testing::HasSubstr("of device time per transfer")));
+
+  EXPECT_THAT(
+      CalibratePart(**executor, options, "matmul", base).status().message(),
+      ::testing::HasSubstr("unknown calibration part 'matmul'"));
+  const simulator::Topology eight = *simulator::PresetTopology("a100x8-nvlink");
+  EXPECT_THAT(
+      CalibratePart(**executor, options, "links", eight).status().message(),
+      ::testing::HasSubstr("has 8 device(s); the executor has 2"));
 }
 
 TEST(CalibrationTest, WritingToAMissingFolderNamesThePath) {

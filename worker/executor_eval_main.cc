@@ -11,11 +11,14 @@
 //
 //   gopt_executor_eval --topology=calibrated.json \
 //       --graph=a.onnx,b.hlo --chosen=a.onnx=plan_a.json
+//   gopt_executor_eval --topology=new.json --graph=a.onnx,b.hlo \
+//       --chosen=a.onnx=plan_a.json --measured_from=earlier_run.log
 //   gopt_executor_eval --real_ops=../shared/data/onnx/light_squeezenet.onnx
 //   gopt_executor_eval --real_ops=silero_vad_legacy.onnx --dim=sequence=512
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -47,6 +50,11 @@ ABSL_FLAG(std::vector<std::string>, real_ops, {},
 ABSL_FLAG(bool, predict_only, false,
           "print the predictions only (measured columns 0): for comparing "
           "simulator changes against an earlier run's measurements");
+ABSL_FLAG(std::string, measured_from, "",
+          "an earlier run's output: its measured columns (rows matched by "
+          "graph and plan) stand beside new predictions, nothing runs, and "
+          "the summary compares them (re-scoring simulator changes against "
+          "saved measurements)");
 ABSL_FLAG(std::vector<std::string>, dim, {},
           "NAME=VALUE: a symbolic dimension's value for every imported file "
           "(ONNX dim_param, as gopt inspect --dim); repeatable");
@@ -216,6 +224,44 @@ absl::StatusOr<double> Predict(const graph::Graph& graph,
   return result->step_time_s;
 }
 
+// Measured columns of an earlier run's output (the tab-separated rows of
+// seven fields; other lines are skipped), keyed by (graph, plan), as a
+// result whose measured fields are set. NotFound / InvalidArgument naming
+// the file and line.
+using MeasuredRows =
+    std::map<std::pair<std::string, std::string>, ExecutionResult>;
+absl::StatusOr<MeasuredRows> ReadMeasuredRows(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("--measured_from: cannot read '", path, "'"));
+  }
+  MeasuredRows rows;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::vector<std::string> fields = absl::StrSplit(line, '\t');
+    if (fields.size() != 7 || fields[0] == "graph") continue;
+    ExecutionResult measured;
+    double median_ms = 0, min_ms = 0;
+    if (!absl::SimpleAtod(fields[2], &median_ms) ||
+        !absl::SimpleAtod(fields[3], &min_ms) ||
+        !absl::SimpleAtod(fields[4], &measured.measured_spread) ||
+        !(median_ms > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", number,
+          ": expected graph, plan and measured median/min ms and spread"));
+    }
+    measured.measured_step_time_s = median_ms / 1e3;
+    measured.measured_min_step_time_s = min_ms / 1e3;
+    rows[{fields[0], fields[1]}] = measured;
+  }
+  if (rows.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no measured rows (graph<TAB>plan<TAB>...)"));
+  }
+  return rows;
+}
+
 ExecuteOptions MeasureOptions() {
   ExecuteOptions options;
   options.warmup_runs = 2;
@@ -342,6 +388,17 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
     std::vector<std::string> parts = absl::StrSplit(entry, '=');
     if (parts.size() == 2) chosen[parts[0]] = parts[1];
   }
+  MeasuredRows saved;
+  const bool from_log = !absl::GetFlag(FLAGS_measured_from).empty();
+  if (from_log) {
+    absl::StatusOr<MeasuredRows> read =
+        ReadMeasuredRows(absl::GetFlag(FLAGS_measured_from));
+    if (!read.ok()) {
+      std::cerr << read.status() << "\n";
+      return 2;
+    }
+    saved = *std::move(read);
+  }
   std::vector<Row> rows;
   std::cout << "graph\tplan\tmeasured_median_ms\tmeasured_min_ms\tspread\t"
                "predicted_calibrated_ms\tpredicted_uncalibrated_ms\n";
@@ -364,10 +421,17 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
     for (const Candidate& c : candidates) {
       absl::StatusOr<double> cal = Predict(*graph, *calibrated, c.plan);
       absl::StatusOr<double> nom = Predict(*graph, nominal, c.plan);
-      absl::StatusOr<ExecutionResult> measured =
-          absl::GetFlag(FLAGS_predict_only)
-              ? ExecutionResult()
-              : executor.Execute(*graph, c.plan, MeasureOptions());
+      absl::StatusOr<ExecutionResult> measured = ExecutionResult();
+      if (from_log) {
+        auto it = saved.find({name, c.name});
+        if (it == saved.end()) {
+          measured = absl::NotFoundError("not in --measured_from");
+        } else {
+          measured = it->second;
+        }
+      } else if (!absl::GetFlag(FLAGS_predict_only)) {
+        measured = executor.Execute(*graph, c.plan, MeasureOptions());
+      }
       if (!cal.ok() || !nom.ok() || !measured.ok()) {
         std::cout << name << "\t" << c.name << "\tskipped: "
                   << (!measured.ok() ? measured.status()
@@ -390,7 +454,7 @@ int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
       rows.push_back(row);
     }
   }
-  if (absl::GetFlag(FLAGS_predict_only)) return 0;
+  if (absl::GetFlag(FLAGS_predict_only) && !from_log) return 0;
   PrintSummary(rows);
   PrintSpeedups(rows);
   return 0;

@@ -126,6 +126,24 @@ absl::Status CheckMeasuredReward(const MeasuredRewardOptions& options,
 
 }  // namespace
 
+std::string MeasuredRewardNote(const FineTuneResult& tuned) {
+  std::string note =
+      absl::StrCat("fine-tuned with measured rewards: ", tuned.measurements,
+                   " plans measured; the start plan measured ",
+                   tuned.start_measured_step_time_s * 1e3, " ms, the best ",
+                   tuned.best.step_time_s * 1e3, " ms");
+  if (tuned.measurement_budget_spent) {
+    absl::StrAppend(&note, "; PPO stopped after ", tuned.steps,
+                    " steps: the measurement budget was spent");
+  }
+  if (tuned.measurement_failures > 0) {
+    absl::StrAppend(
+        &note, "; ", tuned.measurement_failures,
+        " measurements failed (first: ", tuned.first_measurement_error, ")");
+  }
+  return note;
+}
+
 absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
                                         const TrainingInstance& instance,
                                         const TaskSet& tasks, int num_samples,

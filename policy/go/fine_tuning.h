@@ -119,6 +119,11 @@ struct FineTuneResult {
   double start_measured_step_time_s = 0;
 };
 
+// One line on a fine-tuning with measured rewards: plans measured, the start
+// and best plans' measured step times, whether the measurement budget
+// stopped PPO, failed measurements and the first failure.
+std::string MeasuredRewardNote(const FineTuneResult& tuned);
+
 // Fine-tunes `model` with PPO on one instance until max_steps, the deadline
 // or cancellation, keeping the best plan sampled (starting from `start`);
 // after each PPO step the plan search refines the best plan so far. Once a

@@ -30,25 +30,6 @@ bool Cancelled(const ProposeOptions& options) {
   return options.cancelled != nullptr && options.cancelled->load();
 }
 
-// What fine-tuning with measured rewards did, for the proposal's warnings.
-std::string MeasuredRewardNote(const go::FineTuneResult& tuned) {
-  std::string note =
-      absl::StrCat("fine-tuned with measured rewards: ", tuned.measurements,
-                   " plans measured; the start plan measured ",
-                   tuned.start_measured_step_time_s * 1e3, " ms, the best ",
-                   tuned.best.step_time_s * 1e3, " ms");
-  if (tuned.measurement_budget_spent) {
-    absl::StrAppend(&note, "; PPO stopped after ", tuned.steps,
-                    " steps: the measurement budget was spent");
-  }
-  if (tuned.measurement_failures > 0) {
-    absl::StrAppend(
-        &note, "; ", tuned.measurement_failures,
-        " measurements failed (first: ", tuned.first_measurement_error, ")");
-  }
-  return note;
-}
-
 class GoPolicy final : public Policy {
  public:
   GoPolicy(PolicyInfo info, std::unique_ptr<GoModel> model)
@@ -145,7 +126,7 @@ class GoPolicy final : public Policy {
       if (!tuned.ok()) return tuned.status();
       best = tuned->best;
       if (options.measure_plan) {
-        proposal.warnings.push_back(MeasuredRewardNote(*tuned));
+        proposal.warnings.push_back(go::MeasuredRewardNote(*tuned));
         // The proposal's step time is the simulator's, as every other
         // method's the engine compares it with.
         best = go::ScorePlan(**instance, std::move(best.plan));
