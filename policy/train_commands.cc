@@ -223,6 +223,10 @@ absl::Status RunPretrain(const PretrainCommandOptions& options,
 
 namespace {
 
+// The limit on one measured plan: gopt-server's (WorkerPoolOptions'
+// plan_timeout_seconds default).
+constexpr double kPlanTimeoutSeconds = 120;
+
 // The in-process executor fine-tuning measures plans on: this host's CPU
 // executors, at least as many as `topology` has devices (InvalidArgument
 // naming the topology otherwise).
@@ -249,7 +253,6 @@ go::MeasuredRewardOptions MeasuredReward(worker::Executor& executor,
                                          const graph::Graph& graph,
                                          absl::Time deadline,
                                          int max_measurements) {
-  constexpr double kPlanTimeoutSeconds = 120;  // WorkerPoolOptions' default
   go::MeasuredRewardOptions measured;
   measured.max_graph_nodes = kDefaultMeasuredRewardMaxNodes;
   measured.max_measurements =

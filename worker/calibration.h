@@ -79,8 +79,9 @@ absl::Status CalibrateFusion(Executor& executor,
 // The transfer part of Calibrate (devices 0 and 1 measured, every link
 // set): two chains of tiny ops, one per device, each op also reading the
 // other chain's value from far enough back that the transfer's latency is
-// hidden, against the same chains reading their own values; the step-time
-// difference is the device time the transfers take. Sets every link's
+// hidden, against the same chains reading their own values (the fastest
+// run of three alternating rounds each); the step-time difference is the
+// device time the transfers take. Sets every link's
 // device_overhead_s to the value for which the simulator predicts the
 // measured difference; adds its points (class "transfer") and note to
 // `result`. Needs `topology`'s other fields fitted (CalibrateLinks first).
