@@ -59,9 +59,9 @@ TEST(TrainCommandsTest, MeasuredRewardsRefuseMoreDevicesThanTheHostRuns) {
 }
 
 TEST(TrainCommandsTest, MeasuredRewardsRefuseGraphsOverTheServersLimit) {
-  // 2,002 nodes: over the 2,000 gopt-server allows too.
+  // 3,182 nodes: over the 2,000 gopt-server allows too.
   FinetuneCommandOptions options =
-      SmallFinetune("hlo/efficientnet_jax_lambda256.hlo");
+      SmallFinetune("hlo/llama2_ptxla_neuron_train_tp1.hlo");
   options.reward = "measured";
   std::ostringstream out;
   const absl::Status status = RunFinetune(options, out);
