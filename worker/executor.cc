@@ -179,7 +179,18 @@ absl::StatusOr<ExecutionResult> TorchExecutor::Execute(
   internal::PlanRun run(graph, plan, Threads(), options.seed, deadline,
                         options.cancelled, options.node_executions);
   internal::SetupReport report;
-  RETURN_IF_ERROR(run.Setup(&report));
+  RETURN_IF_ERROR(run.Setup(&report, options.setup_only));
+  if (options.setup_only) {
+    ExecutionResult result;
+    result.per_node_seconds = std::move(report.node_seconds);
+    result.real_op_nodes = report.real_op_nodes;
+    result.not_run_nodes = report.not_run_nodes;
+    result.total_nodes = graph.num_nodes();
+    result.real_op_flop_fraction =
+        graph.total_flops() > 0 ? report.real_flops / graph.total_flops() : 1.0;
+    result.warnings = std::move(report.warnings);
+    return result;
+  }
   double step_s = 0;
   for (int i = 0; i < options.warmup_runs; ++i) {
     RETURN_IF_ERROR(run.RunOnce(&step_s, nullptr));

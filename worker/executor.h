@@ -60,6 +60,15 @@ struct ExecuteOptions {
   // Keep the final outputs of the run (ExecutionResult::outputs) for
   // comparisons between plans. Default false.
   bool keep_outputs = false;
+  // Runs the set-up pass only (what a real-op fraction needs): every node
+  // once in topological order, each value freed after its last consumer;
+  // no warm-up or measured runs (step times 0, per_node_seconds the set-up
+  // pass's). A node whose output is over the host's tensor limit, the nodes
+  // that need its value and, once timeout_seconds has passed, the nodes not
+  // reached do not run: they count in ExecutionResult::not_run_nodes, never
+  // as real, and the warnings say why. Default false (such a node fails the
+  // call with ResourceExhausted, the deadline with DeadlineExceeded).
+  bool setup_only = false;
 };
 
 // What a measured plan gives back.
@@ -88,6 +97,8 @@ struct ExecutionResult {
   // node's bytes.
   int64_t real_op_nodes = 0;
   int64_t total_nodes = 0;
+  // With ExecuteOptions::setup_only: nodes that did not run at all.
+  int64_t not_run_nodes = 0;
   double real_op_flop_fraction = 0;
   // Fusion groups of the plan, and how many of them ran as one fused
   // kernel (the rest ran as one unit, op after op).

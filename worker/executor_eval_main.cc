@@ -7,7 +7,8 @@
 // correlation and mean absolute percentage error of both predictions, and
 // the measured speedup of each chosen plan over the default plan. With
 // --real_ops, prints the share of nodes and FLOPs that run as real LibTorch
-// ops for each file instead.
+// ops for each file instead (one set-up pass: each node once at its real
+// shapes; what cannot run on this host counts as not run, never as real).
 //
 //   gopt_executor_eval --topology=calibrated.json \
 //       --graph=a.onnx,b.hlo --chosen=a.onnx=plan_a.json
@@ -59,7 +60,8 @@ ABSL_FLAG(std::vector<std::string>, dim, {},
           "NAME=VALUE: a symbolic dimension's value for every imported file "
           "(ONNX dim_param, as gopt inspect --dim); repeatable");
 ABSL_FLAG(double, real_ops_timeout_seconds, 300,
-          "--real_ops: the limit on one file's single run");
+          "--real_ops: the limit on one file's set-up pass (nodes not "
+          "reached by then count as not run)");
 ABSL_FLAG(double, min_measure_seconds, 0.1, "measured time per plan");
 ABSL_FLAG(int32_t, min_repeats, 5, "measured runs per plan at least");
 ABSL_FLAG(int32_t, cpu_executors, 0,
@@ -290,40 +292,65 @@ absl::StatusOr<graph::ImportOptions> ImportOptionsFromDims() {
   return import;
 }
 
+// Prints, per --real_ops file, the nodes that ran as real LibTorch ops in
+// one set-up pass (each node once, values freed after their last consumer;
+// nodes over the host's tensor limit, their dependents and the nodes after
+// the time limit do not run and count as not real), the real share of nodes
+// and FLOPs, the pass's seconds, then the slowest nodes and the warnings.
 int PrintRealOps(Executor& executor, const graph::ImporterRegistry& registry) {
   absl::StatusOr<graph::ImportOptions> import = ImportOptionsFromDims();
   if (!import.ok()) {
     std::cerr << import.status().message() << "\n";
     return 64;
   }
-  std::cout << "file\tnodes_real\tnodes\treal_op_fraction_nodes\t"
-               "real_op_fraction_flops\tstatus\n";
+  std::cout << "file\tnodes_real\tnodes\tnodes_not_run\t"
+               "real_op_fraction_nodes\treal_op_fraction_flops\t"
+               "setup_seconds\tstatus\n";
   ExecuteOptions options = MeasureOptions();
-  options.warmup_runs = 0;
-  options.min_repeats = 1;
-  options.max_repeats = 1;
-  options.min_measure_seconds = 0;
+  options.setup_only = true;
   options.timeout_seconds = absl::GetFlag(FLAGS_real_ops_timeout_seconds);
   for (const std::string& path : absl::GetFlag(FLAGS_real_ops)) {
     absl::StatusOr<graph::Graph> graph =
         registry.ImportFile(path, "auto", *import);
     if (!graph.ok()) {
-      std::cout << path << "\t-\t-\t-\t-\timport: " << graph.status() << "\n";
+      std::cout << path << "\t-\t-\t-\t-\t-\t-\timport: " << graph.status()
+                << "\n";
       continue;
     }
     absl::StatusOr<ExecutionResult> result = executor.Execute(
         *graph, simulator::DefaultPlan(*graph, executor.HostTopology()),
         options);
     if (!result.ok()) {
-      std::cout << path << "\t-\t" << graph->num_nodes() << "\t-\t-\t"
+      std::cout << path << "\t-\t" << graph->num_nodes() << "\t-\t-\t-\t-\t"
                 << result.status() << "\n";
       continue;
     }
+    const std::vector<double>& seconds = result->per_node_seconds;
+    double total_s = 0;
+    for (double s : seconds) total_s += s;
     std::cout << absl::StrFormat(
-        "%s\t%d\t%d\t%.4f\t%.4f\tok\n", path, result->real_op_nodes,
-        result->total_nodes,
+        "%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.1f\t%s\n", path, result->real_op_nodes,
+        result->total_nodes, result->not_run_nodes,
         static_cast<double>(result->real_op_nodes) / result->total_nodes,
-        result->real_op_flop_fraction);
+        result->real_op_flop_fraction, total_s,
+        result->not_run_nodes > 0 ? "partial" : "ok");
+    std::vector<graph::NodeId> slowest(seconds.size());
+    for (size_t i = 0; i < seconds.size(); ++i) slowest[i] = i;
+    const size_t shown = std::min<size_t>(5, slowest.size());
+    std::partial_sort(slowest.begin(), slowest.begin() + shown, slowest.end(),
+                      [&](graph::NodeId a, graph::NodeId b) {
+                        return seconds[a] > seconds[b];
+                      });
+    for (size_t i = 0; i < shown; ++i) {
+      const graph::Node& node = graph->node(slowest[i]);
+      std::cout << absl::StrFormat(
+          "  slowest: %s (%s, %s) %.2f s\n", node.name, node.op,
+          node.outputs.empty() ? std::string("-") : node.outputs[0].ToString(),
+          seconds[slowest[i]]);
+    }
+    for (const std::string& w : result->warnings) {
+      std::cout << "  warning: " << w << "\n";
+    }
   }
   return 0;
 }

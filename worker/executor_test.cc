@@ -4,6 +4,7 @@
 #include <random>
 
 #include "gmock/gmock.h"
+#include "graph/hlo/hlo_importers.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/importer.h"
 #include "gtest/gtest.h"
@@ -199,6 +200,61 @@ TEST(ExecutorTest, APlanOverItsTimeoutIsDeadlineExceeded) {
                     options)
           .status();
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+}
+
+// A 4 TiB tensor (over any host's tensor limit) and a small slice of it.
+constexpr char kOversizedHlo[] = R"(HloModule oversized
+ENTRY main {
+  a = f32[8] parameter(0)
+  z = f32[] constant(0)
+  big = f32[1099511627776] broadcast(z), dimensions={}
+  c = f32[8] slice(big), slice={[0:8]}
+  ROOT d = f32[8] negate(a)
+})";
+
+TEST(ExecutorTest, SetupOnlyCountsWhatCannotBeAllocatedAsNotRun) {
+  absl::StatusOr<graph::Graph> graph =
+      graph::NewHloTextImporter()->Import(kOversizedHlo, {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  const simulator::Plan plan =
+      simulator::DefaultPlan(*graph, executor->HostTopology());
+  const absl::Status full = executor->Execute(*graph, plan, OneRun()).status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_THAT(full.message(), HasSubstr("node 'big'"));
+
+  ExecuteOptions options = OneRun();
+  options.setup_only = true;
+  absl::StatusOr<ExecutionResult> result =
+      executor->Execute(*graph, plan, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->total_nodes, 5);
+  EXPECT_EQ(result->not_run_nodes, 2);  // big, and c that needs it
+  EXPECT_EQ(result->real_op_nodes, 3);
+  EXPECT_EQ(result->measured_step_time_s, 0);
+  EXPECT_THAT(result->warnings,
+              ::testing::Contains(HasSubstr(
+                  "1 node(s) did not run (output f32[1099511627776] needs "
+                  "4398046511104 bytes); first: 'big'")));
+  EXPECT_THAT(result->warnings,
+              ::testing::Contains(HasSubstr(
+                  "1 node(s) did not run (an input did not run); first: 'c'")));
+}
+
+TEST(ExecutorTest, SetupOnlyCountsNodesAfterTheDeadlineAsNotRun) {
+  const graph::Graph graph = LoadGraph("onnx/light_squeezenet.onnx");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  ExecuteOptions options = OneRun();
+  options.setup_only = true;
+  options.timeout_seconds = 1e-9;
+  absl::StatusOr<ExecutionResult> result = executor->Execute(
+      graph, simulator::DefaultPlan(graph, executor->HostTopology()), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->real_op_nodes, 0);
+  EXPECT_EQ(result->not_run_nodes, graph.num_nodes());
+  EXPECT_EQ(result->real_op_flop_fraction, 0);
 }
 
 TEST(ExecutorTest, ACancelledPlanStops) {

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
 #include "worker/torch_ops.h"
 
 namespace gopt::worker::internal {
@@ -211,19 +212,83 @@ bool PlanRun::StartNode() {
   return true;
 }
 
-absl::Status PlanRun::Setup(SetupReport* report) {
+absl::Status PlanRun::SetupNode(
+    NodeId id, SetupReport* report,
+    std::map<std::string, std::pair<int, std::string>>* copies_by_kind) {
+  const graph::Node& node = graph_.node(id);
+  const int32_t device = plan_.device[id];
+  const at::Device& torch_device = threads_.torch_devices[device];
+  try {
+    if (IsResidentKind(node.kind)) {
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        resident_[id].push_back(RandomTensor(
+            node.outputs[i], seed_ * 1000003 + id * 131 + i, torch_device));
+      }
+      resident_bytes_[device] += TensorBytes(resident_[id]);
+      real_[id] = 1;
+      values_[id] = resident_[id];
+      return absl::OkStatus();
+    }
+    std::vector<at::Tensor> inputs;
+    for (const Edge& e : graph_.in_edges(id)) {
+      if (e.control) continue;
+      const std::vector<at::Tensor>& v = values_[e.src];
+      if (e.src_output == Edge::kAllOutputs) {
+        for (const at::Tensor& t : v) inputs.push_back(t.to(torch_device));
+      } else if (e.src_output < static_cast<int32_t>(v.size())) {
+        inputs.push_back(v[e.src_output].to(torch_device));
+      }
+    }
+    std::string reason = "no LibTorch op for this kind";
+    if (HasRealOp(node.kind)) {
+      try {
+        values_[id] = RunRealOp(graph_, node, inputs);
+        for (at::Tensor& t : values_[id]) t = t.to(torch_device);
+        real_[id] = 1;
+      } catch (const c10::Error& e) {
+        reason = e.what_without_backtrace();
+      } catch (const std::exception& e) {
+        reason = e.what();
+      }
+      reason = reason.substr(0, 200);
+    }
+    if (!real_[id]) {
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        copy_src_[id].push_back(RandomTensor(
+            node.outputs[i], seed_ * 7919 + id * 131 + i, torch_device));
+      }
+      resident_bytes_[device] += TensorBytes(copy_src_[id]);
+      values_[id] = copy_src_[id];
+      auto& entry = (*copies_by_kind)[std::string(OpKindName(node.kind))];
+      if (entry.first++ == 0) {
+        entry.second =
+            absl::StrCat("'", node.name, "' (", node.op, "): ", reason);
+      }
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("setting up node '", node.name,
+                                            "' (", node.op, "): ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
   const int n = graph_.num_nodes();
   const int64_t limit = MaxTensorBytes();
+  // Per node why it does not run (partial set-ups); empty = it runs.
+  std::vector<std::string> not_run(n);
   for (NodeId id = 0; id < n; ++id) {
     for (const graph::TensorType& type : graph_.node(id).outputs) {
-      if (type.size_bytes() > limit) {
+      if (type.size_bytes() <= limit) continue;
+      const std::string why =
+          absl::StrCat("output ", type.ToString(), " needs ", type.size_bytes(),
+                       " bytes; this host runs tensors up to ", limit,
+                       " bytes (a quarter of its memory)");
+      if (!partial) {
         return absl::ResourceExhaustedError(
-            absl::StrCat("node '", graph_.node(id).name, "' output ",
-                         type.ToString(), " needs ", type.size_bytes(),
-                         " bytes; this host runs tensors up "
-                         "to ",
-                         limit, " bytes (a quarter of its memory)"));
+            absl::StrCat("node '", graph_.node(id).name, "' ", why));
       }
+      not_run[id] = why;
     }
   }
   real_.assign(n, 0);
@@ -232,74 +297,46 @@ absl::Status PlanRun::Setup(SetupReport* report) {
   resident_bytes_.assign(num_devices_, 0);
   values_.assign(n, {});
   remote_.assign(static_cast<size_t>(n) * num_devices_, {});
+  report->node_seconds.assign(n, 0.0);
   std::vector<int32_t> uses(n, 0);
   for (NodeId id = 0; id < n; ++id) {
     for (NodeId p : producers_[id]) ++uses[p];
   }
   std::map<std::string, std::pair<int, std::string>> copies_by_kind;
+  std::map<std::string, std::pair<int, std::string>> not_run_by_reason;
   for (NodeId id = 0; id < n; ++id) {
-    if (absl::Status s = Check(); !s.ok()) return s;
-    if (node_executions_ != nullptr) node_executions_->fetch_add(1);
-    const graph::Node& node = graph_.node(id);
-    const int32_t device = plan_.device[id];
-    const at::Device& torch_device = threads_.torch_devices[device];
-    try {
-      if (IsResidentKind(node.kind)) {
-        for (size_t i = 0; i < node.outputs.size(); ++i) {
-          resident_[id].push_back(RandomTensor(
-              node.outputs[i], seed_ * 1000003 + id * 131 + i, torch_device));
-        }
-        resident_bytes_[device] += TensorBytes(resident_[id]);
-        real_[id] = 1;
-        values_[id] = resident_[id];
-      } else {
-        std::vector<at::Tensor> inputs;
-        for (const Edge& e : graph_.in_edges(id)) {
-          if (e.control) continue;
-          const std::vector<at::Tensor>& v = values_[e.src];
-          if (e.src_output == Edge::kAllOutputs) {
-            for (const at::Tensor& t : v) inputs.push_back(t.to(torch_device));
-          } else if (e.src_output < static_cast<int32_t>(v.size())) {
-            inputs.push_back(v[e.src_output].to(torch_device));
-          }
-        }
-        std::string reason = "no LibTorch op for this kind";
-        if (HasRealOp(node.kind)) {
-          try {
-            values_[id] = RunRealOp(graph_, node, inputs);
-            for (at::Tensor& t : values_[id]) t = t.to(torch_device);
-            real_[id] = 1;
-          } catch (const c10::Error& e) {
-            reason = e.what_without_backtrace();
-          } catch (const std::exception& e) {
-            reason = e.what();
-          }
-          reason = reason.substr(0, 200);
-        }
-        if (!real_[id]) {
-          for (size_t i = 0; i < node.outputs.size(); ++i) {
-            copy_src_[id].push_back(RandomTensor(
-                node.outputs[i], seed_ * 7919 + id * 131 + i, torch_device));
-          }
-          resident_bytes_[device] += TensorBytes(copy_src_[id]);
-          values_[id] = copy_src_[id];
-          auto& entry = copies_by_kind[std::string(OpKindName(node.kind))];
-          if (entry.first++ == 0) {
-            entry.second =
-                absl::StrCat("'", node.name, "' (", node.op, "): ", reason);
-          }
-        }
+    if (absl::Status s = Check(); !s.ok()) {
+      if (!partial || absl::IsCancelled(s)) return s;
+      if (not_run[id].empty()) not_run[id] = std::string(s.message());
+    }
+    for (NodeId p : producers_[id]) {
+      if (not_run[id].empty() && !not_run[p].empty()) {
+        not_run[id] =
+            absl::StrCat("its input '", graph_.node(p).name, "' did not run");
       }
-    } catch (const std::exception& e) {
-      return absl::InternalError(absl::StrCat("setting up node '", node.name,
-                                              "' (", node.op, "): ", e.what()));
+    }
+    if (node_executions_ != nullptr) node_executions_->fetch_add(1);
+    if (not_run[id].empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      RETURN_IF_ERROR(SetupNode(id, report, &copies_by_kind));
+      report->node_seconds[id] = SecondsSince(start);
+    } else {
+      ++report->not_run_nodes;
+      const std::string reason = not_run[id].substr(0, not_run[id].find(';'));
+      auto& entry = not_run_by_reason[reason.rfind("its input", 0) == 0
+                                          ? "an input did not run"
+                                          : reason];
+      if (entry.first++ == 0) {
+        entry.second = absl::StrCat("'", graph_.node(id).name, "' (",
+                                    graph_.node(id).op, "): ", not_run[id]);
+      }
     }
     for (NodeId p : producers_[id]) {
       if (--uses[p] == 0 && !sink_[p]) values_[p].clear();
     }
     if (real_[id]) {
       ++report->real_op_nodes;
-      report->real_flops += node.flops;
+      report->real_flops += graph_.node(id).flops;
     }
   }
   for (const auto& [kind, entry] : copies_by_kind) {
@@ -307,6 +344,11 @@ absl::Status PlanRun::Setup(SetupReport* report) {
                                             " node(s) ran as copies of their "
                                             "bytes; first: ",
                                             entry.second));
+  }
+  for (const auto& [reason, entry] : not_run_by_reason) {
+    report->warnings.push_back(absl::StrCat(entry.first,
+                                            " node(s) did not run (", reason,
+                                            "); first: ", entry.second));
   }
   return absl::OkStatus();
 }

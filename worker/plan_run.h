@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct RunThreads {
 struct SetupReport {
   int64_t real_op_nodes = 0;
   double real_flops = 0;
+  // With Setup's `partial`: nodes that did not run (output over the host's
+  // tensor limit, an input that did not run, or the deadline passed first).
+  int64_t not_run_nodes = 0;
+  std::vector<double> node_seconds;  // per node: its set-up seconds
   std::vector<std::string> warnings;
 };
 
@@ -56,8 +61,14 @@ class PlanRun {
           std::atomic<int64_t>* node_executions = nullptr);
 
   // Creates the resident tensors and runs every node once in topological
-  // order to decide real op or copy. DeadlineExceeded / Cancelled.
-  absl::Status Setup(SetupReport* report);
+  // order to decide real op or copy, freeing each value after its last
+  // consumer. DeadlineExceeded / Cancelled; ResourceExhausted naming a node
+  // whose output is over the host's tensor limit. With `partial` (a set-up
+  // pass that is all the caller runs: no RunOnce may follow), such a node,
+  // the nodes that need its value and, once the deadline passes, the nodes
+  // not reached yet do not run instead: counted in not_run_nodes and named
+  // in warnings, never as real.
+  absl::Status Setup(SetupReport* report, bool partial = false);
 
   // One step. Returns its wall seconds; per-node seconds into `node_s`
   // (resized to the node count) when non-null. DeadlineExceeded, Cancelled,
@@ -93,6 +104,11 @@ class PlanRun {
   std::vector<at::Tensor> RunNode(graph::NodeId node,
                                   const std::vector<at::Tensor>& inputs) const;
   absl::Status Check() const;
+  // Setup's per-node step: runs (or decides copy mode for) node `id` once
+  // with its producers' values.
+  absl::Status SetupNode(
+      graph::NodeId id, SetupReport* report,
+      std::map<std::string, std::pair<int, std::string>>* copies_by_kind);
   // Before a node runs: false (and the run failed with Cancelled) when
   // `cancelled_` reads true; else counts the node in node_executions_.
   bool StartNode();
