@@ -344,7 +344,7 @@ int PrintRealOps(Executor& executor, const graph::ImporterRegistry& registry) {
     for (size_t i = 0; i < shown; ++i) {
       const graph::Node& node = graph->node(slowest[i]);
       std::cout << absl::StrFormat(
-          "  slowest: %s (%s, %s) %.2f s\n", node.name, node.op,
+          "  slowest: %s (%s, %s) %.3f s\n", node.name, node.op,
           node.outputs.empty() ? std::string("-") : node.outputs[0].ToString(),
           seconds[slowest[i]]);
     }

@@ -304,6 +304,7 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
   }
   std::map<std::string, std::pair<int, std::string>> copies_by_kind;
   std::map<std::string, std::pair<int, std::string>> not_run_by_reason;
+  int64_t held_bytes = 0;  // bytes of the values held so far
   for (NodeId id = 0; id < n; ++id) {
     if (absl::Status s = Check(); !s.ok()) {
       if (!partial || absl::IsCancelled(s)) return s;
@@ -316,15 +317,27 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
       }
     }
     if (node_executions_ != nullptr) node_executions_->fetch_add(1);
+    // A partial set-up keeps what it holds within half of the host's
+    // memory (4 tensor limits): a node that would pass it does not run.
+    if (partial && not_run[id].empty() &&
+        held_bytes + graph_.node(id).output_bytes() > 2 * limit) {
+      not_run[id] = absl::StrCat("its output would raise the tensors held to ",
+                                 held_bytes + graph_.node(id).output_bytes(),
+                                 " bytes, over half of this host's memory (",
+                                 2 * limit, ")");
+    }
     if (not_run[id].empty()) {
       const auto start = std::chrono::steady_clock::now();
       RETURN_IF_ERROR(SetupNode(id, report, &copies_by_kind));
       report->node_seconds[id] = SecondsSince(start);
+      held_bytes += TensorBytes(values_[id]);
     } else {
       ++report->not_run_nodes;
       const std::string reason = not_run[id].substr(0, not_run[id].find(';'));
       auto& entry = not_run_by_reason[reason.rfind("its input", 0) == 0
                                           ? "an input did not run"
+                                      : reason.rfind("its output", 0) == 0
+                                          ? "over half of the memory"
                                           : reason];
       if (entry.first++ == 0) {
         entry.second = absl::StrCat("'", graph_.node(id).name, "' (",
@@ -332,7 +345,13 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
       }
     }
     for (NodeId p : producers_[id]) {
-      if (--uses[p] == 0 && !sink_[p]) values_[p].clear();
+      if (--uses[p] == 0 && !sink_[p]) {
+        // Weights and copy-mode sources stay held.
+        if (resident_[p].empty() && copy_src_[p].empty()) {
+          held_bytes -= TensorBytes(values_[p]);
+        }
+        values_[p].clear();
+      }
     }
     if (real_[id]) {
       ++report->real_op_nodes;
