@@ -330,7 +330,10 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
       const auto start = std::chrono::steady_clock::now();
       RETURN_IF_ERROR(SetupNode(id, report, &copies_by_kind));
       report->node_seconds[id] = SecondsSince(start);
-      held_bytes += TensorBytes(values_[id]);
+      // Free ops (reshape, tuple, ...) alias their inputs' storage.
+      if (!graph::IsFreeOpKind(graph_.node(id).kind)) {
+        held_bytes += TensorBytes(values_[id]);
+      }
     } else {
       ++report->not_run_nodes;
       const std::string reason = not_run[id].substr(0, not_run[id].find(';'));
@@ -347,7 +350,8 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
     for (NodeId p : producers_[id]) {
       if (--uses[p] == 0 && !sink_[p]) {
         // Weights and copy-mode sources stay held.
-        if (resident_[p].empty() && copy_src_[p].empty()) {
+        if (resident_[p].empty() && copy_src_[p].empty() &&
+            !graph::IsFreeOpKind(graph_.node(p).kind)) {
           held_bytes -= TensorBytes(values_[p]);
         }
         values_[p].clear();
