@@ -9,18 +9,23 @@
 // BM_Incremental stops a candidate once it is certainly slower than the
 // base (the search's cutoff), BM_IncrementalExact never stops early, and
 // BM_Record is what adopting a new incumbent costs (recycling the old
-// trajectory's buffers, as the search does).
+// trajectory's buffers, as the search does). BM_Profile says where the
+// incremental runs spend their time; BM_OrderReplay measures the
+// order-fixed replay design against the same candidates (see there).
 //
 //   build/bin/gopt_incremental_benchmark [--benchmark_filter=84699]
+//   build/bin/gopt_incremental_benchmark --benchmark_filter=BM_OrderReplay
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <queue>
 #include <random>
 #include <string>
 #include <utility>
@@ -30,6 +35,7 @@
 #include "simulator/baselines/heft_placer.h"
 #include "simulator/generators/generators.h"
 #include "simulator/simulator.h"
+#include "simulator/simulator_run.h"
 
 namespace gopt::simulator {
 namespace {
@@ -282,6 +288,380 @@ void BM_Profile(benchmark::State& state) {
       changes.empty() ? 0 : changes[changes.size() / 2];
 }
 
+// The order-fixed replay study (issue 20, part 1): can a candidate's times
+// be recomputed in the base run's orders (per device its kernels, per link
+// its transfers) by one linear pass, with the event loop only where an
+// order changes? BM_OrderReplay records every candidate (the event loop's
+// own orders) and reports:
+//  - orders_kept*: the share of candidates whose per-device kernel orders
+//    and per-link transfer orders, apart from the changed nodes, are the
+//    base's (overall; among those faster than, equal to and slower than the
+//    base; among those whose step time changes);
+//  - divergence_median: among the others, the median share of the base's
+//    units started before the first order difference, and
+//    predecessors_changed_median: how many unchanged kernels then follow
+//    another kernel on their device than in the base (a cascade, or a local
+//    swap);
+//  - replay_bit_identical: the share of candidates whose every start, end
+//    and step time the linear pass (in the candidate's own orders)
+//    reproduces bit for bit, and full_over_replay: full Simulate's time over
+//    the pass's (wall clock, same candidates, same run);
+//  - suffix_mean: the mean share of the base's units that start at or after
+//    the candidate's first changed time (what any exact method recomputes),
+//    and projected_speedup: full over (the pass up to the first order
+//    difference + the event loop, at Simulate's cost per unit, after it);
+//    an upper bound for the design, since verifying the orders, memory and
+//    the critical path's causes are left out of the pass's cost.
+
+// One run's orders and the linear pass's inputs. Units are nodes (the
+// study's plans have no fusion).
+struct FixedOrders {
+  std::vector<double> duration_s;    // per unit
+  std::vector<int32_t> device_prev;  // per unit: previous kernel, or -1
+  // Per device its kernels (units of nonzero duration) in start order.
+  std::vector<std::vector<int32_t>> kernels;
+  // Per link (src * devices + dst) its transfers' (node, output) in
+  // creation order; per transfer the previous one on its link, or -1.
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> link_transfers;
+  std::vector<int32_t> link_prev;
+  std::vector<double> bandwidth_bytes_per_s, latency_s;  // per transfer
+  std::vector<int64_t> bytes;                            // per transfer
+  // Per unit the transfers it starts (CSR), and per in-edge its source: a
+  // unit, or ~transfer for an input from another device.
+  std::vector<int32_t> sends_offset, sends, in_source;
+  // The units in an order that respects data edges, device order and link
+  // order (earliest end first, then NodeId): each unit's inputs, device
+  // predecessor and link predecessors come before it.
+  std::vector<int32_t> process;
+};
+
+// The order in which ReplayInOrder visits `run`'s units (see
+// FixedOrders::process): Kahn's algorithm over the edges of the graph, the
+// device orders and the link orders.
+std::vector<int32_t> ProcessingOrder(const graph::Graph& graph,
+                                     const Trajectory::Data& run,
+                                     const FixedOrders& orders) {
+  const int n = graph.num_nodes();
+  std::vector<std::vector<int32_t>> next(n);
+  std::vector<int32_t> waiting(n, 0);
+  auto add = [&](int32_t before, int32_t after) {
+    if (before < 0 || before == after) return;
+    next[before].push_back(after);
+    ++waiting[after];
+  };
+  for (int v = 0; v < n; ++v) {
+    for (const graph::Edge& edge : graph.in_edges(v)) add(edge.src, v);
+    add(orders.device_prev[v], v);
+  }
+  for (size_t t = 0; t < orders.link_prev.size(); ++t) {
+    if (orders.link_prev[t] < 0) continue;
+    add(run.transfers[orders.link_prev[t]].node, run.transfers[t].node);
+  }
+  using Key = std::pair<double, int32_t>;  // (end, unit)
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+  for (int v = 0; v < n; ++v) {
+    if (waiting[v] == 0) heap.push({run.units[v].end, v});
+  }
+  std::vector<int32_t> process;
+  process.reserve(n);
+  while (!heap.empty()) {
+    const int32_t v = heap.top().second;
+    heap.pop();
+    process.push_back(v);
+    for (const int32_t w : next[v]) {
+      if (--waiting[w] == 0) heap.push({run.units[w].end, w});
+    }
+  }
+  return process;
+}
+
+// The orders `run` (a recording of a plan without fusion on `setup`'s
+// graph) made.
+FixedOrders MakeFixedOrders(const Setup& setup, const Trajectory::Data& run) {
+  const graph::Graph& graph = setup.graph;
+  const int n = graph.num_nodes();
+  const int devices = setup.topology.num_devices();
+  FixedOrders orders;
+  orders.duration_s.resize(n);
+  orders.kernels.assign(devices, {});
+  for (int u = 0; u < n; ++u) {
+    orders.duration_s[u] = run.units[u].duration;
+    if (run.units[u].duration > 0) {
+      orders.kernels[run.plan.device[u]].push_back(u);
+    }
+  }
+  orders.device_prev.assign(n, -1);
+  for (std::vector<int32_t>& kernels : orders.kernels) {
+    std::sort(kernels.begin(), kernels.end(), [&](int32_t a, int32_t b) {
+      return run.units[a].start < run.units[b].start;
+    });
+    for (size_t k = 1; k < kernels.size(); ++k) {
+      orders.device_prev[kernels[k]] = kernels[k - 1];
+    }
+  }
+  const int transfers = static_cast<int>(run.transfers.size());
+  orders.link_transfers.assign(static_cast<size_t>(devices) * devices, {});
+  std::vector<int32_t> link_last(static_cast<size_t>(devices) * devices, -1);
+  orders.sends_offset.assign(n + 1, 0);
+  for (int t = 0; t < transfers; ++t) {
+    const internal::Transfer& transfer = run.transfers[t];
+    const int link = transfer.src_device * devices + transfer.dst_device;
+    orders.link_prev.push_back(link_last[link]);
+    link_last[link] = t;
+    orders.link_transfers[link].push_back({transfer.node, transfer.output});
+    const Link& params =
+        setup.topology.link(transfer.src_device, transfer.dst_device);
+    orders.bandwidth_bytes_per_s.push_back(params.bandwidth_bytes_per_s);
+    orders.latency_s.push_back(params.latency_s);
+    orders.bytes.push_back(transfer.bytes);
+    ++orders.sends_offset[transfer.node + 1];
+  }
+  for (int u = 0; u < n; ++u) {
+    orders.sends_offset[u + 1] += orders.sends_offset[u];
+  }
+  std::vector<int32_t> fill(orders.sends_offset.begin(),
+                            orders.sends_offset.end() - 1);
+  orders.sends.resize(transfers);
+  for (int t = 0; t < transfers; ++t) {
+    orders.sends[fill[run.transfers[t].node]++] = t;
+  }
+  orders.in_source.resize(graph.edges().size());
+  for (int v = 0; v < n; ++v) {
+    const absl::Span<const graph::Edge> in = graph.in_edges(v);
+    const int begin = static_cast<int>(in.data() - graph.edges().data());
+    for (int k = 0; k < static_cast<int>(in.size()); ++k) {
+      const graph::Edge& edge = in[k];
+      const bool local =
+          edge.control || run.plan.device[edge.src] == run.plan.device[v];
+      orders.in_source[begin + k] =
+          local ? edge.src : ~run.in_transfer[begin + k];
+    }
+  }
+  orders.process = ProcessingOrder(graph, run, orders);
+  return orders;
+}
+
+// Per unit and transfer the times of the linear pass.
+struct ReplayTimes {
+  std::vector<double> start_s, end_s;          // per unit
+  std::vector<double> link_free_s, arrival_s;  // per transfer
+};
+
+// Every unit's start and end and every transfer's arrival in `orders`,
+// with the event loop's arithmetic in the event loop's order of operations
+// (a unit starts at max(inputs' arrivals, its device predecessor's end); a
+// transfer at max(its producer's end, its link predecessor's release));
+// returns the step time.
+double ReplayInOrder(const graph::Graph& graph, const FixedOrders& orders,
+                     ReplayTimes* times) {
+  times->start_s.resize(graph.num_nodes());
+  times->end_s.resize(graph.num_nodes());
+  times->link_free_s.resize(orders.link_prev.size());
+  times->arrival_s.resize(orders.link_prev.size());
+  const graph::Edge* edges = graph.edges().data();
+  double last_end_s = 0;
+  double last_arrival_s = -std::numeric_limits<double>::infinity();
+  for (const int32_t u : orders.process) {
+    const absl::Span<const graph::Edge> in = graph.in_edges(u);
+    const int begin = static_cast<int>(in.data() - edges);
+    double start_s = 0;
+    for (int j = begin; j < begin + static_cast<int>(in.size()); ++j) {
+      const int32_t source = orders.in_source[j];
+      start_s = std::max(start_s, source >= 0 ? times->end_s[source]
+                                              : times->arrival_s[~source]);
+    }
+    const int32_t prev = orders.device_prev[u];
+    if (orders.duration_s[u] > 0 && prev >= 0) {
+      start_s = std::max(start_s, times->end_s[prev]);
+    }
+    const double end_s = start_s + orders.duration_s[u];
+    times->start_s[u] = start_s;
+    times->end_s[u] = end_s;
+    last_end_s = std::max(last_end_s, end_s);
+    for (int k = orders.sends_offset[u]; k < orders.sends_offset[u + 1]; ++k) {
+      const int32_t t = orders.sends[k];
+      const int32_t before = orders.link_prev[t];
+      const double sent_s =
+          before >= 0 ? std::max(end_s, times->link_free_s[before]) : end_s;
+      times->link_free_s[t] = sent_s + static_cast<double>(orders.bytes[t]) /
+                                           orders.bandwidth_bytes_per_s[t];
+      times->arrival_s[t] = times->link_free_s[t] + orders.latency_s[t];
+      last_arrival_s = std::max(last_arrival_s, times->arrival_s[t]);
+    }
+  }
+  return std::max(last_end_s, last_arrival_s);
+}
+
+// A candidate's orders against the base's, ignoring the changed nodes:
+// whether they are the same, the base time of the first difference, and how
+// many unchanged kernels have another device predecessor.
+struct OrderComparison {
+  bool kept = true;
+  double first_difference_s = std::numeric_limits<double>::infinity();
+  int predecessors_changed = 0;
+};
+
+OrderComparison CompareOrders(const FixedOrders& base,
+                              const FixedOrders& candidate,
+                              const std::vector<uint8_t>& changed,
+                              const Trajectory::Data& base_run) {
+  OrderComparison comparison;
+  auto differ_at = [&](double time_s) {
+    comparison.kept = false;
+    comparison.first_difference_s =
+        std::min(comparison.first_difference_s, time_s);
+  };
+  for (size_t d = 0; d < base.kernels.size(); ++d) {
+    std::vector<int32_t> a, b;
+    for (const int32_t u : base.kernels[d]) {
+      if (!changed[u]) a.push_back(u);
+    }
+    for (const int32_t u : candidate.kernels[d]) {
+      if (!changed[u]) b.push_back(u);
+    }
+    if (a.size() != b.size()) comparison.kept = false;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      if (a[i] == b[i]) continue;
+      differ_at(
+          std::min(base_run.units[a[i]].start, base_run.units[b[i]].start));
+      break;
+    }
+  }
+  for (size_t link = 0; link < base.link_transfers.size(); ++link) {
+    std::map<std::pair<int32_t, int32_t>, int> seen;  // 1 base, 2 candidate
+    for (const auto& key : base.link_transfers[link]) seen[key] |= 1;
+    for (const auto& key : candidate.link_transfers[link]) seen[key] |= 2;
+    std::vector<std::pair<int32_t, int32_t>> a, b;
+    for (const auto& key : base.link_transfers[link]) {
+      if (seen[key] == 3 && !changed[key.first]) a.push_back(key);
+    }
+    for (const auto& key : candidate.link_transfers[link]) {
+      if (seen[key] == 3 && !changed[key.first]) b.push_back(key);
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      differ_at(std::min(base_run.units[a[i].first].end,
+                         base_run.units[b[i].first].end));
+      break;
+    }
+  }
+  for (size_t u = 0; u < changed.size(); ++u) {
+    if (changed[u] || candidate.duration_s[u] == 0) continue;
+    const int32_t a = base.device_prev[u];
+    const int32_t b = candidate.device_prev[u];
+    comparison.predecessors_changed +=
+        a != b && !(a >= 0 && changed[a]) && !(b >= 0 && changed[b]);
+  }
+  return comparison;
+}
+
+// The share of `run`'s units that start before `time_s`.
+double ShareStartedBefore(const Trajectory::Data& run, double time_s) {
+  int64_t before = 0;
+  for (const internal::UnitState& unit : run.units)
+    before += unit.start < time_s;
+  return static_cast<double>(before) / static_cast<double>(run.units.size());
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+void BM_OrderReplay(benchmark::State& state) {
+  const Setup& setup = GetSetup(static_cast<int>(state.range(0)));
+  SimulationOptions options;
+  options.record_timeline = false;
+  const Trajectory::Data& base = setup.base->data();
+  const double base_s = base.result.step_time_s;
+  const FixedOrders base_orders = MakeFixedOrders(setup, base);
+  const int n = setup.graph.num_nodes();
+  // Per class (faster than, equal to, slower than the base): candidates,
+  // and those whose orders are kept.
+  int64_t count[3] = {0, 0, 0};
+  int64_t kept[3] = {0, 0, 0};
+  int64_t identical = 0;
+  double replay_seconds = 0;
+  double full_seconds = 0;
+  double suffix = 0;        // shares of units, summed
+  double replayed = 0;      // by the pass, projected
+  double left_to_loop = 0;  // to the event loop, projected
+  std::vector<double> divergences, predecessors;
+  ReplayTimes times;
+  std::unique_ptr<Trajectory> recorded;
+  for (auto _ : state) {
+    for (const Plan& plan : setup.candidates) {
+      recorded =
+          setup.simulator->Record(plan, options, std::move(recorded)).value();
+      const Trajectory::Data& run = recorded->data();
+      const FixedOrders orders = MakeFixedOrders(setup, run);
+      const auto t0 = std::chrono::steady_clock::now();
+      const double replay_s = ReplayInOrder(setup.graph, orders, &times);
+      const auto t1 = std::chrono::steady_clock::now();
+      const double full_s =
+          setup.simulator->Simulate(plan, options)->step_time_s;
+      const auto t2 = std::chrono::steady_clock::now();
+      replay_seconds += std::chrono::duration<double>(t1 - t0).count();
+      full_seconds += std::chrono::duration<double>(t2 - t1).count();
+      bool same = replay_s == full_s;
+      double first_change_s = std::numeric_limits<double>::infinity();
+      for (int u = 0; u < n; ++u) {
+        same = same && times.start_s[u] == run.units[u].start &&
+               times.end_s[u] == run.units[u].end;
+        if (run.units[u].start != base.units[u].start ||
+            run.units[u].end != base.units[u].end) {
+          first_change_s = std::min(first_change_s, base.units[u].start);
+        }
+      }
+      identical += same;
+      std::vector<uint8_t> changed(n);
+      for (int i = 0; i < n; ++i) {
+        changed[i] = plan.device[i] != base.plan.device[i] ||
+                     plan.priority[i] != base.plan.priority[i];
+      }
+      const OrderComparison comparison =
+          CompareOrders(base_orders, orders, changed, base);
+      const int kind = full_s < base_s ? 0 : full_s == base_s ? 1 : 2;
+      ++count[kind];
+      kept[kind] += comparison.kept;
+      const double start = ShareStartedBefore(base, first_change_s);
+      const double diverge =
+          comparison.kept
+              ? 1.0
+              : ShareStartedBefore(base, comparison.first_difference_s);
+      suffix += 1.0 - start;
+      replayed += std::max(0.0, diverge - start);
+      left_to_loop += 1.0 - diverge;
+      if (!comparison.kept) {
+        divergences.push_back(diverge);
+        predecessors.push_back(comparison.predecessors_changed);
+      }
+    }
+  }
+  const double runs = static_cast<double>(count[0] + count[1] + count[2]);
+  const double replay_cost = replay_seconds / full_seconds;
+  state.counters["orders_kept"] = (kept[0] + kept[1] + kept[2]) / runs;
+  state.counters["orders_kept_faster"] =
+      static_cast<double>(kept[0]) / std::max<int64_t>(1, count[0]);
+  state.counters["orders_kept_equal"] =
+      static_cast<double>(kept[1]) / std::max<int64_t>(1, count[1]);
+  state.counters["orders_kept_slower"] =
+      static_cast<double>(kept[2]) / std::max<int64_t>(1, count[2]);
+  state.counters["orders_kept_changed_step"] =
+      static_cast<double>(kept[0] + kept[2]) /
+      std::max<int64_t>(1, count[0] + count[2]);
+  state.counters["faster_share"] = count[0] / runs;
+  state.counters["divergence_median"] = Median(divergences);
+  state.counters["predecessors_changed_median"] = Median(predecessors);
+  state.counters["replay_bit_identical"] = identical / runs;
+  state.counters["full_over_replay"] = full_seconds / replay_seconds;
+  state.counters["suffix_mean"] = suffix / runs;
+  state.counters["projected_speedup"] =
+      runs / (replay_cost * replayed + left_to_loop);
+  state.counters["projected_all_kept"] = runs / (replay_cost * suffix);
+}
+
 BENCHMARK(BM_Full)->Arg(10018)->Arg(84699)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Incremental, cutoff, true)
     ->Arg(10018)
@@ -293,6 +673,11 @@ BENCHMARK_CAPTURE(BM_Incremental, exact, false)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Record)->Arg(10018)->Arg(84699)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Profile)
+    ->Arg(10018)
+    ->Arg(84699)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OrderReplay)
     ->Arg(10018)
     ->Arg(84699)
     ->Iterations(1)
