@@ -29,6 +29,9 @@ struct FeatureTensors {
   torch::Tensor metis_hint;     // [N, D] float: 1 at METIS's device
 };
 
+// The tensors of `features`, copied. Throws c10::Error (SageGraph::FromEdges)
+// for an edge naming a node outside the graph; GoModel::Run checks the
+// features first.
 FeatureTensors ToTensors(const GraphFeatures& features);
 
 // Per task, [N, actions] log-probabilities (undefined for tasks not run).
