@@ -318,14 +318,14 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
             -out.fusion.gather(1, torch::tensor(level).unsqueeze(1)).squeeze(1);
         torch::Tensor fusion_loss = nll.mean();
         if (options_.fusion_fusible_only) {
-          std::vector<int64_t> fusible;
-          for (size_t i = 0; i < target->fusible.size(); ++i) {
-            if (target->fusible[i]) fusible.push_back(static_cast<int64_t>(i));
-          }
+          // A masked sum keeps the graph (and a zero gradient) when no node
+          // can fuse.
+          std::vector<float> mask(target->fusible.begin(),
+                                  target->fusible.end());
+          const double count = std::count(target->fusible.begin(),
+                                          target->fusible.end(), uint8_t{1});
           fusion_loss =
-              fusible.empty()
-                  ? torch::zeros({}, torch::kFloat32)
-                  : nll.index_select(0, torch::tensor(fusible)).mean();
+              (nll * torch::tensor(mask)).sum() / std::max(count, 1.0);
         }
         loss = loss + options_.fusion_weight * fusion_loss;
         stats.fusion_loss += fusion_loss.item<double>() / batch.size();
