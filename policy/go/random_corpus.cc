@@ -59,22 +59,22 @@ FamilyRanges() {
 }
 
 // Shrinks a size of `options` toward the family's smallest legal value by
-// `ratio` (< 1): the layer count first, else the sequence length. False
-// when neither can shrink (at the family's minimum, or the generator would
-// reject the smaller value).
+// `ratio` (< 1): the layer count first, else the sequence length; a value
+// under the family's minimum becomes the smallest legal one. False when
+// neither can shrink (both at the family's minimum).
 bool Shrink(double ratio, GeneratorOptions* options) {
   for (int GeneratorOptions::*field :
        {&GeneratorOptions::layers, &GeneratorOptions::seq}) {
     const int value = (*options).*field;
-    const int smaller = std::max(1, static_cast<int>(value * ratio));
-    if (value == 0 || smaller >= value) continue;
     GeneratorOptions candidate = *options;
-    candidate.*field = smaller;
-    if (!simulator::generators::ResolveGeneratorOptions(candidate).ok()) {
-      continue;
+    for (int smaller = std::max(1, static_cast<int>(value * ratio));
+         smaller < value; ++smaller) {
+      candidate.*field = smaller;
+      if (simulator::generators::ResolveGeneratorOptions(candidate).ok()) {
+        *options = candidate;
+        return true;
+      }
     }
-    *options = candidate;
-    return true;
   }
   return false;
 }
