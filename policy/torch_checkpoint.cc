@@ -24,17 +24,22 @@ bool HasCheckpointHeader(torch::serialize::InputArchive& archive) {
 }
 
 absl::StatusOr<CheckpointHeader> ReadCheckpointHeader(
-    torch::serialize::InputArchive& archive, int64_t expected_version,
-    absl::StatusCode code, absl::string_view what, absl::string_view where) {
+    torch::serialize::InputArchive& archive, int64_t oldest_version,
+    int64_t newest_version, absl::StatusCode code, absl::string_view what,
+    absl::string_view where) {
   c10::IValue version;
   if (!archive.try_read(kFormatVersionKey, version) || !version.isInt()) {
     return absl::Status(
         code, absl::StrCat(where, " is not a ", what, " (no format_version)"));
   }
-  if (version.toInt() != expected_version) {
+  if (version.toInt() < oldest_version || version.toInt() > newest_version) {
     return absl::Status(
         code, absl::StrCat(where, " has format version ", version.toInt(),
-                           "; this build reads ", expected_version));
+                           "; this build reads ",
+                           oldest_version == newest_version
+                               ? absl::StrCat(newest_version)
+                               : absl::StrCat("versions ", oldest_version,
+                                              " to ", newest_version)));
   }
   c10::IValue options;
   if (!archive.try_read(kOptionsKey, options) || !options.isString()) {

@@ -36,13 +36,15 @@ bool HasCheckpointHeader(torch::serialize::InputArchive& archive);
 
 // Reads the header of `archive` (the checkpoint of a `what`, e.g. "GO
 // model", stored at `where`, e.g. "checkpoint 'x.pt'") and checks that its
-// format version is `expected_version`. Errors have `code` (the loader's
+// format version is in [oldest_version, newest_version] (the layouts the
+// caller reads). Errors have `code` (the loader's
 // code for a corrupt file) and name `where`: no or a non-integer format
 // version ("is not a <what>"), another version, no options record, options
 // that are not JSON. Throws c10::Error only as LibTorch does.
 absl::StatusOr<CheckpointHeader> ReadCheckpointHeader(
-    torch::serialize::InputArchive& archive, int64_t expected_version,
-    absl::StatusCode code, absl::string_view what, absl::string_view where);
+    torch::serialize::InputArchive& archive, int64_t oldest_version,
+    int64_t newest_version, absl::StatusCode code, absl::string_view what,
+    absl::string_view where);
 
 }  // namespace gopt::policy
 

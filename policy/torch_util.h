@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <utility>
 
@@ -56,6 +57,22 @@ auto WithTorchSeed(uint64_t seed, Init&& init) {
 // TorchGlobalStateMutex. For main() and for training runs that own the
 // process; threads <= 0 is taken as 1.
 void SetTorchIntraOpThreads(int threads);
+
+// Evaluates `block(begin, end)` over [0, count) split into near-equal
+// ranges of at most `grain` items and concatenates the results along
+// dimension 0, so that the temporaries of one block (attention scores above
+// all) stay small. The split depends only on `count` and `grain`, so the
+// result does not depend on the thread count; it is even (when there is
+// more than one block) so that two threads get equal shares. Without
+// gradient (inference) the blocks are shared among LibTorch's intra-op
+// threads, each block running its operators on one thread: a few large
+// tasks per layer instead of a parallel region per small operator. With
+// gradient (training) they run in order on the calling thread. `block` must
+// be safe to call from several threads at once without gradient; its
+// exceptions pass through.
+torch::Tensor ConcatRowBlocks(
+    int64_t count, int64_t grain,
+    const std::function<torch::Tensor(int64_t, int64_t)>& block);
 
 }  // namespace gopt::policy
 

@@ -234,58 +234,22 @@ TEST(LowerBoundTest, WeightsNoDeviceHoldsForceATransferWhenTheyFit) {
   EXPECT_EQ(Bound(graph, TestTopology(1)).memory_split_s, 0);
 }
 
-// A random graph for the randomized test: parameters and constants, ops of
+// A random graph for the randomized test (testing::RandomGraph): ops of
 // every fusion role (cheap, heavy, never fusing; free views among them), f32
-// and f16 outputs, a second output on some nodes, edges reading one output
-// or all, control edges, and CPU-only / accelerator-only nodes.
+// and f16 outputs, and CPU-only / accelerator-only nodes.
 Graph RandomGraph(std::mt19937_64& rng, int nodes) {
-  const OpKind kinds[] = {OpKind::kElementwiseBinary,
-                          OpKind::kDot,
-                          OpKind::kConvolution,
-                          OpKind::kReshape,
-                          OpKind::kIdentity,
-                          OpKind::kGather,
-                          OpKind::kReduce,
-                          OpKind::kSort};
-  GraphBuilder builder("random", "generated");
-  for (int i = 0; i < nodes; ++i) {
-    Node node;
-    node.name = "n" + std::to_string(i);
-    node.op = "op";
-    const bool input = i < 2 || rng() % 8 == 0;
-    node.kind = input ? (rng() % 2 ? OpKind::kParameter : OpKind::kConstant)
-                      : kinds[rng() % 8];
-    node.outputs = {MakeTensorType(rng() % 4 == 0 ? DType::kF16 : DType::kF32,
-                                   {static_cast<int64_t>(1 + rng() % 64),
-                                    static_cast<int64_t>(1 + rng() % 64)})};
-    if (rng() % 5 == 0) {
-      node.outputs.push_back(
-          MakeTensorType(DType::kF16, {static_cast<int64_t>(1 + rng() % 99)}));
-    }
-    if (!input) {
-      node.flops = static_cast<double>(rng() % 4) * 1e6;
-      node.bytes_read = static_cast<int64_t>(rng() % 3) * 40000;
-      node.bytes_written = static_cast<int64_t>(rng() % 3) * 20000;
-    }
-    if (rng() % 8 == 0) {
-      node.device_constraint = rng() % 2
-                                   ? graph::DeviceConstraint::kCpuOnly
-                                   : graph::DeviceConstraint::kAcceleratorOnly;
-    }
-    const int id = builder.AddNode(std::move(node));
-    if (input) continue;
-    const int operands = 1 + static_cast<int>(rng() % 3);
-    for (int k = 0; k < operands; ++k) {
-      const int src = i - 1 - static_cast<int>(rng() % std::min(i, 10));
-      if (rng() % 10 == 0) {
-        builder.AddControlEdge(src, id);
-      } else {
-        builder.AddEdge(src, rng() % 4 == 0 ? graph::Edge::kAllOutputs : 0, id,
-                        k);
-      }
-    }
-  }
-  return std::move(builder).Build(graph::GraphLimits()).value();
+  testing::RandomGraphOptions options;
+  options.kinds = {OpKind::kElementwiseBinary,
+                   OpKind::kDot,
+                   OpKind::kConvolution,
+                   OpKind::kReshape,
+                   OpKind::kIdentity,
+                   OpKind::kGather,
+                   OpKind::kReduce,
+                   OpKind::kSort};
+  options.f16_outputs = true;
+  options.device_constraints = true;
+  return testing::RandomGraph(rng, nodes, options);
 }
 
 // 1-4 devices: identical GPUs, or a mix of GPUs and CPUs with their own

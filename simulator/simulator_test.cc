@@ -416,51 +416,6 @@ TEST(SimulatorTest, ParallelSimulationsAgreeWithSerialOnes) {
   EXPECT_EQ(parallel, serial);
 }
 
-// A random graph for the invariant test below: parameters and constants,
-// kernels of several kinds (dots and convolutions take layouts), free ops
-// (reshape, identity) that alias their inputs, a second output on some
-// nodes, edges reading one output or all of them, and control edges. Costs
-// are coarse so that equal times (ties) are common.
-Graph RandomGraph(std::mt19937_64& rng, int nodes) {
-  const OpKind kinds[] = {OpKind::kElementwiseBinary, OpKind::kDot,
-                          OpKind::kReshape, OpKind::kConvolution,
-                          OpKind::kIdentity};
-  GraphBuilder builder("random", "generated");
-  for (int i = 0; i < nodes; ++i) {
-    Node node;
-    node.name = "n" + std::to_string(i);
-    node.op = "op";
-    const bool input = i < 2 || rng() % 8 == 0;
-    node.kind = input ? (rng() % 2 ? OpKind::kParameter : OpKind::kConstant)
-                      : kinds[rng() % 5];
-    node.outputs = {
-        MakeTensorType(DType::kF32, {static_cast<int64_t>(1 + rng() % 64),
-                                     static_cast<int64_t>(1 + rng() % 64)})};
-    if (rng() % 5 == 0) {
-      node.outputs.push_back(
-          MakeTensorType(DType::kF16, {static_cast<int64_t>(1 + rng() % 99)}));
-    }
-    if (!input) {
-      node.flops = static_cast<double>(rng() % 4) * 1e6;
-      node.bytes_read = static_cast<int64_t>(rng() % 3) * 40000;
-      node.bytes_written = static_cast<int64_t>(rng() % 3) * 20000;
-    }
-    const int id = builder.AddNode(std::move(node));
-    if (input) continue;
-    const int operands = 1 + static_cast<int>(rng() % 3);
-    for (int k = 0; k < operands; ++k) {
-      const int src = i - 1 - static_cast<int>(rng() % std::min(i, 10));
-      if (rng() % 10 == 0) {
-        builder.AddControlEdge(src, id);
-      } else {
-        builder.AddEdge(src, rng() % 4 == 0 ? graph::Edge::kAllOutputs : 0, id,
-                        k);
-      }
-    }
-  }
-  return std::move(builder).Build(graph::GraphLimits()).value();
-}
-
 // Fuses runs of consecutive nodes on one device (each node joins the one
 // before with probability 1/3) where the kernel rules allow: no op that
 // never fuses, at most one dot or convolution per group.
@@ -496,7 +451,8 @@ TEST(SimulatorTest, RandomPlansKeepTheTimelineInvariants) {
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     SCOPED_TRACE("graph seed " + std::to_string(seed));
     std::mt19937_64 rng(seed);
-    const Graph graph = RandomGraph(rng, 2 + static_cast<int>(rng() % 60));
+    const Graph graph =
+        testing::RandomGraph(rng, 2 + static_cast<int>(rng() % 60));
     const Topology topology = TestTopology(/*devices=*/1 + seed % 4);
     const Simulator simulator(graph, topology, cost_model);
     const int n = graph.num_nodes();
@@ -715,7 +671,8 @@ TEST(SimulatorTest, CandidatesMatchFullSimulationBitForBit) {
   for (uint64_t seed = 1; seed <= 1000; ++seed) {
     SCOPED_TRACE("graph seed " + std::to_string(seed));
     std::mt19937_64 rng(seed);
-    const Graph graph = RandomGraph(rng, 2 + static_cast<int>(rng() % 150));
+    const Graph graph =
+        testing::RandomGraph(rng, 2 + static_cast<int>(rng() % 150));
     Topology topology = TestTopology(/*devices=*/1 + seed % 4);
     if (seed % 5 == 0) {
       for (DeviceProfile& device : topology.devices) device.memory_bytes = 1e5;

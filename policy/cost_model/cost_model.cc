@@ -18,8 +18,10 @@
 
 namespace gopt::policy::cost_model {
 
-// Checkpoint layout version; Load rejects any other.
-constexpr int64_t kCheckpointFormatVersion = 1;
+// Checkpoint layout versions: Save writes the network's current layout;
+// Load reads it and every older one (network.h, kNetworkFormatVersion).
+constexpr int64_t kCheckpointFormatVersion = kNetworkFormatVersion;
+constexpr int64_t kOldestCheckpointFormatVersion = 1;
 
 // Configurations per GNN pass when scoring by distinct node states: states
 // are shared within a chunk, and its worst case (all states distinct) is
@@ -74,37 +76,6 @@ std::vector<int32_t> KeptNodes(const FeaturizedGraph& graph, int32_t hops) {
   return kept;
 }
 
-// Row-normalised sparse adjacency: row r averages the columns listed for it.
-torch::Tensor MeanMatrix(int64_t n, const std::vector<int64_t>& rows,
-                         const std::vector<int64_t>& cols) {
-  std::vector<float> degree(n, 0.0f);
-  for (int64_t r : rows) degree[r] += 1;
-  std::vector<float> values(rows.size());
-  for (size_t e = 0; e < rows.size(); ++e) values[e] = 1.0f / degree[rows[e]];
-  std::vector<int64_t> indices(rows);
-  indices.insert(indices.end(), cols.begin(), cols.end());
-  const int64_t m = static_cast<int64_t>(rows.size());
-  torch::Tensor index = torch::tensor(indices, torch::kLong).reshape({2, m});
-  return torch::sparse_coo_tensor(index, torch::tensor(values), {n, n})
-      .coalesce();
-}
-
-// The columns listed for each row, in list order, as CSR offsets and
-// entries (see SegmentTensors::producers).
-void NeighbourLists(int64_t n, const std::vector<int64_t>& rows,
-                    const std::vector<int64_t>& cols,
-                    std::vector<int32_t>* offsets,
-                    std::vector<int32_t>* entries) {
-  offsets->assign(n + 1, 0);
-  for (int64_t r : rows) ++(*offsets)[r + 1];
-  for (int64_t i = 0; i < n; ++i) (*offsets)[i + 1] += (*offsets)[i];
-  entries->resize(rows.size());
-  std::vector<int32_t> next(offsets->begin(), offsets->end() - 1);
-  for (size_t e = 0; e < rows.size(); ++e) {
-    (*entries)[next[rows[e]]++] = static_cast<int32_t>(cols[e]);
-  }
-}
-
 std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
                                             const CostModelOptions& options) {
   auto prepared = std::make_shared<PreparedGraph>();
@@ -124,20 +95,17 @@ std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
   }
   const int64_t num_segments =
       (static_cast<int64_t>(kept.size()) + size - 1) / size;
-  std::vector<std::vector<int64_t>> producer_rows(num_segments);
-  std::vector<std::vector<int64_t>> producer_cols(num_segments);
-  std::vector<std::vector<int64_t>> consumer_rows(num_segments);
-  std::vector<std::vector<int64_t>> consumer_cols(num_segments);
+  // The data edges inside each segment, in local ids.
+  std::vector<std::vector<int64_t>> edge_src(num_segments);
+  std::vector<std::vector<int64_t>> edge_dst(num_segments);
   for (size_t e = 0; e < graph.edge_src.size(); ++e) {
     const int64_t src = position[graph.edge_src[e]];
     const int64_t dst = position[graph.edge_dst[e]];
     if (src < 0 || dst < 0 || src / size != dst / size) continue;
     const int64_t s = src / size;
     const int64_t base = s * size;
-    producer_rows[s].push_back(dst - base);
-    producer_cols[s].push_back(src - base);
-    consumer_rows[s].push_back(src - base);
-    consumer_cols[s].push_back(dst - base);
+    edge_src[s].push_back(src - base);
+    edge_dst[s].push_back(dst - base);
   }
   for (int64_t s = 0; s < num_segments; ++s) {
     const int64_t begin = s * size;
@@ -146,7 +114,7 @@ std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
     const int64_t n = end - begin;
     SegmentTensors segment;
     segment.num_nodes = n;
-    segment.num_edges = static_cast<int64_t>(producer_rows[s].size());
+    segment.num_edges = static_cast<int64_t>(edge_src[s].size());
     std::vector<float> features(n * kNodeFeatures);
     std::vector<int64_t> opcodes(n);
     std::vector<int64_t> config_nodes;
@@ -166,15 +134,11 @@ std::shared_ptr<PreparedGraph> PrepareGraph(const FeaturizedGraph& graph,
     for (int64_t i = 0; i < n; ++i) {
       segment.node_slots[i] = static_cast<int32_t>(slot[kept[begin + i]]);
     }
-    NeighbourLists(n, producer_rows[s], producer_cols[s],
-                   &segment.producer_offsets, &segment.producers);
-    NeighbourLists(n, consumer_rows[s], consumer_cols[s],
-                   &segment.consumer_offsets, &segment.consumers);
     segment.node_features =
         SignedLog(torch::tensor(features).reshape({n, kNodeFeatures}));
     segment.opcodes = torch::tensor(opcodes, torch::kLong);
-    segment.producer_mean = MeanMatrix(n, producer_rows[s], producer_cols[s]);
-    segment.consumer_mean = MeanMatrix(n, consumer_rows[s], consumer_cols[s]);
+    segment.edges = SageGraph::FromEdges(edge_src[s], edge_dst[s], n,
+                                         /*with_mean_matrix=*/true);
     segment.config_nodes = torch::tensor(config_nodes, torch::kLong);
     segment.config_slots = torch::tensor(config_slots, torch::kLong);
     segment.num_config_nodes = static_cast<int64_t>(config_nodes.size());
@@ -357,16 +321,17 @@ absl::StatusOr<std::unique_ptr<CostModel>> CostModel::Load(
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
-    ASSIGN_OR_RETURN(const CheckpointHeader header,
-                     ReadCheckpointHeader(archive, kCheckpointFormatVersion,
-                                          absl::StatusCode::kInvalidArgument,
-                                          "gopt cost model", where));
+    ASSIGN_OR_RETURN(
+        const CheckpointHeader header,
+        ReadCheckpointHeader(
+            archive, kOldestCheckpointFormatVersion, kCheckpointFormatVersion,
+            absl::StatusCode::kInvalidArgument, "gopt cost model", where));
     ASSIGN_OR_RETURN(CostModelOptions options,
                      CostModelOptions::FromJson(header.options));
     auto impl = std::make_unique<Impl>();
     impl->options = options;
     impl->net = CostModelNet(options);
-    impl->net->load(archive);
+    impl->net->LoadParameters(archive, header.format_version);
     impl->net->eval();
     return std::unique_ptr<CostModel>(new CostModel(std::move(impl)));
   } catch (const c10::Error& e) {

@@ -126,6 +126,29 @@ TEST(CostModelTest, CheckpointRoundTripKeepsScores) {
   EXPECT_EQ(*before, *after);
 }
 
+// The shipped layout checkpoint has layout 1 (its GraphSAGE parameters
+// under sage.<l> and sage_norms.<l>): it loads, and saved again (in the
+// current layout) it scores the same, bit for bit.
+TEST(CostModelTest, ReadsLayoutOneCheckpointsAndSavesTheCurrentLayout) {
+  const std::string shipped = std::string(GOPT_SOURCE_DIR) +
+                              "/policy/pretrained/costmodel-layout-v1/model.pt";
+  ASSERT_TRUE(std::filesystem::is_regular_file(shipped))
+      << "missing the shipped checkpoint " << shipped;
+  absl::StatusOr<std::unique_ptr<CostModel>> model = CostModel::Load(shipped);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "cost_model_v2.pt")
+          .string();
+  ASSERT_TRUE((*model)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<CostModel>> loaded = CostModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const ConfigGroup group = ToyLayoutGroup(40, 3);
+  absl::StatusOr<std::vector<double>> before = (*model)->ScoreGroup(group);
+  absl::StatusOr<std::vector<double>> after = (*loaded)->ScoreGroup(group);
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_EQ(*before, *after);
+}
+
 TEST(CostModelTest, CorruptOrMissingCheckpointIsAClearError) {
   const std::string path =
       (std::filesystem::path(::testing::TempDir()) / "corrupt.pt").string();

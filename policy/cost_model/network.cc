@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace gopt::policy::cost_model {
 namespace {
@@ -92,21 +95,20 @@ NodeStates NextStates(const SegmentTensors& segment, const NodeStates& states,
     return it->second;
   };
   for (int64_t i = 0; i < n; ++i) {
-    const int32_t* producers =
-        segment.producers.data() + segment.producer_offsets[i];
-    const int32_t num_producers =
-        segment.producer_offsets[i + 1] - segment.producer_offsets[i];
-    const int32_t* consumers =
-        segment.consumers.data() + segment.consumer_offsets[i];
-    const int32_t num_consumers =
-        segment.consumer_offsets[i + 1] - segment.consumer_offsets[i];
+    const Neighbours& in = segment.edges.predecessors;
+    const Neighbours& out = segment.edges.successors;
+    const int64_t* producers = in.neighbour.data_ptr<int64_t>() + in.offsets[i];
+    const int64_t num_producers = in.offsets[i + 1] - in.offsets[i];
+    const int64_t* consumers =
+        out.neighbour.data_ptr<int64_t>() + out.offsets[i];
+    const int64_t num_consumers = out.offsets[i + 1] - out.offsets[i];
     fold.clear();
     for (int64_t j = 0; j < c; ++j) {
       int64_t chain = states.of[i * c + j];
-      for (int32_t p = 0; p < num_producers; ++p) {
+      for (int64_t p = 0; p < num_producers; ++p) {
         chain = fold_in(chain, states.of[producers[p] * c + j]);
       }
-      for (int32_t q = 0; q < num_consumers; ++q) {
+      for (int64_t q = 0; q < num_consumers; ++q) {
         chain = fold_in(chain, states.of[consumers[q] * c + j]);
       }
       int32_t& id = interned[chain];
@@ -121,33 +123,25 @@ NodeStates NextStates(const SegmentTensors& segment, const NodeStates& states,
   return next;
 }
 
-// Row u of the result: the mean of `x`'s rows of the `offsets`/`lists`
-// neighbours' states of next state u (under its configuration), 0 without
-// neighbours. `x` holds the rows of `states`.
-torch::Tensor NeighbourMeans(const torch::Tensor& x, const NodeStates& states,
-                             const NodeStates& next, int64_t c,
-                             const std::vector<int32_t>& offsets,
-                             const std::vector<int32_t>& lists) {
-  const int64_t h = x.size(1);
+// For MeanOfRows: the rows of `x` (the rows of `states`) that next state
+// u averages over `neighbours` (producers or consumers): the states of its
+// node's neighbours under u's configuration, in list order.
+void NeighbourRows(const Neighbours& neighbours, const NodeStates& states,
+                   const NodeStates& next, int64_t c,
+                   std::vector<int64_t>* offsets, std::vector<int32_t>* rows) {
+  const int64_t* list = neighbours.neighbour.data_ptr<int64_t>();
   const int64_t u = static_cast<int64_t>(next.node.size());
-  torch::Tensor out = torch::zeros({u, h}, x.options());
-  const float* in = x.data_ptr<float>();
-  float* sums = out.data_ptr<float>();
+  offsets->assign(1, 0);
+  offsets->reserve(u + 1);
+  rows->clear();
   for (int64_t s = 0; s < u; ++s) {
     const int32_t node = next.node[s];
-    const int32_t begin = offsets[node];
-    const int32_t end = offsets[node + 1];
-    if (begin == end) continue;
-    const float weight = 1.0f / static_cast<float>(end - begin);
-    float* row = sums + s * h;
-    for (int32_t e = begin; e < end; ++e) {
-      const float* neighbour =
-          in +
-          static_cast<int64_t>(states.of[lists[e] * c + next.config[s]]) * h;
-      for (int64_t d = 0; d < h; ++d) row[d] += weight * neighbour[d];
+    for (int64_t e = neighbours.offsets[node]; e < neighbours.offsets[node + 1];
+         ++e) {
+      rows->push_back(states.of[list[e] * c + next.config[s]]);
     }
+    offsets->push_back(static_cast<int64_t>(rows->size()));
   }
-  return out;
 }
 
 torch::Tensor LongTensor(const std::vector<int32_t>& values) {
@@ -187,13 +181,18 @@ CostModelNetImpl::CostModelNetImpl(const CostModelOptions& options)
     config_input_ =
         register_module("config_input", torch::nn::Linear(inputs, h));
   }
+  // x + ReLU(LayerNorm(W [x, producers' mean, consumers' mean] + b)), the
+  // product split by column block (inputs are batched over configurations).
   for (int i = 0; i < options.sage_layers; ++i) {
-    sage_->push_back(torch::nn::Linear(3 * h, h));
-    sage_norms_->push_back(torch::nn::LayerNorm(
-        torch::nn::LayerNormOptions(std::vector<int64_t>{h})));
+    sage_->push_back(SageLayer(SageLayerOptions(h)
+                                   .message(0)
+                                   .max(false)
+                                   .condition(0)
+                                   .activation(SageActivation::kRelu)
+                                   .norm(SageNorm::kInBranch)
+                                   .split_products(true)));
   }
   register_module("sage", sage_);
-  register_module("sage_norms", sage_norms_);
   auto norm = [&](const char* name) {
     return register_module(
         name, torch::nn::LayerNorm(
@@ -265,26 +264,14 @@ SegmentSums CostModelNetImpl::Segment(const SegmentTensors& segment,
     x = base.unsqueeze(1).expand({n, c, h});
   }
   x = torch::relu(x);
-  namespace F = torch::nn::functional;
-  for (size_t layer = 0; layer < sage_->size(); ++layer) {
-    // W [x, mean of producers, mean of consumers] + b as three products,
-    // so the 3h-wide concatenation is never built; a segment without
-    // edges has all-zero means and skips them.
-    const torch::nn::LinearImpl& linear =
-        *sage_[layer]->as<torch::nn::Linear>();
-    const torch::Tensor& w = linear.weight;
-    torch::Tensor update = F::linear(x, w.narrow(1, 0, h), linear.bias);
+  for (const std::shared_ptr<torch::nn::Module>& layer : *sage_) {
+    // A segment without edges has all-zero means: they are skipped.
+    std::vector<torch::Tensor> means(2);
     if (segment.num_edges > 0) {
-      const torch::Tensor flat = x.reshape({n, c * h});
-      update =
-          update +
-          F::linear(torch::mm(segment.producer_mean, flat).reshape({n, c, h}),
-                    w.narrow(1, h, h)) +
-          F::linear(torch::mm(segment.consumer_mean, flat).reshape({n, c, h}),
-                    w.narrow(1, 2 * h, h));
+      means = {MeanByMatrix(x, segment.edges.predecessors),
+               MeanByMatrix(x, segment.edges.successors)};
     }
-    x = x + torch::relu(sage_norms_[layer]->as<torch::nn::LayerNorm>()->forward(
-                update));
+    x = layer->as<SageLayer>()->Update(x, means, torch::Tensor());
   }
   SegmentSums out;
   torch::Tensor config_sum =
@@ -328,8 +315,9 @@ SegmentSums CostModelNetImpl::SegmentOfDistinctStates(
                         torch::tensor(bags, torch::kLong).reshape({m, -1})));
   }
   x = torch::relu(x);
-  namespace F = torch::nn::functional;
-  for (size_t layer = 0; layer < sage_->size(); ++layer) {
+  std::vector<int64_t> mean_offsets;
+  std::vector<int32_t> mean_rows;
+  for (const std::shared_ptr<torch::nn::Module>& layer : *sage_) {
     NodeStates next = NextStates(segment, states, c);
     std::vector<int64_t> own(next.node.size());
     for (size_t s = 0; s < own.size(); ++s) {
@@ -337,23 +325,17 @@ SegmentSums CostModelNetImpl::SegmentOfDistinctStates(
     }
     const torch::Tensor self =
         x.index_select(0, torch::tensor(own, torch::kLong));
-    const torch::nn::LinearImpl& linear =
-        *sage_[layer]->as<torch::nn::Linear>();
-    const torch::Tensor& w = linear.weight;
-    torch::Tensor update = F::linear(self, w.narrow(1, 0, h), linear.bias);
+    std::vector<torch::Tensor> means(2);
     if (segment.num_edges > 0) {
-      update =
-          update +
-          F::linear(NeighbourMeans(x, states, next, c, segment.producer_offsets,
-                                   segment.producers),
-                    w.narrow(1, h, h)) +
-          F::linear(NeighbourMeans(x, states, next, c, segment.consumer_offsets,
-                                   segment.consumers),
-                    w.narrow(1, 2 * h, h));
+      x = x.contiguous();
+      NeighbourRows(segment.edges.predecessors, states, next, c, &mean_offsets,
+                    &mean_rows);
+      means[0] = MeanOfRows(x, mean_offsets, mean_rows);
+      NeighbourRows(segment.edges.successors, states, next, c, &mean_offsets,
+                    &mean_rows);
+      means[1] = MeanOfRows(x, mean_offsets, mean_rows);
     }
-    x = self +
-        torch::relu(
-            sage_norms_[layer]->as<torch::nn::LayerNorm>()->forward(update));
+    x = layer->as<SageLayer>()->Update(self, means, torch::Tensor());
     states = std::move(next);
   }
   // Pooling: per configuration, the sums of its nodes' final states (all
@@ -377,6 +359,35 @@ SegmentSums CostModelNetImpl::SegmentOfDistinctStates(
   out.num_nodes = static_cast<double>(n);
   out.num_config_nodes = static_cast<double>(segment.num_config_nodes);
   return out;
+}
+
+void CostModelNetImpl::LoadParameters(torch::serialize::InputArchive& archive,
+                                      int64_t format_version) {
+  TORCH_CHECK(format_version == 1 || format_version == kNetworkFormatVersion,
+              "cost model parameters of layout ", format_version);
+  auto load = [&](const std::string& name, torch::Tensor& tensor,
+                  bool is_buffer) {
+    std::vector<std::string> path = absl::StrSplit(name, '.');
+    // Layout 1: sage.<l>.combine.<p> was sage.<l>.<p>, sage.<l>.norm.<p>
+    // was sage_norms.<l>.<p>.
+    if (format_version == 1 && path.size() == 4 && path[0] == "sage") {
+      if (path[2] == "norm") path[0] = "sage_norms";
+      path.erase(path.begin() + 2);
+    }
+    std::vector<torch::serialize::InputArchive> levels(path.size() - 1);
+    torch::serialize::InputArchive* level = &archive;
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      level->read(path[i], levels[i]);
+      level = &levels[i];
+    }
+    const std::vector<int64_t> shape = tensor.sizes().vec();
+    level->read(path.back(), tensor, is_buffer);
+    TORCH_CHECK(tensor.sizes().vec() == shape, "parameter '",
+                absl::StrJoin(path, "."), "' has shape ", tensor.sizes(),
+                ", the model's options give ", c10::IntArrayRef(shape));
+  };
+  for (auto& item : named_parameters()) load(item.key(), item.value(), false);
+  for (auto& item : named_buffers()) load(item.key(), item.value(), true);
 }
 
 torch::Tensor CostModelNetImpl::Head(const SegmentSums& totals) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policy/cost_model/cost_model.h"
+#include "policy/graph_sage.h"
 
 namespace gopt::policy::cost_model {
 
@@ -20,22 +21,13 @@ struct SegmentTensors {
   // (n, kNodeFeatures) sign(x) * log1p(|x|) of the TpuGraphs features.
   torch::Tensor node_features;
   torch::Tensor opcodes;  // (n,) int64
-  // Sparse (n, n): row i averages the rows of i's producers / consumers
-  // inside the segment.
-  torch::Tensor producer_mean;
-  torch::Tensor consumer_mean;
+  // The data edges inside the segment, both directions (producers are
+  // predecessors, consumers successors), with their mean matrices.
+  SageGraph edges;
   // Configurable nodes of the segment: local index and slot in the
   // configuration's node order (int64, same length).
   torch::Tensor config_nodes;
   torch::Tensor config_slots;
-  // The same edges as lists for inference that follows node states: the
-  // producers of node i are producers[producer_offsets[i] ..
-  // producer_offsets[i + 1]), likewise consumers (edge order, repeated
-  // edges repeated).
-  std::vector<int32_t> producer_offsets;
-  std::vector<int32_t> producers;
-  std::vector<int32_t> consumer_offsets;
-  std::vector<int32_t> consumers;
   // Slot in the configuration's node order of each node, -1 when the node
   // is not configurable.
   std::vector<int32_t> node_slots;
@@ -61,6 +53,10 @@ struct SegmentSums {
 // the kernel default's, and 1 when the default is known (else 0 and the
 // default's values are 0).
 inline constexpr int64_t kTileRelativeRowWidth = 2 * kTileConfigFeatures + 1;
+
+// The checkpoint layout CostModelNetImpl::save writes (parameter names):
+// 2 since the GraphSAGE layers are SageLayers (policy/graph_sage.h).
+inline constexpr int64_t kNetworkFormatVersion = 2;
 
 class CostModelNetImpl : public torch::nn::Module {
  public:
@@ -89,6 +85,15 @@ class CostModelNetImpl : public torch::nn::Module {
                                       const torch::Tensor& node_input,
                                       const torch::Tensor& config);
 
+  // Replaces the parameters with those stored in `archive`, a checkpoint
+  // of layout `format_version`: kNetworkFormatVersion, or 1, whose GraphSAGE
+  // layers were stored as sage.<l>.{weight,bias} and
+  // sage_norms.<l>.{weight,bias} (read here as sage.<l>.combine.* and
+  // sage.<l>.norm.*). Throws c10::Error naming the parameter when one is
+  // missing or has another shape.
+  void LoadParameters(torch::serialize::InputArchive& archive,
+                      int64_t format_version);
+
   // Pooling (means from the summed totals, sum, configurable mean) ->
   // optional cross-configuration attention -> MLP: (C,) scores.
   torch::Tensor Head(const SegmentSums& totals);
@@ -105,8 +110,7 @@ class CostModelNetImpl : public torch::nn::Module {
   torch::nn::Linear input_{nullptr};
   torch::nn::EmbeddingBag layout_value_embedding_{nullptr};  // layout task
   torch::nn::Linear config_input_{nullptr};                  // tile task
-  torch::nn::ModuleList sage_;
-  torch::nn::ModuleList sage_norms_;
+  torch::nn::ModuleList sage_;                               // SageLayer
   torch::nn::LayerNorm mean_norm_{nullptr};
   torch::nn::LayerNorm sum_norm_{nullptr};
   torch::nn::LayerNorm config_norm_{nullptr};

@@ -132,8 +132,8 @@ absl::StatusOr<GoModelOptions> ReadOptions(
   nlohmann::json json;
   if (HasCheckpointHeader(archive)) {
     absl::StatusOr<CheckpointHeader> header = ReadCheckpointHeader(
-        archive, kCheckpointFormatVersion, absl::StatusCode::kDataLoss,
-        "GO checkpoint", where);
+        archive, kCheckpointFormatVersion, kCheckpointFormatVersion,
+        absl::StatusCode::kDataLoss, "GO checkpoint", where);
     if (!header.ok()) return header.status();
     json = std::move(header->options);
   } else {

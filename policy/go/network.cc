@@ -5,9 +5,9 @@
 #include <functional>
 #include <utility>
 
-#include "ATen/Parallel.h"
 #include "absl/strings/str_cat.h"
 #include "policy/go/actions.h"
+#include "policy/torch_util.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -23,120 +23,9 @@ constexpr float kMaskedLogit = -1e9f;
 // values of one segment before it (its memory).
 constexpr int64_t kSegmentChunk = 4;
 
-// Rows per block of row-wise work in ConcatBlocks.
+// Rows per block of row-wise work (ConcatRowBlocks) and of the GraphSAGE
+// layers.
 constexpr int64_t kRowBlock = 2048;
-
-// Evaluates `block(begin, end)` over [0, count) split into near-equal
-// ranges of at most `grain` items and concatenates the results along
-// dimension 0, so that the temporaries of one block (the attention scores
-// above all) stay small. The split depends only on `count` and `grain`, so
-// the result does not depend on the thread count; it is even (when there
-// is more than one block) so that two threads get equal shares. Without
-// gradient (inference) the blocks are shared among LibTorch's intra-op
-// threads, each block running its operators on one thread: a few large
-// tasks per layer instead of a parallel region per small operator. With
-// gradient (training) they run in order on the calling thread.
-torch::Tensor ConcatBlocks(
-    int64_t count, int64_t grain,
-    const std::function<torch::Tensor(int64_t, int64_t)>& block) {
-  int64_t blocks = (count + grain - 1) / grain;
-  if (blocks > 1 && blocks % 2 == 1) ++blocks;
-  std::vector<torch::Tensor> results(blocks);
-  auto run = [&](int64_t first, int64_t last) {
-    for (int64_t b = first; b < last; ++b) {
-      results[b] = block(count * b / blocks, count * (b + 1) / blocks);
-    }
-  };
-  if (torch::GradMode::is_enabled() || blocks < 2) {
-    run(0, blocks);
-  } else {
-    at::parallel_for(0, blocks, /*grain_size=*/1,
-                     [&](int64_t first, int64_t last) {
-                       // Grad mode is thread-local: the pool's threads
-                       // must not record autograd graphs either.
-                       torch::NoGradGuard no_grad;
-                       run(first, last);
-                     });
-  }
-  return blocks == 1 ? results[0] : torch::cat(results, 0);
-}
-
-// Groups the edges (src[e], dst[e]) by `key` (src or dst): `target` is the
-// key node, `neighbour` the other end. A stable order keeps each node's
-// edges in their original order, so sums over them add up as before.
-EdgeGroups GroupEdges(const std::vector<int64_t>& key,
-                      const std::vector<int64_t>& other, int64_t n) {
-  const int64_t e = static_cast<int64_t>(key.size());
-  EdgeGroups groups;
-  groups.offsets.assign(n + 1, 0);
-  for (int64_t k : key) ++groups.offsets[k + 1];
-  for (int64_t i = 0; i < n; ++i) {
-    groups.offsets[i + 1] += groups.offsets[i];
-  }
-  std::vector<int64_t> target(e), neighbour(e);
-  std::vector<int64_t> next(groups.offsets.begin(), groups.offsets.end() - 1);
-  for (int64_t i = 0; i < e; ++i) {
-    const int64_t slot = next[key[i]]++;
-    target[slot] = key[i];
-    neighbour[slot] = other[i];
-  }
-  std::vector<float> degree(n);
-  for (int64_t i = 0; i < n; ++i) {
-    degree[i] = static_cast<float>(
-        std::max<int64_t>(1, groups.offsets[i + 1] - groups.offsets[i]));
-  }
-  groups.target = torch::tensor(target, torch::kInt64);
-  groups.neighbour = torch::tensor(neighbour, torch::kInt64);
-  groups.degree = torch::tensor(degree, torch::kFloat32).unsqueeze(1);
-  return groups;
-}
-
-// Drops LibTorch's one-time notice that scatter_reduce is a beta API (the
-// "amax" reduction Aggregate needs has no stable equivalent), which would
-// otherwise reach the terminal of every gopt user; any other warning goes
-// on to the handler it replaces. Installed per call with a
-// WarningHandlerGuard (LibTorch keeps the handler per thread), around the
-// scatter_reduce call alone.
-class BetaNoticeFilter final : public c10::WarningHandler {
- public:
-  explicit BetaNoticeFilter(c10::WarningHandler* next) : next_(next) {}
-
-  void process(const c10::SourceLocation& source_location,
-               const std::string& msg, const bool verbatim) override {
-    if (msg.find("is in beta and the API may change") != std::string::npos) {
-      return;
-    }
-    if (next_ != nullptr) next_->process(source_location, msg, verbatim);
-  }
-
- private:
-  c10::WarningHandler* next_;
-};
-
-// Mean and max of the messages `m` of the neighbours of rows [begin, end),
-// as [end - begin, 2 * width] (mean, then max; zeros where a node has no
-// neighbours).
-torch::Tensor Aggregate(const torch::Tensor& m, const EdgeGroups& groups,
-                        int64_t begin, int64_t end) {
-  const int64_t rows = end - begin;
-  const int64_t width = m.size(1);
-  torch::Tensor mean = torch::zeros({rows, width}, m.options());
-  torch::Tensor max = torch::zeros({rows, width}, m.options());
-  const int64_t first = groups.offsets[begin];
-  const int64_t last = groups.offsets[end];
-  if (last > first) {
-    torch::Tensor messages =
-        m.index_select(0, groups.neighbour.slice(0, first, last));
-    torch::Tensor local = groups.target.slice(0, first, last) - begin;
-    mean =
-        mean.index_add(0, local, messages) / groups.degree.slice(0, begin, end);
-    BetaNoticeFilter filter(c10::Warning::get_warning_handler());
-    c10::Warning::WarningHandlerGuard quiet(&filter);
-    max = max.scatter_reduce(0, local.unsqueeze(1).expand({-1, width}),
-                             messages, "amax", /*include_self=*/false);
-  }
-  return torch::cat({mean, max}, 1);
-}
 
 torch::Tensor FromFloats(const std::vector<float>& values, int64_t rows,
                          int64_t cols) {
@@ -166,8 +55,8 @@ FeatureTensors ToTensors(const GraphFeatures& features) {
   FeatureTensors t;
   t.node = FromFloats(features.node, n, NumNodeFeatures());
   t.device = FromFloats(features.device, d, NumDeviceFeatures());
-  t.predecessors = GroupEdges(features.edge_dst, features.edge_src, n);
-  t.successors = GroupEdges(features.edge_src, features.edge_dst, n);
+  t.edges = SageGraph::FromEdges(features.edge_src, features.edge_dst, n,
+                                 /*with_mean_matrix=*/false);
   t.allowed = torch::from_blob(const_cast<uint8_t*>(features.allowed.data()),
                                {n, d}, torch::kUInt8)
                   .to(torch::kBool);
@@ -182,52 +71,6 @@ FeatureTensors ToTensors(const GraphFeatures& features) {
   t.heft_hint = OneHotDevices(features.heft_device, n, d);
   t.metis_hint = OneHotDevices(features.metis_device, n, d);
   return t;
-}
-
-FilmImpl::FilmImpl(const FilmOptions& options) : options_(options) {
-  projection_ = register_module(
-      "projection", nn::Linear(options.condition(), 2 * options.features()));
-  torch::NoGradGuard no_grad;
-  projection_->weight.zero_();
-  projection_->bias.zero_();
-}
-
-torch::Tensor FilmImpl::forward(const torch::Tensor& x,
-                                const torch::Tensor& g) {
-  std::vector<torch::Tensor> gamma_beta =
-      projection_->forward(g).squeeze(0).chunk(2);
-  return x * (1 + gamma_beta[0]) + gamma_beta[1];
-}
-
-SageLayerImpl::SageLayerImpl(const SageLayerOptions& options) {
-  message_ = register_module("message",
-                             nn::Linear(options.hidden(), options.message()));
-  combine_ = register_module(
-      "combine",
-      nn::Linear(options.hidden() + 4 * options.message(), options.hidden()));
-  norm_ = register_module(
-      "norm", nn::LayerNorm(nn::LayerNormOptions({options.hidden()})));
-  film_ = register_module(
-      "film", Film(FilmOptions(options.condition(), options.hidden())));
-}
-
-torch::Tensor SageLayerImpl::forward(const torch::Tensor& h,
-                                     const FeatureTensors& graph,
-                                     const torch::Tensor& g) {
-  // Every node's message first: a block aggregates messages from anywhere.
-  torch::Tensor m =
-      ConcatBlocks(h.size(0), kRowBlock, [&](int64_t begin, int64_t end) {
-        return message_->forward(h.slice(0, begin, end));
-      });
-  return ConcatBlocks(h.size(0), kRowBlock, [&](int64_t begin, int64_t end) {
-    torch::Tensor rows = h.slice(0, begin, end);
-    torch::Tensor joined =
-        torch::cat({rows, Aggregate(m, graph.predecessors, begin, end),
-                    Aggregate(m, graph.successors, begin, end)},
-                   1);
-    torch::Tensor z = torch::relu(combine_->forward(joined));
-    return norm_->forward(rows + film_->forward(z, g));
-  });
 }
 
 SegmentAttentionImpl::SegmentAttentionImpl(
@@ -270,7 +113,7 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
   // Each chunk of segments runs the whole layer (attention, then the
   // row-wise output projection, norms and feed-forward) on its own rows.
   torch::Tensor out =
-      ConcatBlocks(segments, kSegmentChunk, [&](int64_t begin, int64_t end) {
+      ConcatRowBlocks(segments, kSegmentChunk, [&](int64_t begin, int64_t end) {
         const int64_t c = end - begin;
         torch::Tensor rows = x_padded.slice(0, begin * length, end * length);
         torch::Tensor q = query_->forward(rows)
@@ -323,7 +166,17 @@ GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
   input_ = register_module("input", nn::Linear(options.node_features, h));
   sage_ = register_module("sage", nn::ModuleList());
   for (int i = 0; i < m.sage_layers; ++i) {
-    sage_->push_back(SageLayer(SageLayerOptions(h, m.message, c)));
+    // Messages of m.message features; mean and max over each direction,
+    // concatenated with the node's state; Linear + ReLU, FiLM, residual +
+    // LayerNorm. Narrow messages keep a layer at O(N * hidden * (hidden +
+    // 4 * message)) multiply-adds instead of O(N * 5 * hidden^2).
+    sage_->push_back(SageLayer(SageLayerOptions(h)
+                                   .message(m.message)
+                                   .max(true)
+                                   .condition(c)
+                                   .activation(SageActivation::kRelu)
+                                   .norm(SageNorm::kAfterResidual)
+                                   .row_block(kRowBlock)));
   }
   device_mlp_ = register_module(
       "device_mlp", nn::Sequential(nn::Linear(options.device_features, h),
@@ -402,9 +255,9 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
   const int64_t n = graph.node.size(0);
   const int64_t d = graph.device.size(0);
   const double scale = 1.0 / std::sqrt(double(options_.model.hidden));
-  // Row-wise work over all nodes, in blocks (see ConcatBlocks).
+  // Row-wise work over all nodes, in blocks (see ConcatRowBlocks).
   auto by_rows = [n](const std::function<torch::Tensor(int64_t, int64_t)>& f) {
-    return ConcatBlocks(n, kRowBlock, f);
+    return ConcatRowBlocks(n, kRowBlock, f);
   };
   torch::Tensor x0 = by_rows([&](int64_t begin, int64_t end) {
     return torch::relu(input_->forward(graph.node.slice(0, begin, end)));
@@ -414,7 +267,7 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
       torch::cat({x0.mean(0), devices.mean(0)}).unsqueeze(0));
   torch::Tensor x = x0;
   for (const std::shared_ptr<nn::Module>& layer : *sage_) {
-    x = layer->as<SageLayer>()->forward(x, graph, g);
+    x = layer->as<SageLayer>()->forward(x, graph.edges, g);
   }
 
   NetworkOutput out;

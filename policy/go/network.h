@@ -12,26 +12,16 @@
 #include "absl/status/status.h"
 #include "policy/go/features.h"
 #include "policy/go/go_model.h"
+#include "policy/graph_sage.h"
 #include "policy/policy.h"
 
 namespace gopt::policy::go {
 
 // GraphFeatures as tensors (CPU).
-// The dependencies as seen from the nodes that aggregate over them: the
-// edges of node i are [offsets[i], offsets[i + 1]), so a block of rows reads
-// one contiguous range of edges.
-struct EdgeGroups {
-  torch::Tensor neighbour;       // [E] int64: the node whose message is read
-  torch::Tensor target;          // [E] int64: the node that aggregates it
-  torch::Tensor degree;          // [N, 1] float, at least 1
-  std::vector<int64_t> offsets;  // N + 1 entries
-};
-
 struct FeatureTensors {
   torch::Tensor node;           // [N, F] float
   torch::Tensor device;         // [D, Fd] float
-  EdgeGroups predecessors;      // grouped by destination
-  EdgeGroups successors;        // grouped by source
+  SageGraph edges;              // the dependencies, both directions
   torch::Tensor allowed;        // [N, D] bool
   torch::Tensor work_position;  // [N] float
   torch::Tensor upward_rank;    // [N] float
@@ -39,6 +29,9 @@ struct FeatureTensors {
   torch::Tensor metis_hint;     // [N, D] float: 1 at METIS's device
 };
 
+// The tensors of `features`, copied. Throws c10::Error (SageGraph::FromEdges)
+// for an edge naming a node outside the graph; GoModel::Run checks the
+// features first.
 FeatureTensors ToTensors(const GraphFeatures& features);
 
 // Per task, [N, actions] log-probabilities (undefined for tasks not run).
@@ -47,56 +40,6 @@ struct NetworkOutput {
   torch::Tensor scheduling;
   torch::Tensor fusion;
 };
-
-// Feature-wise linear modulation: x * (1 + gamma(g)) + beta(g), with the
-// projection initialised to zero so that a new layer starts unmodulated.
-struct FilmOptions {
-  FilmOptions(int64_t condition, int64_t features)
-      : condition_(condition), features_(features) {}
-  TORCH_ARG(int64_t, condition);
-  TORCH_ARG(int64_t, features);
-};
-
-class FilmImpl : public torch::nn::Module {
- public:
-  explicit FilmImpl(const FilmOptions& options);
-  // x: [..., features]; g: [1, condition].
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& g);
-
- private:
-  FilmOptions options_;
-  torch::nn::Linear projection_{nullptr};
-};
-TORCH_MODULE(Film);
-
-// One GraphSAGE layer: each node's state is projected to a message of
-// `message` features; mean and max of the messages over predecessors and,
-// separately, over successors are concatenated with the node's own state,
-// then a linear layer + ReLU, FiLM, residual + LayerNorm. Aggregation runs
-// over the sparse edge list (index_add / scatter_reduce), O(E * message);
-// narrow messages keep the layer at O(N * hidden * (hidden + 4 * message))
-// multiply-adds instead of O(N * 5 * hidden^2).
-struct SageLayerOptions {
-  SageLayerOptions(int64_t hidden, int64_t message, int64_t condition)
-      : hidden_(hidden), message_(message), condition_(condition) {}
-  TORCH_ARG(int64_t, hidden);
-  TORCH_ARG(int64_t, message);
-  TORCH_ARG(int64_t, condition);
-};
-
-class SageLayerImpl : public torch::nn::Module {
- public:
-  explicit SageLayerImpl(const SageLayerOptions& options);
-  torch::Tensor forward(const torch::Tensor& h, const FeatureTensors& graph,
-                        const torch::Tensor& g);
-
- private:
-  torch::nn::Linear message_{nullptr};
-  torch::nn::Linear combine_{nullptr};
-  torch::nn::LayerNorm norm_{nullptr};
-  Film film_{nullptr};
-};
-TORCH_MODULE(SageLayer);
 
 // One segment-recurrent attention layer (Transformer-XL style): nodes in
 // topological order are cut into segments of `segment`; each segment attends

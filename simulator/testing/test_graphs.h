@@ -2,14 +2,16 @@
 #define GOPT_SIMULATOR_TESTING_TEST_GRAPHS_H_
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
 #include "simulator/topology.h"
 
-// Fixtures for the simulator's tests: a topology with round numbers and a
-// builder of small graphs whose kernel times are easy to work out by hand.
+// Fixtures for the simulator's tests: a topology with round numbers, a
+// builder of small graphs whose kernel times are easy to work out by hand,
+// and random graphs for the randomized tests.
 namespace gopt::simulator::testing {
 
 // `devices` identical devices with round numbers: 1 TFLOP/s at full
@@ -39,6 +41,32 @@ class TestGraphBuilder {
  private:
   graph::GraphBuilder builder_{"test", "generated"};
 };
+
+// Options of RandomGraph; the defaults give the simulator invariant test's
+// graphs.
+struct RandomGraphOptions {
+  // Kinds of the op (non-input) nodes, drawn uniformly. Default:
+  // elementwise binary, dot, reshape, convolution, identity.
+  std::vector<graph::OpKind> kinds = {
+      graph::OpKind::kElementwiseBinary, graph::OpKind::kDot,
+      graph::OpKind::kReshape, graph::OpKind::kConvolution,
+      graph::OpKind::kIdentity};
+  // One first output in four f16 instead of f32 (default false: all f32).
+  bool f16_outputs = false;
+  // One node in eight CPU-only or accelerator-only (default false).
+  bool device_constraints = false;
+};
+
+// A random `nodes`-node graph (nodes >= 2) drawn from `rng`: parameters and
+// constants (the first two nodes, then one in eight), ops of
+// options.kinds with coarse costs (so that equal times, ties, are common),
+// a [1-64, 1-64] first output, a second f16 output on one node in five,
+// 1-3 operands among the 10 nodes before, each reading output 0 or (one in
+// four) all outputs, one in ten a control edge instead. The same rng state
+// and options give the same graph. Fails the process on an invalid graph
+// (a bug of the generator).
+graph::Graph RandomGraph(std::mt19937_64& rng, int nodes,
+                         const RandomGraphOptions& options = {});
 
 }  // namespace gopt::simulator::testing
 
