@@ -401,6 +401,11 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "average the fusion loss over the nodes that can fuse only",
       [](auto& o) -> auto& { return o.fusion_fusible_only; });
   flags.Add(
+      "relabel_to_greedy",
+      "label targets' symmetric devices as the network's greedy plan has "
+      "them (false: by first use)",
+      [](auto& o) -> auto& { return o.relabel_to_greedy; });
+  flags.Add(
       "rendezvous_seconds", "how long data-parallel ranks wait for each other",
       [](auto& o) -> auto& { return o.rendezvous_seconds; });
   return flags;

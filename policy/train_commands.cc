@@ -483,6 +483,7 @@ go::ExpertIterationOptions ExpertIterationOptionsOf(
   expert.distill.learning_rate = options.distill_learning_rate;
   expert.distill.fusion_weight = options.fusion_weight;
   expert.distill.fusion_fusible_only = options.fusion_fusible_only;
+  expert.relabel_to_greedy = options.relabel_to_greedy;
   expert.distill.seed = options.go.seed;
   return expert;
 }
@@ -555,6 +556,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
           {"distill_learning_rate", expert.distill.learning_rate},
           {"fusion_weight", expert.distill.fusion_weight},
           {"fusion_fusible_only", expert.distill.fusion_fusible_only},
+          {"relabel_to_greedy", expert.relabel_to_greedy},
           {"ppo_steps", expert.ppo_steps},
           {"ppo_samples_per_graph", expert.ppo.samples_per_graph},
           {"ppo_learning_rate", expert.ppo.learning_rate}}}}},

@@ -134,8 +134,10 @@ struct ExpertCommandOptions {
   bool priors_off = false;
   double fusion_weight = 1;          // weight of the fusion distillation loss
   bool fusion_fusible_only = false;  // DistillOptions::fusion_fusible_only
-  int rendezvous_seconds = 300;      // how long ranks wait for each other
-  std::string command_line;          // recorded in the card
+  // ExpertIterationOptions::relabel_to_greedy.
+  bool relabel_to_greedy = true;
+  int rendezvous_seconds = 300;  // how long ranks wait for each other
+  std::string command_line;      // recorded in the card
 };
 absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out);
 
