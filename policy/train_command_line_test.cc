@@ -147,14 +147,16 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_FALSE(o.priors_off);
   EXPECT_EQ(o.fusion_weight, 1);
   EXPECT_FALSE(o.fusion_fusible_only);
+  EXPECT_TRUE(o.relabel_to_greedy);
   absl::StatusOr<TrainCommand> switches = Parse(
       "expert --out_dir=o --priors_off --fusion_weight=0.5 "
-      "--fusion_fusible_only");
+      "--fusion_fusible_only --relabel_to_greedy=false");
   ASSERT_TRUE(switches.ok()) << switches.status();
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
   EXPECT_EQ(s.fusion_weight, 0.5);
   EXPECT_TRUE(s.fusion_fusible_only);
+  EXPECT_FALSE(s.relabel_to_greedy);
   for (const char* line : {
            "expert",
            "expert --out_dir=o extra",
