@@ -25,12 +25,19 @@ function(gopt_cc_test)
                         ${CMAKE_BINARY_DIR}/tests)
   file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
   string(REGEX REPLACE "/.*" "" top_folder "${folder}")
+  # Each test binary writes its ::testing::TempDir() files into its own
+  # folder of this build, so that two binaries ctest runs at once (or
+  # another build's tests on the same machine) never share a file name.
+  set(tmp_dir ${CMAKE_BINARY_DIR}/test-tmp/${ARG_NAME})
+  file(MAKE_DIRECTORY ${tmp_dir})
   if(ARG_SANITIZE OR top_folder IN_LIST GOPT_SANITIZE_TEST_DIRS)
     set_property(GLOBAL APPEND PROPERTY GOPT_SANITIZE_TESTS ${ARG_NAME})
     gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60
-                         PROPERTIES LABELS sanitize)
+                         PROPERTIES LABELS sanitize
+                                    ENVIRONMENT TEST_TMPDIR=${tmp_dir})
   else()
-    gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60)
+    gtest_discover_tests(${ARG_NAME} DISCOVERY_TIMEOUT 60
+                         PROPERTIES ENVIRONMENT TEST_TMPDIR=${tmp_dir})
   endif()
 endfunction()
 
