@@ -410,6 +410,22 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "(gate reset to 1: placements become trainable); 0 leaves them",
       [](auto& o) -> auto& { return o.init_prior_factor; });
   flags.Add(
+      "priors_off",
+      "zero the initial network's heuristic prior scales (the ablation)",
+      [](auto& o) -> auto& { return o.priors_off; });
+  flags.Add(
+      "fusion_weight", "weight of the fusion distillation loss (0 = off)",
+      [](auto& o) -> auto& { return o.fusion_weight; });
+  flags.Add(
+      "fusion_fusible_only",
+      "average the fusion loss over the nodes that can fuse only",
+      [](auto& o) -> auto& { return o.fusion_fusible_only; });
+  flags.Add(
+      "relabel_to_greedy",
+      "label targets' symmetric devices as the network's greedy plan has "
+      "them (false: by first use)",
+      [](auto& o) -> auto& { return o.relabel_to_greedy; });
+  flags.Add(
       "rendezvous_seconds", "how long data-parallel ranks wait for each other",
       [](auto& o) -> auto& { return o.rendezvous_seconds; });
   return flags;
@@ -446,6 +462,15 @@ absl::Status FinishExpert(std::vector<std::string> operands,
     return absl::InvalidArgumentError(
         "--resume continues --out_dir's own checkpoint; it takes no "
         "--init_policy_dir");
+  }
+  if (o->resume && o->priors_off) {
+    return absl::InvalidArgumentError(
+        "--priors_off zeroes a new run's initial network; a resumed run keeps "
+        "its checkpoint's priors");
+  }
+  if (o->fusion_weight < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--fusion_weight must be 0 or more, got ", o->fusion_weight));
   }
   if (o->init_prior_factor < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

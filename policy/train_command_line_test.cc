@@ -147,6 +147,19 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_EQ(o.random_graphs, 24);
   EXPECT_EQ(o.random_topologies, 8);
   EXPECT_EQ(o.data_dir, "../shared/data");
+  EXPECT_FALSE(o.priors_off);
+  EXPECT_EQ(o.fusion_weight, 1);
+  EXPECT_FALSE(o.fusion_fusible_only);
+  EXPECT_TRUE(o.relabel_to_greedy);
+  absl::StatusOr<TrainCommand> switches = Parse(
+      "expert --out_dir=o --priors_off --fusion_weight=0.5 "
+      "--fusion_fusible_only --relabel_to_greedy=false");
+  ASSERT_TRUE(switches.ok()) << switches.status();
+  const auto& s = std::get<ExpertCommandOptions>(switches->options);
+  EXPECT_TRUE(s.priors_off);
+  EXPECT_EQ(s.fusion_weight, 0.5);
+  EXPECT_TRUE(s.fusion_fusible_only);
+  EXPECT_FALSE(s.relabel_to_greedy);
   for (const char* line : {
            "expert",
            "expert --out_dir=o extra",
@@ -158,6 +171,8 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
            "expert --out_dir=o --init_prior_factor=-1",
            "expert --out_dir=o --policy_dir=p",
            "expert --out_dir=o --rendezvous_seconds=0",
+           "expert --out_dir=o --resume --priors_off",
+           "expert --out_dir=o --fusion_weight=-1",
        }) {
     EXPECT_TRUE(absl::IsInvalidArgument(Parse(line).status())) << line;
   }

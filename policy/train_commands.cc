@@ -545,31 +545,37 @@ go::ExpertIterationOptions ExpertIterationOptionsOf(
   expert.seed = options.go.seed;
   expert.ppo = ppo;
   expert.distill.learning_rate = options.distill_learning_rate;
+  expert.distill.fusion_weight = options.fusion_weight;
+  expert.distill.fusion_fusible_only = options.fusion_fusible_only;
+  expert.relabel_to_greedy = options.relabel_to_greedy;
   expert.distill.seed = options.go.seed;
   return expert;
 }
 
 // The model to train: `resume`'s checkpoint, init_policy_dir's, or a fresh
-// one; `card` gets what a resumed run recorded.
+// one (priors zeroed with priors_off); `card` gets what a resumed run
+// recorded.
 absl::StatusOr<std::unique_ptr<go::GoModel>> ExpertInitialModel(
     const ExpertCommandOptions& options, nlohmann::json* card) {
   if (options.resume) {
     ASSIGN_OR_RETURN(*card, ReadCardFile(options.out_dir));
     return LoadPolicyModel(options.out_dir);
   }
+  std::unique_ptr<go::GoModel> model;
   if (!options.init_policy_dir.empty()) {
-    ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
-                     LoadPolicyModel(options.init_policy_dir));
+    ASSIGN_OR_RETURN(model, LoadPolicyModel(options.init_policy_dir));
     if (options.init_prior_factor > 0) {
       RETURN_IF_ERROR(model->ScalePlacementPriors(options.init_prior_factor));
     }
-    return model;
+  } else {
+    go::GoModelOptions model_options;
+    model_options.hidden = options.hidden;
+    model_options.attention_layers = options.attention_layers;
+    model_options.seed = options.go.seed;
+    ASSIGN_OR_RETURN(model, go::GoModel::Create(model_options));
   }
-  go::GoModelOptions model_options;
-  model_options.hidden = options.hidden;
-  model_options.attention_layers = options.attention_layers;
-  model_options.seed = options.go.seed;
-  return go::GoModel::Create(model_options);
+  if (options.priors_off) RETURN_IF_ERROR(model->DisableHeuristicPriors());
+  return model;
 }
 
 // The card of a new run (a resumed run keeps its own).
@@ -588,6 +594,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
         {"command", options.command_line},
         {"init_policy_dir", options.init_policy_dir},
         {"init_prior_factor", options.init_prior_factor},
+        {"priors_off", options.priors_off},
         {"data",
          {{"graphs", data},
           {"topologies", options.topologies},
@@ -611,6 +618,9 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
           {"candidates_per_round", expert.candidates_per_round},
           {"distill_steps", expert.distill_steps},
           {"distill_learning_rate", expert.distill.learning_rate},
+          {"fusion_weight", expert.distill.fusion_weight},
+          {"fusion_fusible_only", expert.distill.fusion_fusible_only},
+          {"relabel_to_greedy", expert.relabel_to_greedy},
           {"ppo_steps", expert.ppo_steps},
           {"ppo_samples_per_graph", expert.ppo.samples_per_graph},
           {"ppo_learning_rate", expert.ppo.learning_rate}}}}},

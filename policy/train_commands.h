@@ -142,6 +142,14 @@ struct ExpertCommandOptions {
   // With init_policy_dir: GoModel::ScalePlacementPriors(factor) first; 0
   // leaves the priors as loaded.
   double init_prior_factor = 0;
+  // Zero every heuristic prior's scale of the initial network (fresh or
+  // init_policy_dir's; GoModel::DisableHeuristicPriors): the priors-off
+  // ablation, e.g. with rounds = 0 to write the network for `gopt bench`.
+  bool priors_off = false;
+  double fusion_weight = 1;          // weight of the fusion distillation loss
+  bool fusion_fusible_only = false;  // DistillOptions::fusion_fusible_only
+  // ExpertIterationOptions::relabel_to_greedy.
+  bool relabel_to_greedy = true;
   int rendezvous_seconds = 300;  // how long ranks wait for each other
   std::string command_line;      // recorded in the card
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "policy/go/network.h"
 #include "policy/torch_util.h"
+#include "simulator/baselines/greedy_fusion.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -171,6 +172,18 @@ absl::StatusOr<DistillTarget> MakeDistillTarget(
     }
     target.priority = plan.priority;
   }
+  absl::StatusOr<std::vector<int32_t>> eager =
+      simulator::baselines::GreedyFusionGroups(graph, plan.device, nullptr);
+  if (!eager.ok()) return eager.status();
+  std::map<int32_t, int> eager_size;
+  for (int32_t group : *eager) {
+    if (group >= 0) ++eager_size[group];
+  }
+  target.fusible.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t group = (*eager)[i];
+    target.fusible[i] = group >= 0 && eager_size[group] > 1 ? 1 : 0;
+  }
   target.fused.assign(n, 0);
   if (!plan.fusion_group.empty()) {
     if (plan.fusion_group.size() != n) {
@@ -251,7 +264,8 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
   for (const DistillTarget* target : batch) {
     const size_t n = target->instance->features.num_nodes;
     if (target->device.size() != n || target->fused.size() != n ||
-        (!target->priority.empty() && target->priority.size() != n)) {
+        (!target->priority.empty() && target->priority.size() != n) ||
+        (options_.fusion_fusible_only && target->fusible.size() != n)) {
       return absl::InvalidArgumentError(
           absl::StrCat("distillation target for '", target->instance->label,
                        "' does not have one entry per node (", n, ")"));
@@ -300,8 +314,19 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
         for (uint8_t f : target->fused) {
           level.push_back(f ? kPriorityLevels - 1 : 0);
         }
-        const torch::Tensor fusion_loss =
-            -out.fusion.gather(1, torch::tensor(level).unsqueeze(1)).mean();
+        const torch::Tensor nll =
+            -out.fusion.gather(1, torch::tensor(level).unsqueeze(1)).squeeze(1);
+        torch::Tensor fusion_loss = nll.mean();
+        if (options_.fusion_fusible_only) {
+          // A masked sum keeps the graph (and a zero gradient) when no node
+          // can fuse.
+          std::vector<float> mask(target->fusible.begin(),
+                                  target->fusible.end());
+          const double count = std::count(target->fusible.begin(),
+                                          target->fusible.end(), uint8_t{1});
+          fusion_loss =
+              (nll * torch::tensor(mask)).sum() / std::max(count, 1.0);
+        }
         loss = loss + options_.fusion_weight * fusion_loss;
         stats.fusion_loss += fusion_loss.item<double>() / batch.size();
       }

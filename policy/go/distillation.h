@@ -51,6 +51,10 @@ struct DistillTarget {
   // Fusion: 1 for a node in a fusion group of two or more nodes, else 0
   // (trained as the top level kPriorityLevels - 1 versus level 0).
   std::vector<uint8_t> fused;
+  // 1 for a node that can fuse: in a group of two or more when the greedy
+  // rules fuse eagerly on the target's devices (GreedyFusionGroups without
+  // priorities); the only nodes whose fusion level changes the plan.
+  std::vector<uint8_t> fusible;
 };
 
 // The target for `plan` on `instance`, devices relabelled by
@@ -69,6 +73,11 @@ struct DistillOptions {
   double scheduling_weight = 1;  // weights of the three losses
   double fusion_weight = 1;
   double placement_weight = 1;
+  // The fusion loss averages over every node (false), or only over the
+  // nodes that can fuse (DistillTarget::fusible): a node that cannot fuse
+  // gets the same plan at every level, and its "level 0" target teaches the
+  // head to break the chains of similar nodes that can.
+  bool fusion_fusible_only = false;
   uint64_t seed = 0;  // pair sampling
   // As PpoOptions::after_backward (data-parallel gradient averaging).
   std::function<absl::Status()> after_backward;
@@ -77,7 +86,7 @@ struct DistillOptions {
 struct DistillStats {
   double placement_loss = 0;      // mean cross-entropy per node
   double scheduling_loss = 0;     // mean pairwise logistic loss
-  double fusion_loss = 0;         // mean cross-entropy per node
+  double fusion_loss = 0;         // mean cross-entropy per node (fusible only)
   double placement_accuracy = 0;  // greedy device == target, fraction
 };
 

@@ -192,8 +192,9 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
         if (BetterPlan(*from_greedy, best)) best = *std::move(from_greedy);
       }
       // Symmetric devices are labelled as the network's own placement has
-      // them (CanonicalDevices with a reference).
+      // them (CanonicalDevices with a reference), or by first use.
       const bool aligned =
+          options.relabel_to_greedy &&
           greedy->plan.device.size() == best.plan.device.size();
       absl::StatusOr<DistillTarget> target = MakeDistillTarget(
           instance, best.plan, aligned ? &greedy->plan.device : nullptr);

@@ -67,9 +67,12 @@ struct ExpertIterationOptions {
   int distill_steps = 4;          // supervised updates per round
   int ppo_steps = 1;              // PPO updates per round after them
   int simulation_threads = 2;     // parallel simulations
-  uint64_t seed = 0;              // instance order, searches, baselines
-  DistillOptions distill;         // its tasks and hook are set from here
-  PpoOptions ppo;                 // its tasks and hook are set from here
+  // Targets' symmetric devices are matched to the network's greedy
+  // placement (true) or numbered by first use in topological order (false).
+  bool relabel_to_greedy = true;
+  uint64_t seed = 0;       // instance order, searches, baselines
+  DistillOptions distill;  // its tasks and hook are set from here
+  PpoOptions ppo;          // its tasks and hook are set from here
   // Resuming: rounds and seconds already done by an earlier run.
   int start_round = 0;
   double start_seconds = 0;

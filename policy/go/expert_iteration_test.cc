@@ -101,6 +101,44 @@ TEST(DistillationTest, SupervisedStepsFitTheTargetPlacement) {
   EXPECT_GE(last.placement_accuracy, first->placement_accuracy + 0.5);
 }
 
+TEST(DistillationTest, FusibleNodesAreThoseTheGreedyRulesCanFuse) {
+  // A parameter and 4 ops on one device: the greedy rules fuse the ops.
+  std::unique_ptr<TrainingInstance> instance = TestInstance(ChainGraph(4), 1);
+  ASSERT_NE(instance, nullptr);
+  simulator::Plan plan = simulator::DefaultPlan(instance->graph());
+  absl::StatusOr<DistillTarget> target = MakeDistillTarget(*instance, plan);
+  ASSERT_TRUE(target.ok()) << target.status();
+  EXPECT_EQ(target->fusible, (std::vector<uint8_t>{0, 1, 1, 1, 1}));
+  EXPECT_EQ(target->fused, (std::vector<uint8_t>{0, 0, 0, 0, 0}));
+}
+
+TEST(DistillationTest, FusibleOnlyLossLeavesNodesThatCannotFuseOut) {
+  std::unique_ptr<TrainingInstance> instance = TestInstance(ChainGraph(4), 1);
+  ASSERT_NE(instance, nullptr);
+  DistillTarget target;
+  target.instance = instance.get();
+  target.device.assign(5, 0);
+  target.fused.assign(5, 0);
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
+  DistillOptions options;
+  options.tasks = TaskSet{false, false, true, false};
+  options.fusion_fusible_only = true;
+  DistillationTrainer trainer(model.get(), options);
+  // Without a fusible mask the target is refused; with no fusible node the
+  // fusion loss is 0, while over all nodes it is not.
+  EXPECT_EQ(trainer.Step({&target}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  target.fusible.assign(5, 0);
+  absl::StatusOr<DistillStats> none = trainer.Step({&target});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->fusion_loss, 0);
+  options.fusion_fusible_only = false;
+  DistillationTrainer all_nodes(model.get(), options);
+  absl::StatusOr<DistillStats> all = all_nodes.Step({&target});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_GT(all->fusion_loss, 0);
+}
+
 TEST(DistillationTest, TargetOfTheWrongLengthIsAnError) {
   std::unique_ptr<TrainingInstance> instance = TestInstance(ChainGraph(4), 2);
   ASSERT_NE(instance, nullptr);

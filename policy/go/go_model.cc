@@ -391,6 +391,16 @@ absl::Status GoModel::ScalePlacementPriors(float factor) {
   return absl::OkStatus();
 }
 
+absl::Status GoModel::DisableHeuristicPriors() {
+  try {
+    impl_->network->DisableHeuristicPriors();
+  } catch (const c10::Error& e) {
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "disabling heuristic priors");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Clone() const {
   try {
     GoNetwork copy = MakeNetwork(options_);

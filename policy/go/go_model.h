@@ -81,6 +81,13 @@ class GoModel {
   // for a LibTorch failure.
   absl::Status ScalePlacementPriors(float factor);
 
+  // Sets the learned scale of every heuristic prior (network.h: placement's
+  // expert, HEFT and METIS bonuses, scheduling's upward-rank and fusion's
+  // eagerness prior) to 0, so the heads decide from their learned scores
+  // alone: the priors-off ablation. The scales stay trainable (training
+  // can grow them again). Internal for a LibTorch failure.
+  absl::Status DisableHeuristicPriors();
+
   // A deep copy (independent parameters), e.g. for a per-request fine-tune.
   absl::StatusOr<std::unique_ptr<GoModel>> Clone() const;
 

@@ -220,6 +220,24 @@ TEST(GoModelTest, SameSeedSameNetworkOtherSeedOtherNetwork) {
   EXPECT_NE(out_a->fusion, out_c->fusion);
 }
 
+TEST(GoModelTest, DisabledPriorsEqualANetworkCreatedWithout) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  GoModelOptions without = SmallOptions(/*seed=*/5);
+  without.prior_strength = 0;
+  auto a = GoModel::Create(SmallOptions(/*seed=*/5));
+  auto b = GoModel::Create(without);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto before = (*a)->Run(features, kAllTasks);
+  ASSERT_TRUE((*a)->DisableHeuristicPriors().ok());
+  auto out_a = (*a)->Run(features, kAllTasks);
+  auto out_b = (*b)->Run(features, kAllTasks);
+  ASSERT_TRUE(before.ok() && out_a.ok() && out_b.ok());
+  EXPECT_NE(before->fusion, out_a->fusion);
+  EXPECT_EQ(out_a->placement, out_b->placement);
+  EXPECT_EQ(out_a->scheduling, out_b->scheduling);
+  EXPECT_EQ(out_a->fusion, out_b->fusion);
+}
+
 TEST(GoModelTest, RejectsBadArchitecture) {
   GoModelOptions options = SmallOptions();
   options.heads = 3;  // 16 is not a multiple of 3

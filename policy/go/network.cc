@@ -232,6 +232,15 @@ void GoNetworkImpl::ScalePlacementPriors(float factor) {
   metis_prior_scale_.mul_(factor);
 }
 
+void GoNetworkImpl::DisableHeuristicPriors() {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor* scale :
+       {&placement_prior_scale_, &heft_prior_scale_, &metis_prior_scale_,
+        &scheduling_prior_scale_, &fusion_prior_scale_}) {
+    scale->zero_();
+  }
+}
+
 torch::Tensor GoNetworkImpl::RunStack(nn::ModuleList& stack, torch::Tensor x,
                                       const torch::Tensor& g) {
   for (const std::shared_ptr<nn::Module>& layer : *stack) {

@@ -127,6 +127,9 @@ class GoNetworkImpl : public torch::nn::Module {
   // See GoModel::ScalePlacementPriors.
   void ScalePlacementPriors(float factor);
 
+  // See GoModel::DisableHeuristicPriors.
+  void DisableHeuristicPriors();
+
  private:
   torch::Tensor RunStack(torch::nn::ModuleList& stack, torch::Tensor x,
                          const torch::Tensor& g);

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "simulator/generators/generators.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -18,6 +20,15 @@ using simulator::generators::GeneratorOptions;
 int Between(int low, int high, std::mt19937_64* rng) {
   if (high <= low) return low;
   return low + static_cast<int>((*rng)() % (high - low + 1));
+}
+
+// A width uniform in [low, high]; in steps of 64 when both ends are
+// multiples of 64 (the transformer families take only such widths, one
+// attention head per 64).
+int DrawWidth(int low, int high, std::mt19937_64* rng) {
+  constexpr int kStep = 64;
+  if (low % kStep != 0 || high % kStep != 0) return Between(low, high, rng);
+  return kStep * Between(low / kStep, high / kStep, rng);
 }
 
 // Per family, the smallest and largest resolved preset options.
@@ -45,6 +56,50 @@ FamilyRanges() {
     }
   }
   return ranges;
+}
+
+// Shrinks a size of `options` toward the family's smallest legal value by
+// `ratio` (< 1): the layer count first, else the sequence length; a value
+// under the family's minimum becomes the smallest legal one. False when
+// neither can shrink (both at the family's minimum).
+bool Shrink(double ratio, GeneratorOptions* options) {
+  for (int GeneratorOptions::*field :
+       {&GeneratorOptions::layers, &GeneratorOptions::seq}) {
+    const int value = (*options).*field;
+    GeneratorOptions candidate = *options;
+    for (int smaller = std::max(1, static_cast<int>(value * ratio));
+         smaller < value; ++smaller) {
+      candidate.*field = smaller;
+      if (simulator::generators::ResolveGeneratorOptions(candidate).ok()) {
+        *options = candidate;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The graph of `options`, its layers and then sequence length shrunk in
+// proportion until it has at most `max_nodes` nodes; nullopt when the
+// generator rejects the sizes or the smallest legal sizes are still over
+// the cap. Errors: a generator failure other than a rejected size.
+absl::StatusOr<std::optional<graph::Graph>> GenerateUnderCap(
+    GeneratorOptions options, int max_nodes) {
+  for (int attempt = 0; attempt < 12; ++attempt) {
+    absl::StatusOr<graph::Graph> graph =
+        simulator::generators::GenerateModelGraph(options);
+    if (graph.status().code() == absl::StatusCode::kInvalidArgument ||
+        graph.status().code() == absl::StatusCode::kResourceExhausted) {
+      return std::nullopt;
+    }
+    if (!graph.ok()) return graph.status();
+    if (graph->num_nodes() <= max_nodes) return *std::move(graph);
+    // Node counts grow about linearly in layers (and in unrolled steps);
+    // aim a little under the cap.
+    const double ratio = 0.9 * max_nodes / graph->num_nodes();
+    if (!Shrink(ratio, &options)) return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -109,29 +164,37 @@ absl::StatusOr<std::vector<CorpusGraph>> RandomGeneratedGraphs(int count,
   std::vector<std::string> families;
   for (const auto& [family, range] : ranges) families.push_back(family);
   std::mt19937_64 rng(seed);
+  std::shuffle(families.begin(), families.end(), rng);
   std::vector<CorpusGraph> graphs;
+  // Families take turns (in a seeded order) so that every family with a
+  // size under the cap appears; one whose smallest draw is over the cap, or
+  // that the generator keeps rejecting, leaves the rotation.
+  std::map<std::string, int> rejected;
+  size_t turn = 0;
   for (int draw = 0;
        draw < 20 * count && static_cast<int>(graphs.size()) < count &&
        !families.empty();
        ++draw) {
-    const std::string& family = families[rng() % families.size()];
+    turn %= families.size();
+    const std::string family = families[turn];
     const auto& [low, high] = ranges.at(family);
     GeneratorOptions options;
     options.family = family;
     options.layers = Between(low.layers, high.layers, &rng);
     options.batch = Between(low.batch, high.batch, &rng);
     options.seq = Between(low.seq, high.seq, &rng);
-    options.hidden = Between(low.hidden, high.hidden, &rng);
+    options.hidden = DrawWidth(low.hidden, high.hidden, &rng);
     options.image_size = Between(low.image_size, high.image_size, &rng);
     options.seed = rng();
-    absl::StatusOr<graph::Graph> graph =
-        simulator::generators::GenerateModelGraph(options);
-    if (graph.status().code() == absl::StatusCode::kInvalidArgument ||
-        graph.status().code() == absl::StatusCode::kResourceExhausted) {
+    ASSIGN_OR_RETURN(std::optional<graph::Graph> graph,
+                     GenerateUnderCap(options, max_nodes));
+    if (!graph.has_value()) {
+      if (++rejected[family] >= 3) {
+        families.erase(families.begin() + static_cast<std::ptrdiff_t>(turn));
+      }
       continue;
     }
-    if (!graph.ok()) return graph.status();
-    if (graph->num_nodes() > max_nodes) continue;
+    ++turn;
     std::string label = absl::StrCat("gen:random/", graph->name());
     graphs.push_back(
         {std::move(label), std::make_shared<graph::Graph>(*std::move(graph))});

@@ -20,13 +20,18 @@ namespace gopt::policy::go {
 // <pcie|nvlink>". Deterministic for (seed, index). Errors: the presets'.
 absl::StatusOr<simulator::Topology> RandomTopology(uint64_t seed, int index);
 
-// `count` generated graphs of random sizes: a family other than
-// kHeldOutFamily, and layers, batch, sequence length, width and image size
-// each drawn uniformly between the smallest and largest value of that
-// family's presets (resolved defaults). Draws whose graph exceeds
-// `max_nodes` or fails the generator's checks are redrawn (up to 20 times
-// `count` draws in all). Deterministic for `seed`. Errors: a generator
-// failure other than a rejected size.
+// `count` generated graphs of random sizes: families other than
+// kHeldOutFamily take turns (in a seeded order), and layers, batch,
+// sequence length, width and image size are each drawn uniformly between
+// the smallest and largest value of that family's presets (resolved
+// defaults; widths in steps of 64 where both ends are multiples of 64, as
+// the transformer families require). A graph over `max_nodes` is shrunk within
+// its family (fewer layers, then fewer unrolled steps, down to the generator's
+// minimum), so a small cap keeps every family that has a legal size under it; a
+// family whose draws stay over the cap or are rejected 3 times leaves the turns
+// (inception_v3's size is fixed). At most 20 times `count` draws.
+// Deterministic for `seed`. Errors: a generator failure other than a
+// rejected size.
 absl::StatusOr<std::vector<CorpusGraph>> RandomGeneratedGraphs(int count,
                                                                int max_nodes,
                                                                uint64_t seed);
