@@ -174,6 +174,18 @@ absl::StatusOr<std::vector<int64_t>> IntListAttr(
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
+absl::StatusOr<std::vector<int64_t>> ExplicitPaddingsAttr(
+    const NodeDef& node, absl::string_view padding) {
+  if (padding != "EXPLICIT") return std::vector<int64_t>(8, 0);
+  if (FindAttr(node, "explicit_paddings") == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", node.name(),
+                     "' has padding EXPLICIT but no attr 'explicit_paddings' "
+                     "(8 values expected)"));
+  }
+  return IntListAttr(node, "explicit_paddings", 8);
+}
+
 absl::StatusOr<std::vector<std::string>> StringListAttr(
     const NodeDef& node, absl::string_view name) {
   const AttrValue* attr = FindAttr(node, name);

@@ -60,6 +60,13 @@ absl::StatusOr<std::vector<int64_t>> IntListAttr(
     std::optional<size_t> expected_size,
     std::vector<int64_t> default_value = {});
 
+// The 8 paddings (low, high per NHWC/NCHW dimension) of a convolution or
+// pool whose `padding` attribute is `padding`: attr 'explicit_paddings' when
+// `padding` is "EXPLICIT" (then required, with exactly 8 values), else 8
+// zeros. InvalidArgument names the node and the attribute.
+absl::StatusOr<std::vector<int64_t>> ExplicitPaddingsAttr(
+    const tensorflow::NodeDef& node, absl::string_view padding);
+
 // The list-of-string attribute `name` (empty when absent).
 absl::StatusOr<std::vector<std::string>> StringListAttr(
     const tensorflow::NodeDef& node, absl::string_view name);

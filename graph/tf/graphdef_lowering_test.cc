@@ -115,6 +115,30 @@ TEST(GraphDefLoweringTest, DepthwiseNchwExplicitPaddingAndDilation) {
   EXPECT_DOUBLE_EQ(dw.flops, 2.0 * (2 * 8 * 7 * 9) * 9);
 }
 
+TEST(GraphDefLoweringTest, ExplicitPaddingWithoutItsValuesIsRefused) {
+  // A crafted file: padding EXPLICIT but no 'explicit_paddings' attribute.
+  for (const std::string op : {"Conv2D", "MaxPool"}) {
+    const std::string text =
+        Placeholder("x",
+                    "dim { size: 1 } dim { size: 9 } dim { size: 9 } "
+                    "dim { size: 4 } ") +
+        Weights("w",
+                "dim { size: 3 } dim { size: 3 } dim { size: 4 } "
+                "dim { size: 2 }") +
+        "node { name: 'op' op: '" + op + "' input: 'x' " +
+        (op == "Conv2D" ? "input: 'w' " : "") +
+        "attr { key: 'padding' value { s: 'EXPLICIT' } } "
+        "attr { key: 'ksize' value { list { i: 1 i: 3 i: 3 i: 1 } } } "
+        "attr { key: 'strides' value { list { i: 1 i: 1 i: 1 i: 1 } } } }\n";
+    absl::StatusOr<Graph> graph = Lower(text);
+    ASSERT_FALSE(graph.ok()) << op;
+    EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument) << op;
+    EXPECT_THAT(graph.status().message(),
+                ::testing::HasSubstr("explicit_paddings"))
+        << op;
+  }
+}
+
 TEST(GraphDefLoweringTest, MatMulTransposeB) {
   const std::string text =
       Placeholder("a", "dim { size: 2 } dim { size: 5 }") +

@@ -84,11 +84,8 @@ absl::Status ConvRule(RuleContext& ctx) {
   if (strides.empty()) return ctx.Error("attr 'strides' is missing");
   ASSIGN_OR_RETURN(std::vector<int64_t> dilations,
                    IntListAttr(ctx.node, "dilations", 4, {1, 1, 1, 1}));
-  std::vector<int64_t> explicit_paddings(8, 0);
-  if (padding == "EXPLICIT") {
-    ASSIGN_OR_RETURN(explicit_paddings,
-                     IntListAttr(ctx.node, "explicit_paddings", 8));
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> explicit_paddings,
+                   ExplicitPaddingsAttr(ctx.node, padding));
   const PartialShape& x = ctx.In(0).shape;
   const PartialShape& k = ctx.In(1).shape;
   if ((x.rank_known && x.dims.size() != 4) ||
@@ -142,11 +139,8 @@ absl::Status PoolRule(RuleContext& ctx) {
   if (ksize.empty() || strides.empty()) {
     return ctx.Error("attrs 'ksize' and 'strides' are required");
   }
-  std::vector<int64_t> explicit_paddings(8, 0);
-  if (padding == "EXPLICIT") {
-    ASSIGN_OR_RETURN(explicit_paddings,
-                     IntListAttr(ctx.node, "explicit_paddings", 8));
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> explicit_paddings,
+                   ExplicitPaddingsAttr(ctx.node, padding));
   const PartialShape& x = ctx.In(0).shape;
   if (x.rank_known && x.dims.size() != 4) {
     return ctx.Error(

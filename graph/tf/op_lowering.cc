@@ -143,11 +143,8 @@ absl::Status LowerConvolution(const NodeDef& node,
                    IntListAttr(node, "strides", 4, {1, 1, 1, 1}));
   ASSIGN_OR_RETURN(std::vector<int64_t> dilations,
                    IntListAttr(node, "dilations", 4, {1, 1, 1, 1}));
-  std::vector<int64_t> explicit_paddings(8, 0);
-  if (padding == "EXPLICIT") {
-    ASSIGN_OR_RETURN(explicit_paddings,
-                     IntListAttr(node, "explicit_paddings", 8));
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> explicit_paddings,
+                   ExplicitPaddingsAttr(node, padding));
   const TensorType& x = *inputs[0];
   const TensorType& k = *inputs[1];
   if (x.rank() != 4 || k.rank() != 4) {
@@ -201,11 +198,8 @@ absl::Status LowerPool(const NodeDef& node,
                    IntListAttr(node, "ksize", 4, {1, 1, 1, 1}));
   ASSIGN_OR_RETURN(std::vector<int64_t> strides,
                    IntListAttr(node, "strides", 4, {1, 1, 1, 1}));
-  std::vector<int64_t> explicit_paddings(8, 0);
-  if (padding == "EXPLICIT") {
-    ASSIGN_OR_RETURN(explicit_paddings,
-                     IntListAttr(node, "explicit_paddings", 8));
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> explicit_paddings,
+                   ExplicitPaddingsAttr(node, padding));
   const TensorType& x = *inputs[0];
   if (x.rank() != 4) {
     return absl::InvalidArgumentError(absl::StrCat(
