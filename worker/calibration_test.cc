@@ -1,6 +1,8 @@
 #include "worker/calibration.h"
 
 #include <cstdio>
+#include <memory>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -22,17 +24,28 @@ TEST(CalibrationTest, FitRelativeLineNeedsTwoDistinctPoints) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(CalibrationTest, QuickCalibrationWritesATopologyThatLoads) {
-  ExecutorOptions executor_options;
-  executor_options.cpu_executors = 2;
-  executor_options.cuda_devices = 0;
-  absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(executor_options);
-  ASSERT_TRUE(executor.ok()) << executor.status();
-  CalibrationOptions options;
-  options.quick = true;
-  options.min_measure_seconds = 0.001;
-  absl::StatusOr<CalibrationResult> result = Calibrate(**executor, options);
+// Two CPU executors and the quick calibration, with the shortest
+// measurements: what the tests that really measure share.
+class QuickCalibrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ExecutorOptions executor_options;
+    executor_options.cpu_executors = 2;
+    executor_options.cuda_devices = 0;
+    absl::StatusOr<std::unique_ptr<Executor>> executor =
+        Executor::Create(executor_options);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    executor_ = *std::move(executor);
+    options_.quick = true;
+    options_.min_measure_seconds = 0.001;
+  }
+
+  std::unique_ptr<Executor> executor_;
+  CalibrationOptions options_;
+};
+
+TEST_F(QuickCalibrationTest, WritesATopologyThatLoads) {
+  absl::StatusOr<CalibrationResult> result = Calibrate(*executor_, options_);
   ASSERT_TRUE(result.ok()) << result.status();
   const simulator::Topology& topology = result->topology;
   ASSERT_EQ(topology.num_devices(), 2);
@@ -66,18 +79,10 @@ TEST(CalibrationTest, QuickCalibrationWritesATopologyThatLoads) {
   std::remove(path.c_str());
 }
 
-TEST(CalibrationTest, OnePartUpdatesAnEarlierCalibration) {
-  ExecutorOptions executor_options;
-  executor_options.cpu_executors = 2;
-  absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(executor_options);
-  ASSERT_TRUE(executor.ok()) << executor.status();
-  CalibrationOptions options;
-  options.quick = true;
-  options.min_measure_seconds = 0.001;
+TEST_F(QuickCalibrationTest, OnePartUpdatesAnEarlierCalibration) {
   const simulator::Topology base = *simulator::PresetTopology("cpu-host");
   absl::StatusOr<CalibrationResult> result =
-      CalibratePart(**executor, options, "transfer-overhead", base);
+      CalibratePart(*executor_, options_, "transfer-overhead", base);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->topology.devices[0].peak_f32_flops,
             base.devices[0].peak_f32_flops);
@@ -88,11 +93,11 @@ TEST(CalibrationTest, OnePartUpdatesAnEarlierCalibration) {
       ::testing::Contains(::testing::HasSubstr("of device time per transfer")));
 
   EXPECT_THAT(
-      CalibratePart(**executor, options, "matmul", base).status().message(),
+      CalibratePart(*executor_, options_, "matmul", base).status().message(),
       ::testing::HasSubstr("unknown calibration part 'matmul'"));
   const simulator::Topology eight = *simulator::PresetTopology("a100x8-nvlink");
   EXPECT_THAT(
-      CalibratePart(**executor, options, "links", eight).status().message(),
+      CalibratePart(*executor_, options_, "links", eight).status().message(),
       ::testing::HasSubstr("has 8 device(s); the executor has 2"));
 }
 
