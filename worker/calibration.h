@@ -48,9 +48,9 @@ struct CalibrationResult {
 // with two or more devices, a tensor sent between devices 0 and 1 by size
 // (link bandwidth and latency, used for every pair) and two busy chains
 // exchanging values (the device time a transfer takes from its sender and
-// receiver), and an elementwise
-// chain unfused and as one fusion group (whether groups save launches and
-// memory traffic here: DeviceProfile::fused_groups_run_op_by_op). Devices
+// receiver), and an elementwise chain unfused and as one fusion group
+// (whether groups save launches and memory traffic here:
+// DeviceProfile::fused_groups_run_op_by_op). Devices
 // are assumed alike: device 0 is measured and its profile used for every CPU
 // executor.
 // Errors: the executor's (DeadlineExceeded etc.), Internal when a fit is
@@ -81,10 +81,9 @@ absl::Status CalibrateFusion(Executor& executor,
 // other chain's value from far enough back that the transfer's latency is
 // hidden, against the same chains reading their own values (the fastest
 // run of three alternating rounds each); the step-time difference is the
-// device time the transfers take. Sets every link's
-// device_overhead_s to the value for which the simulator predicts the
-// measured difference; adds its points (class "transfer") and note to
-// `result`. Needs `topology`'s other fields fitted (CalibrateLinks first).
+// device time the transfers take. Sets every link's device_overhead_s to
+// the value for which the simulator predicts the measured difference; adds
+// its points (class "transfer") and note to `result`. Needs `topology`'s other fields fitted (CalibrateLinks first).
 // FailedPrecondition with fewer than two devices.
 absl::Status CalibrateTransferOverhead(Executor& executor,
                                        const CalibrationOptions& options,

@@ -275,8 +275,13 @@ absl::Status PlanRun::SetupNode(
 absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
   const int n = graph_.num_nodes();
   const int64_t limit = MaxTensorBytes();
-  // Per node why it does not run (partial set-ups); empty = it runs.
-  std::vector<std::string> not_run(n);
+  // Per node why it does not run (partial set-ups): the group its warning
+  // counts it in (a reason up to its ';') and the whole reason; an empty
+  // group = it runs.
+  struct NotRun {
+    std::string group, reason;
+  };
+  std::vector<NotRun> not_run(n);
   for (NodeId id = 0; id < n; ++id) {
     for (const graph::TensorType& type : graph_.node(id).outputs) {
       if (type.size_bytes() <= limit) continue;
@@ -288,7 +293,7 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
         return absl::ResourceExhaustedError(
             absl::StrCat("node '", graph_.node(id).name, "' ", why));
       }
-      not_run[id] = why;
+      not_run[id] = {why.substr(0, why.find(';')), why};
     }
   }
   real_.assign(n, 0);
@@ -308,25 +313,30 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
   for (NodeId id = 0; id < n; ++id) {
     if (absl::Status s = Check(); !s.ok()) {
       if (!partial || absl::IsCancelled(s)) return s;
-      if (not_run[id].empty()) not_run[id] = std::string(s.message());
+      if (not_run[id].group.empty()) {
+        const std::string message(s.message());
+        not_run[id] = {message.substr(0, message.find(';')), message};
+      }
     }
     for (NodeId p : producers_[id]) {
-      if (not_run[id].empty() && !not_run[p].empty()) {
-        not_run[id] =
-            absl::StrCat("its input '", graph_.node(p).name, "' did not run");
+      if (not_run[id].group.empty() && !not_run[p].group.empty()) {
+        not_run[id] = {
+            "an input did not run",
+            absl::StrCat("its input '", graph_.node(p).name, "' did not run")};
       }
     }
     if (node_executions_ != nullptr) node_executions_->fetch_add(1);
     // A partial set-up keeps what it holds within half of the host's
     // memory (4 tensor limits): a node that would pass it does not run.
-    if (partial && not_run[id].empty() &&
+    if (partial && not_run[id].group.empty() &&
         held_bytes + graph_.node(id).output_bytes() > 2 * limit) {
-      not_run[id] = absl::StrCat("its output would raise the tensors held to ",
-                                 held_bytes + graph_.node(id).output_bytes(),
-                                 " bytes, over half of this host's memory (",
-                                 2 * limit, ")");
+      not_run[id] = {"over half of the memory",
+                     absl::StrCat("its output would raise the tensors held to ",
+                                  held_bytes + graph_.node(id).output_bytes(),
+                                  " bytes, over half of this host's memory (",
+                                  2 * limit, ")")};
     }
-    if (not_run[id].empty()) {
+    if (not_run[id].group.empty()) {
       const auto start = std::chrono::steady_clock::now();
       RETURN_IF_ERROR(SetupNode(id, report, &copies_by_kind));
       report->node_seconds[id] = SecondsSince(start);
@@ -336,15 +346,11 @@ absl::Status PlanRun::Setup(SetupReport* report, bool partial) {
       }
     } else {
       ++report->not_run_nodes;
-      const std::string reason = not_run[id].substr(0, not_run[id].find(';'));
-      auto& entry = not_run_by_reason[reason.rfind("its input", 0) == 0
-                                          ? "an input did not run"
-                                      : reason.rfind("its output", 0) == 0
-                                          ? "over half of the memory"
-                                          : reason];
+      auto& entry = not_run_by_reason[not_run[id].group];
       if (entry.first++ == 0) {
-        entry.second = absl::StrCat("'", graph_.node(id).name, "' (",
-                                    graph_.node(id).op, "): ", not_run[id]);
+        entry.second =
+            absl::StrCat("'", graph_.node(id).name, "' (", graph_.node(id).op,
+                         "): ", not_run[id].reason);
       }
     }
     for (NodeId p : producers_[id]) {
