@@ -83,7 +83,8 @@ absl::Status CalibrateFusion(Executor& executor,
 // run of three alternating rounds each); the step-time difference is the
 // device time the transfers take. Sets every link's device_overhead_s to
 // the value for which the simulator predicts the measured difference; adds
-// its points (class "transfer") and note to `result`. Needs `topology`'s other fields fitted (CalibrateLinks first).
+// its points (class "transfer") and note to `result`. Needs `topology`'s
+// other fields fitted (CalibrateLinks first).
 // FailedPrecondition with fewer than two devices.
 absl::Status CalibrateTransferOverhead(Executor& executor,
                                        const CalibrationOptions& options,
