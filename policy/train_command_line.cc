@@ -426,6 +426,12 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "them (false: by first use)",
       [](auto& o) -> auto& { return o.relabel_to_greedy; });
   flags.Add(
+      "co_location_loss",
+      "train placement by whether node pairs share a device and each node's "
+      "device class (invariant under relabelling symmetric devices) instead "
+      "of cross-entropy over canonical labels",
+      [](auto& o) -> auto& { return o.co_location_loss; });
+  flags.Add(
       "rendezvous_seconds", "how long data-parallel ranks wait for each other",
       [](auto& o) -> auto& { return o.rendezvous_seconds; });
   return flags;

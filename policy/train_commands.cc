@@ -548,6 +548,9 @@ go::ExpertIterationOptions ExpertIterationOptionsOf(
   expert.distill.fusion_weight = options.fusion_weight;
   expert.distill.fusion_fusible_only = options.fusion_fusible_only;
   expert.relabel_to_greedy = options.relabel_to_greedy;
+  expert.distill.placement_loss = options.co_location_loss
+                                      ? go::PlacementLoss::kCoLocation
+                                      : go::PlacementLoss::kCrossEntropy;
   expert.distill.seed = options.go.seed;
   return expert;
 }
@@ -621,6 +624,10 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
           {"fusion_weight", expert.distill.fusion_weight},
           {"fusion_fusible_only", expert.distill.fusion_fusible_only},
           {"relabel_to_greedy", expert.relabel_to_greedy},
+          {"placement_loss",
+           expert.distill.placement_loss == go::PlacementLoss::kCoLocation
+               ? "co_location"
+               : "cross_entropy"},
           {"ppo_steps", expert.ppo_steps},
           {"ppo_samples_per_graph", expert.ppo.samples_per_graph},
           {"ppo_learning_rate", expert.ppo.learning_rate}}}}},

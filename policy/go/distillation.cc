@@ -1,6 +1,7 @@
 #include "policy/go/distillation.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <tuple>
@@ -81,6 +82,16 @@ void MatchReference(const std::vector<int32_t>& device,
 
 }  // namespace
 
+std::vector<int32_t> DeviceClasses(const simulator::Topology& topology) {
+  std::map<DeviceSignature, int32_t> first;
+  std::vector<int32_t> representative(topology.num_devices());
+  for (int d = 0; d < topology.num_devices(); ++d) {
+    representative[d] =
+        first.try_emplace(Signature(topology, d), d).first->second;
+  }
+  return representative;
+}
+
 absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
     const graph::Graph& graph, const simulator::Topology& topology,
     const std::vector<int32_t>& device, const std::vector<uint8_t>& allowed,
@@ -111,13 +122,14 @@ absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
     }
   }
   // Classes of interchangeable devices, each in index order.
-  std::map<DeviceSignature, std::vector<int32_t>> classes;
+  const std::vector<int32_t> representative = DeviceClasses(topology);
+  std::map<int32_t, std::vector<int32_t>> classes;
+  for (int d = 0; d < num_devices; ++d) {
+    classes[representative[d]].push_back(d);
+  }
   std::vector<const std::vector<int32_t>*> class_of(num_devices);
   for (int d = 0; d < num_devices; ++d) {
-    classes[Signature(topology, d)].push_back(d);
-  }
-  for (const auto& [signature, members] : classes) {
-    for (int32_t d : members) class_of[d] = &members;
+    class_of[d] = &classes[representative[d]];
   }
   // Nodes are in topological order: first use = lowest node index.
   std::vector<int32_t> relabel(num_devices, -1);
@@ -164,6 +176,7 @@ absl::StatusOr<DistillTarget> MakeDistillTarget(
                        instance.features.allowed, reference);
   if (!device.ok()) return device.status();
   target.device = *std::move(device);
+  target.device_class = DeviceClasses(instance.simulator->topology());
   if (!plan.priority.empty()) {
     if (plan.priority.size() != n) {
       return absl::InvalidArgumentError(
@@ -254,7 +267,117 @@ torch::Tensor LongTensor(const std::vector<int32_t>& values) {
   return torch::tensor(wide, torch::kInt64);
 }
 
+// Added inside the co-location loss's logarithms: a floor that keeps the
+// gradient of a saturated probability (unlike a clamp).
+constexpr double kLogFloor = 1e-6;
+
+// CoLocationLoss on a [N, D] tensor of log-probabilities, differentiable.
+// The caller has checked the sizes.
+torch::Tensor CoLocationLossTensor(const torch::Tensor& logp,
+                                   const std::vector<int32_t>& device,
+                                   const std::vector<int32_t>& device_class,
+                                   const std::vector<NodePair>& pairs) {
+  std::vector<int64_t> first;
+  std::vector<int64_t> second;
+  std::vector<uint8_t> same;
+  for (const auto& [u, v] : pairs) {
+    first.push_back(u);
+    second.push_back(v);
+    same.push_back(device[u] == device[v] ? 1 : 0);
+  }
+  // log P(u and v share a device) = logsumexp_d (log p_u(d) + log p_v(d)).
+  const torch::Tensor shared = (logp.index_select(0, torch::tensor(first)) +
+                                logp.index_select(0, torch::tensor(second)))
+                                   .logsumexp(1)
+                                   .exp();
+  const torch::Tensor is_same = torch::tensor(same).to(torch::kBool);
+  torch::Tensor loss = torch::where(is_same, -(shared + kLogFloor).log(),
+                                    -(1 - shared + kLogFloor).log())
+                           .mean();
+  const bool one_class =
+      std::all_of(device_class.begin(), device_class.end(),
+                  [&](int32_t c) { return c == device_class.front(); });
+  if (!one_class) {
+    // The probability of the target device's class: a masked logsumexp
+    // over the devices of that class (the target device is one of them).
+    std::vector<int32_t> node_class;
+    for (int32_t d : device) node_class.push_back(device_class[d]);
+    const torch::Tensor in_class = LongTensor(device_class)
+                                       .unsqueeze(0)
+                                       .eq(LongTensor(node_class).unsqueeze(1));
+    const torch::Tensor class_probability =
+        logp.masked_fill(in_class.logical_not(),
+                         -std::numeric_limits<float>::infinity())
+            .logsumexp(1)
+            .exp();
+    loss = loss - (class_probability + kLogFloor).log().mean();
+  }
+  return loss;
+}
+
 }  // namespace
+
+std::vector<NodePair> CoLocationPairs(const GraphFeatures& features,
+                                      int random_pairs, std::mt19937_64* rng) {
+  std::vector<NodePair> pairs;
+  for (size_t e = 0; e < features.edge_src.size(); ++e) {
+    pairs.emplace_back(features.edge_src[e], features.edge_dst[e]);
+  }
+  const uint64_t n = features.num_nodes;
+  if (n < 2) return pairs;
+  for (int p = 0; p < random_pairs; ++p) {
+    const uint64_t u = (*rng)() % n;
+    uint64_t v = (*rng)() % (n - 1);
+    if (v >= u) ++v;
+    pairs.emplace_back(static_cast<int64_t>(u), static_cast<int64_t>(v));
+  }
+  return pairs;
+}
+
+absl::StatusOr<double> CoLocationLoss(const std::vector<float>& log_probs,
+                                      const std::vector<int32_t>& device,
+                                      const std::vector<int32_t>& device_class,
+                                      const std::vector<NodePair>& pairs) {
+  const int64_t n = static_cast<int64_t>(device.size());
+  const int64_t d = static_cast<int64_t>(device_class.size());
+  if (n == 0 || d == 0 || static_cast<int64_t>(log_probs.size()) != n * d) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("co-location loss: ", log_probs.size(),
+                     " log-probabilities for ", n, " nodes x ", d, " devices"));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (device[i] < 0 || device[i] >= d) {
+      return absl::InvalidArgumentError(absl::StrCat("co-location loss: node ",
+                                                     i, " is on device ",
+                                                     device[i], " of ", d));
+    }
+  }
+  for (int64_t c : device_class) {
+    if (c < 0 || c >= d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "co-location loss: device class ", c, " of ", d, " devices"));
+    }
+  }
+  if (pairs.empty()) {
+    return absl::InvalidArgumentError("co-location loss with no node pair");
+  }
+  for (const auto& [u, v] : pairs) {
+    if (u < 0 || u >= n || v < 0 || v >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("co-location loss: pair (", u, ", ", v,
+                       ") names a node outside 0..", n - 1));
+    }
+  }
+  try {
+    const torch::Tensor logp =
+        torch::tensor(log_probs, torch::kFloat32).reshape({n, d});
+    return CoLocationLossTensor(logp, device, device_class, pairs)
+        .item<double>();
+  } catch (const c10::Error& e) {
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "co-location loss");
+  }
+}
 
 absl::StatusOr<DistillStats> DistillationTrainer::Step(
     const std::vector<const DistillTarget*>& batch) {
@@ -265,10 +388,14 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
     const size_t n = target->instance->features.num_nodes;
     if (target->device.size() != n || target->fused.size() != n ||
         (!target->priority.empty() && target->priority.size() != n) ||
-        (options_.fusion_fusible_only && target->fusible.size() != n)) {
+        (options_.fusion_fusible_only && target->fusible.size() != n) ||
+        (options_.placement_loss == PlacementLoss::kCoLocation &&
+         static_cast<int>(target->device_class.size()) !=
+             target->instance->features.num_devices)) {
       return absl::InvalidArgumentError(
           absl::StrCat("distillation target for '", target->instance->label,
-                       "' does not have one entry per node (", n, ")"));
+                       "' does not have one entry per node (", n,
+                       ") or one device class per device"));
     }
   }
   const TaskSet& tasks = options_.tasks;
@@ -289,11 +416,19 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
           inputs, tasks, tasks.placement ? torch::Tensor() : device);
       torch::Tensor loss = torch::zeros({}, torch::kFloat32);
       if (tasks.placement) {
-        const torch::Tensor nll =
-            -out.placement.gather(1, device.unsqueeze(1)).squeeze(1);
-        const torch::Tensor finite = torch::isfinite(nll);
-        const torch::Tensor placement_loss =
-            torch::where(finite, nll, torch::zeros_like(nll)).mean();
+        torch::Tensor placement_loss;
+        if (options_.placement_loss == PlacementLoss::kCoLocation) {
+          placement_loss = CoLocationLossTensor(
+              out.placement, target->device, target->device_class,
+              CoLocationPairs(target->instance->features,
+                              options_.co_location_pairs, &rng));
+        } else {
+          const torch::Tensor nll =
+              -out.placement.gather(1, device.unsqueeze(1)).squeeze(1);
+          placement_loss =
+              torch::where(torch::isfinite(nll), nll, torch::zeros_like(nll))
+                  .mean();
+        }
         loss = loss + options_.placement_weight * placement_loss;
         stats.placement_loss += placement_loss.item<double>() / batch.size();
         stats.placement_accuracy += out.placement.argmax(1)

@@ -4,12 +4,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "policy/go/actions.h"
+#include "policy/go/features.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
 #include "simulator/plan.h"
@@ -18,6 +21,12 @@
 // Search distillation (gopt-train only): supervised losses that move a GO
 // network toward a plan the plan search found.
 namespace gopt::policy::go {
+
+// Per device of `topology`, the lowest index of the devices interchangeable
+// with it (the classes CanonicalDevices relabels within: equal profiles and
+// equal sorted link bandwidths and latencies). A machine of identical,
+// fully linked devices gives all zeros. Thread-safe.
+std::vector<int32_t> DeviceClasses(const simulator::Topology& topology);
 
 // Relabels `device` (one device per node) so that devices the topology
 // cannot tell apart get labels by order of first use: devices are
@@ -55,6 +64,9 @@ struct DistillTarget {
   // rules fuse eagerly on the target's devices (GreedyFusionGroups without
   // priorities); the only nodes whose fusion level changes the plan.
   std::vector<uint8_t> fusible;
+  // Per device of the instance's machine: DeviceClasses (what the
+  // co-location loss's class term compares).
+  std::vector<int32_t> device_class;
 };
 
 // The target for `plan` on `instance`, devices relabelled by
@@ -65,6 +77,44 @@ absl::StatusOr<DistillTarget> MakeDistillTarget(
     const TrainingInstance& instance, const simulator::Plan& plan,
     const std::vector<int32_t>* reference = nullptr);
 
+// How the placement head is trained toward a target placement.
+enum class PlacementLoss {
+  // Cross-entropy of each node's canonical target device (see
+  // CanonicalDevices): the labels of symmetric devices are a convention.
+  kCrossEntropy,
+  // CoLocationLoss: depends only on which nodes share a device and on each
+  // node's device class, so every relabelling of symmetric devices gives
+  // the same loss and no label is the mode of every node.
+  kCoLocation,
+};
+
+// A pair of node indices.
+using NodePair = std::pair<int64_t, int64_t>;
+
+// The co-location placement loss of one graph: with p_i the placement
+// distribution of node i (`log_probs`: num_nodes x num_devices log
+// probabilities, row-major, as PolicyOutput::placement) and
+// P(u, v) = sum_d p_u(d) p_v(d) the probability that u and v share a
+// device, the mean over `pairs` of the binary cross-entropy of P(u, v)
+// toward 1 when `device` puts u and v on one device and toward 0 otherwise
+// (-log(P + 1e-6) or -log(1 - P + 1e-6)), plus, unless all devices are
+// interchangeable, the mean over nodes of -log(c + 1e-6), c being the
+// probability the node gives to its target device's class (`device_class`,
+// per device: DeviceClasses). InvalidArgument when the sizes do not match
+// (log_probs != nodes x devices, a device, class or pair's node out of
+// range) or there is no pair; Internal for a LibTorch failure. Thread-safe.
+absl::StatusOr<double> CoLocationLoss(const std::vector<float>& log_probs,
+                                      const std::vector<int32_t>& device,
+                                      const std::vector<int32_t>& device_class,
+                                      const std::vector<NodePair>& pairs);
+
+// The pairs the co-location loss compares on one graph: every dependency
+// (src, dst) of `features` (GraphFeatures::edge_src/edge_dst), then
+// `random_pairs` pairs of distinct nodes drawn with `rng` (none for a graph
+// of one node). Deterministic for the generator's state.
+std::vector<NodePair> CoLocationPairs(const GraphFeatures& features,
+                                      int random_pairs, std::mt19937_64* rng);
+
 struct DistillOptions {
   TaskSet tasks;                 // losses for these tasks only
   double learning_rate = 3e-4;   // Adam
@@ -73,6 +123,10 @@ struct DistillOptions {
   double scheduling_weight = 1;  // weights of the three losses
   double fusion_weight = 1;
   double placement_weight = 1;
+  // The placement loss (default: cross-entropy over canonical labels).
+  PlacementLoss placement_loss = PlacementLoss::kCrossEntropy;
+  // kCoLocation: random node pairs per graph besides its dependencies.
+  int co_location_pairs = 2048;
   // The fusion loss averages over every node (false), or only over the
   // nodes that can fuse (DistillTarget::fusible): a node that cannot fuse
   // gets the same plan at every level, and its "level 0" target teaches the
@@ -84,14 +138,16 @@ struct DistillOptions {
 };
 
 struct DistillStats {
-  double placement_loss = 0;      // mean cross-entropy per node
+  // Mean cross-entropy per node, or the co-location loss.
+  double placement_loss = 0;
   double scheduling_loss = 0;     // mean pairwise logistic loss
   double fusion_loss = 0;         // mean cross-entropy per node (fusible only)
   double placement_accuracy = 0;  // greedy device == target, fraction
 };
 
 // Supervised training of a GoModel toward DistillTargets: per graph the
-// placement cross-entropy over canonical devices (node by node; scheduling
+// placement cross-entropy over canonical devices (node by node), or the
+// co-location loss (DistillOptions::placement_loss; scheduling
 // and fusion condition on the placement as at inference: the expected
 // embedding under the placement head, or the target placement when
 // placement is not among the tasks), a pairwise logistic

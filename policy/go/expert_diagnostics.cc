@@ -11,6 +11,7 @@
 //   gopt_expert_diagnostics --checkpoint=policy/pretrained/go-multitask-v2/
 //     go-multitask.pt --graph=gen:transformer_xl-small --train_rounds=8
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -41,6 +42,12 @@ ABSL_FLAG(int32_t, random_topologies, 4, "random training machines");
 ABSL_FLAG(int32_t, max_nodes, 300, "largest random training graph");
 ABSL_FLAG(int32_t, train_rounds, 8, "expert-iteration rounds between checks");
 ABSL_FLAG(int32_t, search_rounds, 4, "plan-search rounds per start");
+ABSL_FLAG(int32_t, ppo_steps, 0, "PPO updates per training round");
+ABSL_FLAG(bool, relabel_to_greedy, true,
+          "match targets' symmetric devices to the greedy placement (else "
+          "first use)");
+ABSL_FLAG(bool, co_location_loss, false,
+          "train and measure placement with the co-location loss");
 ABSL_FLAG(uint64_t, seed, 1, "seed");
 
 namespace go = gopt::policy::go;
@@ -107,6 +114,56 @@ std::unique_ptr<go::TrainingInstance> Instance(
   return *std::move(instance);
 }
 
+// The placement loss --co_location_loss selects.
+go::PlacementLoss PlacementLoss() {
+  return absl::GetFlag(FLAGS_co_location_loss)
+             ? go::PlacementLoss::kCoLocation
+             : go::PlacementLoss::kCrossEntropy;
+}
+
+// Nodes per device, "n0/n1/...".
+std::string DeviceCounts(const std::vector<int32_t>& device, int num_devices) {
+  std::vector<int> count(num_devices, 0);
+  for (int32_t d : device) ++count[d];
+  std::string text;
+  for (int d = 0; d < num_devices; ++d) {
+    absl::StrAppend(&text, d > 0 ? "/" : "", count[d]);
+  }
+  return text;
+}
+
+// The single-device collapse check: the share of nodes on the most-used
+// device in the greedy and the target placement, nodes per device, the mean
+// over nodes of the largest placement probability and of the target
+// device's probability.
+void PrintDeviceShares(const go::PolicyOutput& output,
+                       const std::vector<int32_t>& greedy,
+                       const std::vector<int32_t>& target) {
+  const int d = output.num_devices;
+  const size_t n = greedy.size();
+  double max_probability = 0;
+  double target_probability = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double best = 0;
+    for (int k = 0; k < d; ++k) {
+      best = std::max(best, std::exp(double(output.placement[i * d + k])));
+    }
+    max_probability += best / n;
+    target_probability +=
+        std::exp(double(output.placement[i * d + target[i]])) / n;
+  }
+  auto top_share = [&](const std::vector<int32_t>& device) {
+    std::vector<int> count(d, 0);
+    for (int32_t k : device) ++count[k];
+    return double(*std::max_element(count.begin(), count.end())) / n;
+  };
+  std::printf(
+      "  top-device share greedy %.3f target %.3f; nodes per device greedy "
+      "%s target %s; mean max p %.3f, mean p(target) %.3f\n",
+      top_share(greedy), top_share(target), DeviceCounts(greedy, d).c_str(),
+      DeviceCounts(target, d).c_str(), max_probability, target_probability);
+}
+
 // Greedy agreement with the target relabelled to the greedy placement, the
 // relabelled target's step time over the searched one, and the losses.
 void Report(const char* when, go::GoModel* model,
@@ -121,8 +178,9 @@ void Report(const char* when, go::GoModel* model,
                 std::string(greedy.status().message()).c_str());
     return;
   }
-  absl::StatusOr<go::DistillTarget> target =
-      go::MakeDistillTarget(instance, best.plan, &greedy->plan.device);
+  absl::StatusOr<go::DistillTarget> target = go::MakeDistillTarget(
+      instance, best.plan,
+      absl::GetFlag(FLAGS_relabel_to_greedy) ? &greedy->plan.device : nullptr);
   if (!target.ok()) return;
   const size_t n = target->device.size();
   int same = 0;
@@ -144,6 +202,7 @@ void Report(const char* when, go::GoModel* model,
     worst = std::min(worst, logp);
     if (logp > -100) sum_ok -= logp;
   }
+  PrintDeviceShares(output, greedy->plan.device, target->device);
   std::printf(
       "  %s: %zu nodes, %d targets below logp -100, %d on a masked device, "
       "worst logp %.3g, mean nll of the rest %.3f\n",
@@ -179,6 +238,7 @@ void Report(const char* when, go::GoModel* model,
   go::DistillOptions zero;
   zero.tasks = tasks;
   zero.learning_rate = 0;  // measures only
+  zero.placement_loss = PlacementLoss();
   go::DistillationTrainer measure(model, zero);
   absl::StatusOr<go::DistillStats> stats = measure.Step({&*target});
   std::printf(
@@ -293,10 +353,12 @@ int main(int argc, char** argv) {
   expert.instances_per_round = 2;
   expert.search_rounds = absl::GetFlag(FLAGS_search_rounds);
   expert.distill_steps = 2;
-  expert.ppo_steps = 0;
+  expert.ppo_steps = absl::GetFlag(FLAGS_ppo_steps);
+  expert.relabel_to_greedy = absl::GetFlag(FLAGS_relabel_to_greedy);
   expert.simulation_threads = 1;
   expert.seed = seed;
   expert.distill.learning_rate = 1e-3;
+  expert.distill.placement_loss = PlacementLoss();
   absl::StatusOr<go::ExpertIterationResult> result =
       go::RunExpertIteration(model->get(), views, expert);
   if (!result.ok()) {
