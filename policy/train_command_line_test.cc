@@ -151,15 +151,17 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_EQ(o.fusion_weight, 1);
   EXPECT_FALSE(o.fusion_fusible_only);
   EXPECT_TRUE(o.relabel_to_greedy);
+  EXPECT_FALSE(o.co_location_loss);
   absl::StatusOr<TrainCommand> switches = Parse(
       "expert --out_dir=o --priors_off --fusion_weight=0.5 "
-      "--fusion_fusible_only --relabel_to_greedy=false");
+      "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss");
   ASSERT_TRUE(switches.ok()) << switches.status();
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
   EXPECT_EQ(s.fusion_weight, 0.5);
   EXPECT_TRUE(s.fusion_fusible_only);
   EXPECT_FALSE(s.relabel_to_greedy);
+  EXPECT_TRUE(s.co_location_loss);
   for (const char* line : {
            "expert",
            "expert --out_dir=o extra",

@@ -1,0 +1,213 @@
+#include "policy/go/distillation.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "policy/go/expert_iteration.h"
+#include "policy/go/test_instance.h"
+#include "simulator/baselines/test_graphs.h"
+
+namespace gopt::policy::go {
+namespace {
+
+using simulator::baselines::testing::ChainGraph;
+using simulator::baselines::testing::TwoChainsGraph;
+using simulator::baselines::testing::UniformTopology;
+using testing::SmallModelOptions;
+using testing::TestInstance;
+
+// Row-major log-probabilities of the given probabilities.
+std::vector<float> Logs(const std::vector<float>& probabilities) {
+  std::vector<float> logs;
+  for (float p : probabilities) logs.push_back(std::log(p));
+  return logs;
+}
+
+TEST(DeviceClassesTest, InterchangeableDevicesShareTheLowestIndex) {
+  simulator::Topology topology = UniformTopology(3);
+  EXPECT_EQ(DeviceClasses(topology), (std::vector<int32_t>{0, 0, 0}));
+  topology.devices[1].memory_bytes *= 2;  // device 1 is unlike 0 and 2
+  EXPECT_EQ(DeviceClasses(topology), (std::vector<int32_t>{0, 1, 0}));
+}
+
+TEST(CoLocationLossTest, OnePairByHand) {
+  // Node 0: (0.8, 0.2), node 1: (0.3, 0.7): P(same device) = 0.24 + 0.14.
+  const std::vector<float> logp = Logs({0.8, 0.2, 0.3, 0.7});
+  const std::vector<int32_t> one_class = {0, 0};
+  absl::StatusOr<double> same =
+      CoLocationLoss(logp, /*device=*/{1, 1}, one_class, {{0, 1}});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_NEAR(*same, -std::log(0.38 + 1e-6), 1e-5);
+  absl::StatusOr<double> apart =
+      CoLocationLoss(logp, /*device=*/{1, 0}, one_class, {{0, 1}});
+  ASSERT_TRUE(apart.ok()) << apart.status();
+  EXPECT_NEAR(*apart, -std::log(0.62 + 1e-6), 1e-5);
+}
+
+TEST(CoLocationLossTest, DeviceClassTermByHand) {
+  // Devices 0 and 1 interchangeable, device 2 of another class. Node 0:
+  // (0.5, 0.25, 0.25) on device 0, node 1: (0.1, 0.1, 0.8) on device 2.
+  const std::vector<float> logp = Logs({0.5, 0.25, 0.25, 0.1, 0.1, 0.8});
+  absl::StatusOr<double> loss = CoLocationLoss(
+      logp, /*device=*/{0, 2}, /*device_class=*/{0, 0, 2}, {{0, 1}});
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  const double pair = -std::log(1 - (0.05 + 0.025 + 0.2) + 1e-6);
+  const double classes = -(std::log(0.75 + 1e-6) + std::log(0.8 + 1e-6)) / 2;
+  EXPECT_NEAR(*loss, pair + classes, 1e-5);
+}
+
+TEST(CoLocationLossTest, RelabellingSymmetricDevicesKeepsTheLoss) {
+  // 4 nodes on 3 devices; devices 0 and 2 are interchangeable, 1 is not.
+  const std::vector<float> logp =
+      Logs({0.6, 0.3, 0.1, 0.2, 0.2, 0.6, 0.1, 0.7, 0.2, 0.3, 0.3, 0.4});
+  const std::vector<int32_t> device_class = {0, 1, 0};
+  const std::vector<NodePair> pairs = {{0, 1}, {0, 2}, {1, 3}, {2, 3}, {0, 3}};
+  absl::StatusOr<double> loss =
+      CoLocationLoss(logp, /*device=*/{0, 0, 1, 2}, device_class, pairs);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  // Devices 0 and 2 swapped: the same plan.
+  absl::StatusOr<double> swapped =
+      CoLocationLoss(logp, /*device=*/{2, 2, 1, 0}, device_class, pairs);
+  ASSERT_TRUE(swapped.ok()) << swapped.status();
+  EXPECT_NEAR(*swapped, *loss, 1e-6);
+  // Devices 1 and 2 swapped: a different class for nodes 2 and 3.
+  absl::StatusOr<double> other =
+      CoLocationLoss(logp, /*device=*/{0, 0, 2, 1}, device_class, pairs);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_GT(std::abs(*other - *loss), 1e-3);
+}
+
+TEST(CoLocationLossTest, BadInputIsAnError) {
+  const std::vector<float> logp = Logs({0.5, 0.5, 0.5, 0.5});
+  const std::vector<int32_t> one_class = {0, 0};
+  EXPECT_EQ(
+      CoLocationLoss(logp, {0, 0, 0}, one_class, {{0, 1}}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoLocationLoss(logp, {0, 2}, one_class, {{0, 1}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoLocationLoss(logp, {0, 1}, one_class, {{0, 2}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CoLocationLoss(logp, {0, 1}, one_class, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CoLocationPairsTest, DependenciesThenSeededRandomPairs) {
+  std::unique_ptr<TrainingInstance> instance = TestInstance(ChainGraph(4), 2);
+  ASSERT_NE(instance, nullptr);
+  const GraphFeatures& features = instance->features;
+  const size_t edges = features.edge_src.size();
+  ASSERT_GT(edges, 0u);
+  std::mt19937_64 rng(7);
+  const std::vector<NodePair> pairs =
+      CoLocationPairs(features, /*random_pairs=*/20, &rng);
+  ASSERT_EQ(pairs.size(), edges + 20);
+  for (size_t e = 0; e < edges; ++e) {
+    EXPECT_EQ(pairs[e], NodePair(features.edge_src[e], features.edge_dst[e]));
+  }
+  for (const auto& [u, v] : pairs) {
+    EXPECT_NE(u, v);
+    EXPECT_LT(u, features.num_nodes);
+    EXPECT_LT(v, features.num_nodes);
+  }
+  std::mt19937_64 again(7);
+  EXPECT_EQ(CoLocationPairs(features, 20, &again), pairs);
+}
+
+// A target for TwoChainsGraph on 2 devices: the best baseline's plan.
+DistillTarget TwoChainsTarget(const TrainingInstance& instance) {
+  absl::StatusOr<ScoredPlan> baseline = BestBaselinePlan(instance, 1);
+  EXPECT_TRUE(baseline.ok()) << baseline.status();
+  absl::StatusOr<DistillTarget> target =
+      MakeDistillTarget(instance, baseline->plan);
+  EXPECT_TRUE(target.ok()) << target.status();
+  return *std::move(target);
+}
+
+TEST(DistillationTest, CoLocationStepIsInvariantUnderRelabelling) {
+  std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChainsGraph(), 2);
+  ASSERT_NE(instance, nullptr);
+  const DistillTarget target = TwoChainsTarget(*instance);
+  ASSERT_EQ(target.device_class, (std::vector<int32_t>{0, 0}));
+  DistillTarget swapped = target;
+  for (int32_t& d : swapped.device) d = 1 - d;
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
+  DistillOptions options;
+  options.tasks = TaskSet{true, false, false, false};
+  options.placement_loss = PlacementLoss::kCoLocation;
+  options.learning_rate = 0;  // measures only
+  options.seed = 5;
+  DistillationTrainer first(model.get(), options);
+  DistillationTrainer second(model.get(), options);
+  absl::StatusOr<DistillStats> a = first.Step({&target});
+  absl::StatusOr<DistillStats> b = second.Step({&swapped});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NEAR(a->placement_loss, b->placement_loss, 1e-6);
+  // Cross-entropy over labels tells the two copies apart.
+  options.placement_loss = PlacementLoss::kCrossEntropy;
+  DistillationTrainer third(model.get(), options);
+  DistillationTrainer fourth(model.get(), options);
+  EXPECT_NE(third.Step({&target})->placement_loss,
+            fourth.Step({&swapped})->placement_loss);
+}
+
+// The fraction of node pairs that `device` and `target` agree on: both on
+// one device or both apart.
+double PairAgreement(const std::vector<int32_t>& device,
+                     const std::vector<int32_t>& target) {
+  int agree = 0;
+  int pairs = 0;
+  for (size_t i = 0; i < device.size(); ++i) {
+    for (size_t j = i + 1; j < device.size(); ++j) {
+      agree += (device[i] == device[j]) == (target[i] == target[j]);
+      ++pairs;
+    }
+  }
+  return static_cast<double>(agree) / pairs;
+}
+
+TEST(DistillationTest, CoLocationStepsFitWhichNodesShareADevice) {
+  std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChainsGraph(), 2);
+  ASSERT_NE(instance, nullptr);
+  const DistillTarget target = TwoChainsTarget(*instance);
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
+  // Without the priors (which already place the two chains apart) the
+  // untrained network's greedy plan does not match the target.
+  ASSERT_TRUE(model->DisableHeuristicPriors().ok());
+  DistillOptions options;
+  options.tasks = TaskSet{true, true, true, false};
+  options.placement_loss = PlacementLoss::kCoLocation;
+  options.learning_rate = 1e-2;
+  DistillationTrainer trainer(model.get(), options);
+  const TaskSet& tasks = options.tasks;
+  absl::StatusOr<ScoredPlan> before =
+      GreedyPlan(*model, *instance, tasks, nullptr);
+  ASSERT_TRUE(before.ok()) << before.status();
+  absl::StatusOr<DistillStats> first = trainer.Step({&target});
+  ASSERT_TRUE(first.ok()) << first.status();
+  DistillStats last = *first;
+  for (int step = 0; step < 60; ++step) {
+    absl::StatusOr<DistillStats> stats = trainer.Step({&target});
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    last = *stats;
+  }
+  EXPECT_LT(last.placement_loss, first->placement_loss);
+  absl::StatusOr<ScoredPlan> after =
+      GreedyPlan(*model, *instance, tasks, nullptr);
+  ASSERT_TRUE(after.ok()) << after.status();
+  const double agreement_before =
+      PairAgreement(before->plan.device, target.device);
+  const double agreement_after =
+      PairAgreement(after->plan.device, target.device);
+  // Seed 3: 0.4 of the pairs before, all of them after.
+  EXPECT_LT(agreement_before, 0.5);
+  EXPECT_GE(agreement_after, 0.99);
+}
+
+}  // namespace
+}  // namespace gopt::policy::go
