@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,69 @@ void PrintDeviceShares(const go::PolicyOutput& output,
       DeviceCounts(target, d).c_str(), max_probability, target_probability);
 }
 
+// The share of `pairs` node pairs (drawn with a fixed seed) on which
+// `device` and `target` agree: both on one device or both apart.
+double PairAgreement(const std::vector<int32_t>& device,
+                     const std::vector<int32_t>& target) {
+  std::mt19937_64 rng(1);
+  const size_t n = device.size();
+  int agree = 0;
+  constexpr int kPairs = 4096;
+  for (int p = 0; p < kPairs; ++p) {
+    const size_t u = rng() % n;
+    const size_t v = rng() % n;
+    agree += (device[u] == device[v]) == (target[u] == target[v]);
+  }
+  return static_cast<double>(agree) / kPairs;
+}
+
+// A decode without the node-independent part of the placement logits: each
+// node takes the allowed device maximising its log-probability minus that
+// device's mean log-probability over the nodes allowed on it. Prints its
+// step time over the baseline, its top-device share, and the pair
+// agreement with the target of it and of the greedy placement.
+void PrintCenteredDecode(const go::PolicyOutput& output,
+                         const go::TrainingInstance& instance,
+                         const go::Actions& actions,
+                         const std::vector<int32_t>& target,
+                         double baseline_s) {
+  const int d = output.num_devices;
+  const size_t n = target.size();
+  const std::vector<uint8_t>& allowed = instance.features.allowed;
+  std::vector<double> mean(d, 0);
+  std::vector<int> count(d, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int k = 0; k < d; ++k) {
+      if (!allowed[i * d + k]) continue;
+      mean[k] += output.placement[i * d + k];
+      ++count[k];
+    }
+  }
+  for (int k = 0; k < d; ++k) mean[k] /= std::max(count[k], 1);
+  go::Actions centered = actions;
+  std::vector<int> used(d, 0);
+  for (size_t i = 0; i < n; ++i) {
+    double best = -1e300;
+    for (int k = 0; k < d; ++k) {
+      if (!allowed[i * d + k]) continue;
+      const double score = output.placement[i * d + k] - mean[k];
+      if (score > best) {
+        best = score;
+        centered.device[i] = k;
+      }
+    }
+    ++used[centered.device[i]];
+  }
+  const go::ScoredPlan plan = go::ScoreActions(instance, centered);
+  std::printf(
+      "  centered decode / base %.3f, top-device share %.3f; pair agreement "
+      "with the target: greedy %.3f, centered %.3f\n",
+      plan.valid && !plan.oom ? plan.step_time_s / baseline_s : 10.0,
+      double(*std::max_element(used.begin(), used.end())) / n,
+      PairAgreement(actions.device, target),
+      PairAgreement(centered.device, target));
+}
+
 // Greedy agreement with the target relabelled to the greedy placement, the
 // relabelled target's step time over the searched one, and the losses.
 void Report(const char* when, go::GoModel* model,
@@ -235,6 +299,8 @@ void Report(const char* when, go::GoModel* model,
       ratio(go::ScoreActions(instance, net_fusion)),
       ratio(go::ScorePlan(instance, std::move(net_priority))),
       ratio(go::ScoreActions(instance, encoded)));
+  PrintCenteredDecode(output, instance, actions, target->device,
+                      baseline.step_time_s);
   go::DistillOptions zero;
   zero.tasks = tasks;
   zero.learning_rate = 0;  // measures only
@@ -269,6 +335,42 @@ void PrintPriors(const char* when, const go::GoModel& model) {
     std::printf("]");
   }
   std::printf("\n");
+}
+
+// The training instances (--random_graphs random graphs on random
+// machines), each with its best baseline and `model`'s search target,
+// reported before training ("train-before"). Errors:
+// RandomGeneratedGraphs'.
+absl::StatusOr<std::vector<Held>> TrainingInstances(go::GoModel* model,
+                                                    uint64_t seed) {
+  absl::StatusOr<std::vector<go::CorpusGraph>> graphs =
+      go::RandomGeneratedGraphs(absl::GetFlag(FLAGS_random_graphs),
+                                absl::GetFlag(FLAGS_max_nodes), seed);
+  if (!graphs.ok()) return graphs.status();
+  std::printf("%zu random graphs\n", graphs->size());
+  const int machines = absl::GetFlag(FLAGS_random_topologies);
+  std::vector<Held> train;
+  for (size_t g = 0; g < graphs->size(); ++g) {
+    absl::StatusOr<gopt::simulator::Topology> topology =
+        go::RandomTopology(seed, static_cast<int>(g) % std::max(machines, 1));
+    const std::string label = absl::StrCat(
+        (*graphs)[g].label, "@", topology.ok() ? topology->name : "?");
+    Held t;
+    t.instance = Instance(label, (*graphs)[g].graph, std::move(topology));
+    if (t.instance == nullptr) continue;
+    absl::StatusOr<go::ScoredPlan> baseline =
+        go::BestBaselinePlan(*t.instance, seed);
+    if (!baseline.ok()) {
+      std::printf("skipped: %s\n",
+                  std::string(baseline.status().message()).c_str());
+      continue;
+    }
+    t.baseline = *baseline;
+    t.best = SearchTarget(*model, *t.instance, t.baseline, seed);
+    Report("train-before", model, *t.instance, t.best, t.baseline);
+    train.push_back(std::move(t));
+  }
+  return train;
 }
 
 }  // namespace
@@ -308,40 +410,14 @@ int main(int argc, char** argv) {
       held.push_back(std::move(h));
     }
   }
-  // Training instances: random graphs on random machines.
-  std::vector<std::unique_ptr<go::TrainingInstance>> train;
-  absl::StatusOr<std::vector<go::CorpusGraph>> graphs =
-      go::RandomGeneratedGraphs(absl::GetFlag(FLAGS_random_graphs),
-                                absl::GetFlag(FLAGS_max_nodes), seed);
-  if (!graphs.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 std::string(graphs.status().message()).c_str());
+  absl::StatusOr<std::vector<Held>> train =
+      TrainingInstances(model->get(), seed);
+  if (!train.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(train.status().message()).c_str());
     return 1;
   }
-  std::printf("%zu random graphs\n", graphs->size());
-  const int machines = absl::GetFlag(FLAGS_random_topologies);
   std::vector<const go::TrainingInstance*> views;
-  for (size_t g = 0; g < graphs->size(); ++g) {
-    absl::StatusOr<gopt::simulator::Topology> topology =
-        go::RandomTopology(seed, static_cast<int>(g) % std::max(machines, 1));
-    const std::string label = absl::StrCat(
-        (*graphs)[g].label, "@", topology.ok() ? topology->name : "?");
-    std::unique_ptr<go::TrainingInstance> instance =
-        Instance(label, (*graphs)[g].graph, std::move(topology));
-    if (instance == nullptr) continue;
-    absl::StatusOr<go::ScoredPlan> baseline =
-        go::BestBaselinePlan(*instance, seed);
-    if (!baseline.ok()) {
-      std::printf("skipped: %s\n",
-                  std::string(baseline.status().message()).c_str());
-      continue;
-    }
-    const go::ScoredPlan best =
-        SearchTarget(**model, *instance, *baseline, seed);
-    Report("train-before", model->get(), *instance, best, *baseline);
-    views.push_back(instance.get());
-    train.push_back(std::move(instance));
-  }
+  for (const Held& t : *train) views.push_back(t.instance.get());
   for (const Held& h : held) {
     Report("held-before ", model->get(), *h.instance, h.best, h.baseline);
   }
@@ -367,6 +443,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   PrintPriors("after", **model);
+  for (const Held& t : *train) {
+    Report("train-after ", model->get(), *t.instance, t.best, t.baseline);
+  }
   for (const Held& h : held) {
     Report("held-after  ", model->get(), *h.instance, h.best, h.baseline);
   }
