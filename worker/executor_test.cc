@@ -45,6 +45,24 @@ ExecuteOptions OneRun() {
   return options;
 }
 
+// Moves CPU-only nodes to device 0 (a CPU executor in these tests) and
+// accelerator-only ones to device 1 when it is not a CPU, then keeps
+// colocation groups together.
+void KeepDeviceConstraints(const graph::Graph& graph,
+                           const simulator::Topology& topology,
+                           simulator::Plan* plan) {
+  const bool accelerator =
+      topology.devices[1].kind != simulator::DeviceKind::kCpu;
+  for (int i = 0; i < graph.num_nodes(); ++i) {
+    const graph::DeviceConstraint c = graph.node(i).device_constraint;
+    if (c == graph::DeviceConstraint::kCpuOnly) plan->device[i] = 0;
+    if (c == graph::DeviceConstraint::kAcceleratorOnly && accelerator) {
+      plan->device[i] = 1;
+    }
+  }
+  simulator::ColocateGroups(graph, topology, &plan->device);
+}
+
 // Plans that place, order and fuse differently: every node alternating
 // between the executors, a seeded random placement with random priorities,
 // and runs of consecutive same-device elementwise nodes fused.
@@ -53,7 +71,7 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
   std::vector<simulator::Plan> plans;
   simulator::Plan alternate = simulator::DefaultPlan(graph, topology);
   for (int i = 0; i < graph.num_nodes(); ++i) alternate.device[i] = i % 2;
-  simulator::ColocateGroups(graph, topology, &alternate.device);
+  KeepDeviceConstraints(graph, topology, &alternate);
   plans.push_back(alternate);
   std::mt19937 rng(/*seed=*/7);
   simulator::Plan random = simulator::DefaultPlan(graph, topology);
@@ -62,7 +80,7 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
     random.device[i] = static_cast<int>(rng() % 2);
     random.priority[i] = static_cast<int>(rng() % 100);
   }
-  simulator::ColocateGroups(graph, topology, &random.device);
+  KeepDeviceConstraints(graph, topology, &random);
   plans.push_back(random);
   simulator::Plan fused = simulator::DefaultPlan(graph, topology);
   fused.fusion_group.assign(graph.num_nodes(), -1);
@@ -81,10 +99,14 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
   return plans;
 }
 
-void ExpectPlansComputeTheSame(const std::string& relative_path) {
+// Runs `relative_path`'s graph on `executor` (two devices) under the
+// default plan (everything on device 0) and under VariedPlans, and expects
+// every output checksum equal within `relative_tolerance`.
+void ExpectPlansComputeTheSame(const std::string& relative_path,
+                               Executor* executor,
+                               double relative_tolerance = 1e-9) {
   SCOPED_TRACE(relative_path);
   const graph::Graph graph = LoadGraph(relative_path);
-  std::unique_ptr<Executor> executor = TwoCpuExecutors();
   ASSERT_NE(executor, nullptr);
   const simulator::Topology topology = executor->HostTopology();
   absl::StatusOr<ExecutionResult> single = executor->Execute(
@@ -97,23 +119,51 @@ void ExpectPlansComputeTheSame(const std::string& relative_path) {
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_EQ(result->output_checksums.size(), single->output_checksums.size());
     for (size_t i = 0; i < result->output_checksums.size(); ++i) {
-      EXPECT_NEAR(result->output_checksums[i], single->output_checksums[i],
-                  1e-9 * (1 + std::abs(single->output_checksums[i])))
+      EXPECT_NEAR(
+          result->output_checksums[i], single->output_checksums[i],
+          relative_tolerance * (1 + std::abs(single->output_checksums[i])))
           << "checksum " << i;
     }
   }
 }
 
 TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesHlo) {
-  ExpectPlansComputeTheSame("hlo/maml_flax_train_step.hlo");
+  ExpectPlansComputeTheSame("hlo/maml_flax_train_step.hlo",
+                            TwoCpuExecutors().get());
 }
 
 TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesOnnx) {
-  ExpectPlansComputeTheSame("onnx/light_squeezenet.onnx");
+  ExpectPlansComputeTheSame("onnx/light_squeezenet.onnx",
+                            TwoCpuExecutors().get());
 }
 
 TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesGraphDef) {
-  ExpectPlansComputeTheSame("tf_graphdef/kws_DS_CNN_S.pb");
+  ExpectPlansComputeTheSame("tf_graphdef/kws_DS_CNN_S.pb",
+                            TwoCpuExecutors().get());
+}
+
+// The CUDA path (scripts/gpu-check.sh runs it on a GPU host): plans over one
+// CPU executor and one CUDA device compute what the CPU alone computes.
+// GPU kernels (cuDNN's TF32 convolutions, other summation orders) round
+// differently, hence the looser tolerance.
+TEST(ExecutorTest, PlansOverCpuAndCudaComputeWhatTheCpuRunComputes) {
+  if (!ExecutorHasCuda() || CudaDeviceCount() == 0) {
+    GTEST_SKIP() << "needs the CUDA path and a GPU (scripts/gpu-check.sh); "
+                 << "this build has CUDA: " << ExecutorHasCuda()
+                 << ", devices visible: " << CudaDeviceCount();
+  }
+  ExecutorOptions options;
+  options.cpu_executors = 1;
+  options.cuda_devices = 1;
+  absl::StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::Create(options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  ASSERT_EQ((*executor)->Describe()[1].name, "cuda:0");
+  for (const char* path :
+       {"hlo/maml_flax_train_step.hlo", "onnx/light_squeezenet.onnx",
+        "tf_graphdef/kws_DS_CNN_S.pb"}) {
+    ExpectPlansComputeTheSame(path, executor->get(), 1e-3);
+  }
 }
 
 TEST(ExecutorTest, CrossDeviceEdgesAreCopiedOncePerTensorAndDevice) {
