@@ -173,8 +173,12 @@ absl::StatusOr<graph::Graph> ParseHlo(const std::string& hlo) {
 absl::StatusOr<ExecutionResult> Measure(Executor& executor,
                                         const graph::Graph& graph,
                                         const simulator::Plan& plan,
-                                        const CalibrationOptions& options) {
+                                        const CalibrationOptions& options,
+                                        bool per_node_times = true) {
   ExecuteOptions execute;
+  // Per-node times wait for each node's kernels on accelerators: only
+  // where a node's own time is wanted.
+  execute.per_node_times = per_node_times;
   execute.warmup_runs = 2;
   execute.min_repeats = options.quick ? 3 : 5;
   execute.max_repeats = options.quick ? 20 : 200;
@@ -282,6 +286,7 @@ absl::Status CalibrateLinks(Executor& executor,
       options.quick
           ? std::vector<int64_t>{1 << 12, 1 << 18}
           : std::vector<int64_t>{1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22};
+  const bool mixed = topology->devices[0].kind != topology->devices[1].kind;
   std::vector<double> x, t;
   for (int64_t n : sizes) {
     ASSIGN_OR_RETURN(graph::Graph graph, ParseHlo(TransferHlo(n)));
@@ -292,8 +297,16 @@ absl::Status CalibrateLinks(Executor& executor,
                      Measure(executor, graph, local, options));
     ASSIGN_OR_RETURN(ExecutionResult b,
                      Measure(executor, graph, split, options));
+    // Between devices of different kinds the two negations take different
+    // times in the two plans: each run's own node times come off.
+    const auto nodes_s = [&](const ExecutionResult& r) {
+      return r.per_node_seconds[*graph.FindNode("x")] +
+             r.per_node_seconds[*graph.FindNode("y")];
+    };
     const double transfer_s =
-        std::max(1e-9, b.measured_step_time_s - a.measured_step_time_s);
+        std::max(1e-9, mixed ? (b.measured_step_time_s - nodes_s(b)) -
+                                   (a.measured_step_time_s - nodes_s(a))
+                             : b.measured_step_time_s - a.measured_step_time_s);
     result->points.push_back(
         CalibrationPoint{absl::StrCat("copy ", 4 * n, " B device 0 -> 1"),
                          "copy", 0, 4 * n, transfer_s});
@@ -514,9 +527,10 @@ absl::StatusOr<simulator::DeviceProfile> FitDevice(
   // Dispatch: the per-op step time of a chain of tiny ops.
   const int chain = options.quick ? 32 : 128;
   ASSIGN_OR_RETURN(graph::Graph chain_graph, ParseHlo(ChainHlo(chain)));
-  ASSIGN_OR_RETURN(ExecutionResult chain_run,
-                   Measure(executor, chain_graph,
-                           AllOn(chain_graph, device_index), options));
+  ASSIGN_OR_RETURN(
+      ExecutionResult chain_run,
+      Measure(executor, chain_graph, AllOn(chain_graph, device_index), options,
+              /*per_node_times=*/false));
   const double launch_s = chain_run.measured_step_time_s / chain;
   result->points.push_back(CalibrationPoint{
       OnDevice(executor, device_index,

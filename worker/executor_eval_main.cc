@@ -170,7 +170,7 @@ std::vector<Candidate> Candidates(const graph::Graph& graph,
   auto placed = [&](const std::string& name, auto device_of) {
     simulator::Plan plan = base;
     for (int i = 0; i < n; ++i) plan.device[i] = device_of(i) % devices;
-    simulator::ColocateGroups(graph, topology, &plan.device);
+    simulator::KeepDeviceConstraints(graph, topology, &plan.device);
     out.push_back({name, plan});
     return plan;
   };

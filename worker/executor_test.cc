@@ -45,24 +45,6 @@ ExecuteOptions OneRun() {
   return options;
 }
 
-// Moves CPU-only nodes to device 0 (a CPU executor in these tests) and
-// accelerator-only ones to device 1 when it is not a CPU, then keeps
-// colocation groups together.
-void KeepDeviceConstraints(const graph::Graph& graph,
-                           const simulator::Topology& topology,
-                           simulator::Plan* plan) {
-  const bool accelerator =
-      topology.devices[1].kind != simulator::DeviceKind::kCpu;
-  for (int i = 0; i < graph.num_nodes(); ++i) {
-    const graph::DeviceConstraint c = graph.node(i).device_constraint;
-    if (c == graph::DeviceConstraint::kCpuOnly) plan->device[i] = 0;
-    if (c == graph::DeviceConstraint::kAcceleratorOnly && accelerator) {
-      plan->device[i] = 1;
-    }
-  }
-  simulator::ColocateGroups(graph, topology, &plan->device);
-}
-
 // Plans that place, order and fuse differently: every node alternating
 // between the executors, a seeded random placement with random priorities,
 // and runs of consecutive same-device elementwise nodes fused.
@@ -71,7 +53,7 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
   std::vector<simulator::Plan> plans;
   simulator::Plan alternate = simulator::DefaultPlan(graph, topology);
   for (int i = 0; i < graph.num_nodes(); ++i) alternate.device[i] = i % 2;
-  KeepDeviceConstraints(graph, topology, &alternate);
+  simulator::KeepDeviceConstraints(graph, topology, &alternate.device);
   plans.push_back(alternate);
   std::mt19937 rng(/*seed=*/7);
   simulator::Plan random = simulator::DefaultPlan(graph, topology);
@@ -80,7 +62,7 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
     random.device[i] = static_cast<int>(rng() % 2);
     random.priority[i] = static_cast<int>(rng() % 100);
   }
-  KeepDeviceConstraints(graph, topology, &random);
+  simulator::KeepDeviceConstraints(graph, topology, &random.device);
   plans.push_back(random);
   simulator::Plan fused = simulator::DefaultPlan(graph, topology);
   fused.fusion_group.assign(graph.num_nodes(), -1);
