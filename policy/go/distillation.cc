@@ -291,9 +291,19 @@ torch::Tensor CoLocationLossTensor(const torch::Tensor& logp,
                                    .logsumexp(1)
                                    .exp();
   const torch::Tensor is_same = torch::tensor(same).to(torch::kBool);
-  torch::Tensor loss = torch::where(is_same, -(shared + kLogFloor).log(),
-                                    -(1 - shared + kLogFloor).log())
-                           .mean();
+  const torch::Tensor per_pair = torch::where(
+      is_same, -(shared + kLogFloor).log(), -(1 - shared + kLogFloor).log());
+  // Same and different pairs weigh half each: dependencies are mostly
+  // same-device pairs, and a pooled mean lets "everything on one device"
+  // win whenever the network cannot yet tell the parts apart.
+  const int64_t num_same = std::count(same.begin(), same.end(), uint8_t{1});
+  const int64_t num_apart = static_cast<int64_t>(same.size()) - num_same;
+  torch::Tensor loss = per_pair.mean();
+  if (num_same > 0 && num_apart > 0) {
+    const torch::Tensor same_weight = is_same.to(torch::kFloat32);
+    loss = 0.5 * (per_pair * same_weight).sum() / num_same +
+           0.5 * (per_pair * (1 - same_weight)).sum() / num_apart;
+  }
   const bool one_class =
       std::all_of(device_class.begin(), device_class.end(),
                   [&](int32_t c) { return c == device_class.front(); });

@@ -95,9 +95,11 @@ using NodePair = std::pair<int64_t, int64_t>;
 // distribution of node i (`log_probs`: num_nodes x num_devices log
 // probabilities, row-major, as PolicyOutput::placement) and
 // P(u, v) = sum_d p_u(d) p_v(d) the probability that u and v share a
-// device, the mean over `pairs` of the binary cross-entropy of P(u, v)
-// toward 1 when `device` puts u and v on one device and toward 0 otherwise
-// (-log(P + 1e-6) or -log(1 - P + 1e-6)), plus, unless all devices are
+// device, the binary cross-entropy of P(u, v) over `pairs`, toward 1 when
+// `device` puts u and v on one device and toward 0 otherwise
+// (-log(P + 1e-6) or -log(1 - P + 1e-6)), half the mean over the pairs on
+// one device plus half the mean over the pairs apart (the plain mean when
+// all pairs are of one kind), plus, unless all devices are
 // interchangeable, the mean over nodes of -log(c + 1e-6), c being the
 // probability the node gives to its target device's class (`device_class`,
 // per device: DeviceClasses). InvalidArgument when the sizes do not match

@@ -47,6 +47,20 @@ TEST(CoLocationLossTest, OnePairByHand) {
   EXPECT_NEAR(*apart, -std::log(0.62 + 1e-6), 1e-5);
 }
 
+TEST(CoLocationLossTest, SameAndDifferentPairsWeighHalfEach) {
+  // Node 0: (0.8, 0.2), node 1: (0.3, 0.7), node 2: (0.5, 0.5); nodes 0 and
+  // 1 on device 0, node 2 on device 1. One pair on one device, two apart.
+  const std::vector<float> logp = Logs({0.8, 0.2, 0.3, 0.7, 0.5, 0.5});
+  absl::StatusOr<double> loss =
+      CoLocationLoss(logp, /*device=*/{0, 0, 1}, /*device_class=*/{0, 0},
+                     {{0, 1}, {0, 2}, {1, 2}});
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  const double same = -std::log(0.38 + 1e-6);
+  const double apart =
+      (-std::log(1 - 0.5 + 1e-6) + -std::log(1 - 0.5 + 1e-6)) / 2;
+  EXPECT_NEAR(*loss, (same + apart) / 2, 1e-5);
+}
+
 TEST(CoLocationLossTest, DeviceClassTermByHand) {
   // Devices 0 and 1 interchangeable, device 2 of another class. Node 0:
   // (0.5, 0.25, 0.25) on device 0, node 1: (0.1, 0.1, 0.8) on device 2.
