@@ -18,6 +18,29 @@
 
 namespace gopt::policy::go {
 
+// The kinds of candidate move (see PlanSearch's class comment).
+enum class MoveKind {
+  kPriorityJump = 0,   // a critical-path window runs first on its devices
+  kPlaceWindow,        // a window moves to a drawn device
+  kPlaceNextToNeighbour,  // a window moves to a path neighbour's device
+  kGuidedFusion,       // guided: new fusion levels for a window
+  kPlaceRegion,        // a connected region moves to another device
+  kSwapRegions,        // two regions exchange devices
+  kSplitFusion,        // a path node leaves its fusion group
+  kMergeFusion,        // a path node may fuse again (greedy rules)
+};
+inline constexpr int kNumMoveKinds = 8;
+
+// A name for reports ("priority-jump", ...).
+const char* MoveKindName(MoveKind kind);
+
+// How often one kind of move was proposed and how often its candidate
+// became the incumbent by being strictly faster.
+struct MoveKindStats {
+  int64_t proposed = 0;
+  int64_t improved = 0;
+};
+
 struct PlanSearchOptions {
   // Candidate plans simulated per round (in parallel on `threads`).
   int candidates_per_round = 16;
@@ -121,12 +144,15 @@ class PlanSearch {
   // Candidates that became the incumbent, and all candidates simulated.
   int improvements() const { return improvements_; }
   int64_t candidates_simulated() const { return candidates_simulated_; }
+  // Per MoveKind (indexed by its value): proposals and improvements.
+  const std::vector<MoveKindStats>& move_stats() const { return move_stats_; }
 
  private:
   struct Candidate {
     ScoredPlan scored;  // its plan, once simulated its score
     std::vector<graph::NodeId> critical_path;
     std::vector<int32_t> fusion_levels;  // after a fusion move, else empty
+    MoveKind kind = MoveKind::kPriorityJump;
     // Certainly slower than the incumbent (simulation stopped early): it
     // can neither win nor tie, and `scored` has no score.
     bool slower = false;
@@ -143,11 +169,35 @@ class PlanSearch {
   // Fills the move groups from best_'s fusion groups and the graph's
   // colocation groups.
   void BuildMoveGroups();
-  simulator::Plan Propose(const PolicyOutput* placement);
+  // An unguided move (see the class comment); says which in `kind`, and
+  // sets `fusion_levels` after a fusion move.
+  simulator::Plan Propose(const PolicyOutput* placement, MoveKind* kind,
+                          std::vector<int32_t>* fusion_levels);
+  // The kind of an unguided move, drawn by weight among those
+  // options.tasks allows.
+  MoveKind DrawMoveKind();
+  // Puts `id`'s move group on `device` in `plan`.
+  void MoveGroupOf(graph::NodeId id, int32_t device,
+                   simulator::Plan* plan) const;
+  // Grows `region` from `seed`'s move group by random neighbour move
+  // groups on the same device (edges either way) to at least `size` nodes
+  // (fewer when the connected part on that device is smaller).
+  void GrowRegion(graph::NodeId seed, int size, const simulator::Plan& plan,
+                  std::vector<graph::NodeId>* region);
+  // The device a region moves to: uniform over the others, or the one it
+  // exchanges the most bytes with.
+  int32_t RegionTarget(const std::vector<graph::NodeId>& region,
+                       const simulator::Plan& plan);
+  // Sets `id`'s fusion level to 0 (`split`) or the top and rebuilds the
+  // groups of `plan` with GreedyFusionGroups; false (and `plan`
+  // unchanged) when that changes no group.
+  bool ProposeFusion(graph::NodeId id, bool split, simulator::Plan* plan,
+                     std::vector<int32_t>* fusion_levels);
   // A policy-guided move (see the class comment); sets `fusion_levels` after
   // a fusion move.
   simulator::Plan ProposeGuided(const PolicyOutput& policy,
-                                std::vector<int32_t>* fusion_levels);
+                                std::vector<int32_t>* fusion_levels,
+                                MoveKind* kind);
   // A critical-path index drawn with probability proportional to
   // weight(node) (uniform when every weight is 0).
   int DrawPathIndex(const std::function<double(graph::NodeId)>& weight);
@@ -173,6 +223,11 @@ class PlanSearch {
   std::vector<int32_t> fusion_levels_;
   int improvements_ = 0;
   int64_t candidates_simulated_ = 0;
+  // GrowRegion's visited marks (epoch-stamped, so never cleared).
+  std::vector<uint32_t> region_mark_;
+  uint32_t region_epoch_ = 0;
+  std::vector<MoveKindStats> move_stats_ =
+      std::vector<MoveKindStats>(kNumMoveKinds);
 };
 
 }  // namespace gopt::policy::go
