@@ -82,6 +82,24 @@ PlanSearch::PlanSearch(const TrainingInstance& instance, ScoredPlan start,
       rng_(options.seed),
       best_(std::move(start)) {}
 
+std::vector<int32_t> PlanSearch::LevelsFromGroups(
+    const std::vector<int32_t>& groups) const {
+  // Fused nodes (in a fusion group of two or more) are at the top level.
+  std::vector<int32_t> group_size(groups.size() + 1, 0);
+  for (int32_t g : groups) {
+    if (g >= 0 && static_cast<size_t>(g) < group_size.size()) ++group_size[g];
+  }
+  std::vector<int32_t> levels(instance_.graph().num_nodes(), 0);
+  for (size_t id = 0; id < groups.size(); ++id) {
+    const int32_t g = groups[id];
+    if (g >= 0 && static_cast<size_t>(g) < group_size.size() &&
+        group_size[g] > 1) {
+      levels[id] = kPriorityLevels - 1;
+    }
+  }
+  return levels;
+}
+
 absl::Status PlanSearch::Prepare() {
   ScoredPlan start = ScorePlan(instance_, best_.plan, &critical_path_);
   if (!start.valid) {
@@ -94,20 +112,7 @@ absl::Status PlanSearch::Prepare() {
   best_ = std::move(start);
   SetTopPriority();
   BuildMoveGroups();
-  // Fused nodes (in a fusion group of two or more) start at the top level.
-  const std::vector<int32_t>& groups = best_.plan.fusion_group;
-  std::vector<int32_t> group_size(groups.size() + 1, 0);
-  for (int32_t g : groups) {
-    if (g >= 0 && static_cast<size_t>(g) < group_size.size()) ++group_size[g];
-  }
-  fusion_levels_.assign(instance_.graph().num_nodes(), 0);
-  for (size_t id = 0; id < groups.size(); ++id) {
-    const int32_t g = groups[id];
-    if (g >= 0 && static_cast<size_t>(g) < group_size.size() &&
-        group_size[g] > 1) {
-      fusion_levels_[id] = kPriorityLevels - 1;
-    }
-  }
+  fusion_levels_ = LevelsFromGroups(best_.plan.fusion_group);
   trajectory_stale_ = true;
   prepared_ = true;
   return absl::OkStatus();
@@ -561,8 +566,10 @@ void PlanSearch::Offer(const ScoredPlan& plan) {
   ScoredPlan offered = ScorePlan(instance_, plan.plan, &critical_path);
   if (!offered.valid) return;
   const bool same_groups = offered.plan.fusion_group == best_.plan.fusion_group;
-  Adopt(std::move(offered), std::move(critical_path));
-  if (!same_groups) BuildMoveGroups();
+  // Fusion moves start from the offered plan's groups.
+  std::vector<int32_t> levels;
+  if (!same_groups) levels = LevelsFromGroups(offered.plan.fusion_group);
+  Adopt(std::move(offered), std::move(critical_path), std::move(levels));
 }
 
 void PlanSearch::Adopt(ScoredPlan plan,

@@ -166,6 +166,10 @@ class PlanSearch {
   absl::Status RecordIncumbent();
   // Simulates one candidate against the incumbent's recording.
   void Evaluate(Candidate* candidate) const;
+  // Fusion levels that rebuild `groups` with GreedyFusionGroups (fused
+  // nodes at the top level, the others at 0).
+  std::vector<int32_t> LevelsFromGroups(
+      const std::vector<int32_t>& groups) const;
   // Fills the move groups from best_'s fusion groups and the graph's
   // colocation groups.
   void BuildMoveGroups();

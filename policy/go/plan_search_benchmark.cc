@@ -7,8 +7,8 @@
 //
 // Prints per instance the best baseline, the simulator's lower bound over
 // it, and per seed the best plan over the best baseline after each mark
-// (rounds), the improvements between marks, the round of the last
-// improvement, and per kind of move how many were proposed and how many
+// (rounds), the rounds between marks that improved it, the round of the
+// last improvement, and per kind of move how many were proposed and how many
 // became the incumbent by being faster; then per machine and mark the
 // geometric mean over the instances. Instances whose best baseline does not
 // fit memory are listed and left out. A benchmark: it prints numbers and
@@ -81,17 +81,19 @@ absl::Status SearchOneSeed(const TrainingInstance& instance,
   int last_improvement_round = 0;
   int done = 0;
   for (size_t m = 0; m < marks.size(); ++m) {
-    const int improvements_before = search.improvements();
+    int better = 0;  // rounds that improved the best plan
     while (done < marks[m]) {
-      const int before = search.improvements();
+      const double before_s = search.best().step_time_s;
       if (absl::Status s = search.Run(1, nullptr); !s.ok()) return s;
       ++done;
-      if (search.improvements() > before) last_improvement_round = done;
+      if (search.best().step_time_s < before_s) {
+        last_improvement_round = done;
+        ++better;
+      }
     }
     const double ratio = search.best().step_time_s / start.step_time_s;
     (*log_ratios)[m] += std::log(ratio);
-    absl::StrAppendFormat(&line, "  r%d %.4f (+%d)", marks[m], ratio,
-                          search.improvements() - improvements_before);
+    absl::StrAppendFormat(&line, "  r%d %.4f (+%d)", marks[m], ratio, better);
   }
   absl::StrAppendFormat(&line, "  last improvement at round %d\n",
                         last_improvement_round);
