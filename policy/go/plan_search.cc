@@ -350,8 +350,7 @@ int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& region,
              : DrawOtherDevice(nullptr, num_devices, current, &rng_);
 }
 
-bool PlanSearch::ProposeFusion(NodeId id, bool split,
-                               simulator::Plan* plan,
+bool PlanSearch::ProposeFusion(NodeId id, bool split, simulator::Plan* plan,
                                std::vector<int32_t>* fusion_levels) {
   const int32_t level = split ? 0 : kPriorityLevels - 1;
   if (fusion_levels_[id] == level) return false;
@@ -410,9 +409,8 @@ simulator::Plan PlanSearch::Propose(const PolicyOutput* placement,
           1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
       const int end = std::min(path_length, begin + length);
       for (int i = begin; i < end; ++i) {
-        if (ProposeFusion(critical_path_[i],
-                          *kind == MoveKind::kSplitFusion, &plan,
-                          fusion_levels)) {
+        if (ProposeFusion(critical_path_[i], *kind == MoveKind::kSplitFusion,
+                          &plan, fusion_levels)) {
           break;
         }
       }
@@ -456,7 +454,8 @@ simulator::Plan PlanSearch::Propose(const PolicyOutput* placement,
     target = usable > 0 ? options[rng_() % usable]
                         : DrawOtherDevice(nullptr, num_devices, current, &rng_);
   }
-  for (int i = begin; i < end; ++i) MoveGroupOf(critical_path_[i], target, &plan);
+  for (int i = begin; i < end; ++i)
+    MoveGroupOf(critical_path_[i], target, &plan);
   return plan;
 }
 

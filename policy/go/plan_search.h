@@ -20,14 +20,14 @@ namespace gopt::policy::go {
 
 // The kinds of candidate move (see PlanSearch's class comment).
 enum class MoveKind {
-  kPriorityJump = 0,   // a critical-path window runs first on its devices
-  kPlaceWindow,        // a window moves to a drawn device
+  kPriorityJump = 0,      // a critical-path window runs first on its devices
+  kPlaceWindow,           // a window moves to a drawn device
   kPlaceNextToNeighbour,  // a window moves to a path neighbour's device
-  kGuidedFusion,       // guided: new fusion levels for a window
-  kPlaceRegion,        // a connected region moves to another device
-  kSwapRegions,        // two regions exchange devices
-  kSplitFusion,        // a path node leaves its fusion group
-  kMergeFusion,        // a path node may fuse again (greedy rules)
+  kGuidedFusion,          // guided: new fusion levels for a window
+  kPlaceRegion,           // a connected region moves to another device
+  kSwapRegions,           // two regions exchange devices
+  kSplitFusion,           // a path node leaves its fusion group
+  kMergeFusion,           // a path node may fuse again (greedy rules)
 };
 inline constexpr int kNumMoveKinds = 8;
 
@@ -77,16 +77,33 @@ struct PlanSearchOptions {
 // that fine-tuning runs between PPO steps.
 //
 // Each round proposes `candidates_per_round` plans, each changing the
-// incumbent along a random window of its critical path (the chain of
-// kernels, transfers and queueing that set the step time), by one move:
-//  - scheduling: the window's nodes run before anything else ready on
-//    their devices (their priorities are raised above every other, keeping
-//    their order);
-//  - placement: the window's nodes move to a device drawn from the policy's
-//    placement distribution for the window's first node, without its
-//    current device (uniform over the other devices when no distribution is
-//    given), or to the device of a neighbour on the path. A node moves with
-//    its fusion group and colocation group, so groups stay on one device.
+// incumbent around a random node of its critical path (the chain of
+// kernels, transfers and queueing that set the step time), by one move of
+// a kind drawn by weight among those options.tasks allows (weights in
+// parentheses):
+//  - scheduling (2, priority-jump): a window of 1 to max_window path nodes
+//    runs before anything else ready on their devices (their priorities are
+//    raised above every other, keeping their order);
+//  - placement (2, place-window): the window moves to a device drawn from
+//    the policy's placement distribution for the window's first node,
+//    without its current device (uniform over the other devices when no
+//    distribution is given); (2, place-by-neighbour) or to the device of a
+//    neighbour on the path;
+//  - placement (3, place-region): a connected region of 2 to 256 nodes
+//    (a power of two, drawn) on the path node's device, grown from it by
+//    random neighbours along edges either way, moves to a uniform other
+//    device or to the device it exchanges the most bytes with; (2,
+//    swap-regions) and as many nodes grown from a random node of that
+//    device move the other way;
+//  - fusion (1 each, split-fusion / merge-fusion): the first node of the
+//    window whose change alters a group gets fusion level 0 (it leaves its
+//    group and consumers no longer fuse through it) or the top level, and
+//    the groups are rebuilt by GreedyFusionGroups (the `greedy` rules, so
+//    every group is legal and on one device) over the incumbent's levels
+//    (the top level for fused nodes and 0 for the others, initially and
+//    after Offer brings other groups).
+// A node moves with its fusion group and colocation group, so groups stay
+// on one device. Which moves win is counted per kind (move_stats).
 // The candidates are simulated incrementally against the incumbent
 // (simulator::Simulator::SimulateCandidate: from the last checkpoint before
 // the move can change anything, stopped once certainly slower than the
@@ -94,9 +111,8 @@ struct PlanSearchOptions {
 // the incumbent when
 // it is strictly faster than the incumbent (and fits memory when the
 // incumbent does); when none is, one exactly as fast does, so the search
-// walks across plateaus. Unguided, fusion groups are the incumbent's: moving
-// whole groups keeps every group legal, and the search never invents fusions
-// the `greedy` rules would not make.
+// walks across plateaus. Fusion groups change only by fusion moves, which
+// never make a fusion the `greedy` rules would not.
 //
 // Policy-guided moves (options.guided, with a policy output that has the
 // task's distribution): the kind of move is uniform over the tasks allowed
