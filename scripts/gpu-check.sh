@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
-# Builds the worker executor against a CUDA LibTorch and measures a few plans
-# on this host's GPU(s): the executor's tests, gopt calibrate, and
-# gopt_executor_eval over plans that place ops on a CPU executor and the GPU.
+# Builds the worker executor against a CUDA LibTorch and measures plans on
+# this host's GPU: the executor's and calibration's tests (with the CUDA
+# device in them), then gopt_executor_eval calibrating this host (CPU
+# executor and GPU) and measuring its candidate plans over both.
 #
 # What it needs (it stops with a message naming what is missing):
 #  - an NVIDIA GPU and driver (nvidia-smi works);
 #  - a CUDA LibTorch built with the C++11 ABI (gopt's other libraries,
-#    Debian's gRPC/protobuf/absl, use it): the official zip that
-#    Dockerfile.cuda uses (libtorch-cxx11-abi-shared-with-deps-1.13.1+cu117),
-#    unpacked, named by LIBTORCH_DIR=/path/to/libtorch; or a PyTorch
-#    installation whose torch._C._GLIBCXX_USE_CXX11_ABI is True (its
-#    torch.utils.cmake_prefix_path is used);
+#    Debian's protobuf/absl, use it): a PyTorch installation whose
+#    torch._C._GLIBCXX_USE_CXX11_ABI is True (PyTorch 2.7 and later; its
+#    torch.utils.cmake_prefix_path is used), or an unpacked official cxx11-abi
+#    LibTorch zip named by LIBTORCH_DIR=/path/to/libtorch;
 #  - the CUDA toolkit LibTorch's CMake config asks for (nvcc on PATH or
-#    CUDA_HOME), and gopt's build dependencies (scripts/install-deps.sh with
-#    GOPT_DEBIAN_LIBTORCH=0).
-# The code compiles its CUDA path only when LibTorch has CUDA
-# (GOPT_WORKER_CUDA); Debian's CPU-only LibTorch builds without it.
+#    CUDA_HOME);
+#  - the executor's build dependencies only (the build is configured with
+#    GOPT_EXECUTOR_ONLY: no gRPC, glog or Google Benchmark): Protobuf with
+#    protoc, absl, nlohmann_json and GoogleTest. On Debian,
+#    scripts/install-deps.sh installs them. On another distribution, run
+#    `scripts/gpu-deps.sh DIR` on a Debian bookworm machine (it downloads
+#    Debian's .deb files of exactly these) and name DIR here by
+#    GOPT_DEPS_DEBS=DIR: they are unpacked into the build folder, not
+#    installed;
+#  - the real graphs: ../shared/data, or GOPT_SHARED_DATA=DIR.
 #
-#   LIBTORCH_DIR=/opt/libtorch scripts/gpu-check.sh
+#   scripts/gpu-check.sh
+#   LIBTORCH_DIR=/opt/libtorch GOPT_DEPS_DEBS=/tmp/debs scripts/gpu-check.sh
+#
+# BUILD_DIR (default build-cuda) is the build folder; JOBS (default: every
+# core) the build's parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-cuda}
-data=${GOPT_SHARED_DATA:-../shared/data}
+export GOPT_SHARED_DATA=${GOPT_SHARED_DATA:-$PWD/../shared/data}
+[[ -d "$GOPT_SHARED_DATA/onnx" ]] ||
+  { echo "gpu-check: no real graphs at $GOPT_SHARED_DATA (set GOPT_SHARED_DATA)" >&2; exit 2; }
 
 command -v nvidia-smi > /dev/null && nvidia-smi -L ||
   { echo "gpu-check: no NVIDIA GPU/driver (nvidia-smi failed)" >&2; exit 2; }
@@ -40,19 +52,41 @@ if not torch._C._GLIBCXX_USE_CXX11_ABI:
     sys.exit("gpu-check: this PyTorch uses the pre-C++11 ABI; gopt links "
              "Debian's C++11-ABI libraries: use LIBTORCH_DIR with the "
              "cxx11-abi LibTorch zip")
+print(torch.__version__, file=sys.stderr)
 print(torch.utils.cmake_prefix_path)
 PY
   ) || exit 2
 fi
 echo "gpu-check: LibTorch from $prefix"
+
+if [[ -n "${GOPT_DEPS_DEBS:-}" ]]; then
+  command -v dpkg-deb > /dev/null ||
+    { echo "gpu-check: GOPT_DEPS_DEBS needs dpkg-deb" >&2; exit 2; }
+  deps="$PWD/$build/deps"
+  rm -rf "$deps" && mkdir -p "$deps"
+  shopt -s nullglob
+  debs=("$GOPT_DEPS_DEBS"/*.deb)
+  ((${#debs[@]})) ||
+    { echo "gpu-check: no .deb files in $GOPT_DEPS_DEBS (scripts/gpu-deps.sh DIR makes them)" >&2; exit 2; }
+  for deb in "${debs[@]}"; do dpkg-deb -x "$deb" "$deps"; done
+  libdir=$(dirname "$(find "$deps/usr/lib" -name 'libprotobuf.so*' | head -1)")
+  prefix="$prefix;$deps/usr"
+  export PATH="$deps/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "gpu-check: build dependencies unpacked from $GOPT_DEPS_DEBS into $deps"
+fi
+
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_PREFIX_PATH="$prefix"
-cmake --build "$build" -j"$(nproc)" \
-  --target executor_test calibration_test gopt_executor_eval gopt
+  -DGOPT_EXECUTOR_ONLY=ON -DCMAKE_PREFIX_PATH="$prefix"
 grep -q GOPT_WORKER_CUDA "$build/worker/CMakeFiles/gopt_worker_executor.dir/flags.make" ||
   { echo "gpu-check: LibTorch at $prefix has no CUDA libraries" >&2; exit 2; }
+cmake --build "$build" -j"${JOBS:-$(nproc)}" \
+  --target executor_test calibration_test gopt_executor_eval
+
+echo "gpu-check: executor tests (CUDA devices included where a test asks for every device)"
 "$build/tests/executor_test"
-"$build/bin/gopt" calibrate --out="$build/calibrated.json" --executors=1
-"$build/bin/gopt_executor_eval" --cpu_executors=1 --cuda_devices=-1 \
-  --topology="$build/calibrated.json" \
-  --graph="$data/onnx/light_squeezenet.onnx,$data/onnx/light_resnet50.onnx"
+"$build/tests/calibration_test"
+echo "gpu-check: calibrating one CPU executor and the GPU, then measuring plans over both"
+"$build/bin/gopt_executor_eval" --cpu_executors=1 --cuda_devices=1 \
+  --calibrate_out="$build/calibrated.json" \
+  --graph="$GOPT_SHARED_DATA/onnx/light_squeezenet.onnx,$GOPT_SHARED_DATA/onnx/light_resnet50.onnx,$GOPT_SHARED_DATA/tf_graphdef/kws_DS_CNN_S.pb"

@@ -19,28 +19,36 @@ Plan DefaultPlan(const graph::Graph& graph) {
   return plan;
 }
 
-Plan DefaultPlan(const graph::Graph& graph, const Topology& topology) {
-  Plan plan = DefaultPlan(graph);
+void KeepDeviceConstraints(const graph::Graph& graph, const Topology& topology,
+                           std::vector<int32_t>* device) {
   const auto first = [&](bool cpu) {
     for (int d = 0; d < topology.num_devices(); ++d) {
       if ((topology.devices[d].kind == DeviceKind::kCpu) == cpu) return d;
     }
     return 0;
   };
-  const bool on_cpu = topology.num_devices() > 0 &&
-                      topology.devices[0].kind == DeviceKind::kCpu;
   const int32_t cpu = first(/*cpu=*/true);
   const int32_t accelerator = first(/*cpu=*/false);
+  const auto is_cpu = [&](int32_t d) {
+    return d >= 0 && d < topology.num_devices() &&
+           topology.devices[d].kind == DeviceKind::kCpu;
+  };
   for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
     const graph::DeviceConstraint constraint = graph.node(id).device_constraint;
-    if (!on_cpu && constraint == graph::DeviceConstraint::kCpuOnly) {
-      plan.device[id] = cpu;
-    } else if (on_cpu &&
+    int32_t& d = (*device)[id];
+    if (!is_cpu(d) && constraint == graph::DeviceConstraint::kCpuOnly) {
+      d = cpu;
+    } else if (is_cpu(d) &&
                constraint == graph::DeviceConstraint::kAcceleratorOnly) {
-      plan.device[id] = accelerator;
+      d = accelerator;
     }
   }
-  ColocateGroups(graph, topology, &plan.device);
+  ColocateGroups(graph, topology, device);
+}
+
+Plan DefaultPlan(const graph::Graph& graph, const Topology& topology) {
+  Plan plan = DefaultPlan(graph);
+  KeepDeviceConstraints(graph, topology, &plan.device);
   return plan;
 }
 

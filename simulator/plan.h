@@ -40,6 +40,15 @@ Plan DefaultPlan(const graph::Graph& graph);
 // Optimize and Evaluate report as the default.
 Plan DefaultPlan(const graph::Graph& graph, const Topology& topology);
 
+// Moves each CPU-only node placed on a non-CPU device to the first CPU
+// device, and each accelerator-only node placed on a CPU to the first
+// accelerator (either stays where it is when the topology has no such
+// device), then keeps colocation groups together (ColocateGroups). For
+// placements made without regard to constraints (candidate plans of tests
+// and evaluations). `device` has one entry per node of `graph`.
+void KeepDeviceConstraints(const graph::Graph& graph, const Topology& topology,
+                           std::vector<int32_t>* device);
+
 // Checks `plan` against `graph` and `topology`. InvalidArgument naming the
 // node and field when: a vector has the wrong length; a device is outside
 // 0..num_devices-1; a CPU-only node sits on a non-CPU device (only when the

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "graph/hlo/hlo_importers.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
@@ -172,8 +173,12 @@ absl::StatusOr<graph::Graph> ParseHlo(const std::string& hlo) {
 absl::StatusOr<ExecutionResult> Measure(Executor& executor,
                                         const graph::Graph& graph,
                                         const simulator::Plan& plan,
-                                        const CalibrationOptions& options) {
+                                        const CalibrationOptions& options,
+                                        bool per_node_times = true) {
   ExecuteOptions execute;
+  // Per-node times wait for each node's kernels on accelerators: only
+  // where a node's own time is wanted.
+  execute.per_node_times = per_node_times;
   execute.warmup_runs = 2;
   execute.min_repeats = options.quick ? 3 : 5;
   execute.max_repeats = options.quick ? 20 : 200;
@@ -182,9 +187,25 @@ absl::StatusOr<ExecutionResult> Measure(Executor& executor,
   return executor.Execute(graph, plan, execute);
 }
 
-// Measures every benchmark's "op" node on device 0.
+// A name for what ran on `device`: `what` on device 0 (the names earlier
+// calibrations printed), else `what` followed by the device's name.
+std::string OnDevice(const Executor& executor, int device,
+                     const std::string& what) {
+  return device == 0
+             ? what
+             : absl::StrCat(what, " on ", executor.Describe()[device].name);
+}
+
+// `graph`'s plan with every node on `device`.
+simulator::Plan AllOn(const graph::Graph& graph, int device) {
+  simulator::Plan plan = simulator::DefaultPlan(graph);
+  plan.device.assign(graph.num_nodes(), device);
+  return plan;
+}
+
+// Measures every benchmark's "op" node on `device`.
 absl::Status RunBenches(Executor& executor, const std::vector<Bench>& benches,
-                        const CalibrationOptions& options,
+                        const CalibrationOptions& options, int device,
                         CalibrationResult* result) {
   for (const Bench& bench : benches) {
     ASSIGN_OR_RETURN(graph::Graph graph, ParseHlo(bench.hlo));
@@ -192,32 +213,45 @@ absl::Status RunBenches(Executor& executor, const std::vector<Bench>& benches,
     if (!op.has_value()) {
       return absl::InternalError(absl::StrCat(bench.name, ": no node 'op'"));
     }
-    const simulator::Plan plan = simulator::DefaultPlan(graph);
     ASSIGN_OR_RETURN(ExecutionResult measured,
-                     Measure(executor, graph, plan, options));
+                     Measure(executor, graph, AllOn(graph, device), options));
     const graph::Node& node = graph.node(*op);
     result->points.push_back(CalibrationPoint{
-        bench.name, std::string(simulator::OpCostClassName(bench.op_class)),
-        node.flops, node.bytes_read + node.bytes_written,
-        measured.per_node_seconds[*op]});
+        OnDevice(executor, device, bench.name),
+        std::string(simulator::OpCostClassName(bench.op_class)), node.flops,
+        node.bytes_read + node.bytes_written, measured.per_node_seconds[*op],
+        device});
   }
   return absl::OkStatus();
 }
 
-std::vector<Bench> Benches(bool quick) {
+// The micro-benchmarks: for a CPU executor, or `large` ones for an
+// accelerator (whose fixed costs would hide the slopes of the CPU sizes).
+std::vector<Bench> Benches(bool quick, bool large) {
+  using Sizes = std::vector<int64_t>;
+  using ConvSizes = std::vector<std::pair<int64_t, int64_t>>;
   std::vector<Bench> benches;
-  const std::vector<int64_t> dots =
-      quick ? std::vector<int64_t>{32, 128}
-            : std::vector<int64_t>{32, 64, 128, 256, 384, 512};
+  const Sizes dots =
+      large ? (quick ? Sizes{256, 1024} : Sizes{256, 512, 1024, 2048, 4096})
+            : (quick ? Sizes{32, 128} : Sizes{32, 64, 128, 256, 384, 512});
   for (int64_t n : dots) benches.push_back(DotBench(n));
-  const std::vector<std::pair<int64_t, int64_t>> convs =
-      quick ? std::vector<std::pair<int64_t, int64_t>>{{8, 16}, {16, 32}}
-            : std::vector<std::pair<int64_t, int64_t>>{
-                  {8, 16}, {16, 32}, {28, 64}, {14, 128}, {56, 64}};
+  const ConvSizes convs =
+      large
+          ? (quick ? ConvSizes{{28, 64}, {56, 128}}
+                   : ConvSizes{{28, 64},
+                               {56, 64},
+                               {56, 128},
+                               {112, 128},
+                               {28, 512}})
+          : (quick
+                 ? ConvSizes{{8, 16}, {16, 32}}
+                 : ConvSizes{{8, 16}, {16, 32}, {28, 64}, {14, 128}, {56, 64}});
   for (auto [hw, c] : convs) benches.push_back(ConvBench(hw, c));
-  const std::vector<int64_t> sizes =
-      quick ? std::vector<int64_t>{1 << 12, 1 << 16}
-            : std::vector<int64_t>{1 << 12, 1 << 15, 1 << 18, 1 << 20, 1 << 22};
+  const Sizes sizes =
+      large ? (quick ? Sizes{1 << 18, 1 << 22}
+                     : Sizes{1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26})
+            : (quick ? Sizes{1 << 12, 1 << 16}
+                     : Sizes{1 << 12, 1 << 15, 1 << 18, 1 << 20, 1 << 22});
   for (int64_t n : sizes) {
     benches.push_back(ElementwiseBench(n));
     benches.push_back(ReduceBench(std::max<int64_t>(1, n / 1024)));
@@ -227,13 +261,14 @@ std::vector<Bench> Benches(bool quick) {
   return benches;
 }
 
-// Points of one class as (x, seconds), x = FLOPs (compute) or bytes.
+// Points of one class measured on `device` as (x, seconds), x = FLOPs
+// (compute) or bytes.
 void ClassSeries(const CalibrationResult& result, OpCostClass op_class,
-                 bool by_flops, std::vector<double>* x,
+                 bool by_flops, int device, std::vector<double>* x,
                  std::vector<double>* t) {
   const std::string name(simulator::OpCostClassName(op_class));
   for (const CalibrationPoint& p : result.points) {
-    if (p.op_class != name) continue;
+    if (p.op_class != name || p.device != device) continue;
     x->push_back(by_flops ? p.flops : static_cast<double>(p.bytes));
     t->push_back(p.seconds);
   }
@@ -251,6 +286,7 @@ absl::Status CalibrateLinks(Executor& executor,
       options.quick
           ? std::vector<int64_t>{1 << 12, 1 << 18}
           : std::vector<int64_t>{1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22};
+  const bool mixed = topology->devices[0].kind != topology->devices[1].kind;
   std::vector<double> x, t;
   for (int64_t n : sizes) {
     ASSIGN_OR_RETURN(graph::Graph graph, ParseHlo(TransferHlo(n)));
@@ -261,8 +297,16 @@ absl::Status CalibrateLinks(Executor& executor,
                      Measure(executor, graph, local, options));
     ASSIGN_OR_RETURN(ExecutionResult b,
                      Measure(executor, graph, split, options));
+    // Between devices of different kinds the two negations take different
+    // times in the two plans: each run's own node times come off.
+    const auto nodes_s = [&](const ExecutionResult& r) {
+      return r.per_node_seconds[*graph.FindNode("x")] +
+             r.per_node_seconds[*graph.FindNode("y")];
+    };
     const double transfer_s =
-        std::max(1e-9, b.measured_step_time_s - a.measured_step_time_s);
+        std::max(1e-9, mixed ? (b.measured_step_time_s - nodes_s(b)) -
+                                   (a.measured_step_time_s - nodes_s(a))
+                             : b.measured_step_time_s - a.measured_step_time_s);
     result->points.push_back(
         CalibrationPoint{absl::StrCat("copy ", 4 * n, " B device 0 -> 1"),
                          "copy", 0, 4 * n, transfer_s});
@@ -463,39 +507,53 @@ absl::StatusOr<std::pair<double, double>> FitRelativeLine(
   return std::make_pair(slope, intercept);
 }
 
-absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
-                                            const CalibrationOptions& options) {
-  CalibrationResult result;
-  RETURN_IF_ERROR(
-      RunBenches(executor, Benches(options.quick), options, &result));
+namespace {
+
+// Measures `device`'s micro-benchmarks and dispatch chain and fits its
+// profile, starting from the executor's nominal one; adds the points and
+// notes (named after the device unless it is device 0) to `result`.
+absl::StatusOr<simulator::DeviceProfile> FitDevice(
+    Executor& executor, const CalibrationOptions& options, int device_index,
+    CalibrationResult* result) {
+  simulator::DeviceProfile device =
+      executor.HostTopology().devices[device_index];
+  const bool large = device.kind != simulator::DeviceKind::kCpu;
+  RETURN_IF_ERROR(RunBenches(executor, Benches(options.quick, large), options,
+                             device_index, result));
+  const std::string prefix =
+      device_index == 0
+          ? ""
+          : absl::StrCat(executor.Describe()[device_index].name, " ");
   // Dispatch: the per-op step time of a chain of tiny ops.
   const int chain = options.quick ? 32 : 128;
   ASSIGN_OR_RETURN(graph::Graph chain_graph, ParseHlo(ChainHlo(chain)));
-  ASSIGN_OR_RETURN(ExecutionResult chain_run,
-                   Measure(executor, chain_graph,
-                           simulator::DefaultPlan(chain_graph), options));
+  ASSIGN_OR_RETURN(
+      ExecutionResult chain_run,
+      Measure(executor, chain_graph, AllOn(chain_graph, device_index), options,
+              /*per_node_times=*/false));
   const double launch_s = chain_run.measured_step_time_s / chain;
-  result.points.push_back(
-      CalibrationPoint{absl::StrCat("chain of ", chain, " negate f32[8]"),
-                       "dispatch", 0, 0, launch_s});
+  result->points.push_back(CalibrationPoint{
+      OnDevice(executor, device_index,
+               absl::StrCat("chain of ", chain, " negate f32[8]")),
+      "dispatch", 0, 0, launch_s, device_index});
 
-  simulator::Topology topology = executor.HostTopology();
-  simulator::DeviceProfile& device = topology.devices[0];
   std::vector<double> x, t;
-  ClassSeries(result, OpCostClass::kDot, true, &x, &t);
+  ClassSeries(*result, OpCostClass::kDot, true, device_index, &x, &t);
   ASSIGN_OR_RETURN(auto dot_fit, FitRelativeLine(x, t));
   if (!(dot_fit.first > 0)) {
-    return absl::InternalError("dot time does not grow with FLOPs");
+    return absl::InternalError(
+        absl::StrCat(prefix, "dot time does not grow with FLOPs"));
   }
   device.peak_f32_flops = 1 / dot_fit.first;
   device.peak_f64_flops = device.peak_f32_flops / 2;
   device.peak_f16_flops = 0;
   device.launch_overhead_s = std::min(launch_s, 1.0);
-  result.notes.push_back(absl::StrFormat(
-      "dot: %.3g FLOP/s (the device peak) from %d sizes, intercept %.3g s",
-      device.peak_f32_flops, x.size(), dot_fit.second));
-  result.notes.push_back(absl::StrFormat(
-      "dispatch: %.3g s per op (chain of %d tiny ops)", launch_s, chain));
+  result->notes.push_back(absl::StrFormat(
+      "%sdot: %.3g FLOP/s (the device peak) from %d sizes, intercept %.3g s",
+      prefix, device.peak_f32_flops, x.size(), dot_fit.second));
+  result->notes.push_back(
+      absl::StrFormat("%sdispatch: %.3g s per op (chain of %d tiny ops)",
+                      prefix, launch_s, chain));
   // Memory-bound classes: bandwidth from the byte slope.
   double best_bandwidth = 0;
   std::array<double, simulator::kNumOpCostClasses> bandwidth{};
@@ -504,7 +562,7 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
                         OpCostClass::kDataMovement}) {
     x.clear();
     t.clear();
-    ClassSeries(result, c, false, &x, &t);
+    ClassSeries(*result, c, false, device_index, &x, &t);
     ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
     const int i = static_cast<int>(c);
     bandwidth[i] = fit.first > 0 ? 1 / fit.first : 0;
@@ -512,7 +570,8 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
     best_bandwidth = std::max(best_bandwidth, bandwidth[i]);
   }
   if (!(best_bandwidth > 0)) {
-    return absl::InternalError("memory-bound ops do not grow with bytes");
+    return absl::InternalError(
+        absl::StrCat(prefix, "memory-bound ops do not grow with bytes"));
   }
   device.memory_bandwidth_bytes_per_s = best_bandwidth;
   for (OpCostClass c : {OpCostClass::kElementwise, OpCostClass::kReduction,
@@ -521,8 +580,8 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
     device.op_curves[i] = simulator::OpClassCurve{
         1.0, 0.0, std::clamp(bandwidth[i] / best_bandwidth, 1e-3, 1.0),
         std::min(1.0, launch_s + intercept[i])};
-    result.notes.push_back(
-        absl::StrFormat("%s: %.3g B/s, intercept %.3g s",
+    result->notes.push_back(
+        absl::StrFormat("%s%s: %.3g B/s, intercept %.3g s", prefix,
                         std::string(simulator::OpCostClassName(c)),
                         bandwidth[i], intercept[i]));
   }
@@ -531,20 +590,42 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
   for (OpCostClass c : {OpCostClass::kDot, OpCostClass::kConvolution}) {
     x.clear();
     t.clear();
-    ClassSeries(result, c, true, &x, &t);
+    ClassSeries(*result, c, true, device_index, &x, &t);
     ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
     const double efficiency =
         fit.first > 0 ? std::clamp(dot_fit.first / fit.first, 1e-3, 1.0) : 1.0;
     const double half_s = std::clamp(fit.second * efficiency, 0.0, 1.0);
     device.op_curves[static_cast<int>(c)] = simulator::OpClassCurve{
         efficiency, half_s, 1.0, device.launch_overhead_s};
-    result.notes.push_back(absl::StrFormat(
-        "%s: efficiency %.3g of the peak, half-efficiency time %.3g s",
-        std::string(simulator::OpCostClassName(c)), efficiency, half_s));
+    result->notes.push_back(absl::StrFormat(
+        "%s%s: efficiency %.3g of the peak, half-efficiency time %.3g s",
+        prefix, std::string(simulator::OpCostClassName(c)), efficiency,
+        half_s));
   }
   device.max_efficiency = 1.0;
-  for (simulator::DeviceProfile& d : topology.devices) {
-    if (d.kind == device.kind) d = device;
+  return device;
+}
+
+}  // namespace
+
+absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
+                                            const CalibrationOptions& options) {
+  CalibrationResult result;
+  simulator::Topology topology = executor.HostTopology();
+  // The first device of each kind is measured; the others of its kind take
+  // its profile.
+  std::vector<std::string> measured_names;
+  for (int i = 0; i < topology.num_devices(); ++i) {
+    const simulator::DeviceKind kind = topology.devices[i].kind;
+    bool measured = false;
+    for (int j = 0; j < i; ++j) measured |= topology.devices[j].kind == kind;
+    if (measured) continue;
+    ASSIGN_OR_RETURN(simulator::DeviceProfile device,
+                     FitDevice(executor, options, i, &result));
+    measured_names.push_back(executor.Describe()[i].name);
+    for (simulator::DeviceProfile& d : topology.devices) {
+      if (d.kind == kind) d = device;
+    }
   }
   if (topology.num_devices() >= 2) {
     RETURN_IF_ERROR(CalibrateLinks(executor, options, &topology, &result));
@@ -554,8 +635,9 @@ absl::StatusOr<CalibrationResult> Calibrate(Executor& executor,
   RETURN_IF_ERROR(CalibrateFusion(executor, options, &topology, &result));
   topology.name = "calibrated";
   topology.source = absl::StrCat(
-      "gopt calibrate: micro-benchmarks through the executor on device 0 (",
-      executor.Describe()[0].name, "), ", topology.num_devices(), " device(s)");
+      "gopt calibrate: micro-benchmarks through the executor on ",
+      absl::StrJoin(measured_names, ", "), " (each for its kind), ",
+      topology.num_devices(), " device(s)");
   result.topology = std::move(topology);
   return result;
 }

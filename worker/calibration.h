@@ -29,6 +29,7 @@ struct CalibrationPoint {
   double flops = 0;
   int64_t bytes = 0;
   double seconds = 0;  // median kernel (or transfer) seconds
+  int device = 0;      // the executor device measured (links: the sender)
 };
 
 // What calibration measured and the topology fitted from it.
@@ -50,9 +51,11 @@ struct CalibrationResult {
 // exchanging values (the device time a transfer takes from its sender and
 // receiver), and an elementwise chain unfused and as one fusion group
 // (whether groups save launches and memory traffic here:
-// DeviceProfile::fused_groups_run_op_by_op). Devices
-// are assumed alike: device 0 is measured and its profile used for every CPU
-// executor.
+// DeviceProfile::fused_groups_run_op_by_op). Devices of one kind are
+// assumed alike: the first device of each kind (device 0 for the CPU
+// executors, the first CUDA device) is measured, with sizes fit for it
+// (larger on accelerators), and its profile used for every device of that
+// kind; links, transfers and fusion are measured from device 0.
 // Errors: the executor's (DeadlineExceeded etc.), Internal when a fit is
 // degenerate. Takes the executor for the call; not thread-safe with other
 // users of it.

@@ -22,14 +22,6 @@
 namespace gopt::worker {
 namespace {
 
-int CudaDeviceCount() {
-#ifdef GOPT_WORKER_CUDA
-  return static_cast<int>(c10::cuda::device_count());
-#else
-  return 0;
-#endif
-}
-
 // Median over runs of each node's seconds.
 std::vector<double> PerNodeMedians(
     const std::vector<std::vector<double>>& runs) {
@@ -254,6 +246,14 @@ absl::StatusOr<ExecutionResult> TorchExecutor::Execute(
 int DefaultCpuExecutors() {
   const int threads = static_cast<int>(std::thread::hardware_concurrency());
   return std::clamp(threads, 1, 8);
+}
+
+int CudaDeviceCount() {
+#ifdef GOPT_WORKER_CUDA
+  return static_cast<int>(c10::cuda::device_count());
+#else
+  return 0;
+#endif
 }
 
 bool ExecutorHasCuda() {

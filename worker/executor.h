@@ -172,6 +172,9 @@ int DefaultCpuExecutors();
 // Whether this build of the executor has the CUDA path (LibTorch with CUDA).
 bool ExecutorHasCuda();
 
+// CUDA devices this process sees (0 without the CUDA path).
+int CudaDeviceCount();
+
 }  // namespace gopt::worker
 
 #endif  // GOPT_WORKER_EXECUTOR_H_

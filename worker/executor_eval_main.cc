@@ -38,12 +38,18 @@
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
 #include "util/repeated_flags.h"
+#include "worker/calibration.h"
 #include "worker/executor.h"
 #include "worker/measurement.h"
 
 ABSL_FLAG(std::vector<std::string>, graph, {}, "graph files to evaluate");
 ABSL_FLAG(std::string, topology, "",
           "calibrated topology JSON (gopt calibrate --out)");
+ABSL_FLAG(std::string, calibrate_out, "",
+          "calibrate this host's executors first (as gopt calibrate does, "
+          "every executor device kind measured), write the topology JSON "
+          "here and use it as --topology (for hosts without the gopt CLI: "
+          "scripts/gpu-check.sh)");
 ABSL_FLAG(std::vector<std::string>, chosen, {},
           "GRAPH=PLAN.json: a chosen plan (gopt optimize --out) per graph");
 ABSL_FLAG(std::vector<std::string>, real_ops, {},
@@ -164,7 +170,7 @@ std::vector<Candidate> Candidates(const graph::Graph& graph,
   auto placed = [&](const std::string& name, auto device_of) {
     simulator::Plan plan = base;
     for (int i = 0; i < n; ++i) plan.device[i] = device_of(i) % devices;
-    simulator::ColocateGroups(graph, topology, &plan.device);
+    simulator::KeepDeviceConstraints(graph, topology, &plan.device);
     out.push_back({name, plan});
     return plan;
   };
@@ -402,6 +408,25 @@ void PrintSpeedups(const std::vector<Row>& rows) {
   }
 }
 
+// Calibrates `executor`'s devices, writes the topology to `out` and prints
+// what was fitted; 0, or 1 after printing the error.
+int CalibrateInto(Executor& executor, const std::string& out) {
+  absl::StatusOr<CalibrationResult> calibrated =
+      Calibrate(executor, CalibrationOptions());
+  absl::Status written = calibrated.ok()
+                             ? WriteTopologyJson(calibrated->topology, out)
+                             : calibrated.status();
+  if (!written.ok()) {
+    std::cerr << "calibration: " << written << "\n";
+    return 1;
+  }
+  for (const std::string& note : calibrated->notes) {
+    std::cout << "# calibration: " << note << "\n";
+  }
+  std::cout << "# calibration written to " << out << "\n";
+  return 0;
+}
+
 int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
   const simulator::Topology nominal = executor.HostTopology();
   absl::StatusOr<simulator::Topology> calibrated =
@@ -509,6 +534,18 @@ int main(int argc, char** argv) {
   }
   if (!absl::GetFlag(FLAGS_real_ops).empty()) {
     return gopt::worker::PrintRealOps(**executor, registry);
+  }
+  if (const std::string out = absl::GetFlag(FLAGS_calibrate_out);
+      !out.empty()) {
+    if (!absl::GetFlag(FLAGS_topology).empty()) {
+      std::cerr << "gopt_executor_eval: give --topology or --calibrate_out, "
+                   "not both\n";
+      return 64;
+    }
+    if (int rc = gopt::worker::CalibrateInto(**executor, out); rc != 0) {
+      return rc;
+    }
+    absl::SetFlag(&FLAGS_topology, out);
   }
   return gopt::worker::Evaluate(**executor, registry);
 }

@@ -25,15 +25,19 @@ graph::Graph LoadGraph(const std::string& relative_path) {
   return graph.ok() ? *std::move(graph) : graph::Graph();
 }
 
-std::unique_ptr<Executor> TwoCpuExecutors() {
+// An executor of `cpu` CPU executors and `cuda` CUDA devices (null, with a
+// test failure, when it cannot be made).
+std::unique_ptr<Executor> MakeExecutor(int cpu, int cuda) {
   ExecutorOptions options;
-  options.cpu_executors = 2;
-  options.cuda_devices = 0;
+  options.cpu_executors = cpu;
+  options.cuda_devices = cuda;
   absl::StatusOr<std::unique_ptr<Executor>> executor =
       Executor::Create(options);
   EXPECT_TRUE(executor.ok()) << executor.status();
   return executor.ok() ? *std::move(executor) : nullptr;
 }
+
+std::unique_ptr<Executor> TwoCpuExecutors() { return MakeExecutor(2, 0); }
 
 ExecuteOptions OneRun() {
   ExecuteOptions options;
@@ -53,7 +57,7 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
   std::vector<simulator::Plan> plans;
   simulator::Plan alternate = simulator::DefaultPlan(graph, topology);
   for (int i = 0; i < graph.num_nodes(); ++i) alternate.device[i] = i % 2;
-  simulator::ColocateGroups(graph, topology, &alternate.device);
+  simulator::KeepDeviceConstraints(graph, topology, &alternate.device);
   plans.push_back(alternate);
   std::mt19937 rng(/*seed=*/7);
   simulator::Plan random = simulator::DefaultPlan(graph, topology);
@@ -62,7 +66,7 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
     random.device[i] = static_cast<int>(rng() % 2);
     random.priority[i] = static_cast<int>(rng() % 100);
   }
-  simulator::ColocateGroups(graph, topology, &random.device);
+  simulator::KeepDeviceConstraints(graph, topology, &random.device);
   plans.push_back(random);
   simulator::Plan fused = simulator::DefaultPlan(graph, topology);
   fused.fusion_group.assign(graph.num_nodes(), -1);
@@ -81,10 +85,14 @@ std::vector<simulator::Plan> VariedPlans(const graph::Graph& graph,
   return plans;
 }
 
-void ExpectPlansComputeTheSame(const std::string& relative_path) {
+// Runs `relative_path`'s graph on `executor` (two devices) under the
+// default plan (everything on device 0) and under VariedPlans, and expects
+// every output checksum equal within `relative_tolerance`.
+void ExpectPlansComputeTheSame(const std::string& relative_path,
+                               Executor* executor,
+                               double relative_tolerance = 1e-9) {
   SCOPED_TRACE(relative_path);
   const graph::Graph graph = LoadGraph(relative_path);
-  std::unique_ptr<Executor> executor = TwoCpuExecutors();
   ASSERT_NE(executor, nullptr);
   const simulator::Topology topology = executor->HostTopology();
   absl::StatusOr<ExecutionResult> single = executor->Execute(
@@ -97,23 +105,47 @@ void ExpectPlansComputeTheSame(const std::string& relative_path) {
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_EQ(result->output_checksums.size(), single->output_checksums.size());
     for (size_t i = 0; i < result->output_checksums.size(); ++i) {
-      EXPECT_NEAR(result->output_checksums[i], single->output_checksums[i],
-                  1e-9 * (1 + std::abs(single->output_checksums[i])))
+      EXPECT_NEAR(
+          result->output_checksums[i], single->output_checksums[i],
+          relative_tolerance * (1 + std::abs(single->output_checksums[i])))
           << "checksum " << i;
     }
   }
 }
 
 TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesHlo) {
-  ExpectPlansComputeTheSame("hlo/maml_flax_train_step.hlo");
+  ExpectPlansComputeTheSame("hlo/maml_flax_train_step.hlo",
+                            TwoCpuExecutors().get());
 }
 
 TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesOnnx) {
-  ExpectPlansComputeTheSame("onnx/light_squeezenet.onnx");
+  ExpectPlansComputeTheSame("onnx/light_squeezenet.onnx",
+                            TwoCpuExecutors().get());
 }
 
 TEST(ExecutorTest, PlansComputeWhatTheSingleDeviceRunComputesGraphDef) {
-  ExpectPlansComputeTheSame("tf_graphdef/kws_DS_CNN_S.pb");
+  ExpectPlansComputeTheSame("tf_graphdef/kws_DS_CNN_S.pb",
+                            TwoCpuExecutors().get());
+}
+
+// The CUDA path (scripts/gpu-check.sh runs it on a GPU host): plans over one
+// CPU executor and one CUDA device compute what the CPU alone computes.
+// GPU kernels (cuDNN's TF32 convolutions, other summation orders) round
+// differently, hence the looser tolerance.
+TEST(ExecutorTest, PlansOverCpuAndCudaComputeWhatTheCpuRunComputes) {
+  if (!ExecutorHasCuda() || CudaDeviceCount() == 0) {
+    GTEST_SKIP() << "needs the CUDA path and a GPU (scripts/gpu-check.sh); "
+                 << "this build has CUDA: " << ExecutorHasCuda()
+                 << ", devices visible: " << CudaDeviceCount();
+  }
+  std::unique_ptr<Executor> executor = MakeExecutor(1, 1);
+  ASSERT_NE(executor, nullptr);
+  ASSERT_EQ(executor->Describe()[1].name, "cuda:0");
+  for (const char* path :
+       {"hlo/maml_flax_train_step.hlo", "onnx/light_squeezenet.onnx",
+        "tf_graphdef/kws_DS_CNN_S.pb"}) {
+    ExpectPlansComputeTheSame(path, executor.get(), 1e-3);
+  }
 }
 
 TEST(ExecutorTest, CrossDeviceEdgesAreCopiedOncePerTensorAndDevice) {
