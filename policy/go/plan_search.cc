@@ -360,6 +360,11 @@ bool PlanSearch::ProposeFusion(NodeId id, bool split, simulator::Plan* plan,
       simulator::baselines::GreedyFusionGroups(instance_.graph(), plan->device,
                                                &new_levels);
   if (!groups.ok() || *groups == plan->fusion_group) return false;
+  if (plan->fusion_group.empty() &&
+      std::all_of(groups->begin(), groups->end(),
+                  [](int32_t g) { return g < 0; })) {
+    return false;  // still no fusion
+  }
   plan->fusion_group = *std::move(groups);
   *fusion_levels = std::move(new_levels);
   return true;
@@ -487,7 +492,7 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
       }
     }
   }
-  if (!options_.tasks.scheduling &&
+  if (!options_.tasks.scheduling && !options_.tasks.fusion &&
       (!options_.tasks.placement || num_devices < 2)) {
     return absl::OkStatus();
   }

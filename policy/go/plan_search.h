@@ -53,8 +53,8 @@ struct PlanSearchOptions {
   // each from scratch (the same results, slower; for comparisons).
   bool incremental = true;
   // Moves only for these tasks: placement moves when `placement`,
-  // scheduling moves when `scheduling`, fusion moves when `fusion` and
-  // `guided` (layout has none).
+  // scheduling moves when `scheduling`, fusion moves when `fusion` (guided:
+  // when the policy output has a fusion distribution; layout has none).
   TaskSet tasks;
   // Run stops before a round that would start at or after this time, or
   // once `*cancelled` is set (may be null).
