@@ -507,11 +507,6 @@ absl::StatusOr<std::pair<double, double>> FitRelativeLine(
   return std::make_pair(slope, intercept);
 }
 
-namespace {
-
-// FitRelativeLine, except that a line that does not grow (noise from other
-// load on the host bent it) becomes the line through the origin and the
-// largest x's point, with `*noisy` set.
 absl::StatusOr<std::pair<double, double>> FitGrowingLine(
     const std::vector<double>& x, const std::vector<double>& t, bool* noisy) {
   ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
@@ -521,6 +516,8 @@ absl::StatusOr<std::pair<double, double>> FitGrowingLine(
       static_cast<size_t>(std::max_element(x.begin(), x.end()) - x.begin());
   return std::make_pair(t[largest] / x[largest], 0.0);
 }
+
+namespace {
 
 // Measures `device`'s micro-benchmarks and dispatch chain and fits its
 // profile, starting from the executor's nominal one; adds the points and
