@@ -507,6 +507,16 @@ absl::StatusOr<std::pair<double, double>> FitRelativeLine(
   return std::make_pair(slope, intercept);
 }
 
+absl::StatusOr<std::pair<double, double>> FitGrowingLine(
+    const std::vector<double>& x, const std::vector<double>& t, bool* noisy) {
+  ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
+  if (fit.first > 0) return fit;
+  *noisy = true;
+  const size_t largest =
+      static_cast<size_t>(std::max_element(x.begin(), x.end()) - x.begin());
+  return std::make_pair(t[largest] / x[largest], 0.0);
+}
+
 namespace {
 
 // Measures `device`'s micro-benchmarks and dispatch chain and fits its
@@ -538,8 +548,9 @@ absl::StatusOr<simulator::DeviceProfile> FitDevice(
       "dispatch", 0, 0, launch_s, device_index});
 
   std::vector<double> x, t;
+  bool noisy = false;
   ClassSeries(*result, OpCostClass::kDot, true, device_index, &x, &t);
-  ASSIGN_OR_RETURN(auto dot_fit, FitRelativeLine(x, t));
+  ASSIGN_OR_RETURN(auto dot_fit, FitGrowingLine(x, t, &noisy));
   if (!(dot_fit.first > 0)) {
     return absl::InternalError(
         absl::StrCat(prefix, "dot time does not grow with FLOPs"));
@@ -563,7 +574,7 @@ absl::StatusOr<simulator::DeviceProfile> FitDevice(
     x.clear();
     t.clear();
     ClassSeries(*result, c, false, device_index, &x, &t);
-    ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
+    ASSIGN_OR_RETURN(auto fit, FitGrowingLine(x, t, &noisy));
     const int i = static_cast<int>(c);
     bandwidth[i] = fit.first > 0 ? 1 / fit.first : 0;
     intercept[i] = std::max(0.0, fit.second);
@@ -603,6 +614,13 @@ absl::StatusOr<simulator::DeviceProfile> FitDevice(
         half_s));
   }
   device.max_efficiency = 1.0;
+  if (noisy) {
+    result->notes.push_back(absl::StrCat(
+        prefix,
+        "noisy: a class's times did not grow with size (other load on this "
+        "host?); its line goes through its largest size's point: calibrate "
+        "again on an idle host"));
+  }
   return device;
 }
 

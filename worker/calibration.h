@@ -115,6 +115,13 @@ absl::Status WriteTopologyJson(const simulator::Topology& topology,
 absl::StatusOr<std::pair<double, double>> FitRelativeLine(
     const std::vector<double>& x, const std::vector<double>& t);
 
+// FitRelativeLine, except that a line that does not grow (noise from other
+// load on the host bent it) becomes the line through the origin and the
+// point of the largest x, and `*noisy` is set (left alone otherwise).
+// Errors as FitRelativeLine's. Pure; exposed for tests.
+absl::StatusOr<std::pair<double, double>> FitGrowingLine(
+    const std::vector<double>& x, const std::vector<double>& t, bool* noisy);
+
 }  // namespace gopt::worker
 
 #endif  // GOPT_WORKER_CALIBRATION_H_

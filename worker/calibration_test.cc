@@ -19,6 +19,22 @@ TEST(CalibrationTest, FitRelativeLineRecoversALine) {
   EXPECT_NEAR(fit->second, 3e-6, 1e-12);
 }
 
+TEST(CalibrationTest, FitGrowingLineKeepsAGrowingLineAndMendsAFallingOne) {
+  bool noisy = false;
+  absl::StatusOr<std::pair<double, double>> fit =
+      FitGrowingLine({1, 2, 4}, {3, 5, 9}, &noisy);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->first, 2, 1e-9);
+  EXPECT_NEAR(fit->second, 1, 1e-9);
+  EXPECT_FALSE(noisy);
+  // Times that fall with size (a loaded host): through (4, 2) and 0.
+  fit = FitGrowingLine({1, 4}, {3, 2}, &noisy);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_DOUBLE_EQ(fit->first, 0.5);
+  EXPECT_DOUBLE_EQ(fit->second, 0);
+  EXPECT_TRUE(noisy);
+}
+
 TEST(CalibrationTest, FitRelativeLineNeedsTwoDistinctPoints) {
   EXPECT_EQ(FitRelativeLine({5, 5}, {1, 2}).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -25,15 +25,19 @@ graph::Graph LoadGraph(const std::string& relative_path) {
   return graph.ok() ? *std::move(graph) : graph::Graph();
 }
 
-std::unique_ptr<Executor> TwoCpuExecutors() {
+// An executor of `cpu` CPU executors and `cuda` CUDA devices (null, with a
+// test failure, when it cannot be made).
+std::unique_ptr<Executor> MakeExecutor(int cpu, int cuda) {
   ExecutorOptions options;
-  options.cpu_executors = 2;
-  options.cuda_devices = 0;
+  options.cpu_executors = cpu;
+  options.cuda_devices = cuda;
   absl::StatusOr<std::unique_ptr<Executor>> executor =
       Executor::Create(options);
   EXPECT_TRUE(executor.ok()) << executor.status();
   return executor.ok() ? *std::move(executor) : nullptr;
 }
+
+std::unique_ptr<Executor> TwoCpuExecutors() { return MakeExecutor(2, 0); }
 
 ExecuteOptions OneRun() {
   ExecuteOptions options;
@@ -134,17 +138,13 @@ TEST(ExecutorTest, PlansOverCpuAndCudaComputeWhatTheCpuRunComputes) {
                  << "this build has CUDA: " << ExecutorHasCuda()
                  << ", devices visible: " << CudaDeviceCount();
   }
-  ExecutorOptions options;
-  options.cpu_executors = 1;
-  options.cuda_devices = 1;
-  absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(options);
-  ASSERT_TRUE(executor.ok()) << executor.status();
-  ASSERT_EQ((*executor)->Describe()[1].name, "cuda:0");
+  std::unique_ptr<Executor> executor = MakeExecutor(1, 1);
+  ASSERT_NE(executor, nullptr);
+  ASSERT_EQ(executor->Describe()[1].name, "cuda:0");
   for (const char* path :
        {"hlo/maml_flax_train_step.hlo", "onnx/light_squeezenet.onnx",
         "tf_graphdef/kws_DS_CNN_S.pb"}) {
-    ExpectPlansComputeTheSame(path, executor->get(), 1e-3);
+    ExpectPlansComputeTheSame(path, executor.get(), 1e-3);
   }
 }
 

@@ -53,12 +53,52 @@ int32_t DrawOtherDevice(const float* logp, int num_devices, int32_t current,
 
 }  // namespace
 
+const char* MoveKindName(MoveKind kind) {
+  switch (kind) {
+    case MoveKind::kPriorityJump:
+      return "priority-jump";
+    case MoveKind::kPlaceWindow:
+      return "place-window";
+    case MoveKind::kPlaceNextToNeighbour:
+      return "place-by-neighbour";
+    case MoveKind::kGuidedFusion:
+      return "guided-fusion";
+    case MoveKind::kPlaceRegion:
+      return "place-region";
+    case MoveKind::kSwapRegions:
+      return "swap-regions";
+    case MoveKind::kSplitFusion:
+      return "split-fusion";
+    case MoveKind::kMergeFusion:
+      return "merge-fusion";
+  }
+  return "unknown";
+}
+
 PlanSearch::PlanSearch(const TrainingInstance& instance, ScoredPlan start,
                        const PlanSearchOptions& options)
     : instance_(instance),
       options_(options),
       rng_(options.seed),
       best_(std::move(start)) {}
+
+std::vector<int32_t> PlanSearch::LevelsFromGroups(
+    const std::vector<int32_t>& groups) const {
+  // Fused nodes (in a fusion group of two or more) are at the top level.
+  std::vector<int32_t> group_size(groups.size() + 1, 0);
+  for (int32_t g : groups) {
+    if (g >= 0 && static_cast<size_t>(g) < group_size.size()) ++group_size[g];
+  }
+  std::vector<int32_t> levels(instance_.graph().num_nodes(), 0);
+  for (size_t id = 0; id < groups.size(); ++id) {
+    const int32_t g = groups[id];
+    if (g >= 0 && static_cast<size_t>(g) < group_size.size() &&
+        group_size[g] > 1) {
+      levels[id] = kPriorityLevels - 1;
+    }
+  }
+  return levels;
+}
 
 absl::Status PlanSearch::Prepare() {
   ScoredPlan start = ScorePlan(instance_, best_.plan, &critical_path_);
@@ -72,20 +112,7 @@ absl::Status PlanSearch::Prepare() {
   best_ = std::move(start);
   SetTopPriority();
   BuildMoveGroups();
-  // Fused nodes (in a fusion group of two or more) start at the top level.
-  const std::vector<int32_t>& groups = best_.plan.fusion_group;
-  std::vector<int32_t> group_size(groups.size() + 1, 0);
-  for (int32_t g : groups) {
-    if (g >= 0 && static_cast<size_t>(g) < group_size.size()) ++group_size[g];
-  }
-  fusion_levels_.assign(instance_.graph().num_nodes(), 0);
-  for (size_t id = 0; id < groups.size(); ++id) {
-    const int32_t g = groups[id];
-    if (g >= 0 && static_cast<size_t>(g) < group_size.size() &&
-        group_size[g] > 1) {
-      fusion_levels_[id] = kPriorityLevels - 1;
-    }
-  }
+  fusion_levels_ = LevelsFromGroups(best_.plan.fusion_group);
   trajectory_stale_ = true;
   prepared_ = true;
   return absl::OkStatus();
@@ -208,18 +235,199 @@ void PlanSearch::BuildMoveGroups() {
   }
 }
 
-simulator::Plan PlanSearch::Propose(const PolicyOutput* placement) {
-  simulator::Plan plan = best_.plan;
-  const int path_length = static_cast<int>(critical_path_.size());
-  if (path_length == 0) return plan;
-  const int begin = static_cast<int>(rng_() % path_length);
-  const int length =
-      1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
-  const int end = std::min(path_length, begin + length);
+MoveKind PlanSearch::DrawMoveKind() {
   const int num_devices =
       static_cast<int>(instance_.simulator->topology().devices.size());
   const bool can_place = options_.tasks.placement && num_devices > 1;
-  if (!can_place || (options_.tasks.scheduling && rng_() % 2 == 0)) {
+  // Relative weights of the kinds allowed (see the class comment).
+  std::pair<MoveKind, int> weights[kNumMoveKinds];
+  int count = 0;
+  int total = 0;
+  auto allow = [&](MoveKind kind, int weight) {
+    weights[count++] = {kind, weight};
+    total += weight;
+  };
+  if (options_.tasks.scheduling) allow(MoveKind::kPriorityJump, 2);
+  if (can_place) {
+    allow(MoveKind::kPlaceWindow, 2);
+    allow(MoveKind::kPlaceNextToNeighbour, 2);
+    allow(MoveKind::kPlaceRegion, 3);
+    allow(MoveKind::kSwapRegions, 2);
+  }
+  if (options_.tasks.fusion) {
+    allow(MoveKind::kSplitFusion, 1);
+    allow(MoveKind::kMergeFusion, 1);
+  }
+  if (total == 0) return MoveKind::kPriorityJump;
+  int u = static_cast<int>(rng_() % total);
+  for (int k = 0; k < count; ++k) {
+    if (u < weights[k].second) return weights[k].first;
+    u -= weights[k].second;
+  }
+  return weights[count - 1].first;
+}
+
+void PlanSearch::MoveGroupOf(NodeId id, int32_t device,
+                             simulator::Plan* plan) const {
+  const int32_t group = move_group_[id];
+  for (int32_t m = move_offsets_[group]; m < move_offsets_[group + 1]; ++m) {
+    plan->device[move_members_[m]] = device;
+  }
+}
+
+void PlanSearch::GrowRegion(NodeId seed, int size, const simulator::Plan& plan,
+                            std::vector<NodeId>* region) {
+  const graph::Graph& graph = instance_.graph();
+  const int32_t device = plan.device[seed];
+  if (region_mark_.size() != static_cast<size_t>(graph.num_nodes())) {
+    region_mark_.assign(graph.num_nodes(), 0);
+    region_epoch_ = 0;
+  }
+  ++region_epoch_;
+  region->clear();
+  std::vector<NodeId> frontier;
+  auto add_group = [&](NodeId id) {
+    const int32_t group = move_group_[id];
+    for (int32_t m = move_offsets_[group]; m < move_offsets_[group + 1]; ++m) {
+      const NodeId member = move_members_[m];
+      if (region_mark_[member] == region_epoch_) continue;
+      region_mark_[member] = region_epoch_;
+      region->push_back(member);
+      frontier.push_back(member);
+    }
+  };
+  add_group(seed);
+  while (static_cast<int>(region->size()) < size && !frontier.empty()) {
+    // A random frontier node grows the region by one neighbour group.
+    const size_t pick = rng_() % frontier.size();
+    const NodeId id = frontier[pick];
+    bool grew = false;
+    for (const auto& edges : {graph.in_edges(id), graph.out_edges(id)}) {
+      for (const graph::Edge& edge : edges) {
+        const NodeId other = edge.src == id ? edge.dst : edge.src;
+        if (region_mark_[other] == region_epoch_ ||
+            plan.device[other] != device) {
+          continue;
+        }
+        add_group(other);
+        grew = true;
+        break;
+      }
+      if (grew) break;
+    }
+    if (!grew) {
+      frontier[pick] = frontier.back();
+      frontier.pop_back();
+    }
+  }
+}
+
+int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& region,
+                                 const simulator::Plan& plan) {
+  const int num_devices =
+      static_cast<int>(instance_.simulator->topology().devices.size());
+  const int32_t current = plan.device[region.front()];
+  if (rng_() % 2 == 0) {
+    return DrawOtherDevice(nullptr, num_devices, current, &rng_);
+  }
+  // The device the region exchanges the most bytes with.
+  const graph::Graph& graph = instance_.graph();
+  std::vector<int64_t> bytes(num_devices, 0);
+  for (const NodeId id : region) {
+    for (const auto& edges : {graph.in_edges(id), graph.out_edges(id)}) {
+      for (const graph::Edge& edge : edges) {
+        const NodeId other = edge.src == id ? edge.dst : edge.src;
+        if (plan.device[other] != current) {
+          bytes[plan.device[other]] += 1 + graph.EdgeBytes(edge);
+        }
+      }
+    }
+  }
+  const int32_t most = static_cast<int32_t>(
+      std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
+  return bytes[most] > 0
+             ? most
+             : DrawOtherDevice(nullptr, num_devices, current, &rng_);
+}
+
+bool PlanSearch::ProposeFusion(NodeId id, bool split, simulator::Plan* plan,
+                               std::vector<int32_t>* fusion_levels) {
+  const int32_t level = split ? 0 : kPriorityLevels - 1;
+  if (fusion_levels_[id] == level) return false;
+  std::vector<int32_t> new_levels = fusion_levels_;
+  new_levels[id] = level;
+  absl::StatusOr<std::vector<int32_t>> groups =
+      simulator::baselines::GreedyFusionGroups(instance_.graph(), plan->device,
+                                               &new_levels);
+  if (!groups.ok() || *groups == plan->fusion_group) return false;
+  if (plan->fusion_group.empty() &&
+      std::all_of(groups->begin(), groups->end(),
+                  [](int32_t g) { return g < 0; })) {
+    return false;  // still no fusion
+  }
+  plan->fusion_group = *std::move(groups);
+  *fusion_levels = std::move(new_levels);
+  return true;
+}
+
+simulator::Plan PlanSearch::Propose(const PolicyOutput* placement,
+                                    MoveKind* kind,
+                                    std::vector<int32_t>* fusion_levels) {
+  simulator::Plan plan = best_.plan;
+  *kind = MoveKind::kPriorityJump;
+  const int path_length = static_cast<int>(critical_path_.size());
+  if (path_length == 0) return plan;
+  *kind = DrawMoveKind();
+  const int begin = static_cast<int>(rng_() % path_length);
+  const NodeId first = critical_path_[begin];
+  const int num_devices =
+      static_cast<int>(instance_.simulator->topology().devices.size());
+  switch (*kind) {
+    case MoveKind::kPlaceRegion:
+    case MoveKind::kSwapRegions: {
+      // 2 to 256 nodes around the path node, in powers of two.
+      const int size = 2 << (rng_() % 8);
+      std::vector<NodeId> region;
+      GrowRegion(first, size, plan, &region);
+      const int32_t home = plan.device[first];
+      const int32_t target = RegionTarget(region, plan);
+      if (*kind == MoveKind::kSwapRegions) {
+        // A region of the target device, seeded at a random node there,
+        // moves the other way.
+        for (int tries = 0; tries < 64; ++tries) {
+          const NodeId other =
+              static_cast<NodeId>(rng_() % instance_.graph().num_nodes());
+          if (plan.device[other] != target) continue;
+          std::vector<NodeId> back;
+          GrowRegion(other, size, plan, &back);
+          for (const NodeId id : back) plan.device[id] = home;
+          break;
+        }
+      }
+      for (const NodeId id : region) plan.device[id] = target;
+      return plan;
+    }
+    case MoveKind::kSplitFusion:
+    case MoveKind::kMergeFusion: {
+      // The first node of the window whose fusion the move changes.
+      const int length =
+          1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
+      const int end = std::min(path_length, begin + length);
+      for (int i = begin; i < end; ++i) {
+        if (ProposeFusion(critical_path_[i], *kind == MoveKind::kSplitFusion,
+                          &plan, fusion_levels)) {
+          break;
+        }
+      }
+      return plan;
+    }
+    default:
+      break;
+  }
+  const int length =
+      1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
+  const int end = std::min(path_length, begin + length);
+  if (*kind == MoveKind::kPriorityJump) {
     // Scheduling: the window runs first, earlier path nodes before later.
     for (int i = begin; i < end; ++i) {
       plan.priority[critical_path_[i]] = top_priority_ + (end - i);
@@ -227,10 +435,9 @@ simulator::Plan PlanSearch::Propose(const PolicyOutput* placement) {
     return plan;
   }
   // Placement: the window moves to one device.
-  const NodeId first = critical_path_[begin];
   const int32_t current = plan.device[first];
   int32_t target = -1;
-  if (rng_() % 2 == 0) {
+  if (*kind == MoveKind::kPlaceWindow) {
     const float* row =
         placement != nullptr && !placement->placement.empty()
             ? &placement->placement[static_cast<size_t>(first) * num_devices]
@@ -252,12 +459,8 @@ simulator::Plan PlanSearch::Propose(const PolicyOutput* placement) {
     target = usable > 0 ? options[rng_() % usable]
                         : DrawOtherDevice(nullptr, num_devices, current, &rng_);
   }
-  for (int i = begin; i < end; ++i) {
-    const int32_t group = move_group_[critical_path_[i]];
-    for (int32_t m = move_offsets_[group]; m < move_offsets_[group + 1]; ++m) {
-      plan.device[move_members_[m]] = target;
-    }
-  }
+  for (int i = begin; i < end; ++i)
+    MoveGroupOf(critical_path_[i], target, &plan);
   return plan;
 }
 
@@ -289,7 +492,7 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
       }
     }
   }
-  if (!options_.tasks.scheduling &&
+  if (!options_.tasks.scheduling && !options_.tasks.fusion &&
       (!options_.tasks.placement || num_devices < 2)) {
     return absl::OkStatus();
   }
@@ -316,8 +519,10 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
       candidate.fusion_levels.clear();
       candidate.scored.plan =
           options_.guided && placement != nullptr
-              ? ProposeGuided(*placement, &candidate.fusion_levels)
-              : Propose(placement);
+              ? ProposeGuided(*placement, &candidate.fusion_levels,
+                              &candidate.kind)
+              : Propose(placement, &candidate.kind, &candidate.fusion_levels);
+      ++move_stats_[static_cast<int>(candidate.kind)].proposed;
     }
     RunInParallel(count, options_.threads,
                   [&](int c) { Evaluate(&candidates[c]); });
@@ -333,6 +538,7 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
     }
     if (winner >= 0) {
       Candidate& won = candidates[winner];
+      ++move_stats_[static_cast<int>(won.kind)].improved;
       Adopt(std::move(won.scored), std::move(won.critical_path),
             std::move(won.fusion_levels));
       ++improvements_;
@@ -364,8 +570,10 @@ void PlanSearch::Offer(const ScoredPlan& plan) {
   ScoredPlan offered = ScorePlan(instance_, plan.plan, &critical_path);
   if (!offered.valid) return;
   const bool same_groups = offered.plan.fusion_group == best_.plan.fusion_group;
-  Adopt(std::move(offered), std::move(critical_path));
-  if (!same_groups) BuildMoveGroups();
+  // Fusion moves start from the offered plan's groups.
+  std::vector<int32_t> levels;
+  if (!same_groups) levels = LevelsFromGroups(offered.plan.fusion_group);
+  Adopt(std::move(offered), std::move(critical_path), std::move(levels));
 }
 
 void PlanSearch::Adopt(ScoredPlan plan,
@@ -400,8 +608,10 @@ int PlanSearch::DrawPathIndex(
 }
 
 simulator::Plan PlanSearch::ProposeGuided(const PolicyOutput& policy,
-                                          std::vector<int32_t>* fusion_levels) {
+                                          std::vector<int32_t>* fusion_levels,
+                                          MoveKind* kind_out) {
   simulator::Plan plan = best_.plan;
+  *kind_out = MoveKind::kPriorityJump;
   const int path_length = static_cast<int>(critical_path_.size());
   if (path_length == 0) return plan;
   const int num_devices =
@@ -415,6 +625,9 @@ simulator::Plan PlanSearch::ProposeGuided(const PolicyOutput& policy,
   if (options_.tasks.fusion && !policy.fusion.empty()) kinds[available++] = 2;
   if (available == 0) return plan;
   const int kind = kinds[rng_() % available];
+  *kind_out = kind == 0   ? MoveKind::kPriorityJump
+              : kind == 1 ? MoveKind::kPlaceWindow
+                          : MoveKind::kGuidedFusion;
   auto row = [&](const std::vector<float>& logp, NodeId id, int width) {
     return logp.empty() ? nullptr : &logp[static_cast<size_t>(id) * width];
   };

@@ -18,6 +18,29 @@
 
 namespace gopt::policy::go {
 
+// The kinds of candidate move (see PlanSearch's class comment).
+enum class MoveKind {
+  kPriorityJump = 0,      // a critical-path window runs first on its devices
+  kPlaceWindow,           // a window moves to a drawn device
+  kPlaceNextToNeighbour,  // a window moves to a path neighbour's device
+  kGuidedFusion,          // guided: new fusion levels for a window
+  kPlaceRegion,           // a connected region moves to another device
+  kSwapRegions,           // two regions exchange devices
+  kSplitFusion,           // a path node leaves its fusion group
+  kMergeFusion,           // a path node may fuse again (greedy rules)
+};
+inline constexpr int kNumMoveKinds = 8;
+
+// A name for reports ("priority-jump", ...).
+const char* MoveKindName(MoveKind kind);
+
+// How often one kind of move was proposed and how often its candidate
+// became the incumbent by being strictly faster.
+struct MoveKindStats {
+  int64_t proposed = 0;
+  int64_t improved = 0;
+};
+
 struct PlanSearchOptions {
   // Candidate plans simulated per round (in parallel on `threads`).
   int candidates_per_round = 16;
@@ -30,8 +53,8 @@ struct PlanSearchOptions {
   // each from scratch (the same results, slower; for comparisons).
   bool incremental = true;
   // Moves only for these tasks: placement moves when `placement`,
-  // scheduling moves when `scheduling`, fusion moves when `fusion` and
-  // `guided` (layout has none).
+  // scheduling moves when `scheduling`, fusion moves when `fusion` (guided:
+  // when the policy output has a fusion distribution; layout has none).
   TaskSet tasks;
   // Run stops before a round that would start at or after this time, or
   // once `*cancelled` is set (may be null).
@@ -54,16 +77,33 @@ struct PlanSearchOptions {
 // that fine-tuning runs between PPO steps.
 //
 // Each round proposes `candidates_per_round` plans, each changing the
-// incumbent along a random window of its critical path (the chain of
-// kernels, transfers and queueing that set the step time), by one move:
-//  - scheduling: the window's nodes run before anything else ready on
-//    their devices (their priorities are raised above every other, keeping
-//    their order);
-//  - placement: the window's nodes move to a device drawn from the policy's
-//    placement distribution for the window's first node, without its
-//    current device (uniform over the other devices when no distribution is
-//    given), or to the device of a neighbour on the path. A node moves with
-//    its fusion group and colocation group, so groups stay on one device.
+// incumbent around a random node of its critical path (the chain of
+// kernels, transfers and queueing that set the step time), by one move of
+// a kind drawn by weight among those options.tasks allows (weights in
+// parentheses):
+//  - scheduling (2, priority-jump): a window of 1 to max_window path nodes
+//    runs before anything else ready on their devices (their priorities are
+//    raised above every other, keeping their order);
+//  - placement (2, place-window): the window moves to a device drawn from
+//    the policy's placement distribution for the window's first node,
+//    without its current device (uniform over the other devices when no
+//    distribution is given); (2, place-by-neighbour) or to the device of a
+//    neighbour on the path;
+//  - placement (3, place-region): a connected region of 2 to 256 nodes
+//    (a power of two, drawn) on the path node's device, grown from it by
+//    random neighbours along edges either way, moves to a uniform other
+//    device or to the device it exchanges the most bytes with; (2,
+//    swap-regions) and as many nodes grown from a random node of that
+//    device move the other way;
+//  - fusion (1 each, split-fusion / merge-fusion): the first node of the
+//    window whose change alters a group gets fusion level 0 (it leaves its
+//    group and consumers no longer fuse through it) or the top level, and
+//    the groups are rebuilt by GreedyFusionGroups (the `greedy` rules, so
+//    every group is legal and on one device) over the incumbent's levels
+//    (the top level for fused nodes and 0 for the others, initially and
+//    after Offer brings other groups).
+// A node moves with its fusion group and colocation group, so groups stay
+// on one device. Which moves win is counted per kind (move_stats).
 // The candidates are simulated incrementally against the incumbent
 // (simulator::Simulator::SimulateCandidate: from the last checkpoint before
 // the move can change anything, stopped once certainly slower than the
@@ -71,9 +111,8 @@ struct PlanSearchOptions {
 // the incumbent when
 // it is strictly faster than the incumbent (and fits memory when the
 // incumbent does); when none is, one exactly as fast does, so the search
-// walks across plateaus. Unguided, fusion groups are the incumbent's: moving
-// whole groups keeps every group legal, and the search never invents fusions
-// the `greedy` rules would not make.
+// walks across plateaus. Fusion groups change only by fusion moves, which
+// never make a fusion the `greedy` rules would not.
 //
 // Policy-guided moves (options.guided, with a policy output that has the
 // task's distribution): the kind of move is uniform over the tasks allowed
@@ -121,12 +160,15 @@ class PlanSearch {
   // Candidates that became the incumbent, and all candidates simulated.
   int improvements() const { return improvements_; }
   int64_t candidates_simulated() const { return candidates_simulated_; }
+  // Per MoveKind (indexed by its value): proposals and improvements.
+  const std::vector<MoveKindStats>& move_stats() const { return move_stats_; }
 
  private:
   struct Candidate {
     ScoredPlan scored;  // its plan, once simulated its score
     std::vector<graph::NodeId> critical_path;
     std::vector<int32_t> fusion_levels;  // after a fusion move, else empty
+    MoveKind kind = MoveKind::kPriorityJump;
     // Certainly slower than the incumbent (simulation stopped early): it
     // can neither win nor tie, and `scored` has no score.
     bool slower = false;
@@ -140,14 +182,42 @@ class PlanSearch {
   absl::Status RecordIncumbent();
   // Simulates one candidate against the incumbent's recording.
   void Evaluate(Candidate* candidate) const;
+  // Fusion levels that rebuild `groups` with GreedyFusionGroups (fused
+  // nodes at the top level, the others at 0).
+  std::vector<int32_t> LevelsFromGroups(
+      const std::vector<int32_t>& groups) const;
   // Fills the move groups from best_'s fusion groups and the graph's
   // colocation groups.
   void BuildMoveGroups();
-  simulator::Plan Propose(const PolicyOutput* placement);
+  // An unguided move (see the class comment); says which in `kind`, and
+  // sets `fusion_levels` after a fusion move.
+  simulator::Plan Propose(const PolicyOutput* placement, MoveKind* kind,
+                          std::vector<int32_t>* fusion_levels);
+  // The kind of an unguided move, drawn by weight among those
+  // options.tasks allows.
+  MoveKind DrawMoveKind();
+  // Puts `id`'s move group on `device` in `plan`.
+  void MoveGroupOf(graph::NodeId id, int32_t device,
+                   simulator::Plan* plan) const;
+  // Grows `region` from `seed`'s move group by random neighbour move
+  // groups on the same device (edges either way) to at least `size` nodes
+  // (fewer when the connected part on that device is smaller).
+  void GrowRegion(graph::NodeId seed, int size, const simulator::Plan& plan,
+                  std::vector<graph::NodeId>* region);
+  // The device a region moves to: uniform over the others, or the one it
+  // exchanges the most bytes with.
+  int32_t RegionTarget(const std::vector<graph::NodeId>& region,
+                       const simulator::Plan& plan);
+  // Sets `id`'s fusion level to 0 (`split`) or the top and rebuilds the
+  // groups of `plan` with GreedyFusionGroups; false (and `plan`
+  // unchanged) when that changes no group.
+  bool ProposeFusion(graph::NodeId id, bool split, simulator::Plan* plan,
+                     std::vector<int32_t>* fusion_levels);
   // A policy-guided move (see the class comment); sets `fusion_levels` after
   // a fusion move.
   simulator::Plan ProposeGuided(const PolicyOutput& policy,
-                                std::vector<int32_t>* fusion_levels);
+                                std::vector<int32_t>* fusion_levels,
+                                MoveKind* kind);
   // A critical-path index drawn with probability proportional to
   // weight(node) (uniform when every weight is 0).
   int DrawPathIndex(const std::function<double(graph::NodeId)>& weight);
@@ -173,6 +243,11 @@ class PlanSearch {
   std::vector<int32_t> fusion_levels_;
   int improvements_ = 0;
   int64_t candidates_simulated_ = 0;
+  // GrowRegion's visited marks (epoch-stamped, so never cleared).
+  std::vector<uint32_t> region_mark_;
+  uint32_t region_epoch_ = 0;
+  std::vector<MoveKindStats> move_stats_ =
+      std::vector<MoveKindStats>(kNumMoveKinds);
 };
 
 }  // namespace gopt::policy::go
