@@ -427,10 +427,13 @@ int CalibrateInto(Executor& executor, const std::string& out) {
   return 0;
 }
 
-int Evaluate(Executor& executor, const graph::ImporterRegistry& registry) {
+// Measures and predicts the candidate plans of every --graph, the
+// calibrated predictions from the topology JSON at `topology_path`.
+int Evaluate(Executor& executor, const graph::ImporterRegistry& registry,
+             const std::string& topology_path) {
   const simulator::Topology nominal = executor.HostTopology();
   absl::StatusOr<simulator::Topology> calibrated =
-      simulator::LoadTopology(absl::GetFlag(FLAGS_topology));
+      simulator::LoadTopology(topology_path);
   if (!calibrated.ok()) {
     std::cerr << "--topology: " << calibrated.status() << "\n";
     return 2;
@@ -535,9 +538,10 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_real_ops).empty()) {
     return gopt::worker::PrintRealOps(**executor, registry);
   }
+  std::string topology = absl::GetFlag(FLAGS_topology);
   if (const std::string out = absl::GetFlag(FLAGS_calibrate_out);
       !out.empty()) {
-    if (!absl::GetFlag(FLAGS_topology).empty()) {
+    if (!topology.empty()) {
       std::cerr << "gopt_executor_eval: give --topology or --calibrate_out, "
                    "not both\n";
       return 64;
@@ -545,7 +549,7 @@ int main(int argc, char** argv) {
     if (int rc = gopt::worker::CalibrateInto(**executor, out); rc != 0) {
       return rc;
     }
-    absl::SetFlag(&FLAGS_topology, out);
+    topology = out;
   }
-  return gopt::worker::Evaluate(**executor, registry);
+  return gopt::worker::Evaluate(**executor, registry, topology);
 }
