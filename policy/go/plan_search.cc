@@ -332,9 +332,13 @@ int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& nodes,
       static_cast<int>(instance_.simulator->topology().devices.size());
   const int32_t current = plan.device[nodes.front()];
   const graph::Graph& graph = instance_.graph();
-  if (guide != nullptr) {
+  if (rng_() % 2 == 0) {
+    if (guide == nullptr) {
+      return DrawOtherDevice(nullptr, num_devices, current, &rng_);
+    }
     // The network's mean probability of each device over the nodes, plus
-    // its mean co-location with the neighbours already there.
+    // its mean co-location with the neighbours already there beyond a
+    // uniform guess's (so an uninformed network draws uniformly).
     std::vector<double> weight(num_devices, 0);
     std::vector<double> affinity(num_devices, 0);
     int64_t outside = 0;
@@ -349,7 +353,8 @@ int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& nodes,
               plan.device[other] == current) {
             continue;
           }
-          affinity[plan.device[other]] += CoLocation(id, other);
+          affinity[plan.device[other]] +=
+              std::max(0.0, CoLocation(id, other) - 1.0 / num_devices);
           ++outside;
         }
       }
@@ -361,9 +366,6 @@ int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& nodes,
       logp[d] = static_cast<float>(std::log(w));
     }
     return DrawOtherDevice(logp.data(), num_devices, current, &rng_);
-  }
-  if (rng_() % 2 == 0) {
-    return DrawOtherDevice(nullptr, num_devices, current, &rng_);
   }
   // The device the nodes exchange the most bytes with.
   std::vector<int64_t> bytes(num_devices, 0);
@@ -780,19 +782,26 @@ double PlanSearch::CoLocation(NodeId u, NodeId v) const {
 
 double PlanSearch::PlacementDispute(NodeId id,
                                     const simulator::Plan& plan) const {
+  // Each term is 0 where the network says no more than a uniform guess
+  // would (probability 1 / devices), so an uninformed network weighs every
+  // node alike.
   const graph::Graph& graph = instance_.graph();
+  const double uniform = 1.0 / guide_.label.size();
   double disagreement = 0;
   int neighbours = 0;
   for (const auto& edges : {graph.in_edges(id), graph.out_edges(id)}) {
     for (const graph::Edge& edge : edges) {
       const NodeId other = edge.src == id ? edge.dst : edge.src;
-      const double together = plan.device[other] == plan.device[id] ? 1 : 0;
-      disagreement += std::abs(together - CoLocation(id, other));
+      const double together = CoLocation(id, other);
+      disagreement += plan.device[other] == plan.device[id]
+                          ? std::max(0.0, (uniform - together) / uniform)
+                          : std::max(0.0, (together - uniform) / (1 - uniform));
       ++neighbours;
     }
   }
-  return 0.01 + 0.5 * (1 - DeviceProbability(id, plan.device[id])) +
-         (neighbours > 0 ? 0.5 * disagreement / neighbours : 0.0);
+  const double elsewhere = std::max(
+      0.0, (uniform - DeviceProbability(id, plan.device[id])) / uniform);
+  return 0.2 + elsewhere + (neighbours > 0 ? disagreement / neighbours : 0.0);
 }
 
 void PlanSearch::PrepareGuide(const PolicyOutput& policy) {

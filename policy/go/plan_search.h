@@ -117,22 +117,41 @@ struct PlanSearchOptions {
 // walks across plateaus. Fusion groups change only by fusion moves, which
 // never make a fusion the `greedy` rules would not.
 //
-// Policy-guided moves (options.guided, with a policy output that has the
-// task's distribution): the kind of move is uniform over the tasks allowed
-// (placement, scheduling, and fusion when options.tasks.fusion and the
-// output has a fusion distribution); the window's first node is drawn along
-// the critical path with weights from the network: for scheduling,
-// exp(expected priority level / 2) (nodes the network wants early jump the
-// queue); for placement, the probability the network gives devices other
-// than the node's current one (plus 0.01), the window then moving to a
-// device drawn from that node's row; for fusion, how much the network's
-// probability of fusing (levels above 0) disagrees with whether the node is
-// fused now (plus 0.01), the window's nodes then taking fusion levels drawn
-// from their rows and the groups being rebuilt by GreedyFusionGroups (the
-// `greedy` rules) over the incumbent's levels (initially the top level for
-// fused nodes and 0 for the others). A candidate with new fusion groups is
-// simulated incrementally too: SimulateCandidate then starts from the
-// beginning of the incumbent's run, with the same exact result.
+// Policy-guided moves (options.guided, with a policy output): a share
+// (options.guided_uniform_share) of the candidates are the unguided moves
+// above; the others are drawn by the same kind weights (plus guided-fusion,
+// 1, when fusion is allowed and the output has a fusion distribution), with
+// the network's output biasing their choices. Its placement columns are
+// first matched to the incumbent's devices (AlignLabels: the network's
+// labels of symmetric devices are a convention). Every weight below is
+// flat for a network that says no more than a uniform guess, so an
+// uninformed network gives the unguided moves' odds.
+//  - the window's (or region's) first node along the critical path: for
+//    priority jumps, exp(expected priority level / 2) (nodes the network
+//    wants early jump the queue); for placement moves, PlacementDispute
+//    (the network gives the node's current device less than a uniform
+//    guess, or it disputes the node's sharing or not sharing a device with
+//    its neighbours); for split-fusion, 0.01 + the network's probability
+//    of level 0 on fused nodes; for merge-fusion, 0.01 + its probability of
+//    fusing (a level above 0) on unfused nodes; for guided-fusion, 0.01 +
+//    how much that probability disagrees with whether the node is fused;
+//  - where a window or region goes, in the half of the draws that is
+//    uniform without a guide (the other half stays the device it exchanges
+//    the most bytes with): drawn by 0.01 + the network's mean probability
+//    of each device over the moved nodes + their mean co-location with the
+//    neighbours on that device beyond a uniform guess's;
+//  - place-by-neighbour: the path neighbour drawn by 0.01 + its
+//    co-location with the window node next to it;
+//  - swap-regions: the region coming back is seeded at the one of up to
+//    4 random nodes of the target device the network most wants on the
+//    region's home device;
+//  - guided-fusion: the window's nodes take fusion levels drawn from their
+//    rows, and the groups are rebuilt by GreedyFusionGroups (the `greedy`
+//    rules) over the incumbent's levels (initially the top level for fused
+//    nodes and 0 for the others).
+// A candidate with new fusion groups is simulated incrementally too:
+// SimulateCandidate then starts from the beginning of the incumbent's run,
+// with the same exact result.
 //
 // Deterministic for options.seed and the sequence of Run calls, whatever
 // the thread count. Borrows `instance` (which must outlive it). Not
