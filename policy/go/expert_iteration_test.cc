@@ -214,6 +214,17 @@ std::vector<std::unique_ptr<TrainingInstance>> ThreeInstances() {
   return owned;
 }
 
+// The instances of `owned` that could be made (TestInstance returns null
+// for one it cannot make).
+std::vector<const TrainingInstance*> Views(
+    const std::vector<std::unique_ptr<TrainingInstance>>& owned) {
+  std::vector<const TrainingInstance*> views;
+  for (const auto& instance : owned) {
+    if (instance != nullptr) views.push_back(instance.get());
+  }
+  return views;
+}
+
 // Distillation-only rounds on the test instances.
 ExpertIterationOptions DistillOnly(int rounds, int instances_per_round) {
   ExpertIterationOptions options;
@@ -240,11 +251,8 @@ torch::Tensor Parameters(const GoModel& model) {
 
 TEST(ExpertIterationTest, KeptBestTargetsNeverGetWorseOnRevisits) {
   std::vector<std::unique_ptr<TrainingInstance>> owned = ThreeInstances();
-  std::vector<const TrainingInstance*> instances;
-  for (const auto& instance : owned) {
-    ASSERT_NE(instance, nullptr);
-    instances.push_back(instance.get());
-  }
+  const std::vector<const TrainingInstance*> instances = Views(owned);
+  ASSERT_EQ(instances.size(), 3u);
   // Every round visits all three instances, so each round's geometric mean
   // of the targets can only fall when each instance's target can only fall.
   ExpertIterationOptions options = DistillOnly(5, 3);
@@ -265,11 +273,8 @@ TEST(ExpertIterationTest, KeptBestTargetsNeverGetWorseOnRevisits) {
 
 TEST(ExpertIterationTest, ReplayTrainsOnEarlierTargetsDeterministically) {
   std::vector<std::unique_ptr<TrainingInstance>> owned = ThreeInstances();
-  std::vector<const TrainingInstance*> instances;
-  for (const auto& instance : owned) {
-    ASSERT_NE(instance, nullptr);
-    instances.push_back(instance.get());
-  }
+  const std::vector<const TrainingInstance*> instances = Views(owned);
+  ASSERT_EQ(instances.size(), 3u);
   // One instance per round: round 0 has nothing earlier to replay, so one
   // round with replay equals one without; later rounds add earlier targets.
   auto train = [&](int rounds, int replay) {
