@@ -28,33 +28,44 @@ namespace gopt::policy::go {
 // remote inputs reorder a device's kernels (either way); so the estimate
 // steers a placement, and the simulator decides whether it fits.
 //
+// The memory-fitting decode (ScoreActions, ppo_trainer.h) uses it to move
+// nodes of a plan that runs out of memory.
+//
 // Holds per-node sizes and last uses of `graph` (borrowed: it must outlive
-// this object): O(nodes + edges) to build. Immutable; thread-safe.
+// this object): O(nodes + edges) to build; Fit and EstimatePeakBytes take
+// O((nodes + edges) * devices). Immutable; thread-safe.
 class PlacementMemoryFit {
  public:
+  // `num_devices` (1..64) is the topology's device count.
   PlacementMemoryFit(const graph::Graph& graph, int num_devices);
 
   // The estimate's largest value per device, in bytes, for `device` (one
-  // entry per node, each in 0..num_devices-1).
-  // InvalidArgument as Fit.
+  // entry per node, each in 0..num_devices-1). InvalidArgument as Fit.
   absl::StatusOr<std::vector<int64_t>> EstimatePeakBytes(
       const std::vector<int32_t>& device) const;
 
   // Walks the nodes in topological order and keeps each node's device in
   // `device` unless the estimate there, with the node's output and the
   // copies of its inputs it needs added, would pass budget_bytes of that
-  // device; such a node moves to the device, among those `allowed`
+  // device. Such a node moves to the device, among those `allowed`
   // (num_nodes x num_devices, 1 = the node's constraint allows it) whose
-  // estimate stays within budget, that needs the fewest new copy bytes
-  // (most of its inputs are there already), then holds the fewest bytes,
-  // then has the lowest index. With `follow_inputs`, every node goes to the
-  // device within budget that needs the fewest new copy bytes, its own
-  // device winning ties: chains of large tensors stay on one device (the
-  // transfers between devices, not the kernels, are what overflows a spread
-  // placement's memory: the simulator allocates a received copy when its
-  // transfer is queued, and the sender keeps its buffer until arrival). A
-  // node no allowed device has room for, and a node of a colocation group,
-  // keeps its device. Deterministic. Returns the nodes moved and the
+  // estimate stays within budget, that moves the fewest bytes between
+  // devices: copies of its inputs that device lacks, plus its output once
+  // per other device its consumers sit on in `device` (they are walked
+  // later, so their devices there are still the caller's); then the one
+  // holding the fewest bytes, then the lowest index.
+  //
+  // With `follow_inputs`, every node takes the device within budget that
+  // moves the fewest bytes, its own device winning ties: chains of large
+  // tensors, and a node that makes a large tensor for a consumer elsewhere
+  // (a broadcast of a constant), join the device that reads them. The
+  // transfers, not the kernels, are what overflows a spread placement: the
+  // simulator allocates a received copy when its transfer is queued, and
+  // the sender keeps its buffer until it arrives, so tensors queued behind
+  // each other on a link occupy both ends at once.
+  //
+  // A node no allowed device has room for, and a node of a colocation
+  // group, keeps its device. Deterministic. Returns the nodes moved and the
   // estimate's peaks for the placement it leaves. InvalidArgument when a
   // vector's length or a device index does not match the graph and the
   // device count.

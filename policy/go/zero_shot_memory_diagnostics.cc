@@ -26,6 +26,7 @@
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "policy/go/actions.h"
 #include "policy/go/corpus.h"
 #include "policy/go/go_model.h"
@@ -65,8 +66,9 @@ void PrintPlan(const char* what, const go::TrainingInstance& instance,
   for (int32_t d : plan.device) ++nodes[d];
   std::string per_device;
   for (int d = 0; d < devices; ++d) {
-    absl::StrAppend(&per_device, " ", nodes[d], "/",
-                    result->peak_memory_bytes[d] / kGiB);
+    absl::StrAppend(
+        &per_device, " ", nodes[d], "/",
+        absl::StrFormat("%.2f", result->peak_memory_bytes[d] / kGiB));
   }
   std::printf("  %-34s %10.3f ms %s  nodes/GiB:%s\n", what,
               result->step_time_s * 1e3, result->oom ? "OOM" : "fits",
