@@ -426,6 +426,15 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "them (false: by first use)",
       [](auto& o) -> auto& { return o.relabel_to_greedy; });
   flags.Add(
+      "keep_best",
+      "search each instance from the best plan found for it so far; its "
+      "target is the best ever found (this run's memory, not checkpointed)",
+      [](auto& o) -> auto& { return o.keep_best; });
+  flags.Add(
+      "replay_targets",
+      "targets of earlier rounds added to every supervised update",
+      [](auto& o) -> auto& { return o.replay_targets; });
+  flags.Add(
       "co_location_loss",
       "train placement by whether node pairs share a device and each node's "
       "device class (invariant under relabelling symmetric devices) instead "
@@ -455,6 +464,7 @@ absl::Status FinishExpert(std::vector<std::string> operands,
   RETURN_IF_ERROR(AtLeast(o->search_rounds, 0, "search_rounds"));
   RETURN_IF_ERROR(AtLeast(o->distill_steps, 0, "distill_steps"));
   RETURN_IF_ERROR(AtLeast(o->ppo_steps, 0, "ppo_steps"));
+  RETURN_IF_ERROR(AtLeast(o->replay_targets, 0, "replay_targets"));
   RETURN_IF_ERROR(AtLeast(o->eval_every, 1, "eval_every"));
   RETURN_IF_ERROR(AtLeast(o->random_graphs, 0, "random_graphs"));
   RETURN_IF_ERROR(AtLeast(o->random_topologies, 0, "random_topologies"));

@@ -152,9 +152,12 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_FALSE(o.fusion_fusible_only);
   EXPECT_TRUE(o.relabel_to_greedy);
   EXPECT_FALSE(o.co_location_loss);
+  EXPECT_FALSE(o.keep_best);
+  EXPECT_EQ(o.replay_targets, 0);
   absl::StatusOr<TrainCommand> switches = Parse(
       "expert --out_dir=o --priors_off --fusion_weight=0.5 "
-      "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss");
+      "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss "
+      "--keep_best --replay_targets=12");
   ASSERT_TRUE(switches.ok()) << switches.status();
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
@@ -162,12 +165,15 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_TRUE(s.fusion_fusible_only);
   EXPECT_FALSE(s.relabel_to_greedy);
   EXPECT_TRUE(s.co_location_loss);
+  EXPECT_TRUE(s.keep_best);
+  EXPECT_EQ(s.replay_targets, 12);
   for (const char* line : {
            "expert",
            "expert --out_dir=o extra",
            "expert --out_dir=o --instances_per_round=0",
            "expert --out_dir=o --eval_every=0",
            "expert --out_dir=o --search_rounds=-1",
+           "expert --out_dir=o --replay_targets=-1",
            "expert --out_dir=o --topologies_per_graph=0",
            "expert --out_dir=o --resume --init_policy_dir=p",
            "expert --out_dir=o --init_prior_factor=-1",

@@ -548,6 +548,8 @@ go::ExpertIterationOptions ExpertIterationOptionsOf(
   expert.distill.fusion_weight = options.fusion_weight;
   expert.distill.fusion_fusible_only = options.fusion_fusible_only;
   expert.relabel_to_greedy = options.relabel_to_greedy;
+  expert.keep_best = options.keep_best;
+  expert.replay_targets = options.replay_targets;
   expert.distill.placement_loss = options.co_location_loss
                                       ? go::PlacementLoss::kCoLocation
                                       : go::PlacementLoss::kCrossEntropy;
@@ -624,6 +626,8 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
           {"fusion_weight", expert.distill.fusion_weight},
           {"fusion_fusible_only", expert.distill.fusion_fusible_only},
           {"relabel_to_greedy", expert.relabel_to_greedy},
+          {"keep_best", expert.keep_best},
+          {"replay_targets", expert.replay_targets},
           {"placement_loss",
            expert.distill.placement_loss == go::PlacementLoss::kCoLocation
                ? "co_location"

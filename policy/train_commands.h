@@ -150,6 +150,9 @@ struct ExpertCommandOptions {
   bool fusion_fusible_only = false;  // DistillOptions::fusion_fusible_only
   // ExpertIterationOptions::relabel_to_greedy.
   bool relabel_to_greedy = true;
+  // ExpertIterationOptions::keep_best and ::replay_targets.
+  bool keep_best = false;
+  int replay_targets = 0;
   // DistillOptions::placement_loss: kCoLocation (true) or kCrossEntropy.
   bool co_location_loss = false;
   int rendezvous_seconds = 300;  // how long ranks wait for each other

@@ -52,6 +52,79 @@ absl::StatusOr<ScoredPlan> Search(const TrainingInstance& instance,
   return search.best();
 }
 
+// One instance's visit in a round: the searches' best plan (kept in
+// `best`, which holds the best plan found so far with keep_best), the
+// target made from it, and the round statistics' terms.
+struct Visit {
+  DistillTarget target;
+  double log_greedy =
+      0;  // log(greedy / baseline); an OOM or invalid plan: log 10
+  double log_target = 0;  // log(target / baseline)
+};
+
+// Searches `instance` from `start` (the best baseline, or with keep_best the
+// best plan found so far) and from the network's greedy plan, guided by the
+// network's placement distribution; the better of those and `start` becomes
+// `*best` and the target.
+absl::StatusOr<Visit> VisitInstance(const GoModel& model,
+                                    const TrainingInstance& instance,
+                                    const ScoredPlan& baseline,
+                                    const ScoredPlan& start,
+                                    const ExpertIterationOptions& options,
+                                    uint64_t seed, int64_t* simulations,
+                                    ScoredPlan* best) {
+  PolicyOutput guide;
+  absl::StatusOr<ScoredPlan> greedy =
+      GreedyPlan(model, instance, options.tasks, &guide);
+  if (!greedy.ok()) return greedy.status();
+  absl::StatusOr<ScoredPlan> from_start =
+      Search(instance, start, &guide, options, seed, simulations);
+  if (!from_start.ok()) return from_start.status();
+  *best = *std::move(from_start);
+  if (BetterPlan(start, *best)) *best = start;
+  if (greedy->valid) {
+    absl::StatusOr<ScoredPlan> from_greedy =
+        Search(instance, *greedy, &guide, options, seed + 1, simulations);
+    if (!from_greedy.ok()) return from_greedy.status();
+    if (BetterPlan(*from_greedy, *best)) *best = *std::move(from_greedy);
+  }
+  // Symmetric devices are labelled as the network's own placement has
+  // them (CanonicalDevices with a reference), or by first use.
+  const bool aligned = options.relabel_to_greedy &&
+                       greedy->plan.device.size() == best->plan.device.size();
+  absl::StatusOr<DistillTarget> target = MakeDistillTarget(
+      instance, best->plan, aligned ? &greedy->plan.device : nullptr);
+  if (!target.ok()) return target.status();
+  Visit visit;
+  visit.target = *std::move(target);
+  const double base = baseline.step_time_s;
+  visit.log_greedy = greedy->valid && !greedy->oom
+                         ? std::log(greedy->step_time_s / base)
+                         : std::log(10.0);
+  visit.log_target = std::log(best->step_time_s / base);
+  return visit;
+}
+
+// Up to `count` distinct entries of `remembered` not in `exclude`, drawn
+// with `rng`.
+std::vector<int> DrawReplay(const std::vector<int>& remembered,
+                            const std::vector<int>& exclude, int count,
+                            std::mt19937_64* rng) {
+  std::vector<int> pool;
+  for (int index : remembered) {
+    if (std::find(exclude.begin(), exclude.end(), index) == exclude.end()) {
+      pool.push_back(index);
+    }
+  }
+  const int n = static_cast<int>(pool.size());
+  const int k = std::min(count, n);
+  for (int i = 0; i < k; ++i) {
+    std::swap(pool[i], pool[i + static_cast<int>((*rng)() % (n - i))]);
+  }
+  pool.resize(k);
+  return pool;
+}
+
 double Seconds(const Clock& clock, absl::Time start) {
   return absl::ToDoubleSeconds(clock.Now() - start);
 }
@@ -126,6 +199,10 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
         absl::StrCat("instances_per_round ", options.instances_per_round,
                      " must be a positive multiple of the world size ", world));
   }
+  if (options.replay_targets < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "replay_targets must be 0 or more, got ", options.replay_targets));
+  }
   DistillOptions distill = options.distill;
   distill.tasks = options.tasks;
   PpoOptions ppo = options.ppo;
@@ -142,6 +219,14 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
   DistillationTrainer distiller(model, distill);
   PpoTrainer ppo_trainer(model, ppo);
   std::vector<std::optional<ScoredPlan>> baselines(instances.size());
+  // Per instance, its latest target and best plan (see keep_best); the
+  // instances that have one, in the order first visited.
+  struct Remembered {
+    ScoredPlan best;
+    DistillTarget target;
+  };
+  std::vector<std::optional<Remembered>> memory(instances.size());
+  std::vector<int> remembered;
   const int share = options.instances_per_round / world;
   ExpertIterationResult result;
   result.rounds = options.start_round;
@@ -161,14 +246,15 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
                        options.instances_per_round, round, options.seed);
     ExpertRoundStats stats;
     stats.round = round;
-    std::vector<DistillTarget> targets;
     std::vector<const TrainingInstance*> mine;
+    std::vector<int> mine_indices;
     double log_greedy = 0;
     double log_target = 0;
     for (int s = rank * share; s < (rank + 1) * share; ++s) {
       const int index = chosen[s];
       const TrainingInstance& instance = *instances[index];
       mine.push_back(&instance);
+      mine_indices.push_back(index);
       if (!baselines[index].has_value()) {
         absl::StatusOr<ScoredPlan> baseline =
             BestBaselinePlan(instance, options.seed);
@@ -176,43 +262,29 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
         baselines[index] = *std::move(baseline);
       }
       const ScoredPlan& baseline = *baselines[index];
-      PolicyOutput guide;
-      absl::StatusOr<ScoredPlan> greedy =
-          GreedyPlan(*model, instance, options.tasks, &guide);
-      if (!greedy.ok()) return greedy.status();
+      const bool known = options.keep_best && memory[index].has_value();
       const uint64_t seed = options.seed * 1000003 + round * 131 + s;
-      absl::StatusOr<ScoredPlan> from_baseline =
-          Search(instance, baseline, &guide, options, seed, &stats.simulations);
-      if (!from_baseline.ok()) return from_baseline.status();
-      ScoredPlan best = *std::move(from_baseline);
-      if (greedy->valid) {
-        absl::StatusOr<ScoredPlan> from_greedy = Search(
-            instance, *greedy, &guide, options, seed + 1, &stats.simulations);
-        if (!from_greedy.ok()) return from_greedy.status();
-        if (BetterPlan(*from_greedy, best)) best = *std::move(from_greedy);
-      }
-      // Symmetric devices are labelled as the network's own placement has
-      // them (CanonicalDevices with a reference), or by first use.
-      const bool aligned =
-          options.relabel_to_greedy &&
-          greedy->plan.device.size() == best.plan.device.size();
-      absl::StatusOr<DistillTarget> target = MakeDistillTarget(
-          instance, best.plan, aligned ? &greedy->plan.device : nullptr);
-      if (!target.ok()) return target.status();
-      targets.push_back(*std::move(target));
-      const double base = baseline.step_time_s;
-      const bool greedy_ok = greedy->valid && !greedy->oom;
-      // An OOM or invalid greedy plan counts as 10x the baseline.
-      log_greedy +=
-          greedy_ok ? std::log(greedy->step_time_s / base) : std::log(10.0);
-      log_target += std::log(best.step_time_s / base);
+      ScoredPlan best;
+      absl::StatusOr<Visit> visit = VisitInstance(
+          *model, instance, baseline, known ? memory[index]->best : baseline,
+          options, seed, &stats.simulations, &best);
+      if (!visit.ok()) return visit.status();
+      log_greedy += visit->log_greedy;
+      log_target += visit->log_target;
+      if (!memory[index].has_value()) remembered.push_back(index);
+      memory[index] = Remembered{std::move(best), std::move(visit->target)};
     }
     stats.instances = share;
     stats.greedy_over_baseline = std::exp(log_greedy / share);
     stats.target_over_baseline = std::exp(log_target / share);
-    std::vector<const DistillTarget*> batch;
-    for (const DistillTarget& target : targets) batch.push_back(&target);
+    std::mt19937_64 replay_rng(options.seed * 7919 + round * 104729 + rank);
     for (int step = 0; step < options.distill_steps; ++step) {
+      std::vector<const DistillTarget*> batch;
+      for (int index : mine_indices) batch.push_back(&memory[index]->target);
+      for (int index : DrawReplay(remembered, mine_indices,
+                                  options.replay_targets, &replay_rng)) {
+        batch.push_back(&memory[index]->target);
+      }
       absl::StatusOr<DistillStats> distilled = distiller.Step(batch);
       if (!distilled.ok()) return distilled.status();
       stats.distill = *distilled;

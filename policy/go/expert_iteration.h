@@ -70,6 +70,21 @@ struct ExpertIterationOptions {
   // Targets' symmetric devices are matched to the network's greedy
   // placement (true) or numbered by first use in topological order (false).
   bool relabel_to_greedy = true;
+  // Each instance's searches start from the best plan found for it so far
+  // (the best baseline and the greedy plan on its first visit), and its
+  // target is the best plan ever found for it, so targets only improve
+  // (true); or every visit searches from the best baseline and the greedy
+  // plan anew (false). The memory is this rank's and this run's: it is not
+  // checkpointed (a resumed run starts it empty) and with several ranks an
+  // instance remembers only what the rank that visits it searched.
+  bool keep_best = false;
+  // Each supervised update adds this many targets of earlier visits (drawn,
+  // seeded, from the instances this rank has searched in earlier rounds,
+  // the round's own left out) to the round's targets, so the network keeps
+  // fitting what it saw before. Targets are remembered as they were made
+  // (labelled to the greedy plan of their round with relabel_to_greedy,
+  // which the co-location loss does not see). 0 = the round's targets only.
+  int replay_targets = 0;
   uint64_t seed = 0;       // instance order, searches, baselines
   DistillOptions distill;  // its tasks and hook are set from here
   PpoOptions ppo;          // its tasks and hook are set from here
@@ -102,7 +117,9 @@ struct ExpertIterationResult {
 // (BetterPlan) as the target (symmetric devices labelled to match the
 // network's greedy placement: CanonicalDevices with a reference), then makes
 // distill_steps supervised updates toward the round's targets
-// (DistillationTrainer) and ppo_steps PPO updates on the round's instances.
+// (DistillationTrainer; with replay_targets, each over the round's targets
+// and earlier ones) and ppo_steps PPO updates on the round's instances.
+// With keep_best, searches continue from each instance's best plan so far.
 // Stops after `rounds` rounds or max_seconds. Errors: InvalidArgument for no
 // instances or a round that does not split over the ranks; the trainers',
 // searches' and process group's errors. Deterministic for the seeds apart from

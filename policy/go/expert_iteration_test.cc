@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "policy/go/distillation.h"
+#include "policy/go/network.h"
 #include "policy/go/test_instance.h"
 #include "simulator/baselines/test_graphs.h"
 
@@ -201,6 +202,94 @@ TEST(ExpertIterationTest, RoundsFindTargetsNoWorseThanTheBaseline) {
 
   options.instances_per_round = 0;
   EXPECT_EQ(RunExpertIteration(model.get(), instances, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// The three instances of the expert-iteration tests below.
+std::vector<std::unique_ptr<TrainingInstance>> ThreeInstances() {
+  std::vector<std::unique_ptr<TrainingInstance>> owned;
+  owned.push_back(TestInstance(TwoChainsGraph(), 2));
+  owned.push_back(TestInstance(FanOutGraph(6), 3));
+  owned.push_back(TestInstance(ChainGraph(6), 2));
+  return owned;
+}
+
+// Distillation-only rounds on the test instances.
+ExpertIterationOptions DistillOnly(int rounds, int instances_per_round) {
+  ExpertIterationOptions options;
+  options.tasks = TaskSet{true, true, true, false};
+  options.rounds = rounds;
+  options.max_seconds = 1e9;
+  options.instances_per_round = instances_per_round;
+  options.search_rounds = 1;
+  options.distill_steps = 2;
+  options.ppo_steps = 0;
+  options.simulation_threads = 1;
+  options.seed = 11;
+  options.distill.learning_rate = 1e-2;
+  return options;
+}
+
+torch::Tensor Parameters(const GoModel& model) {
+  std::vector<torch::Tensor> flat;
+  for (const torch::Tensor& p : model.impl().network->parameters()) {
+    flat.push_back(p.detach().reshape({-1}).clone());
+  }
+  return torch::cat(flat);
+}
+
+TEST(ExpertIterationTest, KeptBestTargetsNeverGetWorseOnRevisits) {
+  std::vector<std::unique_ptr<TrainingInstance>> owned = ThreeInstances();
+  std::vector<const TrainingInstance*> instances;
+  for (const auto& instance : owned) {
+    ASSERT_NE(instance, nullptr);
+    instances.push_back(instance.get());
+  }
+  // Every round visits all three instances, so each round's geometric mean
+  // of the targets can only fall when each instance's target can only fall.
+  ExpertIterationOptions options = DistillOnly(5, 3);
+  options.keep_best = true;
+  std::vector<double> targets;
+  options.on_round = [&](const ExpertRoundStats& stats) {
+    targets.push_back(stats.target_over_baseline);
+    return absl::OkStatus();
+  };
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(5));
+  ASSERT_TRUE(RunExpertIteration(model.get(), instances, options).ok());
+  ASSERT_EQ(targets.size(), 5u);
+  EXPECT_LE(targets[0], 1.0 + 1e-12);
+  for (size_t i = 1; i < targets.size(); ++i) {
+    EXPECT_LE(targets[i], targets[i - 1] * (1 + 1e-12)) << "round " << i;
+  }
+}
+
+TEST(ExpertIterationTest, ReplayTrainsOnEarlierTargetsDeterministically) {
+  std::vector<std::unique_ptr<TrainingInstance>> owned = ThreeInstances();
+  std::vector<const TrainingInstance*> instances;
+  for (const auto& instance : owned) {
+    ASSERT_NE(instance, nullptr);
+    instances.push_back(instance.get());
+  }
+  // One instance per round: round 0 has nothing earlier to replay, so one
+  // round with replay equals one without; later rounds add earlier targets.
+  auto train = [&](int rounds, int replay) {
+    ExpertIterationOptions options = DistillOnly(rounds, 1);
+    options.replay_targets = replay;
+    std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(5));
+    absl::StatusOr<ExpertIterationResult> result =
+        RunExpertIteration(model.get(), instances, options);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return Parameters(*model);
+  };
+  EXPECT_TRUE(torch::equal(train(1, 2), train(1, 0)));
+  const torch::Tensor replayed = train(3, 2);
+  EXPECT_TRUE(torch::equal(replayed, train(3, 2)));
+  EXPECT_FALSE(torch::equal(replayed, train(3, 0)));
+
+  ExpertIterationOptions bad = DistillOnly(1, 1);
+  bad.replay_targets = -1;
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(5));
+  EXPECT_EQ(RunExpertIteration(model.get(), instances, bad).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
