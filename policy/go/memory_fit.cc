@@ -121,6 +121,11 @@ PlacementMemoryFit::PlacementMemoryFit(const graph::Graph& graph,
 
 absl::Status PlacementMemoryFit::CheckPlacement(
     const std::vector<int32_t>& device) const {
+  if (num_devices_ < 1 || num_devices_ > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory fit: ", num_devices_,
+                     " devices; expected 1..64 (a topology's limit)"));
+  }
   if (static_cast<int>(device.size()) != graph_.num_nodes()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "memory fit: the placement has ", device.size(), " entries; graph '",

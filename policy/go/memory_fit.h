@@ -36,7 +36,8 @@ namespace gopt::policy::go {
 // O((nodes + edges) * devices). Immutable; thread-safe.
 class PlacementMemoryFit {
  public:
-  // `num_devices` (1..64) is the topology's device count.
+  // `num_devices` is the topology's device count (1..64; Fit and
+  // EstimatePeakBytes return InvalidArgument for any other).
   PlacementMemoryFit(const graph::Graph& graph, int num_devices);
 
   // The estimate's largest value per device, in bytes, for `device` (one

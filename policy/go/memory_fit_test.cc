@@ -178,6 +178,9 @@ TEST(MemoryFitTest, RejectsVectorsOfTheWrongShape) {
   std::vector<int32_t> short_device(2, 0);
   EXPECT_EQ(fit.Fit({kGB, kGB}, allowed, false, &short_device).status().code(),
             absl::StatusCode::kInvalidArgument);
+  const PlacementMemoryFit too_many(graph, /*num_devices=*/65);
+  EXPECT_EQ(too_many.EstimatePeakBytes(device).status().code(),
+            absl::StatusCode::kInvalidArgument);
   device[0] = 5;
   const absl::Status status = fit.EstimatePeakBytes(device).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
