@@ -426,6 +426,11 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "them (false: by first use)",
       [](auto& o) -> auto& { return o.relabel_to_greedy; });
   flags.Add(
+      "prior_learning_rate",
+      "Adam learning rate of the heuristic priors' scales and gate in the "
+      "supervised updates (0 = --distill_learning_rate)",
+      [](auto& o) -> auto& { return o.prior_learning_rate; });
+  flags.Add(
       "keep_best",
       "search each instance from the best plan found for it so far; its "
       "target is the best ever found (this run's memory, not checkpointed)",
@@ -465,6 +470,11 @@ absl::Status FinishExpert(std::vector<std::string> operands,
   RETURN_IF_ERROR(AtLeast(o->distill_steps, 0, "distill_steps"));
   RETURN_IF_ERROR(AtLeast(o->ppo_steps, 0, "ppo_steps"));
   RETURN_IF_ERROR(AtLeast(o->replay_targets, 0, "replay_targets"));
+  if (!(o->prior_learning_rate >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prior_learning_rate must be 0 or more, got ",
+                     o->prior_learning_rate));
+  }
   RETURN_IF_ERROR(AtLeast(o->eval_every, 1, "eval_every"));
   RETURN_IF_ERROR(AtLeast(o->random_graphs, 0, "random_graphs"));
   RETURN_IF_ERROR(AtLeast(o->random_topologies, 0, "random_topologies"));

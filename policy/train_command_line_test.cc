@@ -154,10 +154,11 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_FALSE(o.co_location_loss);
   EXPECT_FALSE(o.keep_best);
   EXPECT_EQ(o.replay_targets, 0);
+  EXPECT_EQ(o.prior_learning_rate, 0);
   absl::StatusOr<TrainCommand> switches = Parse(
       "expert --out_dir=o --priors_off --fusion_weight=0.5 "
       "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss "
-      "--keep_best --replay_targets=12");
+      "--keep_best --replay_targets=12 --prior_learning_rate=0.01");
   ASSERT_TRUE(switches.ok()) << switches.status();
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
@@ -167,6 +168,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_TRUE(s.co_location_loss);
   EXPECT_TRUE(s.keep_best);
   EXPECT_EQ(s.replay_targets, 12);
+  EXPECT_EQ(s.prior_learning_rate, 0.01);
   for (const char* line : {
            "expert",
            "expert --out_dir=o extra",
@@ -174,6 +176,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
            "expert --out_dir=o --eval_every=0",
            "expert --out_dir=o --search_rounds=-1",
            "expert --out_dir=o --replay_targets=-1",
+           "expert --out_dir=o --prior_learning_rate=-0.1",
            "expert --out_dir=o --topologies_per_graph=0",
            "expert --out_dir=o --resume --init_policy_dir=p",
            "expert --out_dir=o --init_prior_factor=-1",

@@ -549,6 +549,7 @@ go::ExpertIterationOptions ExpertIterationOptionsOf(
   expert.distill.fusion_fusible_only = options.fusion_fusible_only;
   expert.relabel_to_greedy = options.relabel_to_greedy;
   expert.keep_best = options.keep_best;
+  expert.distill.prior_learning_rate = options.prior_learning_rate;
   expert.replay_targets = options.replay_targets;
   expert.distill.placement_loss = options.co_location_loss
                                       ? go::PlacementLoss::kCoLocation
@@ -623,6 +624,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
           {"candidates_per_round", expert.candidates_per_round},
           {"distill_steps", expert.distill_steps},
           {"distill_learning_rate", expert.distill.learning_rate},
+          {"prior_learning_rate", expert.distill.prior_learning_rate},
           {"fusion_weight", expert.distill.fusion_weight},
           {"fusion_fusible_only", expert.distill.fusion_fusible_only},
           {"relabel_to_greedy", expert.relabel_to_greedy},

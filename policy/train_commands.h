@@ -152,6 +152,8 @@ struct ExpertCommandOptions {
   bool relabel_to_greedy = true;
   // ExpertIterationOptions::keep_best and ::replay_targets.
   bool keep_best = false;
+  // DistillOptions::prior_learning_rate (0 = --distill_learning_rate).
+  double prior_learning_rate = 0;
   int replay_targets = 0;
   // DistillOptions::placement_loss: kCoLocation (true) or kCrossEntropy.
   bool co_location_loss = false;

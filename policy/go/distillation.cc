@@ -216,12 +216,39 @@ absl::StatusOr<DistillTarget> MakeDistillTarget(
   return target;
 }
 
+namespace {
+
+// Adam's parameter groups: the heuristic priors' scales and gate (names
+// containing "prior") at `prior_learning_rate` when it is positive, the
+// rest (or everything) at `learning_rate`.
+std::vector<torch::optim::OptimizerParamGroup> ParameterGroups(
+    GoNetwork& network, double learning_rate, double prior_learning_rate) {
+  std::vector<torch::Tensor> priors;
+  std::vector<torch::Tensor> rest;
+  for (const auto& item : network->named_parameters()) {
+    const bool prior = prior_learning_rate > 0 &&
+                       item.key().find("prior") != std::string::npos;
+    (prior ? priors : rest).push_back(item.value());
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(
+      rest, std::make_unique<torch::optim::AdamOptions>(learning_rate));
+  if (!priors.empty()) {
+    groups.emplace_back(priors, std::make_unique<torch::optim::AdamOptions>(
+                                    prior_learning_rate));
+  }
+  return groups;
+}
+
+}  // namespace
+
 class DistillationTrainer::State {
  public:
-  State(GoNetwork network, double learning_rate)
+  State(GoNetwork network, double learning_rate, double prior_learning_rate)
       : network(std::move(network)),
-        optimizer(this->network->parameters(),
-                  torch::optim::AdamOptions(learning_rate)) {}
+        optimizer(
+            ParameterGroups(this->network, learning_rate, prior_learning_rate),
+            torch::optim::AdamOptions(learning_rate)) {}
   GoNetwork network;
   torch::optim::Adam optimizer;
 };
@@ -231,7 +258,8 @@ DistillationTrainer::DistillationTrainer(GoModel* model,
     : model_(model),
       options_(options),
       state_(std::make_unique<State>(model->impl().network,
-                                     options.learning_rate)) {}
+                                     options.learning_rate,
+                                     options.prior_learning_rate)) {}
 
 DistillationTrainer::~DistillationTrainer() = default;
 

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "policy/go/expert_iteration.h"
+#include "policy/go/network.h"
 #include "policy/go/test_instance.h"
 #include "simulator/baselines/test_graphs.h"
 
@@ -224,6 +225,49 @@ TEST(DistillationTest, CoLocationStepsFitWhichNodesShareADevice) {
   // Seed 3: 0.4 of the pairs before, all of them after.
   EXPECT_LT(agreement_before, 0.5);
   EXPECT_GE(agreement_after, 0.99);
+}
+
+// The parameters of `model` whose names contain "prior" (prior == true) or
+// the others, flattened.
+torch::Tensor NamedParameters(const GoModel& model, bool prior) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& item : model.impl().network->named_parameters()) {
+    if ((item.key().find("prior") != std::string::npos) != prior) continue;
+    flat.push_back(item.value().detach().reshape({-1}).clone());
+  }
+  return torch::cat(flat);
+}
+
+TEST(DistillationTest, PriorLearningRateMovesOnlyThePriorsFaster) {
+  std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChainsGraph(), 2);
+  ASSERT_NE(instance, nullptr);
+  const DistillTarget target = TwoChainsTarget(*instance);
+  // One Adam step moves each parameter by about its learning rate.
+  auto step = [&](double prior_learning_rate) {
+    std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(3));
+    DistillOptions options;
+    options.tasks = TaskSet{true, true, true, false};
+    options.placement_loss = PlacementLoss::kCoLocation;
+    options.learning_rate = 1e-4;
+    options.prior_learning_rate = prior_learning_rate;
+    DistillationTrainer trainer(model.get(), options);
+    EXPECT_TRUE(trainer.Step({&target}).ok());
+    return model;
+  };
+  const torch::Tensor priors_start =
+      NamedParameters(**GoModel::Create(SmallModelOptions(3)), true);
+  std::unique_ptr<GoModel> same = step(0);
+  std::unique_ptr<GoModel> fast = step(0.1);
+  const float moved_same =
+      (NamedParameters(*same, true) - priors_start).abs().max().item<float>();
+  const float moved_fast =
+      (NamedParameters(*fast, true) - priors_start).abs().max().item<float>();
+  EXPECT_LE(moved_same, 2e-4);
+  EXPECT_GE(moved_fast, 0.05);
+  // The other parameters take the same step either way.
+  EXPECT_TRUE(torch::equal(NamedParameters(*same, false),
+                           NamedParameters(*fast, false)));
 }
 
 }  // namespace

@@ -7,12 +7,15 @@
 // seed, the simulations each needed and their ratio, then the geometric
 // mean of the ratios over the pairs the guided search reached (and how many
 // it did not). Pairs where the uniform search improved nothing on the start
-// plan are listed and left out. A benchmark: it prints numbers and asserts
-// nothing.
+// plan are listed and left out. Last, per kind of move, the candidates
+// proposed and the ones that won, over all uniform runs and over all guided
+// runs (each up to the round that reached). A benchmark: it prints numbers
+// and asserts nothing.
 //
 //   gopt_guided_search_benchmark --policy_dir=policy/pretrained/go-multitask-v2
 //     --graph=SOURCE,... --topologies=v100x4-nvlink,h100x8-nvlink
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -40,6 +43,14 @@ ABSL_FLAG(std::vector<std::string>, topologies,
           "preset machines");
 ABSL_FLAG(int32_t, rounds, 32, "rounds of 16 simulations of the uniform run");
 ABSL_FLAG(int32_t, seeds, 2, "seeds 1..N per instance");
+ABSL_FLAG(double, uniform_share,
+          gopt::policy::go::PlanSearchOptions().guided_uniform_share,
+          "share of the guided search's candidates proposed uniformly "
+          "(PlanSearchOptions::guided_uniform_share)");
+ABSL_FLAG(bool, flat_policy, false,
+          "the ablation: guide with uniform distributions of the network's "
+          "shapes instead of its output (what the guided moves gain without "
+          "the network)");
 
 namespace {
 
@@ -54,19 +65,54 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> LoadModel(const std::string& dir) {
   return go::GoModel::Load(*path);
 }
 
-// Rounds the guided search needed to reach `goal_s` (or -1).
+// Adds `search`'s proposals and wins per kind of move to `totals`.
+void AddMoveStats(const go::PlanSearch& search,
+                  std::vector<go::MoveKindStats>* totals) {
+  for (int k = 0; k < go::kNumMoveKinds; ++k) {
+    (*totals)[k].proposed += search.move_stats()[k].proposed;
+    (*totals)[k].improved += search.move_stats()[k].improved;
+  }
+}
+
+// Rounds the guided search needed to reach `goal_s` (or -1); adds its moves
+// to `totals`.
 absl::StatusOr<int> GuidedRounds(const go::TrainingInstance& instance,
                                  const go::ScoredPlan& start,
                                  const go::PlanSearchOptions& options,
                                  const go::PolicyOutput& policy, int rounds,
-                                 double goal_s) {
+                                 double goal_s,
+                                 std::vector<go::MoveKindStats>* totals) {
   go::PlanSearch search(instance, start, options);
-  for (int r = 1; r <= rounds; ++r) {
+  int reached = -1;
+  for (int r = 1; r <= rounds && reached < 0; ++r) {
     absl::Status status = search.Run(1, &policy);
     if (!status.ok()) return status;
-    if (!search.best().oom && search.best().step_time_s <= goal_s) return r;
+    if (!search.best().oom && search.best().step_time_s <= goal_s) reached = r;
   }
-  return -1;
+  AddMoveStats(search, totals);
+  return reached;
+}
+
+// Makes every row of `policy` uniform (the --flat_policy ablation).
+void Flatten(go::PolicyOutput* policy) {
+  for (std::vector<float>* head :
+       {&policy->placement, &policy->scheduling, &policy->fusion}) {
+    if (head->empty()) continue;
+    const size_t width = head->size() / policy->num_nodes;
+    std::fill(head->begin(), head->end(), -std::log(static_cast<float>(width)));
+  }
+}
+
+// "kind proposed/won, ..." for every kind proposed.
+std::string MoveStatsLine(const std::vector<go::MoveKindStats>& totals) {
+  std::string line;
+  for (int k = 0; k < go::kNumMoveKinds; ++k) {
+    if (totals[k].proposed == 0) continue;
+    absl::StrAppend(&line, line.empty() ? "" : ", ",
+                    go::MoveKindName(static_cast<go::MoveKind>(k)), " ",
+                    totals[k].proposed, "/", totals[k].improved);
+  }
+  return line;
 }
 
 int Run() {
@@ -82,6 +128,8 @@ int Run() {
   int reached = 0;
   int missed = 0;
   int unimproved = 0;  // pairs where the uniform search improved nothing
+  std::vector<go::MoveKindStats> uniform_moves(go::kNumMoveKinds);
+  std::vector<go::MoveKindStats> guided_moves(go::kNumMoveKinds);
   std::cout << absl::StrFormat("%-45s %-14s %4s %10s %10s %9s %9s %7s\n",
                                "graph", "topology", "seed", "uniform ms",
                                "start ms", "uni sims", "gui sims", "ratio");
@@ -111,12 +159,14 @@ int Run() {
       absl::StatusOr<go::PolicyOutput> policy =
           (*model)->Run((*instance)->features, tasks);
       if (!policy.ok()) return 1;
+      if (absl::GetFlag(FLAGS_flat_policy)) Flatten(&*policy);
       for (int seed = 1; seed <= absl::GetFlag(FLAGS_seeds); ++seed) {
         go::PlanSearchOptions options;
         options.tasks = tasks;
         options.seed = seed;
         go::PlanSearch uniform(**instance, *start, options);
         if (!uniform.Run(rounds, nullptr).ok()) return 1;
+        AddMoveStats(uniform, &uniform_moves);
         const double goal_s = uniform.best().step_time_s;
         if (!(goal_s < start->step_time_s)) {
           // Nothing to reach: the uniform search found no better plan.
@@ -128,8 +178,10 @@ int Run() {
           continue;
         }
         options.guided = true;
+        options.guided_uniform_share = absl::GetFlag(FLAGS_uniform_share);
         absl::StatusOr<int> guided =
-            GuidedRounds(**instance, *start, options, *policy, rounds, goal_s);
+            GuidedRounds(**instance, *start, options, *policy, rounds, goal_s,
+                         &guided_moves);
         if (!guided.ok()) return 1;
         const int uniform_sims = rounds * options.candidates_per_round;
         const int guided_sims = *guided * options.candidates_per_round;
@@ -157,6 +209,10 @@ int Run() {
       "rounds; %d pairs left out (the uniform search improved nothing)\n",
       reached ? std::exp(log_ratio / reached) : 0.0, reached, missed, rounds,
       unimproved);
+  std::cout << "moves proposed/won, uniform runs: "
+            << MoveStatsLine(uniform_moves)
+            << "\nmoves proposed/won, guided runs (until reached): "
+            << MoveStatsLine(guided_moves) << "\n";
   return 0;
 }
 

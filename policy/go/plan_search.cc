@@ -235,7 +235,7 @@ void PlanSearch::BuildMoveGroups() {
   }
 }
 
-MoveKind PlanSearch::DrawMoveKind() {
+MoveKind PlanSearch::DrawMoveKind(bool guided) {
   const int num_devices =
       static_cast<int>(instance_.simulator->topology().devices.size());
   const bool can_place = options_.tasks.placement && num_devices > 1;
@@ -257,6 +257,9 @@ MoveKind PlanSearch::DrawMoveKind() {
   if (options_.tasks.fusion) {
     allow(MoveKind::kSplitFusion, 1);
     allow(MoveKind::kMergeFusion, 1);
+    if (guided && !guide_.policy->fusion.empty()) {
+      allow(MoveKind::kGuidedFusion, 1);
+    }
   }
   if (total == 0) return MoveKind::kPriorityJump;
   int u = static_cast<int>(rng_() % total);
@@ -322,18 +325,51 @@ void PlanSearch::GrowRegion(NodeId seed, int size, const simulator::Plan& plan,
   }
 }
 
-int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& region,
-                                 const simulator::Plan& plan) {
+int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& nodes,
+                                 const simulator::Plan& plan,
+                                 const Guide* guide) {
   const int num_devices =
       static_cast<int>(instance_.simulator->topology().devices.size());
-  const int32_t current = plan.device[region.front()];
-  if (rng_() % 2 == 0) {
-    return DrawOtherDevice(nullptr, num_devices, current, &rng_);
-  }
-  // The device the region exchanges the most bytes with.
+  const int32_t current = plan.device[nodes.front()];
   const graph::Graph& graph = instance_.graph();
+  if (rng_() % 2 == 0) {
+    if (guide == nullptr) {
+      return DrawOtherDevice(nullptr, num_devices, current, &rng_);
+    }
+    // The network's mean probability of each device over the nodes, plus
+    // its mean co-location with the neighbours already there beyond a
+    // uniform guess's (so an uninformed network draws uniformly).
+    std::vector<double> weight(num_devices, 0);
+    std::vector<double> affinity(num_devices, 0);
+    int64_t outside = 0;
+    for (const NodeId id : nodes) {
+      for (int d = 0; d < num_devices; ++d) {
+        weight[d] += DeviceProbability(id, d) / nodes.size();
+      }
+      for (const auto& edges : {graph.in_edges(id), graph.out_edges(id)}) {
+        for (const graph::Edge& edge : edges) {
+          const NodeId other = edge.src == id ? edge.dst : edge.src;
+          if (region_mark_[other] == region_epoch_ ||
+              plan.device[other] == current) {
+            continue;
+          }
+          affinity[plan.device[other]] +=
+              std::max(0.0, CoLocation(id, other) - 1.0 / num_devices);
+          ++outside;
+        }
+      }
+    }
+    std::vector<float> logp(num_devices);
+    for (int d = 0; d < num_devices; ++d) {
+      const double w =
+          0.01 + weight[d] + (outside > 0 ? affinity[d] / outside : 0.0);
+      logp[d] = static_cast<float>(std::log(w));
+    }
+    return DrawOtherDevice(logp.data(), num_devices, current, &rng_);
+  }
+  // The device the nodes exchange the most bytes with.
   std::vector<int64_t> bytes(num_devices, 0);
-  for (const NodeId id : region) {
+  for (const NodeId id : nodes) {
     for (const auto& edges : {graph.in_edges(id), graph.out_edges(id)}) {
       for (const graph::Edge& edge : edges) {
         const NodeId other = edge.src == id ? edge.dst : edge.src;
@@ -370,74 +406,67 @@ bool PlanSearch::ProposeFusion(NodeId id, bool split, simulator::Plan* plan,
   return true;
 }
 
-simulator::Plan PlanSearch::Propose(const PolicyOutput* placement,
-                                    MoveKind* kind,
-                                    std::vector<int32_t>* fusion_levels) {
-  simulator::Plan plan = best_.plan;
-  *kind = MoveKind::kPriorityJump;
+void PlanSearch::ProposeRegionMove(MoveKind kind, NodeId first,
+                                   const Guide* guide, simulator::Plan* plan) {
+  // 2 to 256 nodes around the path node, in powers of two.
+  const int size = 2 << (rng_() % 8);
+  std::vector<NodeId> region;
+  GrowRegion(first, size, *plan, &region);
+  const int32_t home = plan->device[first];
+  const int32_t target = RegionTarget(region, *plan, guide);
+  if (kind == MoveKind::kSwapRegions) {
+    // A region of the target device, seeded at a random node there (with a
+    // guide: of up to 4 found, the one the network most wants on `home`),
+    // moves the other way.
+    NodeId seed = -1;
+    double seed_weight = -1;
+    int found = 0;
+    for (int tries = 0; tries < 64 && found < (guide ? 4 : 1); ++tries) {
+      const NodeId other =
+          static_cast<NodeId>(rng_() % instance_.graph().num_nodes());
+      if (plan->device[other] != target) continue;
+      ++found;
+      const double weight =
+          guide == nullptr ? 0 : DeviceProbability(other, home);
+      if (weight > seed_weight) {
+        seed = other;
+        seed_weight = weight;
+      }
+    }
+    if (seed >= 0) {
+      std::vector<NodeId> back;
+      GrowRegion(seed, size, *plan, &back);
+      for (const NodeId id : back) plan->device[id] = home;
+    }
+  }
+  for (const NodeId id : region) plan->device[id] = target;
+}
+
+void PlanSearch::ProposeWindowMove(MoveKind kind, int begin, int end,
+                                   const PolicyOutput* placement,
+                                   const Guide* guide, simulator::Plan* plan) {
   const int path_length = static_cast<int>(critical_path_.size());
-  if (path_length == 0) return plan;
-  *kind = DrawMoveKind();
-  const int begin = static_cast<int>(rng_() % path_length);
   const NodeId first = critical_path_[begin];
   const int num_devices =
       static_cast<int>(instance_.simulator->topology().devices.size());
-  switch (*kind) {
-    case MoveKind::kPlaceRegion:
-    case MoveKind::kSwapRegions: {
-      // 2 to 256 nodes around the path node, in powers of two.
-      const int size = 2 << (rng_() % 8);
-      std::vector<NodeId> region;
-      GrowRegion(first, size, plan, &region);
-      const int32_t home = plan.device[first];
-      const int32_t target = RegionTarget(region, plan);
-      if (*kind == MoveKind::kSwapRegions) {
-        // A region of the target device, seeded at a random node there,
-        // moves the other way.
-        for (int tries = 0; tries < 64; ++tries) {
-          const NodeId other =
-              static_cast<NodeId>(rng_() % instance_.graph().num_nodes());
-          if (plan.device[other] != target) continue;
-          std::vector<NodeId> back;
-          GrowRegion(other, size, plan, &back);
-          for (const NodeId id : back) plan.device[id] = home;
-          break;
-        }
-      }
-      for (const NodeId id : region) plan.device[id] = target;
-      return plan;
-    }
-    case MoveKind::kSplitFusion:
-    case MoveKind::kMergeFusion: {
-      // The first node of the window whose fusion the move changes.
-      const int length =
-          1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
-      const int end = std::min(path_length, begin + length);
-      for (int i = begin; i < end; ++i) {
-        if (ProposeFusion(critical_path_[i], *kind == MoveKind::kSplitFusion,
-                          &plan, fusion_levels)) {
-          break;
-        }
-      }
-      return plan;
-    }
-    default:
-      break;
-  }
-  const int length =
-      1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
-  const int end = std::min(path_length, begin + length);
-  if (*kind == MoveKind::kPriorityJump) {
-    // Scheduling: the window runs first, earlier path nodes before later.
-    for (int i = begin; i < end; ++i) {
-      plan.priority[critical_path_[i]] = top_priority_ + (end - i);
-    }
-    return plan;
-  }
-  // Placement: the window moves to one device.
-  const int32_t current = plan.device[first];
+  const int32_t current = plan->device[first];
   int32_t target = -1;
-  if (*kind == MoveKind::kPlaceWindow) {
+  if (kind == MoveKind::kPlaceWindow && guide != nullptr) {
+    // The window's nodes, marked for RegionTarget.
+    std::vector<NodeId> window(critical_path_.begin() + begin,
+                               critical_path_.begin() + end);
+    window.erase(
+        std::remove_if(window.begin(), window.end(),
+                       [&](NodeId id) { return plan->device[id] != current; }),
+        window.end());
+    if (region_mark_.size() != plan->device.size()) {
+      region_mark_.assign(plan->device.size(), 0);
+      region_epoch_ = 0;
+    }
+    ++region_epoch_;
+    for (const NodeId id : window) region_mark_[id] = region_epoch_;
+    target = RegionTarget(window, *plan, guide);
+  } else if (kind == MoveKind::kPlaceWindow) {
     const float* row =
         placement != nullptr && !placement->placement.empty()
             ? &placement->placement[static_cast<size_t>(first) * num_devices]
@@ -445,23 +474,104 @@ simulator::Plan PlanSearch::Propose(const PolicyOutput* placement,
     target = DrawOtherDevice(row, num_devices, current, &rng_);
   } else {
     // A neighbour on the path that runs elsewhere: moving next to it saves
-    // the transfer between them.
-    int32_t neighbours[2];
+    // the transfer between them (with a guide, drawn by the network's
+    // co-location of it and the window node next to it).
+    NodeId neighbours[2];
+    NodeId near[2];
     int count = 0;
-    if (begin > 0) neighbours[count++] = plan.device[critical_path_[begin - 1]];
-    if (end < path_length)
-      neighbours[count++] = plan.device[critical_path_[end]];
+    if (begin > 0) {
+      neighbours[count] = critical_path_[begin - 1];
+      near[count++] = first;
+    }
+    if (end < path_length) {
+      neighbours[count] = critical_path_[end];
+      near[count++] = critical_path_[end - 1];
+    }
     int32_t options[2];
+    double weights[2];
     int usable = 0;
     for (int i = 0; i < count; ++i) {
-      if (neighbours[i] != current) options[usable++] = neighbours[i];
+      if (plan->device[neighbours[i]] == current) continue;
+      weights[usable] =
+          guide == nullptr ? 1 : 0.01 + CoLocation(near[i], neighbours[i]);
+      options[usable++] = plan->device[neighbours[i]];
     }
-    target = usable > 0 ? options[rng_() % usable]
-                        : DrawOtherDevice(nullptr, num_devices, current, &rng_);
+    if (usable == 0) {
+      target = DrawOtherDevice(nullptr, num_devices, current, &rng_);
+    } else if (guide == nullptr) {
+      target = options[rng_() % usable];
+    } else {
+      const double u =
+          UniformDouble(&rng_) * (weights[0] + (usable > 1 ? weights[1] : 0));
+      target = options[usable > 1 && u >= weights[0] ? 1 : 0];
+    }
   }
   for (int i = begin; i < end; ++i)
-    MoveGroupOf(critical_path_[i], target, &plan);
-  return plan;
+    MoveGroupOf(critical_path_[i], target, plan);
+}
+
+simulator::Plan PlanSearch::Propose(MoveKind kind,
+                                    const PolicyOutput* placement,
+                                    const Guide* guide,
+                                    std::vector<int32_t>* fusion_levels) {
+  simulator::Plan plan = best_.plan;
+  const int path_length = static_cast<int>(critical_path_.size());
+  if (path_length == 0) return plan;
+  // The window's first node: with a guide, drawn by the network's weights
+  // for the kind of move (see the class comment).
+  const std::vector<double>* weights = nullptr;
+  if (guide != nullptr) {
+    switch (kind) {
+      case MoveKind::kPriorityJump:
+        weights = &guide->scheduling;
+        break;
+      case MoveKind::kSplitFusion:
+        weights = &guide->split;
+        break;
+      case MoveKind::kMergeFusion:
+        weights = &guide->merge;
+        break;
+      case MoveKind::kGuidedFusion:
+        weights = &guide->fusion;
+        break;
+      default:
+        weights = &guide->placement;
+        break;
+    }
+  }
+  const int begin = DrawPathIndex(weights);
+  const NodeId first = critical_path_[begin];
+  if (kind == MoveKind::kPlaceRegion || kind == MoveKind::kSwapRegions) {
+    ProposeRegionMove(kind, first, guide, &plan);
+    return plan;
+  }
+  const int length =
+      1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
+  const int end = std::min(path_length, begin + length);
+  switch (kind) {
+    case MoveKind::kSplitFusion:
+    case MoveKind::kMergeFusion:
+      // The first node of the window whose fusion the move changes.
+      for (int i = begin; i < end; ++i) {
+        if (ProposeFusion(critical_path_[i], kind == MoveKind::kSplitFusion,
+                          &plan, fusion_levels)) {
+          break;
+        }
+      }
+      return plan;
+    case MoveKind::kGuidedFusion:
+      ProposeGuidedFusion(begin, end, &plan, fusion_levels);
+      return plan;
+    case MoveKind::kPriorityJump:
+      // Scheduling: the window runs first, earlier path nodes before later.
+      for (int i = begin; i < end; ++i) {
+        plan.priority[critical_path_[i]] = top_priority_ + (end - i);
+      }
+      return plan;
+    default:
+      ProposeWindowMove(kind, begin, end, placement, guide, &plan);
+      return plan;
+  }
 }
 
 absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
@@ -515,13 +625,17 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
       absl::Status recorded = RecordIncumbent();
       if (!recorded.ok()) return recorded;
     }
+    const bool guided = options_.guided && placement != nullptr;
+    if (guided) PrepareGuide(*placement);
     for (Candidate& candidate : candidates) {
       candidate.fusion_levels.clear();
+      // A share of a guided search's candidates are uniform ones.
+      const bool uniform =
+          !guided || UniformDouble(&rng_) < options_.guided_uniform_share;
+      candidate.kind = DrawMoveKind(!uniform);
       candidate.scored.plan =
-          options_.guided && placement != nullptr
-              ? ProposeGuided(*placement, &candidate.fusion_levels,
-                              &candidate.kind)
-              : Propose(placement, &candidate.kind, &candidate.fusion_levels);
+          Propose(candidate.kind, guided && uniform ? nullptr : placement,
+                  uniform ? nullptr : &guide_, &candidate.fusion_levels);
       ++move_stats_[static_cast<int>(candidate.kind)].proposed;
     }
     RunInParallel(count, options_.threads,
@@ -590,96 +704,154 @@ void PlanSearch::Adopt(ScoredPlan plan,
   }
 }
 
-int PlanSearch::DrawPathIndex(
-    const std::function<double(graph::NodeId)>& weight) {
+int PlanSearch::DrawPathIndex(const std::vector<double>* cumulative) {
   const int path_length = static_cast<int>(critical_path_.size());
-  std::vector<double> cumulative(path_length);
-  double total = 0;
-  for (int i = 0; i < path_length; ++i) {
-    total += std::max(weight(critical_path_[i]), 0.0);
-    cumulative[i] = total;
+  if (cumulative == nullptr || cumulative->empty() ||
+      !(cumulative->back() > 0)) {
+    return static_cast<int>(rng_() % path_length);
   }
-  if (!(total > 0)) return static_cast<int>(rng_() % path_length);
-  const double u = UniformDouble(&rng_) * total;
+  const double u = UniformDouble(&rng_) * cumulative->back();
   const int index = static_cast<int>(
-      std::upper_bound(cumulative.begin(), cumulative.end(), u) -
-      cumulative.begin());
+      std::upper_bound(cumulative->begin(), cumulative->end(), u) -
+      cumulative->begin());
   return std::min(index, path_length - 1);
 }
 
-simulator::Plan PlanSearch::ProposeGuided(const PolicyOutput& policy,
-                                          std::vector<int32_t>* fusion_levels,
-                                          MoveKind* kind_out) {
-  simulator::Plan plan = best_.plan;
-  *kind_out = MoveKind::kPriorityJump;
-  const int path_length = static_cast<int>(critical_path_.size());
-  if (path_length == 0) return plan;
-  const int num_devices =
-      static_cast<int>(instance_.simulator->topology().devices.size());
-  const int levels = kPriorityLevels;
-  // The kinds of move available: 0 scheduling, 1 placement, 2 fusion.
-  int kinds[3];
-  int available = 0;
-  if (options_.tasks.scheduling) kinds[available++] = 0;
-  if (options_.tasks.placement && num_devices > 1) kinds[available++] = 1;
-  if (options_.tasks.fusion && !policy.fusion.empty()) kinds[available++] = 2;
-  if (available == 0) return plan;
-  const int kind = kinds[rng_() % available];
-  *kind_out = kind == 0   ? MoveKind::kPriorityJump
-              : kind == 1 ? MoveKind::kPlaceWindow
-                          : MoveKind::kGuidedFusion;
-  auto row = [&](const std::vector<float>& logp, NodeId id, int width) {
-    return logp.empty() ? nullptr : &logp[static_cast<size_t>(id) * width];
+void PlanSearch::AlignLabels(const PolicyOutput& policy) {
+  const simulator::Topology& topology = instance_.simulator->topology();
+  const int num_devices = topology.num_devices();
+  guide_.label.resize(num_devices);
+  std::iota(guide_.label.begin(), guide_.label.end(), 0);
+  if (policy.placement.empty()) return;
+  auto same_profile = [&](int a, int b) {
+    const simulator::DeviceProfile& x = topology.devices[a];
+    const simulator::DeviceProfile& y = topology.devices[b];
+    return x.name == y.name && x.kind == y.kind &&
+           x.peak_f32_flops == y.peak_f32_flops &&
+           x.memory_bytes == y.memory_bytes;
   };
-  int begin = 0;
-  if (kind == 0) {
-    begin = DrawPathIndex([&](NodeId id) {
-      const float* r = row(policy.scheduling, id, levels);
-      if (r == nullptr) return 1.0;
-      double expected = 0;
-      for (int l = 0; l < levels; ++l) expected += l * std::exp(r[l]);
-      return std::exp(expected / 2);
-    });
-  } else if (kind == 1) {
-    begin = DrawPathIndex([&](NodeId id) {
-      const float* r = row(policy.placement, id, num_devices);
-      if (r == nullptr) return 1.0;
-      return 1.01 - std::exp(static_cast<double>(r[plan.device[id]]));
-    });
-  } else {
-    begin = DrawPathIndex([&](NodeId id) {
-      const float* r = row(policy.fusion, id, levels);
-      const double fuse = 1 - std::exp(static_cast<double>(r[0]));
-      return 0.01 + std::abs(fuse - (fusion_levels_[id] > 0 ? 1.0 : 0.0));
-    });
+  // Nodes per (argmax label, incumbent device).
+  std::vector<int64_t> shared(static_cast<size_t>(num_devices) * num_devices);
+  const std::vector<int32_t>& device = best_.plan.device;
+  for (size_t id = 0; id < device.size(); ++id) {
+    const float* row = &policy.placement[id * num_devices];
+    const int label =
+        static_cast<int>(std::max_element(row, row + num_devices) - row);
+    ++shared[static_cast<size_t>(label) * num_devices + device[id]];
   }
-  const int length =
-      1 + static_cast<int>(rng_() % std::max(options_.max_window, 1));
-  const int end = std::min(path_length, begin + length);
-  if (kind == 0) {
-    for (int i = begin; i < end; ++i) {
-      plan.priority[critical_path_[i]] = top_priority_ + (end - i);
+  std::vector<int32_t> order(shared.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return shared[a] > shared[b]; });
+  std::vector<bool> label_used(num_devices, false);
+  std::vector<bool> device_done(num_devices, false);
+  for (const int32_t pair : order) {
+    const int label = pair / num_devices;
+    const int d = pair % num_devices;
+    if (label_used[label] || device_done[d] || !same_profile(label, d)) {
+      continue;
     }
-    return plan;
+    guide_.label[d] = label;
+    label_used[label] = device_done[d] = true;
   }
-  if (kind == 1) {
-    const NodeId first = critical_path_[begin];
-    const int32_t target =
-        DrawOtherDevice(row(policy.placement, first, num_devices), num_devices,
-                        plan.device[first], &rng_);
-    for (int i = begin; i < end; ++i) {
-      const int32_t group = move_group_[critical_path_[i]];
-      for (int32_t m = move_offsets_[group]; m < move_offsets_[group + 1];
-           ++m) {
-        plan.device[move_members_[m]] = target;
-      }
+  // Every device is matched: the pairs of the same profile include the
+  // identity, so each profile has as many free labels as devices.
+}
+
+double PlanSearch::DeviceProbability(NodeId id, int32_t device) const {
+  const PolicyOutput& policy = *guide_.policy;
+  const int num_devices = static_cast<int>(guide_.label.size());
+  if (policy.placement.empty()) return 1.0 / num_devices;
+  return std::exp(static_cast<double>(
+      policy.placement[static_cast<size_t>(id) * num_devices +
+                       guide_.label[device]]));
+}
+
+double PlanSearch::CoLocation(NodeId u, NodeId v) const {
+  const PolicyOutput& policy = *guide_.policy;
+  const int num_devices = static_cast<int>(guide_.label.size());
+  if (policy.placement.empty()) return 1.0 / num_devices;
+  const float* a = &policy.placement[static_cast<size_t>(u) * num_devices];
+  const float* b = &policy.placement[static_cast<size_t>(v) * num_devices];
+  double shared = 0;
+  for (int d = 0; d < num_devices; ++d) {
+    shared += std::exp(static_cast<double>(a[d]) + b[d]);
+  }
+  return shared;
+}
+
+double PlanSearch::PlacementDispute(NodeId id,
+                                    const simulator::Plan& plan) const {
+  // Each term is 0 where the network says no more than a uniform guess
+  // would (probability 1 / devices), so an uninformed network weighs every
+  // node alike.
+  const graph::Graph& graph = instance_.graph();
+  const double uniform = 1.0 / guide_.label.size();
+  double disagreement = 0;
+  int neighbours = 0;
+  for (const auto& edges : {graph.in_edges(id), graph.out_edges(id)}) {
+    for (const graph::Edge& edge : edges) {
+      const NodeId other = edge.src == id ? edge.dst : edge.src;
+      const double together = CoLocation(id, other);
+      disagreement += plan.device[other] == plan.device[id]
+                          ? std::max(0.0, (uniform - together) / uniform)
+                          : std::max(0.0, (together - uniform) / (1 - uniform));
+      ++neighbours;
     }
-    return plan;
   }
+  const double elsewhere = std::max(
+      0.0, (uniform - DeviceProbability(id, plan.device[id])) / uniform);
+  return 0.2 + elsewhere + (neighbours > 0 ? disagreement / neighbours : 0.0);
+}
+
+void PlanSearch::PrepareGuide(const PolicyOutput& policy) {
+  guide_.policy = &policy;
+  AlignLabels(policy);
+  const int levels = kPriorityLevels;
+  auto row = [&](const std::vector<float>& logp, NodeId id) {
+    return logp.empty() ? nullptr : &logp[static_cast<size_t>(id) * levels];
+  };
+  for (std::vector<double>* weights :
+       {&guide_.scheduling, &guide_.placement, &guide_.split, &guide_.merge,
+        &guide_.fusion}) {
+    weights->clear();
+  }
+  double scheduling = 0, placement = 0, split = 0, merge = 0, fusion = 0;
+  for (const NodeId id : critical_path_) {
+    // Nodes the network wants early jump the queue.
+    const float* priority = row(policy.scheduling, id);
+    double expected = 0;
+    for (int l = 0; priority != nullptr && l < levels; ++l) {
+      expected += l * std::exp(priority[l]);
+    }
+    scheduling += priority == nullptr ? 1.0 : std::exp(expected / 2);
+    placement += PlacementDispute(id, best_.plan);
+    // The network's probability of fusing (a level above 0) against
+    // whether the node is fused now.
+    const float* fuse_row = row(policy.fusion, id);
+    const double fuse = fuse_row == nullptr
+                            ? 0.5
+                            : 1 - std::exp(static_cast<double>(fuse_row[0]));
+    const bool fused = fusion_levels_[id] > 0;
+    split += 0.01 + (fused ? 1 - fuse : 0.0);
+    merge += 0.01 + (fused ? 0.0 : fuse);
+    fusion += 0.01 + std::abs(fuse - (fused ? 1.0 : 0.0));
+    guide_.scheduling.push_back(scheduling);
+    guide_.placement.push_back(placement);
+    guide_.split.push_back(split);
+    guide_.merge.push_back(merge);
+    guide_.fusion.push_back(fusion);
+  }
+}
+
+void PlanSearch::ProposeGuidedFusion(int begin, int end, simulator::Plan* plan,
+                                     std::vector<int32_t>* fusion_levels) {
+  const int levels = kPriorityLevels;
+  const std::vector<float>& fusion = guide_.policy->fusion;
   std::vector<int32_t> new_levels = fusion_levels_;
   for (int i = begin; i < end; ++i) {
     const NodeId id = critical_path_[i];
-    const float* r = row(policy.fusion, id, levels);
+    const float* r = &fusion[static_cast<size_t>(id) * levels];
     double u = UniformDouble(&rng_);
     int32_t level = levels - 1;
     for (int l = 0; l < levels; ++l) {
@@ -692,12 +864,11 @@ simulator::Plan PlanSearch::ProposeGuided(const PolicyOutput& policy,
     new_levels[id] = level;
   }
   absl::StatusOr<std::vector<int32_t>> groups =
-      simulator::baselines::GreedyFusionGroups(instance_.graph(), plan.device,
+      simulator::baselines::GreedyFusionGroups(instance_.graph(), plan->device,
                                                &new_levels);
-  if (!groups.ok()) return plan;
-  plan.fusion_group = *std::move(groups);
+  if (!groups.ok()) return;
+  plan->fusion_group = *std::move(groups);
   *fusion_levels = std::move(new_levels);
-  return plan;
 }
 
 }  // namespace gopt::policy::go

@@ -62,10 +62,13 @@ struct PlanSearchOptions {
   // The time source for the deadline; borrowed, never null.
   const Clock* clock = &Clock::Real();
   const std::atomic<bool>* cancelled = nullptr;
-  // Policy-guided moves: every move is drawn from Run's `policy` output
-  // (see the class comment) instead of the uniform window choice. Default
-  // off.
+  // Policy-guided moves: the choices of every kind of move are biased by
+  // Run's `policy` output (see the class comment). Default off.
   bool guided = false;
+  // With `guided`, the share of candidates proposed as without a policy
+  // (uniform choices), so the guided search does little worse than the
+  // uniform one where the network is wrong. Default 0.25.
+  double guided_uniform_share = 0.25;
   // Run also stops before a round once the best plan's step time is at or
   // below this (a lower bound times a tolerance: no candidate could gain
   // more than that). 0 (the default) = never.
@@ -114,22 +117,41 @@ struct PlanSearchOptions {
 // walks across plateaus. Fusion groups change only by fusion moves, which
 // never make a fusion the `greedy` rules would not.
 //
-// Policy-guided moves (options.guided, with a policy output that has the
-// task's distribution): the kind of move is uniform over the tasks allowed
-// (placement, scheduling, and fusion when options.tasks.fusion and the
-// output has a fusion distribution); the window's first node is drawn along
-// the critical path with weights from the network: for scheduling,
-// exp(expected priority level / 2) (nodes the network wants early jump the
-// queue); for placement, the probability the network gives devices other
-// than the node's current one (plus 0.01), the window then moving to a
-// device drawn from that node's row; for fusion, how much the network's
-// probability of fusing (levels above 0) disagrees with whether the node is
-// fused now (plus 0.01), the window's nodes then taking fusion levels drawn
-// from their rows and the groups being rebuilt by GreedyFusionGroups (the
-// `greedy` rules) over the incumbent's levels (initially the top level for
-// fused nodes and 0 for the others). A candidate with new fusion groups is
-// simulated incrementally too: SimulateCandidate then starts from the
-// beginning of the incumbent's run, with the same exact result.
+// Policy-guided moves (options.guided, with a policy output): a share
+// (options.guided_uniform_share) of the candidates are the unguided moves
+// above; the others are drawn by the same kind weights (plus guided-fusion,
+// 1, when fusion is allowed and the output has a fusion distribution), with
+// the network's output biasing their choices. Its placement columns are
+// first matched to the incumbent's devices (AlignLabels: the network's
+// labels of symmetric devices are a convention). Every weight below is
+// flat for a network that says no more than a uniform guess, so an
+// uninformed network gives the unguided moves' odds.
+//  - the window's (or region's) first node along the critical path: for
+//    priority jumps, exp(expected priority level / 2) (nodes the network
+//    wants early jump the queue); for placement moves, PlacementDispute
+//    (the network gives the node's current device less than a uniform
+//    guess, or it disputes the node's sharing or not sharing a device with
+//    its neighbours); for split-fusion, 0.01 + the network's probability
+//    of level 0 on fused nodes; for merge-fusion, 0.01 + its probability of
+//    fusing (a level above 0) on unfused nodes; for guided-fusion, 0.01 +
+//    how much that probability disagrees with whether the node is fused;
+//  - where a window or region goes, in the half of the draws that is
+//    uniform without a guide (the other half stays the device it exchanges
+//    the most bytes with): drawn by 0.01 + the network's mean probability
+//    of each device over the moved nodes + their mean co-location with the
+//    neighbours on that device beyond a uniform guess's;
+//  - place-by-neighbour: the path neighbour drawn by 0.01 + its
+//    co-location with the window node next to it;
+//  - swap-regions: the region coming back is seeded at the one of up to
+//    4 random nodes of the target device the network most wants on the
+//    region's home device;
+//  - guided-fusion: the window's nodes take fusion levels drawn from their
+//    rows, and the groups are rebuilt by GreedyFusionGroups (the `greedy`
+//    rules) over the incumbent's levels (initially the top level for fused
+//    nodes and 0 for the others).
+// A candidate with new fusion groups is simulated incrementally too:
+// SimulateCandidate then starts from the beginning of the incumbent's run,
+// with the same exact result.
 //
 // Deterministic for options.seed and the sequence of Run calls, whatever
 // the thread count. Borrows `instance` (which must outlive it). Not
@@ -189,38 +211,79 @@ class PlanSearch {
   // Fills the move groups from best_'s fusion groups and the graph's
   // colocation groups.
   void BuildMoveGroups();
-  // An unguided move (see the class comment); says which in `kind`, and
-  // sets `fusion_levels` after a fusion move.
-  simulator::Plan Propose(const PolicyOutput* placement, MoveKind* kind,
+  // What a policy output says about the incumbent, prepared once a round
+  // for guided moves (see the class comment).
+  struct Guide {
+    const PolicyOutput* policy = nullptr;  // borrowed
+    // Per device of the machine: the network's label for it (its placement
+    // columns matched to the incumbent's devices).
+    std::vector<int32_t> label;
+    // Cumulative weights over critical_path_ for the first node of a
+    // window: scheduling, placement, split-fusion, merge-fusion and
+    // guided-fusion moves.
+    std::vector<double> scheduling, placement, split, merge, fusion;
+  };
+  // Fills guide_ for `policy` and the incumbent.
+  void PrepareGuide(const PolicyOutput& policy);
+  // Fills guide_.label: the network's labels matched to best_'s devices,
+  // pairs sharing the most nodes (argmax label, incumbent device) first,
+  // only between devices of the same profile.
+  void AlignLabels(const PolicyOutput& policy);
+  // guide_'s probability that `id` runs on `device` (1 / devices without a
+  // placement distribution).
+  double DeviceProbability(graph::NodeId id, int32_t device) const;
+  // guide_'s probability that `u` and `v` share a device: the sum over
+  // labels of the product of their rows (label-free, so it means the same
+  // for any labelling of symmetric devices).
+  double CoLocation(graph::NodeId u, graph::NodeId v) const;
+  // How much the network disputes where `id` runs in `plan`: half the
+  // probability it gives the other devices, half the mean over `id`'s
+  // neighbours of |shares a device now - CoLocation|, plus 0.01.
+  double PlacementDispute(graph::NodeId id, const simulator::Plan& plan) const;
+  // A critical-path index drawn from cumulative weights (uniform when
+  // `cumulative` is null, empty or all 0).
+  int DrawPathIndex(const std::vector<double>* cumulative);
+  // The kind of move, drawn by weight among those options.tasks allows;
+  // `guided` adds guided-fusion when the guide has a fusion distribution.
+  MoveKind DrawMoveKind(bool guided);
+  // One candidate move of `kind` around the incumbent's critical path, its
+  // choices biased by `guide` (uniform when null; `placement`, may be null,
+  // then draws the devices of place-window moves). Sets `fusion_levels`
+  // after a fusion move.
+  simulator::Plan Propose(MoveKind kind, const PolicyOutput* placement,
+                          const Guide* guide,
                           std::vector<int32_t>* fusion_levels);
-  // The kind of an unguided move, drawn by weight among those
-  // options.tasks allows.
-  MoveKind DrawMoveKind();
+  // Propose's place-region and swap-regions moves.
+  void ProposeRegionMove(MoveKind kind, graph::NodeId first, const Guide* guide,
+                         simulator::Plan* plan);
+  // Propose's place-window and place-by-neighbour moves of the window
+  // [begin, end) of the critical path.
+  void ProposeWindowMove(MoveKind kind, int begin, int end,
+                         const PolicyOutput* placement, const Guide* guide,
+                         simulator::Plan* plan);
+  // The guided-fusion move: the window's nodes take fusion levels drawn
+  // from their rows of the fusion distribution.
+  void ProposeGuidedFusion(int begin, int end, simulator::Plan* plan,
+                           std::vector<int32_t>* fusion_levels);
   // Puts `id`'s move group on `device` in `plan`.
   void MoveGroupOf(graph::NodeId id, int32_t device,
                    simulator::Plan* plan) const;
   // Grows `region` from `seed`'s move group by random neighbour move
   // groups on the same device (edges either way) to at least `size` nodes
-  // (fewer when the connected part on that device is smaller).
+  // (fewer when the connected part on that device is smaller). Marks the
+  // region's nodes with region_epoch_.
   void GrowRegion(graph::NodeId seed, int size, const simulator::Plan& plan,
                   std::vector<graph::NodeId>* region);
-  // The device a region moves to: uniform over the others, or the one it
-  // exchanges the most bytes with.
-  int32_t RegionTarget(const std::vector<graph::NodeId>& region,
-                       const simulator::Plan& plan);
+  // The device `nodes` (marked with region_epoch_) move to: without a
+  // guide, uniform over the others or the one the nodes exchange the most
+  // bytes with; with one, drawn by weight (see the class comment).
+  int32_t RegionTarget(const std::vector<graph::NodeId>& nodes,
+                       const simulator::Plan& plan, const Guide* guide);
   // Sets `id`'s fusion level to 0 (`split`) or the top and rebuilds the
   // groups of `plan` with GreedyFusionGroups; false (and `plan`
   // unchanged) when that changes no group.
   bool ProposeFusion(graph::NodeId id, bool split, simulator::Plan* plan,
                      std::vector<int32_t>* fusion_levels);
-  // A policy-guided move (see the class comment); sets `fusion_levels` after
-  // a fusion move.
-  simulator::Plan ProposeGuided(const PolicyOutput& policy,
-                                std::vector<int32_t>* fusion_levels,
-                                MoveKind* kind);
-  // A critical-path index drawn with probability proportional to
-  // weight(node) (uniform when every weight is 0).
-  int DrawPathIndex(const std::function<double(graph::NodeId)>& weight);
   void Adopt(ScoredPlan plan, std::vector<graph::NodeId> critical_path,
              std::vector<int32_t> fusion_levels = {});
 
@@ -246,6 +309,8 @@ class PlanSearch {
   // GrowRegion's visited marks (epoch-stamped, so never cleared).
   std::vector<uint32_t> region_mark_;
   uint32_t region_epoch_ = 0;
+  // The guide of the current round (guided rounds only).
+  Guide guide_;
   std::vector<MoveKindStats> move_stats_ =
       std::vector<MoveKindStats>(kNumMoveKinds);
 };
