@@ -19,9 +19,10 @@
 namespace gopt::policy::go {
 
 // Zero-shot decisions: `num_samples` sampled plans plus the greedy decode,
-// scored by the simulator; returns the best (valid, fitting memory first,
-// then lowest step time; the greedy plan wins ties). `clock` times the
-// forward pass.
+// scored by the simulator through ScoreActions (whose memory-fitting decode
+// moves nodes of a plan that runs out of memory); returns the best (valid,
+// fitting memory first, then lowest step time; the greedy plan wins ties).
+// `clock` times the forward pass.
 struct ZeroShotResult {
   ScoredPlan best;
   int num_valid = 0;

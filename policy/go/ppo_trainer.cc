@@ -8,11 +8,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "policy/go/memory_fit.h"
 #include "policy/go/network.h"
 #include "policy/torch_util.h"
 
 namespace gopt::policy::go {
 namespace {
+
+// Placements the memory-fitting decode tries at most (FitToMemory).
+constexpr int kMemoryFitAttempts = 4;
 
 torch::Tensor ActionsTensor(const std::vector<Actions>& actions,
                             std::vector<int32_t> Actions::*field, int64_t n) {
@@ -39,6 +43,82 @@ torch::Tensor Chosen(const torch::Tensor& logp, const torch::Tensor& actions) {
       .expand({k, logp.size(0), logp.size(1)})
       .gather(2, actions.unsqueeze(2))
       .squeeze(2);
+}
+
+// Simulates `plan` on the instance; stores the per-device peaks and the
+// critical path where asked (left empty for a rejected plan).
+ScoredPlan SimulatePlan(const TrainingInstance& instance, simulator::Plan plan,
+                        std::vector<int64_t>* peak_bytes,
+                        std::vector<graph::NodeId>* critical_path = nullptr) {
+  ScoredPlan scored;
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  absl::StatusOr<simulator::SimulationResult> result =
+      instance.simulator->Simulate(plan, options);
+  scored.plan = std::move(plan);
+  if (critical_path != nullptr) critical_path->clear();
+  if (peak_bytes != nullptr) peak_bytes->clear();
+  if (!result.ok()) return scored;
+  scored.valid = true;
+  scored.step_time_s = result->step_time_s;
+  scored.oom = result->oom;
+  scored.reward = PlanReward(result->step_time_s, result->oom,
+                             instance.default_step_time_s);
+  if (critical_path != nullptr) {
+    *critical_path = std::move(result->critical_path);
+  }
+  if (peak_bytes != nullptr) *peak_bytes = std::move(result->peak_memory_bytes);
+  return scored;
+}
+
+// The memory-fitting decode (ScoreActions): `plain`, the plan of `actions`,
+// overflows some device (simulated peaks in `peak_bytes`). PlacementMemoryFit
+// moves nodes, and the simulator checks each result:
+//  1. nodes leave a device only where the running estimate passes its
+//     memory (the smallest change);
+//  2. every node follows its inputs (follow_inputs), within the devices'
+//     memory: a spread placement overflows by its transfers (received copies
+//     held while the link queue drains), which this removes, down to one
+//     device when the estimate says the graph fits there;
+//  3. and on, up to kMemoryFitAttempts: the same with the budget of every
+//     device that still overflowed scaled by memory / simulated peak.
+// Returns the first plan that fits, else the best of those seen
+// (BetterPlan; `plain` unless one is faster).
+ScoredPlan FitToMemory(const TrainingInstance& instance, const Actions& actions,
+                       ScoredPlan plain, std::vector<int64_t> peak_bytes) {
+  const simulator::Topology& topology = instance.simulator->topology();
+  const int num_devices = topology.num_devices();
+  const PlacementMemoryFit fit(instance.graph(), num_devices);
+  std::vector<int64_t> budget_bytes(num_devices);
+  for (int d = 0; d < num_devices; ++d) {
+    budget_bytes[d] = topology.devices[d].memory_bytes;
+  }
+  ScoredPlan best = std::move(plain);
+  for (int attempt = 0; attempt < kMemoryFitAttempts; ++attempt) {
+    if (attempt >= 2) {
+      for (int d = 0; d < num_devices; ++d) {
+        const int64_t memory = topology.devices[d].memory_bytes;
+        if (peak_bytes[d] <= memory) continue;
+        budget_bytes[d] = static_cast<int64_t>(
+            static_cast<double>(budget_bytes[d]) * memory / peak_bytes[d]);
+      }
+    }
+    Actions fitted = actions;
+    absl::StatusOr<PlacementMemoryFit::FitResult> moved =
+        fit.Fit(budget_bytes, instance.features.allowed,
+                /*follow_inputs=*/attempt > 0, &fitted.device);
+    if (!moved.ok()) break;
+    if (moved->moved_nodes == 0) continue;
+    absl::StatusOr<simulator::Plan> plan =
+        ActionsToPlan(instance.graph(), fitted, instance.base_plan.get());
+    if (!plan.ok()) break;
+    ScoredPlan scored = SimulatePlan(instance, *std::move(plan), &peak_bytes);
+    if (!scored.valid) break;
+    const bool fits = !scored.oom;
+    if (BetterPlan(scored, best)) best = std::move(scored);
+    if (fits) break;
+  }
+  return best;
 }
 
 // What epoch 0 of a step records for one graph.
@@ -129,28 +209,15 @@ ScoredPlan ScoreActions(const TrainingInstance& instance,
   absl::StatusOr<simulator::Plan> plan =
       ActionsToPlan(instance.graph(), actions, instance.base_plan.get());
   if (!plan.ok()) return ScoredPlan();
-  return ScorePlan(instance, *std::move(plan));
+  std::vector<int64_t> peak_bytes;
+  ScoredPlan scored = SimulatePlan(instance, *std::move(plan), &peak_bytes);
+  if (!scored.valid || !scored.oom || actions.device.empty()) return scored;
+  return FitToMemory(instance, actions, std::move(scored), peak_bytes);
 }
 
 ScoredPlan ScorePlan(const TrainingInstance& instance, simulator::Plan plan,
                      std::vector<graph::NodeId>* critical_path) {
-  ScoredPlan scored;
-  simulator::SimulationOptions options;
-  options.record_timeline = false;
-  absl::StatusOr<simulator::SimulationResult> result =
-      instance.simulator->Simulate(plan, options);
-  scored.plan = std::move(plan);
-  if (critical_path != nullptr) critical_path->clear();
-  if (!result.ok()) return scored;
-  scored.valid = true;
-  scored.step_time_s = result->step_time_s;
-  scored.oom = result->oom;
-  scored.reward = PlanReward(result->step_time_s, result->oom,
-                             instance.default_step_time_s);
-  if (critical_path != nullptr) {
-    *critical_path = std::move(result->critical_path);
-  }
-  return scored;
+  return SimulatePlan(instance, std::move(plan), nullptr, critical_path);
 }
 
 void RunInParallel(int count, int threads,
@@ -179,6 +246,13 @@ std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
   RunInParallel(count, threads, [&](int s) {
     scored[s] = ScoreActions(instance, (*actions)[s]);
   });
+  // The memory-fitting decode may have moved nodes: the actions are those
+  // of the plans played.
+  for (int s = 0; s < count; ++s) {
+    if (scored[s].valid && !(*actions)[s].device.empty()) {
+      (*actions)[s].device = scored[s].plan.device;
+    }
+  }
   return scored;
 }
 

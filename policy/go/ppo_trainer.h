@@ -72,7 +72,16 @@ struct ScoredPlan {
 // anything else, then the lower step time.
 bool BetterPlan(const ScoredPlan& a, const ScoredPlan& b);
 
-// Turns `actions` into a plan (ActionsToPlan) and simulates it.
+// Turns `actions` into a plan (ActionsToPlan) and simulates it: the decode
+// every GO plan goes through (greedy and sampled, zero-shot, PPO, expert
+// iteration). When the plan decides placement and runs out of memory, the
+// memory-fitting decode moves nodes until it fits (PlacementMemoryFit,
+// memory_fit.h: up to 4 placements, each simulated; the nodes the
+// estimate refuses a device, then every node following its inputs and
+// consumers, then the same within budgets scaled by the overflow) and
+// returns the first placement that fits, else the best plan seen
+// (BetterPlan). A plan that fits, or that decides no placement, is
+// returned as simulated. Deterministic; thread-safe.
 ScoredPlan ScoreActions(const TrainingInstance& instance,
                         const Actions& actions);
 
@@ -90,7 +99,9 @@ void RunInParallel(int count, int threads,
                    const std::function<void(int)>& work);
 
 // Samples `count` plans from `output` with `rng` (sequentially, so the
-// result is deterministic) and scores them on up to `threads` threads.
+// result is deterministic) and scores them on up to `threads` threads
+// (ScoreActions). `actions` receives the actions of the plans returned:
+// where the memory-fitting decode moved nodes, their devices.
 std::vector<ScoredPlan> SampleAndScore(const TrainingInstance& instance,
                                        const PolicyOutput& output, int count,
                                        int threads, std::mt19937_64* rng,
