@@ -24,7 +24,8 @@ namespace gopt::policy::go {
 absl::StatusOr<ScoredPlan> BestBaselinePlan(const TrainingInstance& instance,
                                             uint64_t seed);
 
-// The network's greedy plan (most likely action per node) on the instance,
+// The network's greedy plan (most likely action per node; a placement that
+// runs out of memory repaired as ScoreActions does) on the instance,
 // simulated, with the policy output it came from in `output` (may be null).
 // Errors: GoModel::Run's.
 absl::StatusOr<ScoredPlan> GreedyPlan(const GoModel& model,
