@@ -1,8 +1,11 @@
 #include "client/calibrate.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simulator/topology.h"
@@ -12,7 +15,9 @@ namespace {
 
 TEST(CalibrateTest, WritesATopologyThatLoads) {
   CalibrateOptions options;
-  options.out_path = ::testing::TempDir() + "/calibrate_test.json";
+  // One file per process: runs of this test side by side do not share it.
+  options.out_path =
+      absl::StrCat(::testing::TempDir(), "/calibrate_test_", getpid(), ".json");
   options.cpu_executors = 2;
   options.quick = true;
   options.min_measure_seconds = 0.001;

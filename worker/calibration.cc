@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -313,19 +314,23 @@ absl::Status CalibrateLinks(Executor& executor,
     x.push_back(4.0 * n);
     t.push_back(transfer_s);
   }
-  ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
-  if (!(fit.first > 0) || fit.second < 0) {
-    // Noise (another load on the host) bent the line: the largest transfer
-    // gives the bandwidth, the smallest the latency.
-    fit.first = t.back() / x.back();
-    fit.second = t.front();
-  }
+  // Noise (another load on the host) can bend the line, or leave one size
+  // with no measurable transfer time (1e-9 s against 1e-3 s: too far apart
+  // for a relative fit): then the largest transfer gives the bandwidth and
+  // the smallest the latency.
+  absl::StatusOr<std::pair<double, double>> fitted = FitRelativeLine(x, t);
+  const bool noisy = !fitted.ok() || !(fitted->first > 0) || fitted->second < 0;
+  const std::pair<double, double> fit =
+      noisy ? std::make_pair(t.back() / x.back(), t.front()) : *fitted;
   const simulator::Link link{std::clamp(1 / fit.first, 1.0, 1e16),
                              std::clamp(fit.second, 0.0, 10.0)};
   for (simulator::Link& l : topology->links) l = link;
   result->notes.push_back(absl::StrFormat(
-      "links: %.3g B/s, latency %.3g s (device 0 -> 1, %d sizes)",
-      link.bandwidth_bytes_per_s, link.latency_s, sizes.size()));
+      "links: %.3g B/s, latency %.3g s (device 0 -> 1, %d sizes)%s",
+      link.bandwidth_bytes_per_s, link.latency_s, sizes.size(),
+      noisy ? "; noisy: the times did not make a growing line (other load "
+              "on this host?): calibrate again on an idle host"
+            : ""));
   return absl::OkStatus();
 }
 
@@ -499,8 +504,10 @@ absl::StatusOr<std::pair<double, double>> FitRelativeLine(
   }
   const double det = sw * sxx - sx * sx;
   if (!(std::abs(det) > 1e-12 * std::max(1.0, sw * sxx))) {
-    return absl::InvalidArgumentError(
-        "a line needs at least two points with distinct x and positive t");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a line needs at least two points with distinct x and "
+        "positive t; got x = [",
+        absl::StrJoin(x, ", "), "], t = [", absl::StrJoin(t, ", "), "]"));
   }
   const double slope = (sw * sxy - sx * sy) / det;
   const double intercept = (sy - slope * sx) / sw;
@@ -509,12 +516,20 @@ absl::StatusOr<std::pair<double, double>> FitRelativeLine(
 
 absl::StatusOr<std::pair<double, double>> FitGrowingLine(
     const std::vector<double>& x, const std::vector<double>& t, bool* noisy) {
-  ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
-  if (fit.first > 0) return fit;
+  absl::StatusOr<std::pair<double, double>> fit = FitRelativeLine(x, t);
+  if (fit.ok() && fit->first > 0) return *fit;
+  std::optional<size_t> largest;
+  for (size_t i = 0; i < x.size() && i < t.size(); ++i) {
+    if (t[i] > 0 && x[i] > 0 && (!largest.has_value() || x[i] > x[*largest])) {
+      largest = i;
+    }
+  }
+  if (!largest.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no size of ", x.size(), " gave a positive time to fit a line to"));
+  }
   *noisy = true;
-  const size_t largest =
-      static_cast<size_t>(std::max_element(x.begin(), x.end()) - x.begin());
-  return std::make_pair(t[largest] / x[largest], 0.0);
+  return std::make_pair(t[*largest] / x[*largest], 0.0);
 }
 
 namespace {
@@ -602,7 +617,7 @@ absl::StatusOr<simulator::DeviceProfile> FitDevice(
     x.clear();
     t.clear();
     ClassSeries(*result, c, true, device_index, &x, &t);
-    ASSIGN_OR_RETURN(auto fit, FitRelativeLine(x, t));
+    ASSIGN_OR_RETURN(auto fit, FitGrowingLine(x, t, &noisy));
     const double efficiency =
         fit.first > 0 ? std::clamp(dot_fit.first / fit.first, 1e-3, 1.0) : 1.0;
     const double half_s = std::clamp(fit.second * efficiency, 0.0, 1.0);

@@ -115,10 +115,12 @@ absl::Status WriteTopologyJson(const simulator::Topology& topology,
 absl::StatusOr<std::pair<double, double>> FitRelativeLine(
     const std::vector<double>& x, const std::vector<double>& t);
 
-// FitRelativeLine, except that a line that does not grow (noise from other
-// load on the host bent it) becomes the line through the origin and the
-// point of the largest x, and `*noisy` is set (left alone otherwise).
-// Errors as FitRelativeLine's. Pure; exposed for tests.
+// FitRelativeLine, except that a line that does not grow, or that cannot be
+// fitted because fewer than two sizes gave a positive time (noise from
+// other load on the host), becomes the line through the origin and the
+// point of the largest x with a positive time, and `*noisy` is set (left
+// alone otherwise). InvalidArgument when no point with x > 0 has a
+// positive time. Pure; exposed for tests.
 absl::StatusOr<std::pair<double, double>> FitGrowingLine(
     const std::vector<double>& x, const std::vector<double>& t, bool* noisy);
 

@@ -33,6 +33,14 @@ TEST(CalibrationTest, FitGrowingLineKeepsAGrowingLineAndMendsAFallingOne) {
   EXPECT_DOUBLE_EQ(fit->first, 0.5);
   EXPECT_DOUBLE_EQ(fit->second, 0);
   EXPECT_TRUE(noisy);
+  // One size timed at 0 (too few points for a line): through the other.
+  noisy = false;
+  fit = FitGrowingLine({1, 4}, {3, 0}, &noisy);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_DOUBLE_EQ(fit->first, 3);
+  EXPECT_TRUE(noisy);
+  EXPECT_EQ(FitGrowingLine({1, 4}, {0, -1}, &noisy).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CalibrationTest, FitRelativeLineNeedsTwoDistinctPoints) {
