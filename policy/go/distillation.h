@@ -123,9 +123,8 @@ struct DistillOptions {
   // Adam learning rate of the heads' heuristic-prior scales and the
   // placement prior gate (the parameters named "*prior*", network.h); 0 =
   // learning_rate. Adam moves a parameter by about its learning rate per
-  // step whatever the gradient's size, so at 3e-4 a prior scale that starts
-  // at 6 moves by at most ~0.4 in 1,400 updates: the priors would stay as
-  // they were initialised however the targets disagree with them.
+  // step whatever the gradient's size, so at gopt-train's 1e-3 a prior scale
+  // that starts at 6 moves by at most ~1.4 in 1,400 updates.
   double prior_learning_rate = 0;
   double max_grad_norm = 1.0;    // global gradient-norm clip
   int ranking_pairs = 2048;      // node pairs per graph for the ranking loss
