@@ -80,8 +80,7 @@ absl::StatusOr<Visit> VisitInstance(const GoModel& model,
   absl::StatusOr<ScoredPlan> from_start =
       Search(instance, start, &guide, options, seed, simulations);
   if (!from_start.ok()) return from_start.status();
-  *best = *std::move(from_start);
-  if (BetterPlan(start, *best)) *best = start;
+  *best = *std::move(from_start);  // never worse than start: its incumbent
   if (greedy->valid) {
     absl::StatusOr<ScoredPlan> from_greedy =
         Search(instance, *greedy, &guide, options, seed + 1, simulations);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/op_kind.h"
+#include "simulator/baselines/cost_table.h"
 
 namespace gopt::policy::go {
 
@@ -90,9 +91,7 @@ PlacementMemoryFit::PlacementMemoryFit(const graph::Graph& graph,
   for (NodeId id = 0; id < n; ++id) {
     const graph::Node& node = graph.node(id);
     // The simulator's rules (Simulator::PackNodes).
-    free_[id] = graph::IsFreeOpKind(node.kind) ||
-                (node.flops == 0 && node.bytes_read == 0 &&
-                 node.bytes_written == 0 && node.bytes_communicated == 0);
+    free_[id] = simulator::baselines::IsFreeNode(node);
     resident_[id] = node.kind == graph::OpKind::kParameter ||
                     node.kind == graph::OpKind::kConstant;
     output_bytes_[id] = node.output_bytes();
@@ -126,19 +125,11 @@ absl::Status PlacementMemoryFit::CheckPlacement(
         absl::StrCat("memory fit: ", num_devices_,
                      " devices; expected 1..64 (a topology's limit)"));
   }
-  if (static_cast<int>(device.size()) != graph_.num_nodes()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "memory fit: the placement has ", device.size(), " entries; graph '",
-        graph_.name(), "' has ", graph_.num_nodes(), " nodes"));
-  }
-  for (size_t id = 0; id < device.size(); ++id) {
-    if (device[id] < 0 || device[id] >= num_devices_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "memory fit: node '", graph_.node(id).name, "' is on device ",
-          device[id], "; expected 0..", num_devices_ - 1));
-    }
-  }
-  return absl::OkStatus();
+  absl::Status status =
+      simulator::baselines::CheckPlacement(graph_, num_devices_, device);
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat("memory fit: ", status.message()));
 }
 
 absl::StatusOr<std::vector<int64_t>> PlacementMemoryFit::EstimatePeakBytes(
