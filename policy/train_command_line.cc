@@ -446,6 +446,12 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "of cross-entropy over canonical labels",
       [](auto& o) -> auto& { return o.co_location_loss; });
   flags.Add(
+      "co_location_head",
+      "give the initial network (fresh or --init_policy_dir's) the "
+      "co-location head: per dependency edge the logit that both ends share "
+      "a device, distilled from the targets' partitions",
+      [](auto& o) -> auto& { return o.co_location_head; });
+  flags.Add(
       "rendezvous_seconds", "how long data-parallel ranks wait for each other",
       [](auto& o) -> auto& { return o.rendezvous_seconds; });
   return flags;

@@ -152,13 +152,15 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_FALSE(o.fusion_fusible_only);
   EXPECT_TRUE(o.relabel_to_greedy);
   EXPECT_FALSE(o.co_location_loss);
+  EXPECT_FALSE(o.co_location_head);
   EXPECT_FALSE(o.keep_best);
   EXPECT_EQ(o.replay_targets, 0);
   EXPECT_EQ(o.prior_learning_rate, 0);
   absl::StatusOr<TrainCommand> switches = Parse(
       "expert --out_dir=o --priors_off --fusion_weight=0.5 "
       "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss "
-      "--keep_best --replay_targets=12 --prior_learning_rate=0.01");
+      "--keep_best --replay_targets=12 --prior_learning_rate=0.01 "
+      "--co_location_head");
   ASSERT_TRUE(switches.ok()) << switches.status();
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
@@ -166,6 +168,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_TRUE(s.fusion_fusible_only);
   EXPECT_FALSE(s.relabel_to_greedy);
   EXPECT_TRUE(s.co_location_loss);
+  EXPECT_TRUE(s.co_location_head);
   EXPECT_TRUE(s.keep_best);
   EXPECT_EQ(s.replay_targets, 12);
   EXPECT_EQ(s.prior_learning_rate, 0.01);

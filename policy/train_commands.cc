@@ -573,10 +573,14 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> ExpertInitialModel(
     if (options.init_prior_factor > 0) {
       RETURN_IF_ERROR(model->ScalePlacementPriors(options.init_prior_factor));
     }
+    if (options.co_location_head) {
+      RETURN_IF_ERROR(model->EnableCoLocationHead());
+    }
   } else {
     go::GoModelOptions model_options;
     model_options.hidden = options.hidden;
     model_options.attention_layers = options.attention_layers;
+    model_options.co_location_head = options.co_location_head;
     model_options.seed = options.go.seed;
     ASSIGN_OR_RETURN(model, go::GoModel::Create(model_options));
   }
@@ -601,6 +605,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
         {"init_policy_dir", options.init_policy_dir},
         {"init_prior_factor", options.init_prior_factor},
         {"priors_off", options.priors_off},
+        {"co_location_head", options.co_location_head},
         {"data",
          {{"graphs", data},
           {"topologies", options.topologies},
@@ -618,6 +623,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
         {"device", absl::StrCat("CPU, ", options.go.torch_threads,
                                 " LibTorch threads per rank (shared host)")},
         {"parameters", model.num_parameters()},
+        {"architecture", model.options().ToJson()},
         {"expert_iteration",
          {{"instances_per_round", expert.instances_per_round},
           {"search_rounds", expert.search_rounds},
@@ -643,7 +649,8 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
 constexpr char kExpertCsvHeader[] =
     "round,seconds,greedy_over_baseline,target_over_baseline,placement_loss,"
     "scheduling_loss,fusion_loss,placement_accuracy,ppo_reward,simulations,"
-    "held_out_zero_shot_over_best_baseline";
+    "held_out_zero_shot_over_best_baseline,co_location_head_loss,"
+    "co_location_head_accuracy";
 
 // Rank 0's files of an expert run: the checkpoint and card (save), the
 // held-out curve (Evaluate, recorded in the card) and train.csv (Log).
@@ -689,7 +696,7 @@ class ExpertRecorder {
   absl::Status EvaluateInitial() {
     if (options_.resume || held_out_.views.empty()) return absl::OkStatus();
     ASSIGN_OR_RETURN(double ratio, Evaluate(0));
-    csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f\n", ratio);
+    csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f,,\n", ratio);
     std::cerr << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
                                  ratio);
     return absl::OkStatus();
@@ -705,17 +712,24 @@ class ExpertRecorder {
       RETURN_IF_ERROR(Save(s.round + 1, s.seconds));
     }
     csv_ << absl::StrFormat(
-        "%d,%.1f,%.5f,%.5f,%.5f,%.5f,%.5f,%.4f,%.5f,%d,%s\n", s.round,
+        "%d,%.1f,%.5f,%.5f,%.5f,%.5f,%.5f,%.4f,%.5f,%d,%s,%.5f,%.4f\n", s.round,
         s.seconds, s.greedy_over_baseline, s.target_over_baseline,
         s.distill.placement_loss, s.distill.scheduling_loss,
         s.distill.fusion_loss, s.distill.placement_accuracy, s.ppo_reward,
-        s.simulations, held);
+        s.simulations, held, s.distill.co_location_head_loss,
+        s.distill.co_location_head_accuracy);
     csv_.flush();
+    const std::string head =
+        model_->options().co_location_head
+            ? absl::StrFormat(" co-location head loss %.4f acc %.3f",
+                              s.distill.co_location_head_loss,
+                              s.distill.co_location_head_accuracy)
+            : "";
     std::cerr << absl::StrFormat(
         "round %d %.0fs greedy/baseline %.4f target/baseline %.4f "
-        "placement acc %.3f%s\n",
+        "placement acc %.3f%s%s\n",
         s.round, s.seconds, s.greedy_over_baseline, s.target_over_baseline,
-        s.distill.placement_accuracy,
+        s.distill.placement_accuracy, head,
         held.empty() ? "" : absl::StrCat(" held-out ", held));
     return absl::OkStatus();
   }

@@ -157,6 +157,10 @@ struct ExpertCommandOptions {
   int replay_targets = 0;
   // DistillOptions::placement_loss: kCoLocation (true) or kCrossEntropy.
   bool co_location_loss = false;
+  // Give the initial network the co-location head (GoModelOptions::
+  // co_location_head for a fresh one, GoModel::EnableCoLocationHead for
+  // init_policy_dir's); a resumed run keeps its checkpoint's architecture.
+  bool co_location_head = false;
   int rendezvous_seconds = 300;  // how long ranks wait for each other
   std::string command_line;      // recorded in the card
 };

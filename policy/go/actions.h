@@ -17,13 +17,20 @@ inline constexpr int kPriorityLevels = 16;
 
 // What the network says about one graph: per task, row-major per-node
 // log-probabilities over the task's actions. A task the network was not
-// asked to decide has an empty vector.
+// asked to decide has an empty vector. A network with the co-location head
+// (GoModelOptions::co_location_head) also gives, when it decides placement,
+// one logit per dependency edge of its features (GraphFeatures::edge_src /
+// edge_dst, in that order) that both ends share a device: label-free, so a
+// decode can turn the logits into a partition whatever the devices' names.
 struct PolicyOutput {
   int num_nodes = 0;
   int num_devices = 0;
   std::vector<float> placement;   // num_nodes x num_devices
   std::vector<float> scheduling;  // num_nodes x kPriorityLevels
   std::vector<float> fusion;      // num_nodes x kPriorityLevels
+  // Per features edge (edge_src/edge_dst order): logit that both ends share
+  // a device; empty without the head or when placement is not decided.
+  std::vector<float> co_location;
 };
 
 // One action per node for each decided task (empty for the others).

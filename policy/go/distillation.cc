@@ -353,6 +353,38 @@ torch::Tensor CoLocationLossTensor(const torch::Tensor& logp,
   return loss;
 }
 
+// The co-location head's loss on one graph (DistillOptions::
+// co_location_head_weight): `logits` [E] per dependency edge (`src`, `dst`
+// [E] int64), labels from the target placement `device` [N] int64. Sets
+// `*accuracy` to the fraction of edges where (logit > 0) matches the label.
+// Zero (with accuracy 1) for a graph without edges.
+torch::Tensor CoLocationHeadLoss(const torch::Tensor& logits,
+                                 const torch::Tensor& src,
+                                 const torch::Tensor& dst,
+                                 const torch::Tensor& device,
+                                 double* accuracy) {
+  if (logits.numel() == 0) {
+    *accuracy = 1;
+    return torch::zeros({}, torch::kFloat32);
+  }
+  const torch::Tensor same =
+      device.index_select(0, src).eq(device.index_select(0, dst));
+  const torch::Tensor label = same.to(torch::kFloat32);
+  const torch::Tensor per_edge =
+      torch::nn::functional::binary_cross_entropy_with_logits(
+          logits, label,
+          torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions()
+              .reduction(torch::kNone));
+  *accuracy = logits.gt(0).eq(same).to(torch::kFloat32).mean().item<double>();
+  // Each class weighs half: most dependencies stay on one device, and a
+  // pooled mean would be won by "always together".
+  const int64_t num_same = same.sum().item<int64_t>();
+  const int64_t num_cut = same.numel() - num_same;
+  if (num_same == 0 || num_cut == 0) return per_edge.mean();
+  return 0.5 * (per_edge * label).sum() / num_same +
+         0.5 * (per_edge * (1 - label)).sum() / num_cut;
+}
+
 }  // namespace
 
 std::vector<NodePair> CoLocationPairs(const GraphFeatures& features,
@@ -475,6 +507,16 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
                                         .mean()
                                         .item<double>() /
                                     batch.size();
+        if (out.co_location.defined()) {
+          double accuracy = 0;
+          const torch::Tensor head_loss =
+              CoLocationHeadLoss(out.co_location, inputs.edge_src,
+                                 inputs.edge_dst, device, &accuracy);
+          loss = loss + options_.co_location_head_weight * head_loss;
+          stats.co_location_head_loss +=
+              head_loss.item<double>() / batch.size();
+          stats.co_location_head_accuracy += accuracy / batch.size();
+        }
       }
       if (tasks.scheduling && !target->priority.empty()) {
         const torch::Tensor ranking = RankingLoss(

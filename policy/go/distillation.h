@@ -135,6 +135,13 @@ struct DistillOptions {
   PlacementLoss placement_loss = PlacementLoss::kCrossEntropy;
   // kCoLocation: random node pairs per graph besides its dependencies.
   int co_location_pairs = 2048;
+  // Weight of the co-location head's loss (default 1), added when the model
+  // has the head (GoModelOptions::co_location_head) and placement is among
+  // the tasks: per dependency edge, the binary cross-entropy of the head's
+  // logit toward whether the target puts both ends on one device, the mean
+  // over "same" edges and the mean over "cut" edges averaged (one class's
+  // mean alone when the target has only that class).
+  double co_location_head_weight = 1;
   // The fusion loss averages over every node (false), or only over the
   // nodes that can fuse (DistillTarget::fusible): a node that cannot fuse
   // gets the same plan at every level, and its "level 0" target teaches the
@@ -151,6 +158,11 @@ struct DistillStats {
   double scheduling_loss = 0;     // mean pairwise logistic loss
   double fusion_loss = 0;         // mean cross-entropy per node (fusible only)
   double placement_accuracy = 0;  // greedy device == target, fraction
+  // The co-location head's loss (DistillOptions::co_location_head_weight,
+  // unweighted) and the fraction of edges where (logit > 0) matches the
+  // target's "same device"; batch means, 0 without the head or placement.
+  double co_location_head_loss = 0;
+  double co_location_head_accuracy = 0;
 };
 
 // Supervised training of a GoModel toward DistillTargets: per graph the
@@ -162,9 +174,10 @@ struct DistillStats {
 // ranking loss on the expected scheduling level of random node pairs whose
 // target priorities differ (the node that runs first should get the higher
 // expected level), and a cross-entropy between "never fuse" (level 0) and
-// "fuse eagerly" (top level) for fusion; one Adam step per Step over the
-// batch mean. Borrows `model` (which must outlive it) and mutates it; not
-// thread-safe. Deterministic for options.seed.
+// "fuse eagerly" (top level) for fusion, and with the co-location head its
+// balanced edge loss (DistillOptions::co_location_head_weight); one Adam
+// step per Step over the batch mean. Borrows `model` (which must outlive it)
+// and mutates it; not thread-safe. Deterministic for options.seed.
 class DistillationTrainer {
  public:
   DistillationTrainer(GoModel* model, const DistillOptions& options);

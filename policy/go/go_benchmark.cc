@@ -5,7 +5,9 @@
 //   build/bin/gopt_go_benchmark --benchmark_min_time=1
 //
 // The second argument of the zero-shot benchmark is LibTorch's intra-op
-// thread count: inference shares the network's blocks among them.
+// thread count: inference shares the network's blocks among them; the
+// third is 1 for a network with the co-location head (per-edge logits,
+// GoModelOptions::co_location_head), 0 without.
 
 #include <benchmark/benchmark.h>
 #include <glog/logging.h>
@@ -46,19 +48,27 @@ const graph::Graph& BenchGraph(int approx_nodes) {
   return graphs->emplace(approx_nodes, *std::move(graph)).first->second;
 }
 
-const GoModel& Model() {
-  static const GoModel* model = GoModel::Create(GoModelOptions())->release();
-  return *model;
+// The default architecture, with or without the co-location head.
+const GoModel& Model(bool co_location_head = false) {
+  auto create = [](bool head) {
+    GoModelOptions options;
+    options.co_location_head = head;
+    return GoModel::Create(options)->release();
+  };
+  static const GoModel* without_head = create(false);
+  static const GoModel* with_head = create(true);
+  return co_location_head ? *with_head : *without_head;
 }
 
-// Arguments: approximate node count, LibTorch threads.
+// Arguments: approximate node count, LibTorch threads, co-location head
+// (0 or 1).
 void BM_ZeroShotDecisions(benchmark::State& state) {
   SetTorchThreads(static_cast<int>(state.range(1)));
   const graph::Graph& graph = BenchGraph(static_cast<int>(state.range(0)));
   const simulator::Topology topology =
       *simulator::PresetTopology("h100x8-nvlink");
   simulator::RooflineCostModel cost_model;
-  const GoModel& model = Model();
+  const GoModel& model = Model(state.range(2) != 0);
   auto decide = [&] {
     absl::StatusOr<GraphFeatures> features =
         Featurize(graph, topology, cost_model);
@@ -77,10 +87,12 @@ void BM_ZeroShotDecisions(benchmark::State& state) {
   state.counters["nodes"] = graph.num_nodes();
 }
 BENCHMARK(BM_ZeroShotDecisions)
-    ->Args({10000, 1})
-    ->Args({10000, 2})
-    ->Args({80000, 1})
-    ->Args({80000, 2})
+    ->Args({10000, 1, 0})
+    ->Args({10000, 2, 0})
+    ->Args({10000, 2, 1})
+    ->Args({80000, 1, 0})
+    ->Args({80000, 2, 0})
+    ->Args({80000, 2, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -271,6 +271,7 @@ nlohmann::json GoModelOptions::ToJson() const {
           {"segment", segment},
           {"graph_embedding", graph_embedding},
           {"prior_strength", prior_strength},
+          {"co_location_head", co_location_head},
           {"seed", seed}};
 }
 
@@ -304,6 +305,14 @@ absl::StatusOr<GoModelOptions> GoModelOptions::FromJson(
                                   &o.prior_strength);
       !s.ok()) {
     return s;
+  }
+  // Absent in every checkpoint written before the head existed.
+  if (const auto it = json.find("co_location_head"); it != json.end()) {
+    if (!it->is_boolean()) {
+      return absl::InvalidArgumentError(
+          "GO model options: 'co_location_head' is not a boolean");
+    }
+    o.co_location_head = it->get<bool>();
   }
   return o;
 }
@@ -401,6 +410,22 @@ absl::Status GoModel::DisableHeuristicPriors() {
   return absl::OkStatus();
 }
 
+absl::Status GoModel::EnableCoLocationHead() {
+  if (impl_->network->has_co_location_head()) return absl::OkStatus();
+  try {
+    WithTorchSeed(options_.seed, [&] {
+      impl_->network->AddCoLocationHead();
+      return 0;
+    });
+    impl_->network->eval();
+  } catch (const c10::Error& e) {
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "adding the co-location head");
+  }
+  options_.co_location_head = true;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Clone() const {
   try {
     GoNetwork copy = MakeNetwork(options_);
@@ -437,6 +462,9 @@ absl::StatusOr<PolicyOutput> GoModel::Run(
     if (out.placement.defined()) result.placement = ToVector(out.placement);
     if (out.scheduling.defined()) result.scheduling = ToVector(out.scheduling);
     if (out.fusion.defined()) result.fusion = ToVector(out.fusion);
+    if (out.co_location.defined()) {
+      result.co_location = ToVector(out.co_location);
+    }
     return result;
   } catch (const c10::Error& e) {
     return TorchErrorToStatus(e, absl::StatusCode::kInternal, "GO network");

@@ -31,6 +31,10 @@ struct GoModelOptions {
   // the designed values; 0 starts from the learned scores alone. Only
   // initialisation: a loaded checkpoint carries the trained scales.
   float prior_strength = 1.0f;
+  // Adds the co-location head (network.h): per dependency edge, the logit
+  // that both ends share a device. Default false: the networks trained
+  // before it have none.
+  bool co_location_head = false;
   uint64_t seed = 0;  // parameter initialisation
 
   // Every field by name, as checkpoints record the architecture:
@@ -38,7 +42,9 @@ struct GoModelOptions {
   nlohmann::json ToJson() const;
   // Reads ToJson's output. InvalidArgument naming the field when `json` is
   // not an object or a field is missing or not a number (prior_strength may
-  // be absent: it only initialises). Ranges are checked by Create and Load.
+  // be absent: it only initialises; co_location_head may be absent, meaning
+  // false, and must otherwise be a boolean). Ranges are checked by Create
+  // and Load.
   static absl::StatusOr<GoModelOptions> FromJson(const nlohmann::json& json);
 };
 
@@ -88,16 +94,27 @@ class GoModel {
   // can grow them again). Internal for a LibTorch failure.
   absl::Status DisableHeuristicPriors();
 
+  // Adds the co-location head (network.h) to a network that lacks it,
+  // freshly initialised (deterministic for options().seed; its last layer
+  // is zero, so every logit starts at 0), and sets
+  // options().co_location_head, so that Save records it and a trained
+  // network without the head can be given one and trained further. A no-op
+  // when the head is present. Call it before constructing a trainer over
+  // the model (the trainer's optimiser holds the parameters it saw).
+  // Internal for a LibTorch failure.
+  absl::Status EnableCoLocationHead();
+
   // A deep copy (independent parameters), e.g. for a per-request fine-tune.
   absl::StatusOr<std::unique_ptr<GoModel>> Clone() const;
 
   // Inference (eval mode, no gradients): per-node log-probabilities of the
-  // tasks in `tasks` (layout is ignored). `fixed_placement`, when given,
-  // is the placement the scheduling and fusion stacks condition on when
-  // placement is not decided (otherwise device 0 everywhere, the default).
-  // InvalidArgument when the features do not match the network's input
-  // widths, an edge names a node outside the graph, or `fixed_placement`
-  // has the wrong length; Internal for a LibTorch failure.
+  // tasks in `tasks` (layout is ignored), and with the co-location head and
+  // placement among the tasks, its per-edge logits (PolicyOutput).
+  // `fixed_placement`, when given, is the placement the scheduling and fusion
+  // stacks condition on when placement is not decided (otherwise device 0
+  // everywhere, the default). InvalidArgument when the features do not match
+  // the network's input widths, an edge names a node outside the graph, or
+  // `fixed_placement` has the wrong length; Internal for a LibTorch failure.
   absl::StatusOr<PolicyOutput> Run(
       const GraphFeatures& features, const TaskSet& tasks,
       const std::vector<int32_t>* fixed_placement = nullptr) const;

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "policy/go/actions.h"
 #include "policy/go/features.h"
+#include "policy/go/network.h"
 #include "simulator/baselines/test_graphs.h"
 #include "simulator/generators/generators.h"
 
@@ -302,6 +303,160 @@ TEST(GoCheckpointTest, OptionsJsonNamesTheBadField) {
   EXPECT_TRUE(GoModelOptions::FromJson(json).ok());  // prior_strength: 1
   EXPECT_EQ(GoModelOptions::FromJson(nlohmann::json::array()).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GoCoLocationHeadTest, OffByDefaultAndRoundTripsThroughJson) {
+  EXPECT_FALSE(GoModelOptions().co_location_head);
+  GoModelOptions options = SmallOptions();
+  options.co_location_head = true;
+  absl::StatusOr<GoModelOptions> read =
+      GoModelOptions::FromJson(options.ToJson());
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(read->co_location_head);
+  nlohmann::json json = options.ToJson();
+  json.erase("co_location_head");  // as every checkpoint before the head
+  read = GoModelOptions::FromJson(json);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->co_location_head);
+  json["co_location_head"] = 1;
+  EXPECT_THAT(GoModelOptions::FromJson(json).status().message(),
+              HasSubstr("'co_location_head' is not a boolean"));
+}
+
+TEST(GoCoLocationHeadTest, UntrainedHeadGivesZeroPerEdge) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  GoModelOptions options = SmallOptions();
+  options.co_location_head = true;
+  auto model = GoModel::Create(options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->co_location.size(), features.edge_src.size());
+  ASSERT_FALSE(out->co_location.empty());
+  for (float logit : out->co_location) EXPECT_EQ(logit, 0.0f);
+  // Placement not decided: no head output.
+  auto scheduling_only = (*model)->Run(features, {false, true, false, false});
+  ASSERT_TRUE(scheduling_only.ok());
+  EXPECT_TRUE(scheduling_only->co_location.empty());
+}
+
+TEST(GoCoLocationHeadTest, HeadLeavesTheOtherOutputsUnchanged) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  GoModelOptions with = SmallOptions(/*seed=*/3);
+  with.co_location_head = true;
+  auto a = GoModel::Create(SmallOptions(/*seed=*/3));
+  auto b = GoModel::Create(with);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto out_a = (*a)->Run(features, kAllTasks);
+  auto out_b = (*b)->Run(features, kAllTasks);
+  ASSERT_TRUE(out_a.ok() && out_b.ok());
+  EXPECT_TRUE(out_a->co_location.empty());
+  EXPECT_EQ(out_a->placement, out_b->placement);
+  EXPECT_EQ(out_a->scheduling, out_b->scheduling);
+  EXPECT_EQ(out_a->fusion, out_b->fusion);
+}
+
+// Moves every co-location head parameter off its initial value, so that
+// its logits differ from 0 and a checkpoint must keep them.
+void PerturbHead(GoModel& model) {
+  torch::NoGradGuard no_grad;
+  int perturbed = 0;
+  for (auto& item : model.impl().network->named_parameters()) {
+    if (item.key().rfind("co_location.", 0) != 0) continue;
+    item.value().add_(0.1f * (perturbed + 1));
+    ++perturbed;
+  }
+  ASSERT_EQ(perturbed, 6);  // three linear layers' weights and biases
+}
+
+TEST(GoCoLocationHeadTest, SaveLoadKeepsTheHead) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  GoModelOptions options = SmallOptions(/*seed=*/4);
+  options.co_location_head = true;
+  auto model = GoModel::Create(options);
+  ASSERT_TRUE(model.ok());
+  PerturbHead(**model);
+  const std::string path = TempPath("co_location_head.pt");
+  ASSERT_TRUE((*model)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->options().co_location_head);
+  auto before = (*model)->Run(features, kAllTasks);
+  auto after = (*loaded)->Run(features, kAllTasks);
+  ASSERT_TRUE(before.ok() && after.ok());
+  ASSERT_FALSE(before->co_location.empty());
+  EXPECT_NE(before->co_location[0], 0.0f);
+  EXPECT_EQ(before->co_location, after->co_location);
+  EXPECT_EQ(before->placement, after->placement);
+  auto copy = (*model)->Clone();
+  ASSERT_TRUE(copy.ok());
+  auto copied = (*copy)->Run(features, kAllTasks);
+  ASSERT_TRUE(copied.ok());
+  EXPECT_EQ(before->co_location, copied->co_location);
+}
+
+TEST(GoCoLocationHeadTest, EnableAddsTheHeadOnceAndDeterministically) {
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  auto model = GoModel::Create(SmallOptions(/*seed=*/7));
+  auto other = GoModel::Create(SmallOptions(/*seed=*/7));
+  ASSERT_TRUE(model.ok() && other.ok());
+  const int64_t headless = (*model)->num_parameters();
+  auto before = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(before->co_location.empty());
+
+  ASSERT_TRUE((*model)->EnableCoLocationHead().ok());
+  EXPECT_TRUE((*model)->options().co_location_head);
+  const int64_t with_head = (*model)->num_parameters();
+  const int64_t w = kCoLocationWidth;
+  const int64_t hidden = SmallOptions().hidden;
+  EXPECT_EQ(with_head - headless, (hidden * w + w) +     // embed
+                                      (2 * w * w + w) +  // hidden layer
+                                      (w + 1));          // output
+  auto after = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->placement, before->placement);
+  ASSERT_EQ(after->co_location.size(), features.edge_src.size());
+  for (float logit : after->co_location) EXPECT_EQ(logit, 0.0f);
+
+  ASSERT_TRUE((*model)->EnableCoLocationHead().ok());  // idempotent
+  EXPECT_EQ((*model)->num_parameters(), with_head);
+
+  // The same seed gives the same head.
+  ASSERT_TRUE((*other)->EnableCoLocationHead().ok());
+  std::vector<torch::Tensor> a;
+  std::vector<torch::Tensor> b;
+  for (const auto& item : (*model)->impl().network->named_parameters()) {
+    a.push_back(item.value());
+  }
+  for (const auto& item : (*other)->impl().network->named_parameters()) {
+    b.push_back(item.value());
+  }
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
+
+  // Saved, it loads with the head.
+  const std::string path = TempPath("enabled_head.pt");
+  ASSERT_TRUE((*model)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->options().co_location_head);
+  EXPECT_EQ((*loaded)->num_parameters(), with_head);
+}
+
+TEST(GoCoLocationHeadTest, ShippedCheckpointLoadsWithoutTheHead) {
+  const std::string path = std::string(GOPT_SOURCE_DIR) +
+                           "/policy/pretrained/go-multitask-v2/go-multitask.pt";
+  ASSERT_TRUE(std::ifstream(path).good())
+      << "missing shipped checkpoint " << path;
+  absl::StatusOr<std::unique_ptr<GoModel>> model = GoModel::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_FALSE((*model)->options().co_location_head);
+  const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  auto out = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->co_location.empty());
+  EXPECT_FALSE(out->placement.empty());
 }
 
 TEST(GoCheckpointTest, CloneIsIndependentCopy) {

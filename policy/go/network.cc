@@ -57,6 +57,8 @@ FeatureTensors ToTensors(const GraphFeatures& features) {
   t.device = FromFloats(features.device, d, NumDeviceFeatures());
   t.edges = SageGraph::FromEdges(features.edge_src, features.edge_dst, n,
                                  /*with_mean_matrix=*/false);
+  t.edge_src = torch::tensor(features.edge_src, torch::kInt64);
+  t.edge_dst = torch::tensor(features.edge_dst, torch::kInt64);
   t.allowed = torch::from_blob(const_cast<uint8_t*>(features.allowed.data()),
                                {n, d}, torch::kUInt8)
                   .to(torch::kBool);
@@ -158,6 +160,35 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
   return out.slice(0, 0, n);
 }
 
+CoLocationHeadImpl::CoLocationHeadImpl(int64_t hidden) {
+  embed_ = register_module("embed", nn::Linear(hidden, kCoLocationWidth));
+  hidden_ = register_module("hidden",
+                            nn::Linear(2 * kCoLocationWidth, kCoLocationWidth));
+  output_ = register_module("output", nn::Linear(kCoLocationWidth, 1));
+  // Zero: an untrained head says "no opinion" (logit 0) on every edge, so a
+  // decode weighting edges by it starts from its unweighted form.
+  torch::NoGradGuard no_grad;
+  output_->weight.zero_();
+  output_->bias.zero_();
+}
+
+torch::Tensor CoLocationHeadImpl::forward(const torch::Tensor& y,
+                                          const torch::Tensor& src,
+                                          const torch::Tensor& dst) {
+  const int64_t edges = src.size(0);
+  if (edges == 0) return torch::zeros({0}, y.options());
+  const torch::Tensor z =
+      ConcatRowBlocks(y.size(0), kRowBlock, [&](int64_t begin, int64_t end) {
+        return embed_->forward(y.slice(0, begin, end));
+      });
+  return ConcatRowBlocks(edges, kRowBlock, [&](int64_t begin, int64_t end) {
+    const torch::Tensor z_u = z.index_select(0, src.slice(0, begin, end));
+    const torch::Tensor z_v = z.index_select(0, dst.slice(0, begin, end));
+    const torch::Tensor pair = torch::cat({z_u * z_v, (z_u - z_v).abs()}, 1);
+    return output_->forward(torch::relu(hidden_->forward(pair))).squeeze(1);
+  });
+}
+
 GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
     : options_(options) {
   const GoModelOptions& m = options.model;
@@ -221,6 +252,16 @@ GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
   scheduling_action_ =
       register_module("scheduling_action", nn::Embedding(kPriorityLevels, h));
   fusion_head_ = register_module("fusion_head", nn::Linear(h, kPriorityLevels));
+  if (m.co_location_head) {
+    co_location_ = register_module("co_location", CoLocationHead(h));
+  }
+}
+
+void GoNetworkImpl::AddCoLocationHead() {
+  if (has_co_location_head()) return;
+  co_location_ =
+      register_module("co_location", CoLocationHead(options_.model.hidden));
+  options_.model.co_location_head = true;
 }
 
 void GoNetworkImpl::ScalePlacementPriors(float factor) {
@@ -275,6 +316,10 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
   torch::Tensor previous;  // embedding of the decided tasks' actions
   if (tasks.placement) {
     torch::Tensor y = RunStack(placement_stack_, x, g);
+    if (has_co_location_head()) {
+      out.co_location =
+          co_location_->forward(y, graph.edge_src, graph.edge_dst);
+    }
     torch::Tensor centers =
         (torch::arange(d, torch::kFloat32) + 0.5) / static_cast<double>(d);
     torch::Tensor gate = placement_prior_gate_->forward(g).squeeze(0).exp();

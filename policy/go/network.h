@@ -22,6 +22,8 @@ struct FeatureTensors {
   torch::Tensor node;           // [N, F] float
   torch::Tensor device;         // [D, Fd] float
   SageGraph edges;              // the dependencies, both directions
+  torch::Tensor edge_src;       // [E] int64: GraphFeatures::edge_src
+  torch::Tensor edge_dst;       // [E] int64: GraphFeatures::edge_dst
   torch::Tensor allowed;        // [N, D] bool
   torch::Tensor work_position;  // [N] float
   torch::Tensor upward_rank;    // [N] float
@@ -39,7 +41,35 @@ struct NetworkOutput {
   torch::Tensor placement;
   torch::Tensor scheduling;
   torch::Tensor fusion;
+  // [E] logits, one per dependency edge (FeatureTensors::edge_src/edge_dst
+  // order), that both ends share a device; undefined without the
+  // co-location head or when placement is not run.
+  torch::Tensor co_location;
 };
+
+// Width of the co-location head's node embedding and hidden layer.
+inline constexpr int64_t kCoLocationWidth = 32;
+
+// The co-location head: z = Linear(hidden, 32)(y) per node from the
+// placement stack's output y; per edge (u, v) the features
+// [z_u * z_v, |z_u - z_v|] (symmetric in u and v) -> Linear(64, 32) -> ReLU
+// -> Linear(32, 1) = the logit that u and v share a device. The last layer
+// starts at zero (weight and bias), so an untrained head gives logit 0
+// (probability 1/2) on every edge. Edges are processed in row blocks
+// (ConcatRowBlocks). Not thread-safe while training.
+class CoLocationHeadImpl : public torch::nn::Module {
+ public:
+  explicit CoLocationHeadImpl(int64_t hidden);
+  // y: [N, hidden]; src, dst: [E] int64 node indices. Returns [E] logits.
+  torch::Tensor forward(const torch::Tensor& y, const torch::Tensor& src,
+                        const torch::Tensor& dst);
+
+ private:
+  torch::nn::Linear embed_{nullptr};
+  torch::nn::Linear hidden_{nullptr};
+  torch::nn::Linear output_{nullptr};
+};
+TORCH_MODULE(CoLocationHead);
 
 // One segment-recurrent attention layer (Transformer-XL style): nodes in
 // topological order are cut into segments of `segment`; each segment attends
@@ -106,7 +136,9 @@ TORCH_MODULE(SegmentAttention);
 //   the three weighted by learned scales times a gate computed from the
 //   graph embedding (so the policy learns which heuristic to trust for
 //   which graph and machine); scheduling favours the level matching the
-//   node's upward rank; fusion favours high (eager) levels.
+//   node's upward rank; fusion favours high (eager) levels;
+//   with GoModelOptions::co_location_head, the co-location head (above,
+//   registered as "co_location") on the placement stack's output.
 struct GoNetworkOptions {
   GoModelOptions model;
   int64_t node_features = 0;
@@ -129,6 +161,14 @@ class GoNetworkImpl : public torch::nn::Module {
 
   // See GoModel::DisableHeuristicPriors.
   void DisableHeuristicPriors();
+
+  // Registers the co-location head when absent (drawing its initial
+  // parameters from LibTorch's global generator: the caller seeds it) and
+  // sets options().model.co_location_head. A no-op when present.
+  void AddCoLocationHead();
+
+  // Whether the co-location head is registered.
+  bool has_co_location_head() const { return !co_location_.is_empty(); }
 
  private:
   torch::Tensor RunStack(torch::nn::ModuleList& stack, torch::Tensor x,
@@ -153,6 +193,7 @@ class GoNetworkImpl : public torch::nn::Module {
   torch::Tensor fusion_prior_scale_;
   torch::nn::Embedding scheduling_action_{nullptr};
   torch::nn::Linear fusion_head_{nullptr};
+  CoLocationHead co_location_{nullptr};  // null without the head
 };
 TORCH_MODULE(GoNetwork);
 

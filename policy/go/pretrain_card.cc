@@ -43,6 +43,7 @@ nlohmann::json PretrainCard(const PretrainCardInfo& info) {
               {"heads", model.heads},
               {"feed_forward", model.feed_forward},
               {"segment", model.segment},
+              {"co_location_head", model.co_location_head},
               {"parameters", info.parameters}}},
             {"ppo",
              {{"samples_per_graph", ppo.samples_per_graph},
