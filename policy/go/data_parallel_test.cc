@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "policy/go/distillation.h"
+#include "policy/go/expert_iteration.h"
 #include "policy/go/network.h"
 #include "policy/go/pretraining.h"
 #include "policy/go/test_instance.h"
@@ -142,6 +144,80 @@ TEST(DataParallelTest, TwoRanksOnLoopbackMatchOneProcessOverTheSameBatch) {
   for (int r = 0; r < 2; ++r) {
     const float diff = (Flat(*models[r]) - reference).abs().max().item<float>();
     EXPECT_LT(diff, 1e-4) << "rank " << r;
+  }
+}
+
+// The co-location head's parameters, flattened.
+torch::Tensor HeadParameters(const GoModel& model) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& item : model.impl().network->named_parameters()) {
+    if (item.key().rfind("co_location.", 0) != 0) continue;
+    flat.push_back(item.value().detach().reshape({-1}));
+  }
+  return torch::cat(flat);
+}
+
+TEST(DataParallelTest, TwoRanksDistilTheCoLocationHeadAsOneProcess) {
+  std::vector<std::unique_ptr<TrainingInstance>> owned;
+  std::vector<DistillTarget> targets;
+  for (int i = 0; i < 2; ++i) {
+    owned.push_back(TestInstance(Branchy(absl::StrCat("g", i), 4 + i), 2));
+    ASSERT_NE(owned.back(), nullptr);
+    absl::StatusOr<ScoredPlan> baseline = BestBaselinePlan(*owned.back(), 1);
+    ASSERT_TRUE(baseline.ok()) << baseline.status();
+    absl::StatusOr<DistillTarget> target =
+        MakeDistillTarget(*owned.back(), baseline->plan);
+    ASSERT_TRUE(target.ok()) << target.status();
+    targets.push_back(*std::move(target));
+  }
+  auto with_head = [](uint64_t seed) {
+    GoModelOptions options = SmallModelOptions(seed);
+    options.co_location_head = true;
+    return *GoModel::Create(options);
+  };
+  DistillOptions options;
+  options.tasks = TaskSet{true, true, true, false};
+  options.learning_rate = 1e-3;
+  constexpr int kSteps = 3;
+  std::unique_ptr<GoModel> single = with_head(1);
+  {
+    DistillationTrainer trainer(single.get(), options);
+    for (int step = 0; step < kSteps; ++step) {
+      ASSERT_TRUE(trainer.Step({&targets[0], &targets[1]}).ok());
+    }
+  }
+  std::vector<std::unique_ptr<GoModel>> models;
+  models.push_back(with_head(1));
+  models.push_back(with_head(2));  // the broadcast gives it rank 0's start
+  const std::vector<absl::Status> results =
+      RunTwoRanks([&](DataParallel* group, int r) -> absl::Status {
+        GoModel* model = models[r].get();
+        absl::Status synced = group->BroadcastParameters(model);
+        if (!synced.ok()) return synced;
+        DistillOptions mine = options;
+        mine.after_backward = [group, model] {
+          return group->AverageGradients(model);
+        };
+        DistillationTrainer trainer(model, mine);
+        for (int step = 0; step < kSteps; ++step) {
+          absl::StatusOr<DistillStats> stats = trainer.Step({&targets[r]});
+          if (!stats.ok()) return stats.status();
+        }
+        return absl::OkStatus();
+      });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r];
+  }
+  EXPECT_GT((HeadParameters(*single) - HeadParameters(*with_head(1)))
+                .abs()
+                .max()
+                .item<float>(),
+            1e-4)
+      << "distillation did not move the head";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_LT((Flat(*models[r]) - Flat(*single)).abs().max().item<float>(),
+              1e-4)
+        << "rank " << r;
   }
 }
 
