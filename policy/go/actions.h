@@ -24,6 +24,9 @@ struct PolicyOutput {
   std::vector<float> placement;   // num_nodes x num_devices
   std::vector<float> scheduling;  // num_nodes x kPriorityLevels
   std::vector<float> fusion;      // num_nodes x kPriorityLevels
+  // Per features edge (edge_src/edge_dst order): logit that both ends share
+  // a device; empty without the head or when placement is not decided.
+  std::vector<float> co_location;
 };
 
 // One action per node for each decided task (empty for the others).
