@@ -182,6 +182,8 @@ class Simulator {
 
   const graph::Graph& graph() const { return graph_; }
   const Topology& topology() const { return topology_; }
+  // The cost model that prices every kernel (borrowed at construction).
+  const OpCostModel& cost_model() const { return cost_model_; }
 
  private:
   class Run;  // one Simulate call, phase by phase (simulator_run.cc)

@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "policy/go/affinity_decode.h"
 #include "policy/go/corpus.h"
 #include "policy/go/distillation.h"
 #include "policy/go/expert_iteration.h"
@@ -270,6 +271,52 @@ void PrintConditionedDecode(const go::PolicyOutput& output,
   std::printf("\n");
 }
 
+// The affinity decodes (affinity_decode.h) fed the target's own co-location
+// (logit +4 on a dependency whose ends share a device in the target, -4 on
+// one it cuts), each with the network's priorities and fusion, against the
+// same decodes with every logit 0 (the "metis" placement; components of
+// nothing): how well a perfectly trained co-location head could do.
+void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
+                               const std::vector<int32_t>& target_device,
+                               const go::Actions& actions, double baseline_s) {
+  const go::GraphFeatures& features = instance.features;
+  std::vector<float> oracle(features.edge_src.size());
+  for (size_t e = 0; e < oracle.size(); ++e) {
+    oracle[e] = target_device[features.edge_src[e]] ==
+                        target_device[features.edge_dst[e]]
+                    ? 4.0f
+                    : -4.0f;
+  }
+  const std::vector<float> untrained(oracle.size(), 0.0f);
+  for (const auto& [name, logits] :
+       {std::pair<const char*, const std::vector<float>*>{"oracle", &oracle},
+        {"zero", &untrained}}) {
+    std::printf("  affinity decode (%s logits) / base:", name);
+    auto print = [&](const char* kind, double value,
+                     absl::StatusOr<std::vector<int32_t>> device) {
+      if (!device.ok()) {
+        std::printf(" %s %.1f error", kind, value);
+        return;
+      }
+      go::Actions placed = actions;
+      placed.device = *std::move(device);
+      const go::ScoredPlan plan = go::ScoreActions(instance, placed);
+      std::printf(
+          " %s %.1f %.3f", kind, value,
+          plan.valid && !plan.oom ? plan.step_time_s / baseline_s : 10.0);
+    };
+    for (double sharpness : go::kAffinitySharpness) {
+      print("metis", sharpness,
+            go::MetisAffinityPlacement(instance, *logits, sharpness));
+    }
+    for (double threshold : go::kComponentThresholdLogits) {
+      print("comp", threshold,
+            go::ComponentPlacement(instance, *logits, threshold));
+    }
+    std::printf("\n");
+  }
+}
+
 // Greedy agreement with the target relabelled to the greedy placement, the
 // relabelled target's step time over the searched one, and the losses.
 void Report(const char* when, go::GoModel* model,
@@ -344,6 +391,8 @@ void Report(const char* when, go::GoModel* model,
   PrintCenteredDecode(output, instance, actions, target->device,
                       baseline.step_time_s);
   PrintConditionedDecode(output, instance, actions, baseline.step_time_s);
+  PrintOracleAffinityDecode(instance, best.plan.device, actions,
+                            baseline.step_time_s);
   go::DistillOptions zero;
   zero.tasks = tasks;
   zero.learning_rate = 0;  // measures only

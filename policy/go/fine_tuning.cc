@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "policy/go/affinity_decode.h"
 #include "policy/go/plan_search.h"
 #include "util/status_macros.h"
 
@@ -157,14 +158,37 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
   if (!output.ok()) return output.status();
   ZeroShotResult result;
   result.inference_s = Seconds(clock, start);
-  result.best = ScoreActions(instance, SampleActions(*output, nullptr));
+  const Actions greedy = SampleActions(*output, nullptr);
+  result.best = ScoreActions(instance, greedy);
   if (result.best.valid) ++result.num_valid;
+  auto consider = [&result](const ScoredPlan& plan, const char* decode) {
+    if (plan.valid) ++result.num_valid;
+    if (BetterPlan(plan, result.best)) {
+      result.best = plan;
+      result.decode = decode;
+    }
+  };
+  int samples = num_samples;
+  if (tasks.placement && !output->co_location.empty() && samples > 0) {
+    ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
+                     AffinityPlacements(instance, output->co_location));
+    if (static_cast<int>(placements.size()) > samples) {
+      placements.resize(samples);
+    }
+    samples -= static_cast<int>(placements.size());
+    std::vector<ScoredPlan> scored(placements.size());
+    RunInParallel(static_cast<int>(placements.size()), threads, [&](int i) {
+      Actions placed = greedy;
+      placed.device = placements[i];
+      scored[i] = ScoreActions(instance, placed);
+    });
+    for (const ScoredPlan& plan : scored) consider(plan, "affinity");
+  }
   std::mt19937_64 rng(seed);
   std::vector<Actions> actions;
-  for (const ScoredPlan& plan : SampleAndScore(instance, *output, num_samples,
-                                               threads, &rng, &actions)) {
-    if (plan.valid) ++result.num_valid;
-    if (BetterPlan(plan, result.best)) result.best = plan;
+  for (const ScoredPlan& plan :
+       SampleAndScore(instance, *output, samples, threads, &rng, &actions)) {
+    consider(plan, "sampled");
   }
   return result;
 }

@@ -18,15 +18,21 @@
 // zero-shot plan, then PPO fine-tuning with the plan search around it.
 namespace gopt::policy::go {
 
-// Zero-shot decisions: `num_samples` sampled plans plus the greedy decode,
+// Zero-shot decisions: the greedy decode plus `num_samples` more plans,
 // scored by the simulator through ScoreActions (whose memory-fitting decode
 // moves nodes of a plan that runs out of memory); returns the best (valid,
-// fitting memory first, then lowest step time; the greedy plan wins ties).
-// `clock` times the forward pass.
+// fitting memory first, then lowest step time; the greedy plan wins ties,
+// then the earlier plan). When the network has a co-location head and
+// `tasks` include placement, the first of the `num_samples` plans are the
+// distinct affinity placements (AffinityPlacements, affinity_decode.h: at
+// most 6) with the greedy decode's priorities and fusion; the rest are
+// sampled. `clock` times the forward pass.
 struct ZeroShotResult {
   ScoredPlan best;
   int num_valid = 0;
   double inference_s = 0;  // network forward pass
+  // Which decode gave `best`: "greedy", "affinity" or "sampled".
+  std::string decode = "greedy";
 };
 absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
                                         const TrainingInstance& instance,

@@ -42,6 +42,11 @@ std::string MetisErrorName(int code) {
 
 absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
     const BaselineContext& context) const {
+  return MetisPlaceWeighted(context, nullptr);
+}
+
+absl::StatusOr<std::vector<int32_t>> MetisPlaceWeighted(
+    const BaselineContext& context, const MetisEdgeFactor& edge_factor) {
   RETURN_IF_ERROR(CheckTopology(context.topology));
   const graph::Graph& graph = context.graph;
   const CostTable costs(graph, context.topology, context.cost_model);
@@ -56,22 +61,37 @@ absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
   }
 
   // Undirected adjacency with merged parallel edges, in CSR form.
-  std::vector<std::pair<NodeId, int64_t>> neighbors;
+  // Bytes of one edge, times its factor when there is one.
+  auto weight = [&](const Edge& edge) -> absl::StatusOr<double> {
+    const double bytes = static_cast<double>(graph.EdgeBytes(edge));
+    if (!edge_factor) return bytes;
+    const double factor = edge_factor(edge.src, edge.dst);
+    if (!std::isfinite(factor) || factor < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metis: edge factor of ", graph.node(edge.src).name,
+                       " -> ", graph.node(edge.dst).name, " is ", factor,
+                       "; expected a finite value >= 0"));
+    }
+    return bytes * factor;
+  };
+  std::vector<std::pair<NodeId, double>> neighbors;
   std::vector<idx_t> xadj(n + 1, 0);
   std::vector<NodeId> adjncy_nodes;
-  std::vector<int64_t> adj_bytes;
+  std::vector<double> adj_bytes;
   adjncy_nodes.reserve(2 * static_cast<size_t>(graph.num_edges()));
   adj_bytes.reserve(2 * static_cast<size_t>(graph.num_edges()));
   double total_edge_bytes = 0;
   for (NodeId id = 0; id < n; ++id) {
     neighbors.clear();
     for (const Edge& edge : graph.in_edges(id)) {
-      if (edge.src != id)
-        neighbors.emplace_back(edge.src, graph.EdgeBytes(edge));
+      if (edge.src == id) continue;
+      ASSIGN_OR_RETURN(const double w, weight(edge));
+      neighbors.emplace_back(edge.src, w);
     }
     for (const Edge& edge : graph.out_edges(id)) {
-      if (edge.dst != id)
-        neighbors.emplace_back(edge.dst, graph.EdgeBytes(edge));
+      if (edge.dst == id) continue;
+      ASSIGN_OR_RETURN(const double w, weight(edge));
+      neighbors.emplace_back(edge.dst, w);
     }
     std::sort(neighbors.begin(), neighbors.end());
     for (size_t i = 0; i < neighbors.size(); ++i) {
@@ -81,7 +101,7 @@ absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
         adjncy_nodes.push_back(neighbors[i].first);
         adj_bytes.push_back(neighbors[i].second);
       }
-      total_edge_bytes += static_cast<double>(neighbors[i].second);
+      total_edge_bytes += neighbors[i].second;
     }
     xadj[id + 1] = static_cast<idx_t>(adjncy_nodes.size());
   }

@@ -2,6 +2,7 @@
 #define GOPT_SIMULATOR_BASELINES_METIS_PLACER_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "simulator/baselines/placer.h"
@@ -34,6 +35,21 @@ class MetisPlacer final : public Placer {
   absl::StatusOr<std::vector<int32_t>> Place(
       const BaselineContext& context) const override;
 };
+
+// Multiplies a dependency's METIS edge weight (its bytes): edge_factor(src,
+// dst) for the edge src -> dst, finite and >= 0.
+using MetisEdgeFactor = std::function<double(graph::NodeId, graph::NodeId)>;
+
+// The "metis" placement (MetisPlacer, every rule above) with each
+// dependency's bytes multiplied by `edge_factor` before parallel edges merge
+// and weights scale to integers (a weight still stays at least 1). A null
+// `edge_factor` gives MetisPlacer::Place's placement. Used by the GO
+// network's affinity decode (policy/go/affinity_decode.h), whose learned
+// factors say which edges to keep inside a part. Errors: Place's, and
+// InvalidArgument naming the edge when a factor is negative or not finite.
+// Thread-safe when `edge_factor` is.
+absl::StatusOr<std::vector<int32_t>> MetisPlaceWeighted(
+    const BaselineContext& context, const MetisEdgeFactor& edge_factor);
 
 }  // namespace gopt::simulator::baselines
 

@@ -1,0 +1,181 @@
+#include "policy/go/affinity_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "simulator/baselines/baseline_context.h"
+#include "simulator/baselines/cost_table.h"
+#include "simulator/baselines/metis_placer.h"
+#include "util/status_macros.h"
+
+namespace gopt::policy::go {
+namespace {
+
+using graph::NodeId;
+using simulator::baselines::CostTable;
+
+// Logits beyond this change a METIS weight by more than e^8 either way;
+// clamping keeps every weight finite and the weights' sum in range.
+constexpr double kMaxLogit = 8.0;
+
+absl::Status CheckLogits(const TrainingInstance& instance,
+                         const std::vector<float>& co_location) {
+  if (co_location.size() != instance.features.edge_src.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        instance.label, ": the co-location head gave ", co_location.size(),
+        " logits; expected one per dependency (",
+        instance.features.edge_src.size(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Union-find over node ids with path halving.
+class Components {
+ public:
+  explicit Components(int n) : parent_(n) {
+    std::iota(parent_.begin(), parent_.end(), 0);
+  }
+  int Find(int x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void Join(int a, int b) {
+    a = Find(a);
+    b = Find(b);
+    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+  }
+
+ private:
+  std::vector<int> parent_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<int32_t>> MetisAffinityPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double sharpness) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  const GraphFeatures& features = instance.features;
+  absl::flat_hash_map<std::pair<NodeId, NodeId>, double> factor;
+  factor.reserve(co_location.size());
+  for (size_t e = 0; e < co_location.size(); ++e) {
+    const double logit =
+        std::clamp(static_cast<double>(co_location[e]), -kMaxLogit, kMaxLogit);
+    factor[{static_cast<NodeId>(features.edge_src[e]),
+            static_cast<NodeId>(features.edge_dst[e])}] =
+        std::exp(sharpness * logit);
+  }
+  const simulator::Simulator& sim = *instance.simulator;
+  const simulator::baselines::BaselineContext context{
+      sim.graph(), sim.topology(), sim.cost_model(), /*seed=*/0};
+  return simulator::baselines::MetisPlaceWeighted(
+      context, [&factor](NodeId src, NodeId dst) {
+        auto it = factor.find({src, dst});
+        return it == factor.end() ? 1.0 : it->second;
+      });
+}
+
+absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double threshold_logit) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  const GraphFeatures& features = instance.features;
+  const simulator::Simulator& sim = *instance.simulator;
+  const graph::Graph& graph = sim.graph();
+  const CostTable costs(graph, sim.topology(), sim.cost_model());
+  const int n = graph.num_nodes();
+  const int num_devices = costs.num_devices();
+  Components components(n);
+  for (size_t e = 0; e < co_location.size(); ++e) {
+    if (co_location[e] > threshold_logit) {
+      components.Join(static_cast<int>(features.edge_src[e]),
+                      static_cast<int>(features.edge_dst[e]));
+    }
+  }
+  // Per component root: its nodes' kernel seconds per device and on mean.
+  std::vector<double> work(n, 0.0);
+  std::vector<double> per_device(static_cast<size_t>(n) * num_devices, 0.0);
+  for (NodeId id = 0; id < n; ++id) {
+    const int root = components.Find(id);
+    work[root] += costs.MeanComputeSeconds(id);
+    for (int d = 0; d < num_devices; ++d) {
+      per_device[static_cast<size_t>(root) * num_devices + d] +=
+          costs.ComputeSeconds(id, d);
+    }
+  }
+  std::vector<int> roots;
+  for (NodeId id = 0; id < n; ++id) {
+    if (components.Find(id) == id && work[id] > 0) roots.push_back(id);
+  }
+  std::stable_sort(roots.begin(), roots.end(),
+                   [&work](int a, int b) { return work[a] > work[b]; });
+  std::vector<int32_t> root_device(n, -1);
+  std::vector<double> load(num_devices, 0.0);
+  for (int root : roots) {
+    int best = 0;
+    for (int d = 1; d < num_devices; ++d) {
+      const size_t row = static_cast<size_t>(root) * num_devices;
+      if (load[d] + per_device[row + d] < load[best] + per_device[row + best]) {
+        best = d;
+      }
+    }
+    load[best] += per_device[static_cast<size_t>(root) * num_devices + best];
+    root_device[root] = best;
+  }
+  // Components without work follow their heaviest neighbour with work.
+  std::vector<double> pull(n, -1.0);
+  std::vector<int32_t> follow(n, 0);
+  for (NodeId id = 0; id < n; ++id) {
+    const int root = components.Find(id);
+    if (root_device[root] >= 0) continue;
+    auto consider = [&](NodeId other, double bytes) {
+      const int32_t device = root_device[components.Find(other)];
+      if (device >= 0 && bytes > pull[root]) {
+        pull[root] = bytes;
+        follow[root] = device;
+      }
+    };
+    for (const graph::Edge& edge : graph.in_edges(id)) {
+      consider(edge.src, static_cast<double>(graph.EdgeBytes(edge)));
+    }
+    for (const graph::Edge& edge : graph.out_edges(id)) {
+      consider(edge.dst, static_cast<double>(graph.EdgeBytes(edge)));
+    }
+  }
+  std::vector<int32_t> device(n, 0);
+  for (NodeId id = 0; id < n; ++id) {
+    const int root = components.Find(id);
+    const int32_t chosen =
+        root_device[root] >= 0 ? root_device[root] : follow[root];
+    device[id] = costs.NearestAllowedDevice(id, chosen);
+  }
+  return device;
+}
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
+    const TrainingInstance& instance, const std::vector<float>& co_location) {
+  std::vector<std::vector<int32_t>> placements;
+  auto add = [&placements](std::vector<int32_t> device) {
+    if (std::find(placements.begin(), placements.end(), device) ==
+        placements.end()) {
+      placements.push_back(std::move(device));
+    }
+  };
+  for (double sharpness : kAffinitySharpness) {
+    ASSIGN_OR_RETURN(std::vector<int32_t> device,
+                     MetisAffinityPlacement(instance, co_location, sharpness));
+    add(std::move(device));
+  }
+  for (double threshold : kComponentThresholdLogits) {
+    ASSIGN_OR_RETURN(std::vector<int32_t> device,
+                     ComponentPlacement(instance, co_location, threshold));
+    add(std::move(device));
+  }
+  return placements;
+}
+
+}  // namespace gopt::policy::go

@@ -1,0 +1,59 @@
+#ifndef GOPT_POLICY_GO_AFFINITY_DECODE_H_
+#define GOPT_POLICY_GO_AFFINITY_DECODE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policy/go/ppo_trainer.h"
+
+namespace gopt::policy::go {
+
+// Placements decoded from the GO network's co-location head
+// (PolicyOutput::co_location: per dependency of the instance's features, the
+// logit that both ends share a device). The per-node placement head decides
+// each node's device on its own, so it cannot state a partition whose
+// devices are interchangeable; these decodes turn the head's label-free
+// pair scores into partitions:
+//  - MetisAffinityPlacement: the "metis" baseline's k-way partition with
+//    each dependency's bytes multiplied by exp(sharpness * logit) (logits
+//    clamped to [-8, 8]): edges the network keeps together weigh more, edges
+//    it cuts less. With every logit 0 (an untrained head, whose last layer
+//    starts at zero) it is exactly the "metis" placement.
+//  - ComponentPlacement: the connected components of the dependencies whose
+//    logit is above a threshold, each on one device: components by
+//    decreasing work (mean kernel time over allowed devices), each to the
+//    device where it would finish first (longest-processing-time first,
+//    priced per device); components without work follow the neighbour
+//    (in a component with work) they exchange the most bytes with. The
+//    network may so choose to use fewer devices than the machine has.
+// A node whose device constraint forbids the chosen device moves to the
+// nearest allowed one (CostTable::NearestAllowedDevice). Every decode is
+// deterministic and thread-safe; the instance is borrowed.
+
+// The candidates ZeroShot (fine_tuning.h) simulates besides the greedy and
+// sampled plans, in this order.
+inline constexpr double kAffinitySharpness[] = {0.5, 1.0, 2.0};
+inline constexpr double kComponentThresholdLogits[] = {0.0, 1.5, 3.0};
+
+// InvalidArgument when `co_location` does not have one logit per feature
+// edge; the METIS placer's errors.
+absl::StatusOr<std::vector<int32_t>> MetisAffinityPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double sharpness);
+
+// InvalidArgument when `co_location` does not have one logit per feature
+// edge.
+absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double threshold_logit);
+
+// Every MetisAffinityPlacement (kAffinitySharpness) then every
+// ComponentPlacement (kComponentThresholdLogits), dropping placements equal
+// to an earlier one. Errors: theirs.
+absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
+    const TrainingInstance& instance, const std::vector<float>& co_location);
+
+}  // namespace gopt::policy::go
+
+#endif  // GOPT_POLICY_GO_AFFINITY_DECODE_H_

@@ -1,0 +1,189 @@
+#include "policy/go/affinity_decode.h"
+
+#include <set>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "policy/go/test_instance.h"
+#include "simulator/baselines/baseline_context.h"
+#include "simulator/baselines/cost_table.h"
+#include "simulator/baselines/metis_placer.h"
+#include "simulator/baselines/test_graphs.h"
+#include "simulator/generators/generators.h"
+
+namespace gopt::policy::go {
+namespace {
+
+using simulator::baselines::testing::ChainGraph;
+
+graph::Graph Gnmt() {
+  absl::StatusOr<graph::Graph> gnmt = simulator::generators::GenerateModelGraph(
+      simulator::generators::FindGeneratorPreset("gnmt2-small")->options);
+  EXPECT_TRUE(gnmt.ok()) << gnmt.status();
+  return *std::move(gnmt);
+}
+
+std::vector<int32_t> Metis(const TrainingInstance& instance) {
+  const simulator::Simulator& sim = *instance.simulator;
+  const simulator::baselines::BaselineContext context{
+      sim.graph(), sim.topology(), sim.cost_model(), /*seed=*/0};
+  absl::StatusOr<std::vector<int32_t>> device =
+      simulator::baselines::MetisPlacer().Place(context);
+  EXPECT_TRUE(device.ok()) << device.status();
+  return *std::move(device);
+}
+
+// +4 where `device` keeps a dependency on one device, -4 where it cuts it.
+std::vector<float> OracleLogits(const TrainingInstance& instance,
+                                const std::vector<int32_t>& device) {
+  const GraphFeatures& f = instance.features;
+  std::vector<float> logits(f.edge_src.size());
+  for (size_t e = 0; e < logits.size(); ++e) {
+    logits[e] = device[f.edge_src[e]] == device[f.edge_dst[e]] ? 4.0f : -4.0f;
+  }
+  return logits;
+}
+
+TEST(AffinityDecodeTest, ZeroLogitsGiveTheMetisPlacement) {
+  std::unique_ptr<TrainingInstance> instance = testing::TestInstance(Gnmt(), 4);
+  ASSERT_NE(instance, nullptr);
+  const std::vector<float> zero(instance->features.edge_src.size(), 0.0f);
+  const std::vector<int32_t> metis = Metis(*instance);
+  for (double sharpness : kAffinitySharpness) {
+    absl::StatusOr<std::vector<int32_t>> device =
+        MetisAffinityPlacement(*instance, zero, sharpness);
+    ASSERT_TRUE(device.ok()) << device.status();
+    EXPECT_EQ(*device, metis) << "sharpness " << sharpness;
+  }
+  // The three METIS decodes coincide, and no dependency is kept together by
+  // the components of nothing: 1 METIS placement + at most 3 component ones.
+  absl::StatusOr<std::vector<std::vector<int32_t>>> all =
+      AffinityPlacements(*instance, zero);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ((*all)[0], metis);
+  EXPECT_LE(all->size(), 2u);
+}
+
+TEST(AffinityDecodeTest, OracleLogitsKeepTheTargetsDependenciesTogether) {
+  std::unique_ptr<TrainingInstance> instance = testing::TestInstance(Gnmt(), 4);
+  ASSERT_NE(instance, nullptr);
+  // A target that cuts the graph in two along its work axis.
+  const GraphFeatures& f = instance->features;
+  std::vector<int32_t> target(f.num_nodes);
+  for (int i = 0; i < f.num_nodes; ++i) {
+    target[i] = f.work_position[i] < 0.5f ? 1 : 3;
+  }
+  const std::vector<float> oracle = OracleLogits(*instance, target);
+  for (double threshold : kComponentThresholdLogits) {
+    absl::StatusOr<std::vector<int32_t>> device =
+        ComponentPlacement(*instance, oracle, threshold);
+    ASSERT_TRUE(device.ok()) << device.status();
+    ASSERT_TRUE(
+        simulator::baselines::CheckPlacement(instance->graph(), 4, *device)
+            .ok());
+    for (size_t e = 0; e < f.edge_src.size(); ++e) {
+      if (oracle[e] > 0) {
+        EXPECT_EQ((*device)[f.edge_src[e]], (*device)[f.edge_dst[e]])
+            << "dependency " << e << " kept by the target is cut";
+      }
+    }
+    EXPECT_GE(std::set<int32_t>(device->begin(), device->end()).size(), 2u);
+  }
+  // The METIS decode follows the oracle at least as often as METIS alone.
+  auto kept = [&](const std::vector<int32_t>& device) {
+    int agree = 0;
+    for (size_t e = 0; e < f.edge_src.size(); ++e) {
+      agree +=
+          (device[f.edge_src[e]] == device[f.edge_dst[e]]) == (oracle[e] > 0);
+    }
+    return agree;
+  };
+  absl::StatusOr<std::vector<int32_t>> weighted =
+      MetisAffinityPlacement(*instance, oracle, 2.0);
+  ASSERT_TRUE(weighted.ok()) << weighted.status();
+  EXPECT_GE(kept(*weighted), kept(Metis(*instance)));
+}
+
+TEST(AffinityDecodeTest, ComponentsWithoutWorkFollowTheirNeighbour) {
+  // Every dependency cut: each node is its own component; the parameter
+  // (no kernel) joins the node it feeds.
+  std::unique_ptr<TrainingInstance> instance =
+      testing::TestInstance(ChainGraph(6), 2);
+  ASSERT_NE(instance, nullptr);
+  const std::vector<float> cut(instance->features.edge_src.size(), -4.0f);
+  absl::StatusOr<std::vector<int32_t>> device =
+      ComponentPlacement(*instance, cut, 0.0);
+  ASSERT_TRUE(device.ok()) << device.status();
+  const graph::Graph& graph = instance->graph();
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+    if (!graph.in_edges(id).empty()) continue;
+    const graph::NodeId consumer = graph.out_edges(id).front().dst;
+    EXPECT_EQ((*device)[id], (*device)[consumer])
+        << graph.node(id).name << " left its consumer";
+  }
+  // With every dependency kept, one component: one device.
+  const std::vector<float> keep(cut.size(), 4.0f);
+  device = ComponentPlacement(*instance, keep, 0.0);
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(std::set<int32_t>(device->begin(), device->end()).size(), 1u);
+}
+
+TEST(AffinityDecodeTest,
+     DecodesEveryPlacementOfTheSmallGraphsDeterministically) {
+  for (const auto& [name, graph] :
+       simulator::baselines::testing::SmallGraphs()) {
+    if (graph.num_nodes() == 0) continue;
+    std::unique_ptr<TrainingInstance> instance =
+        testing::TestInstance(graph, 3);
+    ASSERT_NE(instance, nullptr) << name;
+    std::vector<float> logits(instance->features.edge_src.size());
+    for (size_t e = 0; e < logits.size(); ++e) {
+      logits[e] = static_cast<float>(e % 5) - 2.0f;
+    }
+    absl::StatusOr<std::vector<std::vector<int32_t>>> first =
+        AffinityPlacements(*instance, logits);
+    ASSERT_TRUE(first.ok()) << name << ": " << first.status();
+    for (const std::vector<int32_t>& device : *first) {
+      EXPECT_TRUE(simulator::baselines::CheckPlacement(graph, 3, device).ok())
+          << name;
+    }
+    absl::StatusOr<std::vector<std::vector<int32_t>>> again =
+        AffinityPlacements(*instance, logits);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*first, *again) << name;
+  }
+}
+
+TEST(AffinityDecodeTest, RejectsLogitsOfTheWrongLength) {
+  std::unique_ptr<TrainingInstance> instance =
+      testing::TestInstance(ChainGraph(4), 2);
+  ASSERT_NE(instance, nullptr);
+  const std::vector<float> short_logits(1, 0.0f);
+  absl::StatusOr<std::vector<int32_t>> device =
+      ComponentPlacement(*instance, short_logits, 0.0);
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(device.status().message().find("one per dependency"),
+            std::string::npos)
+      << device.status();
+  EXPECT_EQ(
+      MetisAffinityPlacement(*instance, short_logits, 1.0).status().code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AffinityDecodeTest, MetisRejectsANegativeEdgeFactorNamingTheEdge) {
+  const graph::Graph graph = Gnmt();
+  const simulator::Topology topology =
+      simulator::baselines::testing::UniformTopology(2);
+  simulator::RooflineCostModel cost_model;
+  const simulator::baselines::BaselineContext context{graph, topology,
+                                                      cost_model, 0};
+  absl::StatusOr<std::vector<int32_t>> device =
+      simulator::baselines::MetisPlaceWeighted(
+          context, [](graph::NodeId, graph::NodeId) { return -1.0; });
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(device.status().message().find("->"), std::string::npos)
+      << device.status();
+}
+
+}  // namespace
+}  // namespace gopt::policy::go
