@@ -8,10 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "policy/go/affinity_decode.h"
 #include "policy/go/fine_tuning.h"
 #include "policy/go/plan_search.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -62,8 +64,31 @@ struct Visit {
   double log_target = 0;  // log(target / baseline)
 };
 
+// The better of `greedy` and, when `output` has co-location logits and
+// decides placement, the affinity placements (AffinityPlacements) with the
+// greedy plan's priorities and fusion; counts the simulations.
+absl::StatusOr<ScoredPlan> BestAffinityPlan(const TrainingInstance& instance,
+                                            const PolicyOutput& output,
+                                            const ScoredPlan& greedy,
+                                            int64_t* simulations) {
+  ScoredPlan best = greedy;
+  if (output.co_location.empty() || output.placement.empty()) return best;
+  ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
+                   AffinityPlacements(instance, output.co_location));
+  const Actions actions = SampleActions(output, nullptr);
+  for (std::vector<int32_t>& device : placements) {
+    Actions placed = actions;
+    placed.device = std::move(device);
+    ScoredPlan plan = ScoreActions(instance, placed);
+    ++*simulations;
+    if (BetterPlan(plan, best)) best = std::move(plan);
+  }
+  return best;
+}
+
 // Searches `instance` from `start` (the best baseline, or with keep_best the
-// best plan found so far) and from the network's greedy plan, guided by the
+// best plan found so far) and from the network's own plan
+// (BestAffinityPlan), guided by the
 // network's placement distribution; the better of those and `start` becomes
 // `*best` and the target.
 absl::StatusOr<Visit> VisitInstance(const GoModel& model,
@@ -81,9 +106,14 @@ absl::StatusOr<Visit> VisitInstance(const GoModel& model,
       Search(instance, start, &guide, options, seed, simulations);
   if (!from_start.ok()) return from_start.status();
   *best = *std::move(from_start);  // never worse than start: its incumbent
-  if (greedy->valid) {
+  // The network's own plan: its greedy decode, or the best affinity
+  // placement with the greedy priorities and fusion when the network has a
+  // co-location head (the partitions ZeroShot tries first).
+  ASSIGN_OR_RETURN(ScoredPlan own,
+                   BestAffinityPlan(instance, guide, *greedy, simulations));
+  if (own.valid) {
     absl::StatusOr<ScoredPlan> from_greedy =
-        Search(instance, *greedy, &guide, options, seed + 1, simulations);
+        Search(instance, own, &guide, options, seed + 1, simulations);
     if (!from_greedy.ok()) return from_greedy.status();
     if (BetterPlan(*from_greedy, *best)) *best = *std::move(from_greedy);
   }

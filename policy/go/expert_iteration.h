@@ -113,8 +113,10 @@ struct ExpertIterationResult {
 // Expert iteration over `instances`: each round takes the next
 // instances_per_round instances of a seeded permutation (a new permutation
 // per pass), and for each runs the plan search from the best baseline plan
-// (computed once per instance) and from the network's greedy plan (guided
-// by the network's placement distribution), keeps the best plan found
+// (computed once per instance) and from the network's own plan (its greedy
+// plan, or with a co-location head the best of it and the affinity
+// placements, affinity_decode.h; the searches are guided by the network's
+// placement distribution), keeps the best plan found
 // (BetterPlan) as the target (symmetric devices labelled to match the
 // network's greedy placement: CanonicalDevices with a reference), then makes
 // distill_steps supervised updates toward the round's targets
