@@ -417,6 +417,11 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "fusion_weight", "weight of the fusion distillation loss (0 = off)",
       [](auto& o) -> auto& { return o.fusion_weight; });
   flags.Add(
+      "placement_weight",
+      "weight of the per-node placement distillation loss (0 = off; "
+      "the co-location head's loss keeps its own weight)",
+      [](auto& o) -> auto& { return o.placement_weight; });
+  flags.Add(
       "fusion_fusible_only",
       "average the fusion loss over the nodes that can fuse only",
       [](auto& o) -> auto& { return o.fusion_fusible_only; });
@@ -499,6 +504,10 @@ absl::Status FinishExpert(std::vector<std::string> operands,
     return absl::InvalidArgumentError(
         "--priors_off zeroes a new run's initial network; a resumed run keeps "
         "its checkpoint's priors");
+  }
+  if (o->placement_weight < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--placement_weight must be 0 or more, got ", o->placement_weight));
   }
   if (o->fusion_weight < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

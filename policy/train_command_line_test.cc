@@ -149,6 +149,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_EQ(o.data_dir, "../shared/data");
   EXPECT_FALSE(o.priors_off);
   EXPECT_EQ(o.fusion_weight, 1);
+  EXPECT_EQ(o.placement_weight, 1);
   EXPECT_FALSE(o.fusion_fusible_only);
   EXPECT_TRUE(o.relabel_to_greedy);
   EXPECT_FALSE(o.co_location_loss);
@@ -158,6 +159,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_EQ(o.prior_learning_rate, 0);
   absl::StatusOr<TrainCommand> switches = Parse(
       "expert --out_dir=o --priors_off --fusion_weight=0.5 "
+      "--placement_weight=0 "
       "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss "
       "--keep_best --replay_targets=12 --prior_learning_rate=0.01 "
       "--co_location_head");
@@ -165,6 +167,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
   EXPECT_EQ(s.fusion_weight, 0.5);
+  EXPECT_EQ(s.placement_weight, 0);
   EXPECT_TRUE(s.fusion_fusible_only);
   EXPECT_FALSE(s.relabel_to_greedy);
   EXPECT_TRUE(s.co_location_loss);
@@ -187,6 +190,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
            "expert --out_dir=o --rendezvous_seconds=0",
            "expert --out_dir=o --resume --priors_off",
            "expert --out_dir=o --fusion_weight=-1",
+           "expert --out_dir=o --placement_weight=-1",
        }) {
     EXPECT_TRUE(absl::IsInvalidArgument(Parse(line).status())) << line;
   }

@@ -546,6 +546,7 @@ go::ExpertIterationOptions ExpertIterationOptionsOf(
   expert.ppo = ppo;
   expert.distill.learning_rate = options.distill_learning_rate;
   expert.distill.fusion_weight = options.fusion_weight;
+  expert.distill.placement_weight = options.placement_weight;
   expert.distill.fusion_fusible_only = options.fusion_fusible_only;
   expert.relabel_to_greedy = options.relabel_to_greedy;
   expert.keep_best = options.keep_best;
@@ -632,6 +633,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
           {"distill_learning_rate", expert.distill.learning_rate},
           {"prior_learning_rate", expert.distill.prior_learning_rate},
           {"fusion_weight", expert.distill.fusion_weight},
+          {"placement_weight", expert.distill.placement_weight},
           {"fusion_fusible_only", expert.distill.fusion_fusible_only},
           {"relabel_to_greedy", expert.relabel_to_greedy},
           {"keep_best", expert.keep_best},

@@ -147,6 +147,7 @@ struct ExpertCommandOptions {
   // ablation, e.g. with rounds = 0 to write the network for `gopt bench`.
   bool priors_off = false;
   double fusion_weight = 1;          // weight of the fusion distillation loss
+  double placement_weight = 1;       // weight of the per-node placement loss
   bool fusion_fusible_only = false;  // DistillOptions::fusion_fusible_only
   // ExpertIterationOptions::relabel_to_greedy.
   bool relabel_to_greedy = true;
