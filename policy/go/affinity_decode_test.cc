@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "policy/go/fine_tuning.h"
 #include "policy/go/test_instance.h"
 #include "simulator/baselines/baseline_context.h"
 #include "simulator/baselines/cost_table.h"
@@ -183,6 +184,42 @@ TEST(AffinityDecodeTest, MetisRejectsANegativeEdgeFactorNamingTheEdge) {
   EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(device.status().message().find("->"), std::string::npos)
       << device.status();
+}
+
+TEST(AffinityDecodeTest, ZeroShotTriesTheAffinityPlacementsBeforeSampling) {
+  std::unique_ptr<TrainingInstance> instance = testing::TestInstance(Gnmt(), 4);
+  ASSERT_NE(instance, nullptr);
+  GoModelOptions options = testing::SmallModelOptions(/*seed=*/5);
+  options.co_location_head = true;
+  absl::StatusOr<std::unique_ptr<GoModel>> model = GoModel::Create(options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TaskSet tasks{true, true, true, false};
+  absl::StatusOr<PolicyOutput> output =
+      (*model)->Run(instance->features, tasks);
+  ASSERT_TRUE(output.ok()) << output.status();
+  ASSERT_EQ(output->co_location.size(), instance->features.edge_src.size());
+  // The untrained head's METIS placement with the greedy decode's
+  // priorities and fusion is among the candidates, so the result is at
+  // least as good.
+  Actions metis = SampleActions(*output, nullptr);
+  metis.device = Metis(*instance);
+  const ScoredPlan metis_plan = ScoreActions(*instance, metis);
+  absl::StatusOr<ZeroShotResult> first =
+      ZeroShot(**model, *instance, tasks, /*num_samples=*/16, /*seed=*/3,
+               /*threads=*/2);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(BetterPlan(metis_plan, first->best));
+  absl::StatusOr<ZeroShotResult> again =
+      ZeroShot(**model, *instance, tasks, 16, 3, /*threads=*/1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(first->best.step_time_s, again->best.step_time_s);
+  EXPECT_EQ(first->decode, again->decode);
+  // Without samples to spend, only the greedy plan is tried.
+  absl::StatusOr<ZeroShotResult> greedy_only =
+      ZeroShot(**model, *instance, tasks, /*num_samples=*/0, 3, 1);
+  ASSERT_TRUE(greedy_only.ok()) << greedy_only.status();
+  EXPECT_EQ(greedy_only->decode, "greedy");
+  EXPECT_LE(greedy_only->num_valid, 1);
 }
 
 }  // namespace
