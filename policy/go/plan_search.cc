@@ -768,6 +768,13 @@ double PlanSearch::DeviceProbability(NodeId id, int32_t device) const {
 }
 
 double PlanSearch::CoLocation(NodeId u, NodeId v) const {
+  if (!guide_.co_location.empty()) {
+    auto it = guide_.co_location.find({u, v});
+    if (it == guide_.co_location.end()) it = guide_.co_location.find({v, u});
+    if (it != guide_.co_location.end()) {
+      return 1.0 / (1.0 + std::exp(-static_cast<double>(it->second)));
+    }
+  }
   const PolicyOutput& policy = *guide_.policy;
   const int num_devices = static_cast<int>(guide_.label.size());
   if (policy.placement.empty()) return 1.0 / num_devices;
@@ -807,6 +814,19 @@ double PlanSearch::PlacementDispute(NodeId id,
 void PlanSearch::PrepareGuide(const PolicyOutput& policy) {
   guide_.policy = &policy;
   AlignLabels(policy);
+  guide_.co_location.clear();
+  const GraphFeatures& features = instance_.features;
+  if (policy.co_location.size() == features.edge_src.size() &&
+      guide_.label.size() > 1) {
+    const double devices = static_cast<double>(guide_.label.size());
+    const float shift = static_cast<float>(std::log(1.0 / (devices - 1.0)));
+    guide_.co_location.reserve(policy.co_location.size());
+    for (size_t e = 0; e < policy.co_location.size(); ++e) {
+      guide_.co_location[{static_cast<NodeId>(features.edge_src[e]),
+                          static_cast<NodeId>(features.edge_dst[e])}] =
+          policy.co_location[e] + shift;
+    }
+  }
   const int levels = kPriorityLevels;
   auto row = [&](const std::vector<float>& logp, NodeId id) {
     return logp.empty() ? nullptr : &logp[static_cast<size_t>(id) * levels];

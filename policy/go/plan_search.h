@@ -6,8 +6,10 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "graph/graph.h"
@@ -218,6 +220,11 @@ class PlanSearch {
     // Per device of the machine: the network's label for it (its placement
     // columns matched to the incumbent's devices).
     std::vector<int32_t> label;
+    // The co-location head's logit per dependency (src, dst), shifted by
+    // the log-odds of 1 / devices (so that an untrained head's 0 reads as a
+    // uniform guess); empty without the head.
+    absl::flat_hash_map<std::pair<graph::NodeId, graph::NodeId>, float>
+        co_location;
     // Cumulative weights over critical_path_ for the first node of a
     // window: scheduling, placement, split-fusion, merge-fusion and
     // guided-fusion moves.
@@ -232,9 +239,11 @@ class PlanSearch {
   // guide_'s probability that `id` runs on `device` (1 / devices without a
   // placement distribution).
   double DeviceProbability(graph::NodeId id, int32_t device) const;
-  // guide_'s probability that `u` and `v` share a device: the sum over
-  // labels of the product of their rows (label-free, so it means the same
-  // for any labelling of symmetric devices).
+  // guide_'s probability that `u` and `v` share a device: for a dependency
+  // the co-location head scores, the sigmoid of its shifted logit
+  // (Guide::co_location); otherwise the sum over labels of the product of
+  // their placement rows. Both are label-free, so they mean the same for any
+  // labelling of symmetric devices.
   double CoLocation(graph::NodeId u, graph::NodeId v) const;
   // How much the network disputes where `id` runs in `plan`: half the
   // probability it gives the other devices, half the mean over `id`'s

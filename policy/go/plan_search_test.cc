@@ -468,7 +468,11 @@ void ExpectMovesLegalAndDeterministic(bool guided) {
     ASSERT_TRUE(groups.ok());
     plan.fusion_group = *groups;
     const ScoredPlan start = Start(*instance, plan);
-    const PolicyOutput policy = RandomPolicy(graph, 4, /*seed=*/3);
+    PolicyOutput policy = RandomPolicy(graph, 4, /*seed=*/3);
+    // Co-location logits on every dependency (the head's path of the guide).
+    for (size_t e = 0; e < instance->features.edge_src.size(); ++e) {
+      policy.co_location.push_back(static_cast<float>(e % 7) - 3.0f);
+    }
     const PolicyOutput* guide = guided ? &policy : nullptr;
     PlanSearchOptions options = Options(kAllTasks, /*threads=*/1);
     options.guided = guided;
