@@ -1,6 +1,7 @@
 #include "policy/go/distillation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <random>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "policy/go/network.h"
 #include "policy/torch_util.h"
+#include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/greedy_fusion.h"
 
 namespace gopt::policy::go {
@@ -362,27 +364,58 @@ torch::Tensor CoLocationHeadLoss(const torch::Tensor& logits,
                                  const torch::Tensor& src,
                                  const torch::Tensor& dst,
                                  const torch::Tensor& device,
+                                 const torch::Tensor& weight,
                                  double* accuracy) {
-  if (logits.numel() == 0) {
+  const double total = weight.sum().item<double>();
+  if (logits.numel() == 0 || total <= 0) {
     *accuracy = 1;
-    return torch::zeros({}, torch::kFloat32);
+    return logits.sum() * 0;  // keeps the graph: a zero gradient
   }
   const torch::Tensor same =
       device.index_select(0, src).eq(device.index_select(0, dst));
   const torch::Tensor label = same.to(torch::kFloat32);
   const torch::Tensor per_edge =
+      weight *
       torch::nn::functional::binary_cross_entropy_with_logits(
           logits, label,
           torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions()
               .reduction(torch::kNone));
-  *accuracy = logits.gt(0).eq(same).to(torch::kFloat32).mean().item<double>();
+  *accuracy = (logits.gt(0).eq(same).to(torch::kFloat32) * weight)
+                  .sum()
+                  .item<double>() /
+              total;
   // Each class weighs half: most dependencies stay on one device, and a
   // pooled mean would be won by "always together".
-  const int64_t num_same = same.sum().item<int64_t>();
-  const int64_t num_cut = same.numel() - num_same;
-  if (num_same == 0 || num_cut == 0) return per_edge.mean();
-  return 0.5 * (per_edge * label).sum() / num_same +
-         0.5 * (per_edge * (1 - label)).sum() / num_cut;
+  const double same_weight = (weight * label).sum().item<double>();
+  const double cut_weight = total - same_weight;
+  if (same_weight <= 0 || cut_weight <= 0) return per_edge.sum() / total;
+  return 0.5 * (per_edge * label).sum() / same_weight +
+         0.5 * (per_edge * (1 - label)).sum() / cut_weight;
+}
+
+// Per dependency of `instance`'s features, the weight of its co-location
+// label (DistillOptions::co_location_head_weight): 0 when either end is a
+// free node (simulator/baselines IsFreeNode: the affinity decode puts those
+// beside their neighbours, and searched targets scatter them at no cost),
+// else 1 + ln(1 + bytes / 64 KiB) over the bytes its edges carry.
+torch::Tensor CoLocationLabelWeights(const TrainingInstance& instance) {
+  const GraphFeatures& features = instance.features;
+  const graph::Graph& graph = instance.graph();
+  std::vector<float> weight(features.edge_src.size(), 0.0f);
+  for (size_t e = 0; e < weight.size(); ++e) {
+    const graph::NodeId src = static_cast<graph::NodeId>(features.edge_src[e]);
+    const graph::NodeId dst = static_cast<graph::NodeId>(features.edge_dst[e]);
+    if (simulator::baselines::IsFreeNode(graph.node(src)) ||
+        simulator::baselines::IsFreeNode(graph.node(dst))) {
+      continue;
+    }
+    double bytes = 0;
+    for (const graph::Edge& edge : graph.in_edges(dst)) {
+      if (edge.src == src) bytes += static_cast<double>(graph.EdgeBytes(edge));
+    }
+    weight[e] = static_cast<float>(1.0 + std::log1p(bytes / 65536.0));
+  }
+  return torch::tensor(weight, torch::kFloat32);
 }
 
 }  // namespace
@@ -509,9 +542,9 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
                                     batch.size();
         if (out.co_location.defined()) {
           double accuracy = 0;
-          const torch::Tensor head_loss =
-              CoLocationHeadLoss(out.co_location, inputs.edge_src,
-                                 inputs.edge_dst, device, &accuracy);
+          const torch::Tensor head_loss = CoLocationHeadLoss(
+              out.co_location, inputs.edge_src, inputs.edge_dst, device,
+              CoLocationLabelWeights(*target->instance), &accuracy);
           loss = loss + options_.co_location_head_weight * head_loss;
           stats.co_location_head_loss +=
               head_loss.item<double>() / batch.size();

@@ -138,9 +138,13 @@ struct DistillOptions {
   // Weight of the co-location head's loss (default 1), added when the model
   // has the head (GoModelOptions::co_location_head) and placement is among
   // the tasks: per dependency edge, the binary cross-entropy of the head's
-  // logit toward whether the target puts both ends on one device, the mean
-  // over "same" edges and the mean over "cut" edges averaged (one class's
-  // mean alone when the target has only that class).
+  // logit toward whether the target puts both ends on one device, the
+  // weighted mean over "same" edges and over "cut" edges averaged (one
+  // class's mean alone when the target has only that class). An edge's
+  // weight is 0 when either end is a free node (no kernel: parameters,
+  // constants, reshapes; the affinity decode puts them beside their
+  // neighbours, and searched targets scatter them at no cost), else
+  // 1 + ln(1 + bytes / 64 KiB).
   double co_location_head_weight = 1;
   // The fusion loss averages over every node (false), or only over the
   // nodes that can fuse (DistillTarget::fusible): a node that cannot fuse
@@ -159,8 +163,9 @@ struct DistillStats {
   double fusion_loss = 0;         // mean cross-entropy per node (fusible only)
   double placement_accuracy = 0;  // greedy device == target, fraction
   // The co-location head's loss (DistillOptions::co_location_head_weight,
-  // unweighted) and the fraction of edges where (logit > 0) matches the
-  // target's "same device"; batch means, 0 without the head or placement.
+  // unweighted) and the weighted fraction of edges where (logit > 0)
+  // matches the target's "same device"; batch means, 0 without the head or
+  // placement.
   double co_location_head_loss = 0;
   double co_location_head_accuracy = 0;
 };

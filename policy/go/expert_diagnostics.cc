@@ -271,13 +271,16 @@ void PrintConditionedDecode(const go::PolicyOutput& output,
   std::printf("\n");
 }
 
-// The affinity decodes (affinity_decode.h) fed the target's own co-location
+// The affinity decodes (affinity_decode.h) fed the network's co-location
+// logits (when it has the head; with how many of the target's kept and cut
+// dependencies the head gets right) and the target's own co-location
 // (logit +4 on a dependency whose ends share a device in the target, -4 on
 // one it cuts), each with the network's priorities and fusion, against the
 // same decodes with every logit 0 (the "metis" placement; components of
 // nothing): how well a perfectly trained co-location head could do.
 void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
                                const std::vector<int32_t>& target_device,
+                               const go::PolicyOutput& output,
                                const go::Actions& actions, double baseline_s) {
   const go::GraphFeatures& features = instance.features;
   std::vector<float> oracle(features.edge_src.size());
@@ -288,9 +291,27 @@ void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
                     : -4.0f;
   }
   const std::vector<float> untrained(oracle.size(), 0.0f);
-  for (const auto& [name, logits] :
-       {std::pair<const char*, const std::vector<float>*>{"oracle", &oracle},
-        {"zero", &untrained}}) {
+  std::vector<std::pair<const char*, const std::vector<float>*>> sets = {
+      {"oracle", &oracle}, {"zero", &untrained}};
+  if (output.co_location.size() == oracle.size()) {
+    sets.insert(sets.begin(), {"network", &output.co_location});
+    // The head against the target: recall of kept and of cut dependencies.
+    int kept = 0, kept_right = 0, cut = 0, cut_right = 0;
+    for (size_t e = 0; e < oracle.size(); ++e) {
+      const bool predicted_keep = output.co_location[e] > 0;
+      if (oracle[e] > 0) {
+        ++kept;
+        kept_right += predicted_keep;
+      } else {
+        ++cut;
+        cut_right += !predicted_keep;
+      }
+    }
+    std::printf(
+        "  co-location head: %d/%d kept and %d/%d cut dependencies right\n",
+        kept_right, kept, cut_right, cut);
+  }
+  for (const auto& [name, logits] : sets) {
     std::printf("  affinity decode (%s logits) / base:", name);
     auto print = [&](const char* kind, double value,
                      absl::StatusOr<std::vector<int32_t>> device) {
@@ -391,7 +412,7 @@ void Report(const char* when, go::GoModel* model,
   PrintCenteredDecode(output, instance, actions, target->device,
                       baseline.step_time_s);
   PrintConditionedDecode(output, instance, actions, baseline.step_time_s);
-  PrintOracleAffinityDecode(instance, best.plan.device, actions,
+  PrintOracleAffinityDecode(instance, best.plan.device, output, actions,
                             baseline.step_time_s);
   go::DistillOptions zero;
   zero.tasks = tasks;
