@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "policy/go/actions.h"
+#include "policy/go/affinity_decode.h"
 #include "policy/go/features.h"
 #include "policy/go/go_model.h"
 #include "policy/go/ppo_trainer.h"
@@ -93,6 +94,32 @@ BENCHMARK(BM_ZeroShotDecisions)
     ->Args({80000, 1, 0})
     ->Args({80000, 2, 0})
     ->Args({80000, 2, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The affinity decodes ZeroShot adds for a network with a co-location head
+// (AffinityPlacements: three weighted METIS partitions and three component
+// placements), on logits that keep two dependencies in three. Argument:
+// approximate node count.
+void BM_AffinityPlacements(benchmark::State& state) {
+  const graph::Graph& graph = BenchGraph(static_cast<int>(state.range(0)));
+  std::unique_ptr<TrainingInstance> instance = *MakeTrainingInstance(
+      graph.name(), std::make_shared<const graph::Graph>(graph),
+      std::make_shared<const simulator::Topology>(
+          *simulator::PresetTopology("h100x8-nvlink")));
+  std::vector<float> logits(instance->features.edge_src.size());
+  for (size_t e = 0; e < logits.size(); ++e) logits[e] = e % 3 == 0 ? -2 : 2;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<std::vector<int32_t>>> placements =
+        AffinityPlacements(*instance, logits);
+    CHECK(placements.ok()) << placements.status();
+    benchmark::DoNotOptimize(placements);
+  }
+  state.counters["nodes"] = graph.num_nodes();
+}
+BENCHMARK(BM_AffinityPlacements)
+    ->Arg(10000)
+    ->Arg(80000)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
