@@ -79,23 +79,15 @@ absl::StatusOr<std::vector<int32_t>> MetisAffinityPlacement(
       });
 }
 
-absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
-    const TrainingInstance& instance, const std::vector<float>& co_location,
-    double threshold_logit) {
-  RETURN_IF_ERROR(CheckLogits(instance, co_location));
-  const GraphFeatures& features = instance.features;
-  const simulator::Simulator& sim = *instance.simulator;
-  const graph::Graph& graph = sim.graph();
-  const CostTable costs(graph, sim.topology(), sim.cost_model());
+namespace {
+
+// Places each component of `components` on one device, longest-processing-
+// time first (ComponentPlacement's rules).
+std::vector<int32_t> AssignComponents(const CostTable& costs,
+                                      Components& components) {
+  const graph::Graph& graph = costs.graph();
   const int n = graph.num_nodes();
   const int num_devices = costs.num_devices();
-  Components components(n);
-  for (size_t e = 0; e < co_location.size(); ++e) {
-    if (co_location[e] > threshold_logit) {
-      components.Join(static_cast<int>(features.edge_src[e]),
-                      static_cast<int>(features.edge_dst[e]));
-    }
-  }
   // Per component root: its nodes' kernel seconds per device and on mean.
   std::vector<double> work(n, 0.0);
   std::vector<double> per_device(static_cast<size_t>(n) * num_devices, 0.0);
@@ -156,6 +148,55 @@ absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
   return device;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double threshold_logit) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  const GraphFeatures& features = instance.features;
+  const simulator::Simulator& sim = *instance.simulator;
+  const CostTable costs(sim.graph(), sim.topology(), sim.cost_model());
+  Components components(sim.graph().num_nodes());
+  for (size_t e = 0; e < co_location.size(); ++e) {
+    if (co_location[e] > threshold_logit) {
+      components.Join(static_cast<int>(features.edge_src[e]),
+                      static_cast<int>(features.edge_dst[e]));
+    }
+  }
+  return AssignComponents(costs, components);
+}
+
+absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double slack) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  const GraphFeatures& features = instance.features;
+  const simulator::Simulator& sim = *instance.simulator;
+  const CostTable costs(sim.graph(), sim.topology(), sim.cost_model());
+  const int n = sim.graph().num_nodes();
+  std::vector<double> work(n);
+  double total = 0;
+  for (NodeId id = 0; id < n; ++id) {
+    total += work[id] = costs.MeanComputeSeconds(id);
+  }
+  const double cap = total / costs.num_devices() * slack;
+  std::vector<size_t> order(co_location.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return co_location[a] > co_location[b];
+  });
+  Components components(n);
+  for (size_t e : order) {
+    const int a = components.Find(static_cast<int>(features.edge_src[e]));
+    const int b = components.Find(static_cast<int>(features.edge_dst[e]));
+    if (a == b || work[a] + work[b] > cap) continue;
+    components.Join(a, b);
+    work[components.Find(a)] = work[a] + work[b];
+  }
+  return AssignComponents(costs, components);
+}
+
 absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     const TrainingInstance& instance, const std::vector<float>& co_location) {
   std::vector<std::vector<int32_t>> placements;
@@ -173,6 +214,11 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
   for (double threshold : kComponentThresholdLogits) {
     ASSIGN_OR_RETURN(std::vector<int32_t> device,
                      ComponentPlacement(instance, co_location, threshold));
+    add(std::move(device));
+  }
+  for (double slack : kBalancedMergeSlack) {
+    ASSIGN_OR_RETURN(std::vector<int32_t> device,
+                     BalancedMergePlacement(instance, co_location, slack));
     add(std::move(device));
   }
   return placements;

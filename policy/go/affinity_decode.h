@@ -27,6 +27,13 @@ namespace gopt::policy::go {
 //    priced per device); components without work follow the neighbour
 //    (in a component with work) they exchange the most bytes with. The
 //    network may so choose to use fewer devices than the machine has.
+//  - BalancedMergePlacement: the dependencies by decreasing logit, each
+//    joining its two ends' groups unless the joined group's work would pass
+//    `slack` x (total work / devices); the groups then placed as
+//    ComponentPlacement places components. Every dependency is offered, so
+//    the groups stay near a device's share of the work whatever the
+//    threshold: one wrong "keep" cannot join two devices' parts, and a
+//    wrong "cut" is mended by the next edge that fits.
 // A node whose device constraint forbids the chosen device moves to the
 // nearest allowed one (CostTable::NearestAllowedDevice). Every decode is
 // deterministic and thread-safe; the instance is borrowed.
@@ -35,6 +42,7 @@ namespace gopt::policy::go {
 // sampled plans, in this order.
 inline constexpr double kAffinitySharpness[] = {0.5, 1.0, 2.0};
 inline constexpr double kComponentThresholdLogits[] = {0.0, 1.5, 3.0};
+inline constexpr double kBalancedMergeSlack[] = {1.05, 1.3};
 
 // InvalidArgument when `co_location` does not have one logit per feature
 // edge; the METIS placer's errors.
@@ -48,8 +56,15 @@ absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
     const TrainingInstance& instance, const std::vector<float>& co_location,
     double threshold_logit);
 
-// Every MetisAffinityPlacement (kAffinitySharpness) then every
-// ComponentPlacement (kComponentThresholdLogits), dropping placements equal
+// InvalidArgument when `co_location` does not have one logit per feature
+// edge.
+absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double slack);
+
+// Every MetisAffinityPlacement (kAffinitySharpness), every
+// ComponentPlacement (kComponentThresholdLogits), then every
+// BalancedMergePlacement (kBalancedMergeSlack), dropping placements equal
 // to an earlier one. Errors: theirs.
 absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     const TrainingInstance& instance, const std::vector<float>& co_location);

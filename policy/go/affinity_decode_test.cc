@@ -56,13 +56,13 @@ TEST(AffinityDecodeTest, ZeroLogitsGiveTheMetisPlacement) {
     ASSERT_TRUE(device.ok()) << device.status();
     EXPECT_EQ(*device, metis) << "sharpness " << sharpness;
   }
-  // The three METIS decodes coincide, and no dependency is kept together by
-  // the components of nothing: 1 METIS placement + at most 3 component ones.
+  // The three METIS decodes coincide, and the components of nothing are one
+  // placement: 1 METIS placement, 1 component one, 2 balanced merges.
   absl::StatusOr<std::vector<std::vector<int32_t>>> all =
       AffinityPlacements(*instance, zero);
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ((*all)[0], metis);
-  EXPECT_LE(all->size(), 2u);
+  EXPECT_LE(all->size(), 4u);
 }
 
 TEST(AffinityDecodeTest, OracleLogitsKeepTheTargetsDependenciesTogether) {
@@ -155,6 +155,34 @@ TEST(AffinityDecodeTest,
   }
 }
 
+TEST(AffinityDecodeTest, BalancedMergeKeepsDevicesNearTheirShareOfTheWork) {
+  // p -> a1 -> ... -> a8 on two devices: the oracle of the split after a4
+  // is reproduced, and with every dependency kept (a wrong "keep" on the
+  // cut) the cap still splits the chain where ComponentPlacement would put
+  // it all on one device.
+  std::unique_ptr<TrainingInstance> instance =
+      testing::TestInstance(ChainGraph(8), 2);
+  ASSERT_NE(instance, nullptr);
+  const graph::Graph& graph = instance->graph();
+  std::vector<int32_t> target(graph.num_nodes());
+  for (int i = 0; i < graph.num_nodes(); ++i) target[i] = i <= 4 ? 0 : 1;
+  const std::vector<float> oracle = OracleLogits(*instance, target);
+  absl::StatusOr<std::vector<int32_t>> device =
+      BalancedMergePlacement(*instance, oracle, 1.05);
+  ASSERT_TRUE(device.ok()) << device.status();
+  for (int i = 1; i < graph.num_nodes(); ++i) {
+    EXPECT_EQ((*device)[i] == (*device)[i - 1], target[i] == target[i - 1])
+        << graph.node(i).name;
+  }
+  const std::vector<float> keep(oracle.size(), 4.0f);
+  device = BalancedMergePlacement(*instance, keep, 1.05);
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(std::set<int32_t>(device->begin(), device->end()).size(), 2u);
+  device = ComponentPlacement(*instance, keep, 0.0);
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(std::set<int32_t>(device->begin(), device->end()).size(), 1u);
+}
+
 TEST(AffinityDecodeTest, RejectsLogitsOfTheWrongLength) {
   std::unique_ptr<TrainingInstance> instance =
       testing::TestInstance(ChainGraph(4), 2);
@@ -168,6 +196,9 @@ TEST(AffinityDecodeTest, RejectsLogitsOfTheWrongLength) {
       << device.status();
   EXPECT_EQ(
       MetisAffinityPlacement(*instance, short_logits, 1.0).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      BalancedMergePlacement(*instance, short_logits, 1.05).status().code(),
       absl::StatusCode::kInvalidArgument);
 }
 

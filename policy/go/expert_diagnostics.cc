@@ -334,6 +334,10 @@ void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
       print("comp", threshold,
             go::ComponentPlacement(instance, *logits, threshold));
     }
+    for (double slack : go::kBalancedMergeSlack) {
+      print("merge", slack,
+            go::BalancedMergePlacement(instance, *logits, slack));
+    }
     std::printf("\n");
   }
 }

@@ -25,7 +25,7 @@ namespace gopt::policy::go {
 // then the earlier plan). When the network has a co-location head and
 // `tasks` include placement, the first of the `num_samples` plans are the
 // distinct affinity placements (AffinityPlacements, affinity_decode.h: at
-// most 6) with the greedy decode's priorities and fusion; the rest are
+// most 8) with the greedy decode's priorities and fusion; the rest are
 // sampled. `clock` times the forward pass.
 struct ZeroShotResult {
   ScoredPlan best;
