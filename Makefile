@@ -70,9 +70,12 @@ pretrained-go-v2:
 	  $(GO_DIR)/finetune_transformer_xl-small.png \
 	  "fine-tune on held-out transformer_xl-small, v100x4-nvlink"
 
-# GO policy v3 candidate (issue #19): expert iteration (search distillation
-# + PPO, `gopt-train expert`, docs/training.md) from v2's weights, 40 min of
-# rounds on the shared 2-core host, over the corpus (generated presets and
+# GO policy v3 candidate (issue #19): expert iteration (search distillation,
+# `gopt-train expert`, docs/training.md) from v2's weights with a fresh
+# co-location head trained by the search's targets (per-node placement loss
+# off, target memory and replay on, no PPO: the best zero-shot recipe so
+# far, docs/training.md "The co-location head"), 30 min of rounds on the
+# shared 2-core host, over the corpus (generated presets and
 # sizes, random-size generated graphs, the real graphs of ../shared/data but
 # the held-out ones) x (the two preset machines + 8 random 2-8 device
 # machines); held-out zero-shot / best-baseline curve in its card, train.csv
@@ -90,8 +93,10 @@ GO_HELD_OUT = ../shared/data/hlo/mixer_b16_jax_unopt.hlo,../shared/data/hlo/llam
 GO_EXPERT_FLAGS = --data_dir=../shared/data --seed=1 --max_nodes=3000 \
 	  --topologies=v100x4-nvlink,h100x8-nvlink --random_topologies=8 \
 	  --random_graphs=24 --instances_per_round=4 --search_rounds=4 \
-	  --distill_steps=2 --ppo_steps=1 --eval_every=25 \
-	  --init_policy_dir=$(GO_DIR) --max_seconds=2400
+	  --distill_steps=2 --ppo_steps=0 --eval_every=25 \
+	  --fusion_fusible_only --keep_best --replay_targets=8 \
+	  --co_location_head --placement_weight=0 \
+	  --init_policy_dir=$(GO_DIR) --max_seconds=1800
 pretrained-go:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train gopt
