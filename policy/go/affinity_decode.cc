@@ -206,10 +206,13 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
       placements.push_back(std::move(device));
     }
   };
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
   for (double sharpness : kAffinitySharpness) {
-    ASSIGN_OR_RETURN(std::vector<int32_t> device,
-                     MetisAffinityPlacement(instance, co_location, sharpness));
-    add(std::move(device));
+    absl::StatusOr<std::vector<int32_t>> device =
+        MetisAffinityPlacement(instance, co_location, sharpness);
+    // METIS failing on an odd graph costs its candidates, not the decode
+    // (as Featurize's METIS hint does without a partition).
+    if (device.ok()) add(*std::move(device));
   }
   for (double threshold : kComponentThresholdLogits) {
     ASSIGN_OR_RETURN(std::vector<int32_t> device,

@@ -65,7 +65,9 @@ absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
 // Every MetisAffinityPlacement (kAffinitySharpness), every
 // ComponentPlacement (kComponentThresholdLogits), then every
 // BalancedMergePlacement (kBalancedMergeSlack), dropping placements equal
-// to an earlier one. Errors: theirs.
+// to an earlier one and the METIS placements when METIS fails (the others
+// still come). InvalidArgument when `co_location` does not have one logit
+// per feature edge.
 absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     const TrainingInstance& instance, const std::vector<float>& co_location);
 

@@ -200,6 +200,8 @@ TEST(AffinityDecodeTest, RejectsLogitsOfTheWrongLength) {
   EXPECT_EQ(
       BalancedMergePlacement(*instance, short_logits, 1.05).status().code(),
       absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AffinityPlacements(*instance, short_logits).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(AffinityDecodeTest, MetisRejectsANegativeEdgeFactorNamingTheEdge) {
