@@ -87,10 +87,9 @@ absl::StatusOr<ScoredPlan> BestAffinityPlan(const TrainingInstance& instance,
 }
 
 // Searches `instance` from `start` (the best baseline, or with keep_best the
-// best plan found so far) and from the network's own plan
-// (BestAffinityPlan), guided by the
-// network's placement distribution; the better of those and `start` becomes
-// `*best` and the target.
+// best plan found so far) and from the network's own plan (BestAffinityPlan),
+// guided by the network's placement distribution; the better of those and
+// `start` becomes `*best` and the target.
 absl::StatusOr<Visit> VisitInstance(const GoModel& model,
                                     const TrainingInstance& instance,
                                     const ScoredPlan& baseline,
