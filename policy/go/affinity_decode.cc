@@ -53,33 +53,45 @@ class Components {
   std::vector<int> parent_;
 };
 
-}  // namespace
+// What every decode of one instance shares, built once: the instance's
+// cost table and its METIS context.
+struct Decoder {
+  explicit Decoder(const TrainingInstance& instance)
+      : instance(instance),
+        costs(instance.graph(), instance.simulator->topology(),
+              instance.simulator->cost_model()),
+        context{instance.graph(), instance.simulator->topology(),
+                instance.simulator->cost_model(), /*seed=*/0} {}
 
-absl::StatusOr<std::vector<int32_t>> MetisAffinityPlacement(
-    const TrainingInstance& instance, const std::vector<float>& co_location,
-    double sharpness) {
-  RETURN_IF_ERROR(CheckLogits(instance, co_location));
-  const GraphFeatures& features = instance.features;
-  absl::flat_hash_map<std::pair<NodeId, NodeId>, double> factor;
-  factor.reserve(co_location.size());
+  const TrainingInstance& instance;
+  const CostTable costs;
+  const simulator::baselines::BaselineContext context;
+};
+
+// Per dependency (src, dst), its logit clamped to [-kMaxLogit, kMaxLogit].
+absl::flat_hash_map<std::pair<NodeId, NodeId>, double> ClampedLogits(
+    const GraphFeatures& features, const std::vector<float>& co_location) {
+  absl::flat_hash_map<std::pair<NodeId, NodeId>, double> logit;
+  logit.reserve(co_location.size());
   for (size_t e = 0; e < co_location.size(); ++e) {
-    const double logit =
+    logit[{static_cast<NodeId>(features.edge_src[e]),
+           static_cast<NodeId>(features.edge_dst[e])}] =
         std::clamp(static_cast<double>(co_location[e]), -kMaxLogit, kMaxLogit);
-    factor[{static_cast<NodeId>(features.edge_src[e]),
-            static_cast<NodeId>(features.edge_dst[e])}] =
-        std::exp(sharpness * logit);
   }
-  const simulator::Simulator& sim = *instance.simulator;
-  const simulator::baselines::BaselineContext context{
-      sim.graph(), sim.topology(), sim.cost_model(), /*seed=*/0};
-  return simulator::baselines::MetisPlaceWeighted(
-      context, [&factor](NodeId src, NodeId dst) {
-        auto it = factor.find({src, dst});
-        return it == factor.end() ? 1.0 : it->second;
-      });
+  return logit;
 }
 
-namespace {
+absl::StatusOr<std::vector<int32_t>> MetisWithLogits(
+    const Decoder& decoder,
+    const absl::flat_hash_map<std::pair<NodeId, NodeId>, double>& logit,
+    double sharpness) {
+  return simulator::baselines::MetisPlaceWeighted(
+      decoder.context, decoder.costs,
+      [&logit, sharpness](NodeId src, NodeId dst) {
+        auto it = logit.find({src, dst});
+        return it == logit.end() ? 1.0 : std::exp(sharpness * it->second);
+      });
+}
 
 // Places each component of `components` on one device, longest-processing-
 // time first (ComponentPlacement's rules).
@@ -148,33 +160,26 @@ std::vector<int32_t> AssignComponents(const CostTable& costs,
   return device;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
-    const TrainingInstance& instance, const std::vector<float>& co_location,
-    double threshold_logit) {
-  RETURN_IF_ERROR(CheckLogits(instance, co_location));
-  const GraphFeatures& features = instance.features;
-  const simulator::Simulator& sim = *instance.simulator;
-  const CostTable costs(sim.graph(), sim.topology(), sim.cost_model());
-  Components components(sim.graph().num_nodes());
+std::vector<int32_t> KeptComponents(const Decoder& decoder,
+                                    const std::vector<float>& co_location,
+                                    double threshold_logit) {
+  const GraphFeatures& features = decoder.instance.features;
+  Components components(decoder.costs.num_nodes());
   for (size_t e = 0; e < co_location.size(); ++e) {
     if (co_location[e] > threshold_logit) {
       components.Join(static_cast<int>(features.edge_src[e]),
                       static_cast<int>(features.edge_dst[e]));
     }
   }
-  return AssignComponents(costs, components);
+  return AssignComponents(decoder.costs, components);
 }
 
-absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
-    const TrainingInstance& instance, const std::vector<float>& co_location,
-    double slack) {
-  RETURN_IF_ERROR(CheckLogits(instance, co_location));
-  const GraphFeatures& features = instance.features;
-  const simulator::Simulator& sim = *instance.simulator;
-  const CostTable costs(sim.graph(), sim.topology(), sim.cost_model());
-  const int n = sim.graph().num_nodes();
+std::vector<int32_t> BalancedMerge(const Decoder& decoder,
+                                   const std::vector<float>& co_location,
+                                   double slack) {
+  const GraphFeatures& features = decoder.instance.features;
+  const CostTable& costs = decoder.costs;
+  const int n = costs.num_nodes();
   std::vector<double> work(n);
   double total = 0;
   for (NodeId id = 0; id < n; ++id) {
@@ -197,8 +202,34 @@ absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
   return AssignComponents(costs, components);
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<int32_t>> MetisAffinityPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double sharpness) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  return MetisWithLogits(Decoder(instance),
+                         ClampedLogits(instance.features, co_location),
+                         sharpness);
+}
+
+absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double threshold_logit) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  return KeptComponents(Decoder(instance), co_location, threshold_logit);
+}
+
+absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double slack) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  return BalancedMerge(Decoder(instance), co_location, slack);
+}
+
 absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     const TrainingInstance& instance, const std::vector<float>& co_location) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
   std::vector<std::vector<int32_t>> placements;
   auto add = [&placements](std::vector<int32_t> device) {
     if (std::find(placements.begin(), placements.end(), device) ==
@@ -206,25 +237,34 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
       placements.push_back(std::move(device));
     }
   };
-  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  const Decoder decoder(instance);
+  const auto logit = ClampedLogits(instance.features, co_location);
   for (double sharpness : kAffinitySharpness) {
     absl::StatusOr<std::vector<int32_t>> device =
-        MetisAffinityPlacement(instance, co_location, sharpness);
+        MetisWithLogits(decoder, logit, sharpness);
     // METIS failing on an odd graph costs its candidates, not the decode
     // (as Featurize's METIS hint does without a partition).
     if (device.ok()) add(*std::move(device));
   }
   for (double threshold : kComponentThresholdLogits) {
-    ASSIGN_OR_RETURN(std::vector<int32_t> device,
-                     ComponentPlacement(instance, co_location, threshold));
-    add(std::move(device));
+    add(KeptComponents(decoder, co_location, threshold));
   }
   for (double slack : kBalancedMergeSlack) {
-    ASSIGN_OR_RETURN(std::vector<int32_t> device,
-                     BalancedMergePlacement(instance, co_location, slack));
-    add(std::move(device));
+    add(BalancedMerge(decoder, co_location, slack));
   }
   return placements;
+}
+
+std::vector<ScoredPlan> ScorePlacements(
+    const TrainingInstance& instance, const Actions& actions,
+    const std::vector<std::vector<int32_t>>& placements, int threads) {
+  std::vector<ScoredPlan> scored(placements.size());
+  RunInParallel(static_cast<int>(placements.size()), threads, [&](int i) {
+    Actions placed = actions;
+    placed.device = placements[i];
+    scored[i] = ScoreActions(instance, placed);
+  });
+  return scored;
 }
 
 }  // namespace gopt::policy::go

@@ -71,6 +71,14 @@ absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
 absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     const TrainingInstance& instance, const std::vector<float>& co_location);
 
+// Each of `placements` with `actions`' other decisions (priorities,
+// fusion), scored by ScoreActions on up to `threads` threads; in the order
+// given. How ZeroShot and expert iteration try the affinity placements.
+// Deterministic; thread-safe.
+std::vector<ScoredPlan> ScorePlacements(
+    const TrainingInstance& instance, const Actions& actions,
+    const std::vector<std::vector<int32_t>>& placements, int threads);
+
 }  // namespace gopt::policy::go
 
 #endif  // GOPT_POLICY_GO_AFFINITY_DECODE_H_

@@ -211,9 +211,10 @@ TEST(AffinityDecodeTest, MetisRejectsANegativeEdgeFactorNamingTheEdge) {
   simulator::RooflineCostModel cost_model;
   const simulator::baselines::BaselineContext context{graph, topology,
                                                       cost_model, 0};
+  const simulator::baselines::CostTable costs(graph, topology, cost_model);
   absl::StatusOr<std::vector<int32_t>> device =
       simulator::baselines::MetisPlaceWeighted(
-          context, [](graph::NodeId, graph::NodeId) { return -1.0; });
+          context, costs, [](graph::NodeId, graph::NodeId) { return -1.0; });
   EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(device.status().message().find("->"), std::string::npos)
       << device.status();

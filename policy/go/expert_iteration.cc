@@ -75,12 +75,10 @@ absl::StatusOr<ScoredPlan> BestAffinityPlan(const TrainingInstance& instance,
   if (output.co_location.empty() || output.placement.empty()) return best;
   ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
                    AffinityPlacements(instance, output.co_location));
-  const Actions actions = SampleActions(output, nullptr);
-  for (std::vector<int32_t>& device : placements) {
-    Actions placed = actions;
-    placed.device = std::move(device);
-    ScoredPlan plan = ScoreActions(instance, placed);
-    ++*simulations;
+  *simulations += static_cast<int64_t>(placements.size());
+  for (ScoredPlan& plan :
+       ScorePlacements(instance, SampleActions(output, nullptr), placements,
+                       /*threads=*/1)) {
     if (BetterPlan(plan, best)) best = std::move(plan);
   }
   return best;

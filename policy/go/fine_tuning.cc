@@ -176,13 +176,10 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
       placements.resize(samples);
     }
     samples -= static_cast<int>(placements.size());
-    std::vector<ScoredPlan> scored(placements.size());
-    RunInParallel(static_cast<int>(placements.size()), threads, [&](int i) {
-      Actions placed = greedy;
-      placed.device = placements[i];
-      scored[i] = ScoreActions(instance, placed);
-    });
-    for (const ScoredPlan& plan : scored) consider(plan, "affinity");
+    for (const ScoredPlan& plan :
+         ScorePlacements(instance, greedy, placements, threads)) {
+      consider(plan, "affinity");
+    }
   }
   std::mt19937_64 rng(seed);
   std::vector<Actions> actions;

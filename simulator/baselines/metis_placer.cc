@@ -42,14 +42,16 @@ std::string MetisErrorName(int code) {
 
 absl::StatusOr<std::vector<int32_t>> MetisPlacer::Place(
     const BaselineContext& context) const {
-  return MetisPlaceWeighted(context, nullptr);
+  RETURN_IF_ERROR(CheckTopology(context.topology));
+  const CostTable costs(context.graph, context.topology, context.cost_model);
+  return MetisPlaceWeighted(context, costs, nullptr);
 }
 
 absl::StatusOr<std::vector<int32_t>> MetisPlaceWeighted(
-    const BaselineContext& context, const MetisEdgeFactor& edge_factor) {
+    const BaselineContext& context, const CostTable& costs,
+    const MetisEdgeFactor& edge_factor) {
   RETURN_IF_ERROR(CheckTopology(context.topology));
   const graph::Graph& graph = context.graph;
-  const CostTable costs(graph, context.topology, context.cost_model);
   const int n = graph.num_nodes();
   const int num_devices = context.topology.num_devices();
   std::vector<int32_t> device(n, 0);

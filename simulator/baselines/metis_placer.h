@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/placer.h"
 
 namespace gopt::simulator::baselines {
@@ -45,11 +46,14 @@ using MetisEdgeFactor = std::function<double(graph::NodeId, graph::NodeId)>;
 // and weights scale to integers (a weight still stays at least 1). A null
 // `edge_factor` gives MetisPlacer::Place's placement. Used by the GO
 // network's affinity decode (policy/go/affinity_decode.h), whose learned
-// factors say which edges to keep inside a part. Errors: Place's, and
+// factors say which edges to keep inside a part. `costs` (borrowed) must
+// price context's graph on context's topology (so callers that partition
+// one graph several times build it once). Errors: Place's, and
 // InvalidArgument naming the edge when a factor is negative or not finite.
 // Thread-safe when `edge_factor` is.
 absl::StatusOr<std::vector<int32_t>> MetisPlaceWeighted(
-    const BaselineContext& context, const MetisEdgeFactor& edge_factor);
+    const BaselineContext& context, const CostTable& costs,
+    const MetisEdgeFactor& edge_factor);
 
 }  // namespace gopt::simulator::baselines
 
