@@ -610,6 +610,8 @@ absl::Status PlanSearch::Run(int rounds, const PolicyOutput* placement) {
     absl::Status status = Prepare();
     if (!status.ok()) return status;
   }
+  // The head's logits do not change between rounds (the labels do).
+  if (options_.guided && placement != nullptr) PrepareCoLocation(*placement);
   const int count = std::max(options_.candidates_per_round, 1);
   std::vector<Candidate> candidates(count);
   for (int round = 0; round < rounds; ++round) {
@@ -811,14 +813,14 @@ double PlanSearch::PlacementDispute(NodeId id,
   return 0.2 + elsewhere + (neighbours > 0 ? disagreement / neighbours : 0.0);
 }
 
-void PlanSearch::PrepareGuide(const PolicyOutput& policy) {
-  guide_.policy = &policy;
-  AlignLabels(policy);
+void PlanSearch::PrepareCoLocation(const PolicyOutput& policy) {
   guide_.co_location.clear();
   const GraphFeatures& features = instance_.features;
+  const int num_devices =
+      static_cast<int>(instance_.simulator->topology().devices.size());
   if (policy.co_location.size() == features.edge_src.size() &&
-      guide_.label.size() > 1) {
-    const double devices = static_cast<double>(guide_.label.size());
+      num_devices > 1) {
+    const double devices = static_cast<double>(num_devices);
     const float shift = static_cast<float>(std::log(1.0 / (devices - 1.0)));
     guide_.co_location.reserve(policy.co_location.size());
     for (size_t e = 0; e < policy.co_location.size(); ++e) {
@@ -827,6 +829,11 @@ void PlanSearch::PrepareGuide(const PolicyOutput& policy) {
           policy.co_location[e] + shift;
     }
   }
+}
+
+void PlanSearch::PrepareGuide(const PolicyOutput& policy) {
+  guide_.policy = &policy;
+  AlignLabels(policy);
   const int levels = kPriorityLevels;
   auto row = [&](const std::vector<float>& logp, NodeId id) {
     return logp.empty() ? nullptr : &logp[static_cast<size_t>(id) * levels];

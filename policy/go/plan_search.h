@@ -230,7 +230,10 @@ class PlanSearch {
     // guided-fusion moves.
     std::vector<double> scheduling, placement, split, merge, fusion;
   };
-  // Fills guide_ for `policy` and the incumbent.
+  // Fills guide_.co_location from `policy` (once per Run: it does not
+  // depend on the incumbent).
+  void PrepareCoLocation(const PolicyOutput& policy);
+  // Fills the rest of guide_ for `policy` and the incumbent.
   void PrepareGuide(const PolicyOutput& policy);
   // Fills guide_.label: the network's labels matched to best_'s devices,
   // pairs sharing the most nodes (argmax label, incumbent device) first,
