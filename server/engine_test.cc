@@ -58,9 +58,9 @@ TEST(EngineTest, WithoutPoliciesAnswersWithBestBaselineAndSaysSo) {
             "best-baseline:" + response->best_baseline_method());
   EXPECT_THAT(response->warnings(),
               ::testing::Contains(HasSubstr("no policy for")));
-  // 8 placements x 2 schedulings x 2 fusions, plus m-etf and m-sct in their
-  // own placement order x 2 fusions; layout not requested.
-  EXPECT_EQ(response->baselines_size(), 36);
+  // 8 placements x 2 schedulings x 3 fusions, plus m-etf and m-sct in their
+  // own placement order x 3 fusions; layout not requested.
+  EXPECT_EQ(response->baselines_size(), 54);
   std::vector<std::string> methods;
   for (const auto& baseline : response->baselines()) {
     methods.push_back(baseline.method());
@@ -82,9 +82,11 @@ TEST(EngineTest, TasksLimitTheBaselineMethods) {
   absl::StatusOr<gopt::v1::OptimizeResponse> response =
       engine.Optimize(request, RequestContext());
   ASSERT_TRUE(response.ok()) << response.status();
-  ASSERT_EQ(response->baselines_size(), 2);
+  ASSERT_EQ(response->baselines_size(), 3);
   EXPECT_EQ(response->baselines(0).method(), "single+fifo+none+default");
   EXPECT_EQ(response->baselines(1).method(), "single+fifo+greedy+default");
+  EXPECT_EQ(response->baselines(2).method(),
+            "single+fifo+greedy-join+default");
 }
 
 TEST(EngineTest, FasterPolicyPlanWins) {

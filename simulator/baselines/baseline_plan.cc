@@ -350,7 +350,16 @@ std::vector<std::string> DefaultBaselineMethods() {
           "metis",       "metis+critical-path+greedy",
           "heft",        "heft+critical-path+greedy",
           "m-etf",       "m-etf+critical-path+greedy",
-          "m-sct",       "m-sct+critical-path+greedy"};
+          "m-sct",       "m-sct+critical-path+greedy",
+          // The same plans fused by greedy-join (the next fuser in line:
+          // fewer, bigger kernels; better on one device, sometimes worse
+          // across several).
+          "single+fifo+greedy-join",
+          "expert+critical-path+greedy-join",
+          "metis+critical-path+greedy-join",
+          "heft+critical-path+greedy-join",
+          "m-etf+critical-path+greedy-join",
+          "m-sct+critical-path+greedy-join"};
 }
 
 }  // namespace gopt::simulator::baselines

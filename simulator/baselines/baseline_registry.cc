@@ -129,6 +129,7 @@ void RegisterBuiltinBaselines(BaselineRegistry* registry) {
       .IgnoreError();
   registry->AddFuser(std::make_unique<NoFuser>()).IgnoreError();
   registry->AddFuser(std::make_unique<GreedyFuser>()).IgnoreError();
+  registry->AddFuser(std::make_unique<GreedyJoinFuser>()).IgnoreError();
   registry->AddLayoutAssigner(std::make_unique<DefaultLayoutAssigner>())
       .IgnoreError();
   registry->AddLayoutAssigner(std::make_unique<GreedyLayoutAssigner>())

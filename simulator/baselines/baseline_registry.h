@@ -63,7 +63,7 @@ class BaselineRegistry {
 //   placement:  single, round-robin, random, expert, metis, heft, m-etf,
 //               m-sct
 //   scheduling: fifo, critical-path
-//   fusion:     none, greedy
+//   fusion:     none, greedy, greedy-join
 //   layout:     default, greedy
 // The first name of each task is the framework default. Must be called on
 // a registry that has none of these names yet (it then cannot fail).

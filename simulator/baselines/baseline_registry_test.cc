@@ -31,7 +31,8 @@ TEST(BaselineRegistryTest, RegistersEveryBuiltinInOrder) {
               ElementsAre("single", "round-robin", "random", "expert", "metis",
                           "heft", "m-etf", "m-sct"));
   EXPECT_THAT(registry.SchedulerNames(), ElementsAre("fifo", "critical-path"));
-  EXPECT_THAT(registry.FuserNames(), ElementsAre("none", "greedy"));
+  EXPECT_THAT(registry.FuserNames(),
+              ElementsAre("none", "greedy", "greedy-join"));
   EXPECT_THAT(registry.LayoutAssignerNames(), ElementsAre("default", "greedy"));
   for (const std::string& name : registry.PlacerNames()) {
     absl::StatusOr<const Placer*> placer = registry.FindPlacer(name);

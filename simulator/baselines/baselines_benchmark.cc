@@ -132,14 +132,14 @@ void BM_CriticalPathSchedule(benchmark::State& state) {
   }
 }
 
-void BM_GreedyFusion(benchmark::State& state) {
+void BM_GreedyFusion(benchmark::State& state, FusionJoin join) {
   Fixture& f = GetFixture();
   const BaselineContext context{f.graph, f.topology, f.cost_model, 1};
   const std::vector<int32_t> device =
       f.registry.FindPlacer("expert").value()->Place(context).value();
   for (auto _ : state) {
     benchmark::DoNotOptimize(
-        GreedyFusionGroups(f.graph, device, nullptr)->data());
+        GreedyFusionGroups(f.graph, device, nullptr, join)->data());
   }
 }
 
@@ -158,7 +158,17 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("BM_CriticalPathSchedule",
                                b::BM_CriticalPathSchedule)
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("BM_GreedyFusion", b::BM_GreedyFusion)
+  benchmark::RegisterBenchmark("BM_GreedyFusion",
+                               [](benchmark::State& state) {
+                                 b::BM_GreedyFusion(
+                                     state, b::FusionJoin::kOneProducer);
+                               })
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_GreedyFusion/join",
+                               [](benchmark::State& state) {
+                                 b::BM_GreedyFusion(
+                                     state, b::FusionJoin::kAllProducers);
+                               })
       ->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

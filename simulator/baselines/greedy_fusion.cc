@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/fusion_rules.h"
 #include "util/status_macros.h"
@@ -16,8 +17,6 @@ using graph::NodeId;
 using graph::OpKind;
 
 constexpr int kMaxProducersTried = 8;
-// Groups the cycle check visits before it refuses a join.
-constexpr int kMaxVisits = 512;
 
 bool IsHeavy(OpKind kind) { return FusionRoleOf(kind) == FusionRole::kHeavy; }
 
@@ -34,19 +33,24 @@ bool EndsFusion(OpKind kind) {
 // convolution.
 class GroupSet {
  public:
-  explicit GroupSet(const graph::Graph& graph)
+  // `is_free`: IsFreeNode per node. `keep_members`: whether groups of two
+  // or more list their members (InputsPrecede needs them when both parts
+  // can be groups: kAllProducers).
+  GroupSet(const graph::Graph& graph, const std::vector<uint8_t>& is_free,
+           bool keep_members)
       : graph_(graph),
+        keep_members_(keep_members),
         parent_(graph.num_nodes()),
-        members_(graph.num_nodes()),
+        size_(graph.num_nodes(), 1),
+        members_(keep_members ? graph.num_nodes() : 0),
         first_(graph.num_nodes()),
         heavy_(graph.num_nodes(), 0),
-        seen_(graph.num_nodes(), 0),
-        expanded_(graph.num_nodes(), 0) {
+        source_(graph.num_nodes(), 0) {
     for (NodeId v = 0; v < graph.num_nodes(); ++v) {
       parent_[v] = v;
-      members_[v] = {v};
       first_[v] = v;
       heavy_[v] = IsHeavy(graph.node(v).kind) ? v : -1;
+      source_[v] = is_free[v] && graph.in_edges(v).empty();
     }
   }
 
@@ -57,7 +61,7 @@ class GroupSet {
     }
     return v;
   }
-  bool Alone(NodeId root) const { return members_[root].size() == 1; }
+  bool Alone(NodeId root) const { return size_[root] == 1; }
   NodeId First(NodeId root) const { return first_[root]; }
 
   // Whether the groups rooted at `a` and `b` together keep the greedy
@@ -71,81 +75,81 @@ class GroupSet {
 
   // Joins the groups rooted at `a` and `b`; returns the new root.
   NodeId Merge(NodeId a, NodeId b) {
-    if (members_[a].size() < members_[b].size()) std::swap(a, b);
+    if (size_[a] < size_[b]) std::swap(a, b);
     parent_[b] = a;
-    members_[a].insert(members_[a].end(), members_[b].begin(),
-                       members_[b].end());
-    std::vector<NodeId>().swap(members_[b]);
+    if (keep_members_) {
+      if (Alone(a)) members_[a].push_back(a);
+      if (Alone(b)) {
+        members_[a].push_back(b);
+      } else {
+        members_[a].insert(members_[a].end(), members_[b].begin(),
+                           members_[b].end());
+        std::vector<NodeId>().swap(members_[b]);
+      }
+    }
+    size_[a] += size_[b];
     first_[a] = std::min(first_[a], first_[b]);
     heavy_[a] = std::max(heavy_[a], heavy_[b]);
     return a;
   }
 
-  // Whether joining the groups rooted at `a` and `b` would close a cycle
-  // between groups: a path from one to the other through a third group.
-  // Every group holds only nodes up to `limit` (the consumer being placed,
-  // visited in topological order); nodes after it are alone and lead only
-  // to later nodes, so the search never follows them. True also when the
-  // search expands kMaxVisits groups (sound, not complete). NodeIds cannot
-  // prune the search otherwise: a group's outputs wait for all its inputs,
-  // so an edge out of a group may leave from a member before the one it
-  // was reached at.
-  bool WouldCycle(NodeId a, NodeId b, NodeId limit) {
-    if (++epoch_ == 0) {
-      std::fill(seen_.begin(), seen_.end(), 0);
-      std::fill(expanded_.begin(), expanded_.end(), 0);
-      epoch_ = 1;
-    }
-    stack_.clear();
-    // Pushes the consumers of group `root` that lie in a third group;
-    // returns whether a third group `root` feeds a or b.
-    auto push_consumers = [&](NodeId root) {
-      for (NodeId m : members_[root]) {
-        for (const Edge& edge : graph_.out_edges(m)) {
-          const NodeId w = edge.dst;
-          if (w > limit || seen_[w] == epoch_) continue;
-          const NodeId group = Find(w);
-          if (group == a || group == b) {
-            if (root != a && root != b) return true;
-            continue;  // inside the joined group, or the join's own edge
-          }
-          seen_[w] = epoch_;
-          stack_.push_back(w);
+  // Whether the groups rooted at `a` and `b` may join and keep the
+  // invariant that makes the groups acyclic: every edge entering a group
+  // from outside it starts before the group's first member (or at a free
+  // node without inputs, such as a parameter). Following edges between
+  // groups then always moves to a later first member, so no cycle can
+  // close; and a kernel never waits for an input made after its first op
+  // could have run. The part whose first member is the joined group's
+  // already holds the invariant, so only the other part's inputs are
+  // checked: for a consumer joining its producer's group, its own inputs.
+  // Without keep_members, that part must be a node alone. With `reduce_ends`, nor may the join put a reduce's consumer in the
+  // reduce's kernel (kOneProducer leaves that to its choice of producers).
+  bool InputsPrecede(NodeId a, NodeId b, bool reduce_ends) const {
+    const NodeId first = std::min(first_[a], first_[b]);
+    const NodeId later = first_[a] == first ? b : a;
+    const NodeId alone[] = {later};
+    const absl::Span<const NodeId> later_members =
+        Alone(later) ? absl::Span<const NodeId>(alone)
+                     : absl::Span<const NodeId>(members_[later]);
+    for (NodeId m : later_members) {
+      for (const Edge& edge : graph_.in_edges(m)) {
+        const NodeId q = edge.src;
+        if (q < first || source_[q]) continue;
+        const NodeId group = FindConst(q);
+        if (group != a && group != b) return false;
+        // A reduce ends a fusion: its consumers stay out of its kernel.
+        if (reduce_ends && group != later && EndsFusion(graph_.node(q).kind)) {
+          return false;
         }
       }
-      return false;
-    };
-    push_consumers(a);
-    push_consumers(b);
-    int visits = 0;
-    while (!stack_.empty()) {
-      const NodeId root = Find(stack_.back());
-      stack_.pop_back();
-      if (expanded_[root] == epoch_) continue;
-      expanded_[root] = epoch_;
-      if (++visits > kMaxVisits) return true;
-      if (push_consumers(root)) return true;
     }
-    return false;
+    return true;
   }
 
  private:
+  NodeId FindConst(NodeId v) const {
+    while (parent_[v] != v) v = parent_[v];
+    return v;
+  }
+
   const graph::Graph& graph_;
+  const bool keep_members_;
   std::vector<NodeId> parent_;
-  std::vector<std::vector<NodeId>> members_;  // by root
+  std::vector<int32_t> size_;  // by root
+  // With keep_members_, by root: the members of a group of two or more
+  // (empty for a node alone, so that most nodes cost no allocation).
+  std::vector<std::vector<NodeId>> members_;
   std::vector<NodeId> first_;                 // smallest member, by root
   std::vector<NodeId> heavy_;  // the group's dot or convolution, else -1
-  std::vector<uint32_t> seen_;      // node pushed in this search
-  std::vector<uint32_t> expanded_;  // group expanded in this search
-  uint32_t epoch_ = 0;
-  std::vector<NodeId> stack_;
+  std::vector<uint8_t> source_;  // a free node without inputs
 };
 
 }  // namespace
 
 absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
     const graph::Graph& graph, const std::vector<int32_t>& device,
-    const std::vector<int32_t>* fusion_priority) {
+    const std::vector<int32_t>* fusion_priority, FusionJoin join) {
+  const bool join_all = join == FusionJoin::kAllProducers;
   const int n = graph.num_nodes();
   if (device.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -163,7 +167,16 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
   };
   std::vector<uint8_t> is_free(n);
   for (NodeId id = 0; id < n; ++id) is_free[id] = IsFreeNode(graph.node(id));
-  GroupSet groups(graph);
+  GroupSet groups(graph, is_free, /*keep_members=*/join_all);
+  // By group root: whether a member exchanges data with another device.
+  std::vector<uint8_t> remote(join_all ? n : 0, 0);
+  for (NodeId v = 0; join_all && v < n; ++v) {
+    for (const Edge& edge : graph.out_edges(v)) {
+      if (edge.control || device[edge.dst] == device[v]) continue;
+      remote[v] = 1;
+      remote[edge.dst] = 1;
+    }
+  }
   // The producers a node may fuse into, best first:
   // (-priority, -bytes, producer).
   std::vector<std::tuple<int32_t, int64_t, NodeId>> producers;
@@ -187,18 +200,30 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
     }
     // A kernel starts once all its inputs have arrived: joining a group
     // would hold the group's work back until the transfer lands.
-    if (remote_input) continue;
+    if (join_all && remote_input) continue;
     std::sort(producers.begin(), producers.end());
     const int tries =
         std::min<int>(kMaxProducersTried, static_cast<int>(producers.size()));
-    for (int t = 0; t < tries; ++t) {
-      const NodeId mine = groups.Find(v);
-      const NodeId group = groups.Find(std::get<2>(producers[t]));
-      if (group == mine || !groups.KeepsShape(mine, group) ||
-          groups.WouldCycle(mine, group, v)) {
-        continue;
+    // Joining one producer's group can let another join (its inputs then
+    // precede the joined group): pass over them until none joins.
+    for (bool joined = true; joined;) {
+      joined = false;
+      for (int t = 0; t < tries; ++t) {
+        const NodeId mine = groups.Find(v);
+        const NodeId group = groups.Find(std::get<2>(producers[t]));
+        if (group == mine || !groups.KeepsShape(mine, group) ||
+            (!groups.Alone(mine) && (remote[mine] || remote[group])) ||
+            !groups.InputsPrecede(mine, group, /*reduce_ends=*/join_all)) {
+          continue;
+        }
+        if (!join_all) {
+          groups.Merge(mine, group);
+          break;  // the first producer that qualifies
+        }
+        const uint8_t either = remote[mine] | remote[group];
+        remote[groups.Merge(mine, group)] = either;
+        joined = true;
       }
-      groups.Merge(mine, group);
     }
   }
   std::vector<int32_t> group_id(n, -1);
@@ -225,6 +250,14 @@ absl::StatusOr<std::vector<int32_t>> GreedyFuser::Fuse(
   RETURN_IF_ERROR(
       CheckPlacement(context.graph, context.topology.num_devices(), device));
   return GreedyFusionGroups(context.graph, device, /*fusion_priority=*/nullptr);
+}
+
+absl::StatusOr<std::vector<int32_t>> GreedyJoinFuser::Fuse(
+    const BaselineContext& context, const std::vector<int32_t>& device) const {
+  RETURN_IF_ERROR(
+      CheckPlacement(context.graph, context.topology.num_devices(), device));
+  return GreedyFusionGroups(context.graph, device, /*fusion_priority=*/nullptr,
+                            FusionJoin::kAllProducers);
 }
 
 }  // namespace gopt::simulator::baselines

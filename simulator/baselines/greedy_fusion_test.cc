@@ -29,6 +29,15 @@ std::vector<int32_t> Groups(const graph::Graph& graph,
   return groups.ok() ? *groups : std::vector<int32_t>();
 }
 
+std::vector<int32_t> JoinGroups(
+    const graph::Graph& graph, const std::vector<int32_t>& device,
+    const std::vector<int32_t>* priority = nullptr) {
+  absl::StatusOr<std::vector<int32_t>> groups = GreedyFusionGroups(
+      graph, device, priority, FusionJoin::kAllProducers);
+  EXPECT_TRUE(groups.ok()) << groups.status();
+  return groups.ok() ? *groups : std::vector<int32_t>();
+}
+
 TEST(GreedyFusionTest, FusesAnElementwiseChainIntoOneGroup) {
   GraphMaker g;
   const int p = g.Param("p", 1000);
@@ -113,7 +122,22 @@ TEST(GreedyFusionTest, PriorityZeroKeepsANodeAlone) {
   EXPECT_THAT(Groups(graph, device, &eager), ElementsAre(-1, 0, 0, 0));
 }
 
-TEST(GreedyFusionTest, TwoInputConsumerJoinsBothProducersGroups) {
+TEST(GreedyFusionTest, TwoInputConsumerJoinsTheLaterGroup) {
+  // c reads a and b, both alone: only joining b (the later first member)
+  // keeps every edge into the group from before the group.
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", 1e3, {p});
+  const int b = g.Op("b", 1e3, {p});
+  g.Op("c", 1e3, {a, b});
+  const graph::Graph graph = g.Build();
+  const std::vector<int32_t> device(4, 0);
+  EXPECT_THAT(Groups(graph, device), ElementsAre(-1, -1, 0, 0));
+  const std::vector<int32_t> prefer_a = {1, 9, 1, 1};
+  EXPECT_THAT(Groups(graph, device, &prefer_a), ElementsAre(-1, -1, 0, 0));
+}
+
+TEST(GreedyJoinFusionTest, TwoInputConsumerJoinsBothProducersGroups) {
   // c reads a and b, independent chains: one kernel (as XLA fuses both
   // producers into their consumer), whichever producer is preferred.
   GraphMaker g;
@@ -123,19 +147,18 @@ TEST(GreedyFusionTest, TwoInputConsumerJoinsBothProducersGroups) {
   g.Op("c", 1e3, {a, b});
   const graph::Graph graph = g.Build();
   const std::vector<int32_t> device(4, 0);
-  EXPECT_THAT(Groups(graph, device), ElementsAre(-1, 0, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, device), ElementsAre(-1, 0, 0, 0));
   const std::vector<int32_t> prefer_a = {1, 9, 1, 1};
-  EXPECT_THAT(Groups(graph, device, &prefer_a), ElementsAre(-1, 0, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, device, &prefer_a), ElementsAre(-1, 0, 0, 0));
   // A producer that may not fuse stays out; the other still joins.
   const std::vector<int32_t> a_alone = {1, 0, 1, 1};
-  EXPECT_THAT(Groups(graph, device, &a_alone), ElementsAre(-1, -1, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, device, &a_alone), ElementsAre(-1, -1, 0, 0));
 }
 
-TEST(GreedyFusionTest, JoinsALaterIndependentInputsGroup) {
-  // x -> y -> c and z -> c, with z after y and independent of it: c joins
-  // y's group and z's (no path leads from one to the other). The old
-  // sound-but-incomplete rule (every other input before the group's first
-  // member) left c out of z's.
+TEST(GreedyJoinFusionTest, JoinsALaterIndependentInputsGroup) {
+  // x -> y -> c and z -> c, with z after y and independent of it: c may
+  // join z's group (y comes before it), and then x-y's (every input of the
+  // joined group comes before x). kOneProducer keeps c with z only.
   GraphMaker g;
   const int p = g.Param("p", 1000);
   const int x = g.Op("x", 1e3, {p});
@@ -143,14 +166,16 @@ TEST(GreedyFusionTest, JoinsALaterIndependentInputsGroup) {
   const int z = g.Op("z", 1e3, {p});
   g.Op("c", 1e3, {y, z});
   const graph::Graph graph = g.Build();
-  EXPECT_THAT(Groups(graph, std::vector<int32_t>(5, 0)),
+  EXPECT_THAT(JoinGroups(graph, std::vector<int32_t>(5, 0)),
               ElementsAre(-1, 0, 0, 0, 0));
+  EXPECT_THAT(Groups(graph, std::vector<int32_t>(5, 0)),
+              ElementsAre(-1, 0, 0, 1, 1));
 }
 
-TEST(GreedyFusionTest, RefusesAJoinThatClosesACycleThroughAnotherGroup) {
+TEST(GreedyJoinFusionTest, RefusesAJoinThatClosesACycleThroughAnotherGroup) {
   // a -> r (reduce) -> m -> c and a -> c: r's consumers start a new group
-  // ({m}), so joining c to a's group would make that group feed m and
-  // consume it. c joins m's group only.
+  // ({m}); c joins it, and a's group may not join too (it would put m, r's
+  // consumer, in r's kernel).
   GraphMaker g;
   const int p = g.Param("p", 1000);
   const int a = g.Op("a", OpKind::kElementwiseUnary, 1e3, {p});
@@ -158,7 +183,7 @@ TEST(GreedyFusionTest, RefusesAJoinThatClosesACycleThroughAnotherGroup) {
   const int m = g.Op("m", OpKind::kElementwiseUnary, 1e3, {r});
   g.Op("c", OpKind::kElementwiseBinary, 1e3, {a, m});
   const graph::Graph graph = g.Build();
-  const std::vector<int32_t> groups = Groups(graph, std::vector<int32_t>(5, 0));
+  const std::vector<int32_t> groups = JoinGroups(graph, std::vector<int32_t>(5, 0));
   EXPECT_THAT(groups, ElementsAre(-1, 0, 0, 1, 1));
   Plan plan = DefaultPlan(graph);
   plan.fusion_group = groups;
@@ -167,7 +192,7 @@ TEST(GreedyFusionTest, RefusesAJoinThatClosesACycleThroughAnotherGroup) {
       Simulator(graph, UniformTopology(1), cost_model).Simulate(plan).ok());
 }
 
-TEST(GreedyFusionTest, AConsumerOfATransferJoinsNoGroup) {
+TEST(GreedyJoinFusionTest, AConsumerOfATransferJoinsNoGroup) {
   // a -> dot0 -> c on device 0, b -> dot1 -> c with dot1 on device 1:
   // joining c to dot0's group would hold dot0 back until dot1's result has
   // crossed over. c starts a group of its own; its consumer joins it.
@@ -178,11 +203,11 @@ TEST(GreedyFusionTest, AConsumerOfATransferJoinsNoGroup) {
   const int c = g.Op("c", OpKind::kElementwiseBinary, 1e3, {dot0, dot1});
   g.Op("d", OpKind::kElementwiseUnary, 1e3, {c});
   const graph::Graph graph = g.Build();
-  EXPECT_THAT(Groups(graph, {0, 0, 1, 0, 0}), ElementsAre(-1, -1, -1, 0, 0));
-  EXPECT_THAT(Groups(graph, {0, 0, 0, 0, 0}), ElementsAre(-1, 0, -1, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, {0, 0, 1, 0, 0}), ElementsAre(-1, -1, -1, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, {0, 0, 0, 0, 0}), ElementsAre(-1, -1, 0, 0, 0));
 }
 
-TEST(GreedyFusionTest, NeverPutsACheapOpBeforeTheDotOfItsGroup) {
+TEST(GreedyJoinFusionTest, NeverPutsACheapOpBeforeTheDotOfItsGroup) {
   // a -> dot -> c and a -> c: c joins dot's group; joining a's too would
   // fuse a before the dot (a prologue a library GEMM cannot take).
   GraphMaker g;
@@ -191,7 +216,7 @@ TEST(GreedyFusionTest, NeverPutsACheapOpBeforeTheDotOfItsGroup) {
   const int dot = g.Op("dot", OpKind::kDot, 1e9, {a});
   g.Op("c", OpKind::kElementwiseBinary, 1e3, {a, dot});
   const graph::Graph graph = g.Build();
-  EXPECT_THAT(Groups(graph, std::vector<int32_t>(4, 0)),
+  EXPECT_THAT(JoinGroups(graph, std::vector<int32_t>(4, 0)),
               ElementsAre(-1, -1, 0, 0));
 }
 
@@ -205,7 +230,7 @@ TEST(GreedyFusionTest, RejectsVectorsOfTheWrongLength) {
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Random DAGs with random kinds and devices: the simulator (which rejects
+// Random DAGs with random kinds and devices, both join modes: the simulator (which rejects
 // cyclic groups) accepts every grouping, and groups never span devices.
 TEST(GreedyFusionTest, RandomGraphsNeverGetCyclicGroups) {
   std::mt19937_64 rng(42);
@@ -215,8 +240,8 @@ TEST(GreedyFusionTest, RandomGraphsNeverGetCyclicGroups) {
       OpKind::kCustomCall};
   const RooflineCostModel cost_model;
   const Topology topology = UniformTopology(2);
-  int fused_nodes = 0;
-  for (int trial = 0; trial < 2000; ++trial) {
+  int fused_nodes[2] = {0, 0};
+  for (int trial = 0; trial < 1000; ++trial) {
     GraphMaker g(absl::StrCat("random", trial));
     std::vector<int> nodes = {g.Param("p", 1000)};
     for (int i = 0; i < 40; ++i) {
@@ -235,15 +260,20 @@ TEST(GreedyFusionTest, RandomGraphsNeverGetCyclicGroups) {
     for (int32_t& d : device) d = (rng() % 4 == 0) ? 1 : 0;
     Plan plan = DefaultPlan(graph);
     plan.device = device;
-    plan.fusion_group = Groups(graph, device);
-    for (NodeId id = 0; id < graph.num_nodes(); ++id) {
-      if (plan.fusion_group[id] >= 0) ++fused_nodes;
+    for (const bool join : {false, true}) {
+      plan.fusion_group =
+          join ? JoinGroups(graph, device) : Groups(graph, device);
+      for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+        if (plan.fusion_group[id] >= 0) ++fused_nodes[join];
+      }
+      absl::StatusOr<SimulationResult> result =
+          Simulator(graph, topology, cost_model).Simulate(plan);
+      ASSERT_TRUE(result.ok()) << "trial " << trial << (join ? " (join)" : "")
+                               << ": " << result.status();
     }
-    absl::StatusOr<SimulationResult> result =
-        Simulator(graph, topology, cost_model).Simulate(plan);
-    ASSERT_TRUE(result.ok()) << "trial " << trial << ": " << result.status();
   }
-  EXPECT_GT(fused_nodes, 2000);
+  EXPECT_GT(fused_nodes[0], 1000);
+  EXPECT_GT(fused_nodes[1], 1000);
 }
 
 }  // namespace
