@@ -110,7 +110,8 @@ absl::StatusOr<simulator::Plan> ActionsToPlan(
   if (!actions.fusion_priority.empty()) {
     ASSIGN_OR_RETURN(plan.fusion_group,
                      simulator::baselines::GreedyFusionGroups(
-                         graph, plan.device, &actions.fusion_priority));
+                         graph, plan.device, &actions.fusion_priority,
+                         actions.fusion_join));
   } else if (!placement_kept) {
     plan.fusion_group.clear();
   }

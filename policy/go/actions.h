@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "policy/policy.h"
+#include "simulator/baselines/greedy_fusion.h"
 #include "simulator/plan.h"
 
 namespace gopt::policy::go {
@@ -38,6 +39,11 @@ struct Actions {
   std::vector<int32_t> device;
   std::vector<int32_t> priority;         // scheduling level 0..15
   std::vector<int32_t> fusion_priority;  // fusion level 0..15 (0 = never)
+  // How the fusion levels become groups (simulator/baselines/
+  // greedy_fusion.h): the `greedy` rule, or `greedy-join`'s. A decode
+  // choice, not a network output.
+  simulator::baselines::FusionJoin fusion_join =
+      simulator::baselines::FusionJoin::kOneProducer;
 };
 
 // A uniform double in [0, 1) from 53 random bits of `rng` (the same on
@@ -56,8 +62,9 @@ double ActionsLogProb(const PolicyOutput& output, const Actions& actions);
 // Turns actions into a plan for `graph`: the decided tasks from `actions`,
 // the others from `base_plan` (when given, its fusion groups only when the
 // placement is also kept) or the framework defaults. Fusion priorities
-// become groups through simulator::baselines::GreedyFusionGroups, the merge
-// the `greedy` baseline uses. Plan::method is "go". InvalidArgument when a
+// become groups through simulator::baselines::GreedyFusionGroups with
+// `actions.fusion_join`, the rule of the `greedy` (or `greedy-join`)
+// baseline. Plan::method is "go". InvalidArgument when a
 // vector does not have one entry per node. Thread-safe.
 absl::StatusOr<simulator::Plan> ActionsToPlan(const graph::Graph& graph,
                                               const Actions& actions,

@@ -168,6 +168,11 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
       result.decode = decode;
     }
   };
+  // The greedy decisions with the fusion levels turned into groups by
+  // greedy-join's rule too (a decode choice, not a sample).
+  Actions joined = greedy;
+  joined.fusion_join = simulator::baselines::FusionJoin::kAllProducers;
+  if (tasks.fusion) consider(ScoreActions(instance, joined), "greedy-join");
   int samples = num_samples;
   if (tasks.placement && !output->co_location.empty() && samples > 0) {
     ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
@@ -179,6 +184,12 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
     for (const ScoredPlan& plan :
          ScorePlacements(instance, greedy, placements, threads)) {
       consider(plan, "affinity");
+    }
+    if (tasks.fusion) {
+      for (const ScoredPlan& plan :
+           ScorePlacements(instance, joined, placements, threads)) {
+        consider(plan, "affinity+greedy-join");
+      }
     }
   }
   std::mt19937_64 rng(seed);

@@ -26,12 +26,17 @@ namespace gopt::policy::go {
 // `tasks` include placement, the first of the `num_samples` plans are the
 // distinct affinity placements (AffinityPlacements, affinity_decode.h: at
 // most 8) with the greedy decode's priorities and fusion; the rest are
-// sampled. `clock` times the forward pass.
+// sampled. When `tasks` include fusion, the greedy plan and the affinity
+// placements are also tried with their fusion levels grouped by the
+// `greedy-join` rule (Actions::fusion_join; not counted as samples: the
+// same decisions, another way to make kernels of them). `clock` times the
+// forward pass.
 struct ZeroShotResult {
   ScoredPlan best;
   int num_valid = 0;
   double inference_s = 0;  // network forward pass
-  // Which decode gave `best`: "greedy", "affinity" or "sampled".
+  // Which decode gave `best`: "greedy", "greedy-join", "affinity",
+  // "affinity+greedy-join" or "sampled".
   std::string decode = "greedy";
 };
 absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,

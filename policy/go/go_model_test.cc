@@ -530,6 +530,28 @@ TEST(ActionsTest, FusionPrioritiesBecomeGreedyGroups) {
   for (int32_t group : unfused->fusion_group) EXPECT_EQ(group, -1);
 }
 
+TEST(ActionsTest, FusionJoinGroupsEveryProducerOfAConsumer) {
+  // x -> y -> c and z -> c: greedy fuses c with z only, greedy-join makes
+  // x, y, z and c one kernel.
+  simulator::baselines::testing::GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int x = g.Op("x", 1e3, {p});
+  const int y = g.Op("y", 1e3, {x});
+  const int z = g.Op("z", 1e3, {p});
+  g.Op("c", 1e3, {y, z});
+  const graph::Graph graph = g.Build();
+  Actions actions;
+  actions.device.assign(graph.num_nodes(), 0);
+  actions.fusion_priority.assign(graph.num_nodes(), 15);
+  absl::StatusOr<simulator::Plan> one = ActionsToPlan(graph, actions, nullptr);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(one->fusion_group, ::testing::ElementsAre(-1, 0, 0, 1, 1));
+  actions.fusion_join = simulator::baselines::FusionJoin::kAllProducers;
+  absl::StatusOr<simulator::Plan> all = ActionsToPlan(graph, actions, nullptr);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(all->fusion_group, ::testing::ElementsAre(-1, 0, 0, 0, 0));
+}
+
 TEST(ActionsTest, WrongLengthIsInvalidArgument) {
   Actions actions;
   actions.device = {0};

@@ -79,6 +79,8 @@ PlanSearch::PlanSearch(const TrainingInstance& instance, ScoredPlan start,
                        const PlanSearchOptions& options)
     : instance_(instance),
       options_(options),
+      fusion_join_(options.fusion_join.value_or(
+          simulator::baselines::FusionJoinOfMethod(start.plan.method))),
       rng_(options.seed),
       best_(std::move(start)) {}
 
@@ -394,7 +396,7 @@ bool PlanSearch::ProposeFusion(NodeId id, bool split, simulator::Plan* plan,
   new_levels[id] = level;
   absl::StatusOr<std::vector<int32_t>> groups =
       simulator::baselines::GreedyFusionGroups(instance_.graph(), plan->device,
-                                               &new_levels);
+                                               &new_levels, fusion_join_);
   if (!groups.ok() || *groups == plan->fusion_group) return false;
   if (plan->fusion_group.empty() &&
       std::all_of(groups->begin(), groups->end(),
@@ -892,7 +894,7 @@ void PlanSearch::ProposeGuidedFusion(int begin, int end, simulator::Plan* plan,
   }
   absl::StatusOr<std::vector<int32_t>> groups =
       simulator::baselines::GreedyFusionGroups(instance_.graph(), plan->device,
-                                               &new_levels);
+                                               &new_levels, fusion_join_);
   if (!groups.ok()) return;
   plan->fusion_group = *std::move(groups);
   *fusion_levels = std::move(new_levels);

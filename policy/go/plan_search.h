@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -75,6 +76,11 @@ struct PlanSearchOptions {
   // below this (a lower bound times a tolerance: no candidate could gain
   // more than that). 0 (the default) = never.
   double stop_at_step_time_s = 0;
+  // How fusion moves rebuild groups from fusion levels; unset (the
+  // default): as the start plan's method was fused
+  // (simulator::baselines::FusionJoinOfMethod), so a `greedy-join` start
+  // keeps its bigger groups.
+  std::optional<simulator::baselines::FusionJoin> fusion_join;
 };
 
 // Local search around the best plan so far, steered by the simulator's
@@ -301,6 +307,8 @@ class PlanSearch {
 
   const TrainingInstance& instance_;
   PlanSearchOptions options_;
+  // How fusion moves rebuild groups (options_.fusion_join, or the start's).
+  simulator::baselines::FusionJoin fusion_join_;
   std::mt19937_64 rng_;
   ScoredPlan best_;
   std::vector<graph::NodeId> critical_path_;  // of best_

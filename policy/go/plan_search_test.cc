@@ -457,6 +457,9 @@ void ExpectMovesLegalAndDeterministic(bool guided) {
   ASSERT_TRUE(gnmt.ok()) << gnmt.status();
   const graph::Graph graphs[] = {*std::move(gnmt),
                                  ColocatedFanOutGraph(/*width=*/8)};
+  // Both fusion rules: a greedy-join start keeps its rule in fusion moves.
+  for (const auto join : {simulator::baselines::FusionJoin::kOneProducer,
+                          simulator::baselines::FusionJoin::kAllProducers})
   for (const graph::Graph& graph : graphs) {
     std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 4);
     const simulator::Topology& topology = instance->simulator->topology();
@@ -464,9 +467,13 @@ void ExpectMovesLegalAndDeterministic(bool guided) {
     for (int i = 0; i < graph.num_nodes(); ++i) plan.device[i] = i * 7 % 4;
     simulator::ColocateGroups(graph, topology, &plan.device);
     absl::StatusOr<std::vector<int32_t>> groups =
-        simulator::baselines::GreedyFusionGroups(graph, plan.device, nullptr);
+        simulator::baselines::GreedyFusionGroups(graph, plan.device, nullptr,
+                                                 join);
     ASSERT_TRUE(groups.ok());
     plan.fusion_group = *groups;
+    plan.method = join == simulator::baselines::FusionJoin::kAllProducers
+                      ? "test+fifo+greedy-join"
+                      : "test+fifo+greedy";
     const ScoredPlan start = Start(*instance, plan);
     PolicyOutput policy = RandomPolicy(graph, 4, /*seed=*/3);
     // Co-location logits on every dependency (the head's path of the guide).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/go/fine_tuning.h"
 #include "policy/go/go_model.h"
@@ -151,6 +152,37 @@ TEST(PpoTrainerTest, EmptyBatchIsInvalidArgument) {
   PpoTrainer trainer(model->get(), PpoOptions());
   EXPECT_EQ(trainer.Step({}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ZeroShotTest, TriesTheGreedyDecodeWithGreedyJoinFusionToo) {
+  const std::unique_ptr<TrainingInstance> instance =
+      TestInstance(TwoChains(), 2);
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(SmallModelOptions(/*seed=*/2));
+  ASSERT_TRUE(model.ok());
+  const TaskSet tasks{true, true, true, false};
+  absl::StatusOr<PolicyOutput> output =
+      (*model)->Run(instance->features, tasks, nullptr);
+  ASSERT_TRUE(output.ok()) << output.status();
+  const Actions greedy = SampleActions(*output, nullptr);
+  Actions joined = greedy;
+  joined.fusion_join = simulator::baselines::FusionJoin::kAllProducers;
+  const ScoredPlan greedy_plan = ScoreActions(*instance, greedy);
+  const ScoredPlan joined_plan = ScoreActions(*instance, joined);
+  ASSERT_TRUE(greedy_plan.valid && joined_plan.valid);
+  absl::StatusOr<ZeroShotResult> zero_shot =
+      ZeroShot(**model, *instance, tasks, /*num_samples=*/0, /*seed=*/0,
+               /*threads=*/1);
+  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
+  EXPECT_EQ(zero_shot->num_valid, 2);
+  EXPECT_EQ(zero_shot->best.step_time_s,
+            std::min(greedy_plan.step_time_s, joined_plan.step_time_s));
+  EXPECT_THAT(zero_shot->decode, ::testing::AnyOf("greedy", "greedy-join"));
+  // Without fusion among the tasks there is nothing to group differently.
+  zero_shot = ZeroShot(**model, *instance, TaskSet{true, true, false, false},
+                       /*num_samples=*/0, /*seed=*/0, /*threads=*/1);
+  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
+  EXPECT_EQ(zero_shot->num_valid, 1);
 }
 
 TEST(FineTuneTest, StopsAtTheStepLimitAndKeepsTheBestPlan) {

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/fusion_rules.h"
@@ -17,6 +18,8 @@ using graph::NodeId;
 using graph::OpKind;
 
 constexpr int kMaxProducersTried = 8;
+// Groups kAllProducers' cycle check expands before it refuses a join.
+constexpr int kMaxVisits = 64;
 
 bool IsHeavy(OpKind kind) { return FusionRoleOf(kind) == FusionRole::kHeavy; }
 
@@ -34,8 +37,8 @@ bool EndsFusion(OpKind kind) {
 class GroupSet {
  public:
   // `is_free`: IsFreeNode per node. `keep_members`: whether groups of two
-  // or more list their members (InputsPrecede needs them when both parts
-  // can be groups: kAllProducers).
+  // or more list their members (kAllProducers' WouldCycle and
+  // ReduceBetween read them).
   GroupSet(const graph::Graph& graph, const std::vector<uint8_t>& is_free,
            bool keep_members)
       : graph_(graph),
@@ -45,7 +48,9 @@ class GroupSet {
         members_(keep_members ? graph.num_nodes() : 0),
         first_(graph.num_nodes()),
         heavy_(graph.num_nodes(), 0),
-        source_(graph.num_nodes(), 0) {
+        source_(graph.num_nodes(), 0),
+        seen_(keep_members ? graph.num_nodes() : 0, 0),
+        expanded_(keep_members ? graph.num_nodes() : 0, 0) {
     for (NodeId v = 0; v < graph.num_nodes(); ++v) {
       parent_[v] = v;
       first_[v] = v;
@@ -62,6 +67,13 @@ class GroupSet {
     return v;
   }
   bool Alone(NodeId root) const { return size_[root] == 1; }
+
+  // The members of the group rooted at `root` (keep_members only; a node
+  // alone is its own parent).
+  absl::Span<const NodeId> Members(NodeId root) const {
+    return Alone(root) ? absl::MakeConstSpan(&parent_[root], 1)
+                       : absl::MakeConstSpan(members_[root]);
+  }
   NodeId First(NodeId root) const { return first_[root]; }
 
   // Whether the groups rooted at `a` and `b` together keep the greedy
@@ -102,31 +114,101 @@ class GroupSet {
   // could have run. The part whose first member is the joined group's
   // already holds the invariant, so only the other part's inputs are
   // checked: for a consumer joining its producer's group, its own inputs.
-  // Without keep_members, that part must be a node alone. With `reduce_ends`, nor may the join put a reduce's consumer in the
-  // reduce's kernel (kOneProducer leaves that to its choice of producers).
-  bool InputsPrecede(NodeId a, NodeId b, bool reduce_ends) const {
+  // Without keep_members, that part must be a node alone. (kOneProducer.)
+  bool InputsPrecede(NodeId a, NodeId b) const {
     const NodeId first = std::min(first_[a], first_[b]);
     const NodeId later = first_[a] == first ? b : a;
-    const NodeId alone[] = {later};
-    const absl::Span<const NodeId> later_members =
-        Alone(later) ? absl::Span<const NodeId>(alone)
-                     : absl::Span<const NodeId>(members_[later]);
-    for (NodeId m : later_members) {
+    for (NodeId m : Members(later)) {
       for (const Edge& edge : graph_.in_edges(m)) {
         const NodeId q = edge.src;
         if (q < first || source_[q]) continue;
         const NodeId group = FindConst(q);
         if (group != a && group != b) return false;
-        // A reduce ends a fusion: its consumers stay out of its kernel.
-        if (reduce_ends && group != later && EndsFusion(graph_.node(q).kind)) {
-          return false;
-        }
       }
     }
     return true;
   }
 
+  // Whether joining the groups rooted at `a` and `b` would close a cycle
+  // between groups: a path from one to the other through a third group
+  // (kAllProducers: exact where InputsPrecede is sound but refuses more).
+  // Every group holds only nodes up to `limit` (the consumer being placed,
+  // visited in topological order); nodes after it are alone and lead only
+  // to later nodes, so the search never follows them. NodeIds cannot prune
+  // it otherwise: a group's outputs wait for all its inputs, so an edge out
+  // of a group may leave from a member before the one it was reached at.
+  // True also when the search expands kMaxVisits groups (sound, not
+  // complete). Needs keep_members.
+  bool WouldCycle(NodeId a, NodeId b, NodeId limit) {
+    if (Alone(a) && OnlyInputsFrom(a, b)) return false;
+    if (++epoch_ == 0) {
+      std::fill(seen_.begin(), seen_.end(), 0);
+      std::fill(expanded_.begin(), expanded_.end(), 0);
+      epoch_ = 1;
+    }
+    stack_.clear();
+    // Pushes the consumers of group `root` that lie in a third group;
+    // returns whether `root`, a third group, feeds a or b.
+    auto push_consumers = [&](NodeId root) {
+      for (NodeId m : Members(root)) {
+        for (const Edge& edge : graph_.out_edges(m)) {
+          const NodeId w = edge.dst;
+          if (w > limit || seen_[w] == epoch_) continue;
+          const NodeId group = Find(w);
+          if (group == a || group == b) {
+            if (root != a && root != b) return true;
+            continue;  // inside the joined group, or the join's own edge
+          }
+          seen_[w] = epoch_;
+          stack_.push_back(w);
+        }
+      }
+      return false;
+    };
+    push_consumers(a);
+    push_consumers(b);
+    int visits = 0;
+    while (!stack_.empty()) {
+      const NodeId root = Find(stack_.back());
+      stack_.pop_back();
+      if (expanded_[root] == epoch_) continue;
+      expanded_[root] = epoch_;
+      if (++visits > kMaxVisits) return true;
+      if (push_consumers(root)) return true;
+    }
+    return false;
+  }
+
+  // Whether an edge between the groups rooted at `a` and `b` leaves a
+  // reduce or reduce-window: joining them would put the reduce's consumer
+  // in its kernel, where a reduce ends a fusion. Needs keep_members.
+  bool ReduceBetween(NodeId a, NodeId b) {
+    for (const auto& [part, other] : {std::pair(a, b), std::pair(b, a)}) {
+      for (NodeId m : Members(part)) {
+        for (const Edge& edge : graph_.in_edges(m)) {
+          if (EndsFusion(graph_.node(edge.src).kind) &&
+              Find(edge.src) == other) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
  private:
+  // Whether every input of the node alone at `v` lies in group `b` or is a
+  // node without inputs: then no path leads from b to v through a third
+  // group (the common case, a chain growing by one node).
+  bool OnlyInputsFrom(NodeId v, NodeId b) {
+    for (const Edge& edge : graph_.in_edges(v)) {
+      if (!graph_.in_edges(edge.src).empty() && Find(edge.src) != b) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   NodeId FindConst(NodeId v) const {
     while (parent_[v] != v) v = parent_[v];
     return v;
@@ -142,6 +224,11 @@ class GroupSet {
   std::vector<NodeId> first_;                 // smallest member, by root
   std::vector<NodeId> heavy_;  // the group's dot or convolution, else -1
   std::vector<uint8_t> source_;  // a free node without inputs
+  // WouldCycle's marks (keep_members only), epoch-stamped.
+  std::vector<uint32_t> seen_;      // node pushed in this search
+  std::vector<uint32_t> expanded_;  // group expanded in this search
+  uint32_t epoch_ = 0;
+  std::vector<NodeId> stack_;
 };
 
 }  // namespace
@@ -213,7 +300,9 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
         const NodeId group = groups.Find(std::get<2>(producers[t]));
         if (group == mine || !groups.KeepsShape(mine, group) ||
             (!groups.Alone(mine) && (remote[mine] || remote[group])) ||
-            !groups.InputsPrecede(mine, group, /*reduce_ends=*/join_all)) {
+            (join_all ? groups.WouldCycle(mine, group, v) ||
+                            groups.ReduceBetween(mine, group)
+                      : !groups.InputsPrecede(mine, group))) {
           continue;
         }
         if (!join_all) {
@@ -236,6 +325,13 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
     fusion_group[v] = group_id[root];
   }
   return fusion_group;
+}
+
+FusionJoin FusionJoinOfMethod(absl::string_view method) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(method, '+');
+  return parts.size() >= 3 && parts[2] == "greedy-join"
+             ? FusionJoin::kAllProducers
+             : FusionJoin::kOneProducer;
 }
 
 absl::StatusOr<std::vector<int32_t>> NoFuser::Fuse(

@@ -156,9 +156,10 @@ TEST(GreedyJoinFusionTest, TwoInputConsumerJoinsBothProducersGroups) {
 }
 
 TEST(GreedyJoinFusionTest, JoinsALaterIndependentInputsGroup) {
-  // x -> y -> c and z -> c, with z after y and independent of it: c may
-  // join z's group (y comes before it), and then x-y's (every input of the
-  // joined group comes before x). kOneProducer keeps c with z only.
+  // x -> y -> c and z -> c, with z after y and independent of it: c joins
+  // x-y's group and z's (no path leads from one to the other).
+  // kOneProducer keeps c with z only (its rule wants every other input of
+  // the joined group before the group's first member).
   GraphMaker g;
   const int p = g.Param("p", 1000);
   const int x = g.Op("x", 1e3, {p});
@@ -204,7 +205,7 @@ TEST(GreedyJoinFusionTest, AConsumerOfATransferJoinsNoGroup) {
   g.Op("d", OpKind::kElementwiseUnary, 1e3, {c});
   const graph::Graph graph = g.Build();
   EXPECT_THAT(JoinGroups(graph, {0, 0, 1, 0, 0}), ElementsAre(-1, -1, -1, 0, 0));
-  EXPECT_THAT(JoinGroups(graph, {0, 0, 0, 0, 0}), ElementsAre(-1, -1, 0, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, {0, 0, 0, 0, 0}), ElementsAre(-1, 0, -1, 0, 0));
 }
 
 TEST(GreedyJoinFusionTest, NeverPutsACheapOpBeforeTheDotOfItsGroup) {
@@ -218,6 +219,18 @@ TEST(GreedyJoinFusionTest, NeverPutsACheapOpBeforeTheDotOfItsGroup) {
   const graph::Graph graph = g.Build();
   EXPECT_THAT(JoinGroups(graph, std::vector<int32_t>(4, 0)),
               ElementsAre(-1, -1, 0, 0));
+}
+
+TEST(GreedyFusionTest, FusionJoinOfMethodReadsTheFusionPart) {
+  EXPECT_EQ(FusionJoinOfMethod("single+fifo+greedy-join+default"),
+            FusionJoin::kAllProducers);
+  EXPECT_EQ(FusionJoinOfMethod("heft+critical-path+greedy-join"),
+            FusionJoin::kAllProducers);
+  EXPECT_EQ(FusionJoinOfMethod("heft+critical-path+greedy"),
+            FusionJoin::kOneProducer);
+  EXPECT_EQ(FusionJoinOfMethod("greedy-join"), FusionJoin::kOneProducer);
+  EXPECT_EQ(FusionJoinOfMethod("go"), FusionJoin::kOneProducer);
+  EXPECT_EQ(FusionJoinOfMethod(""), FusionJoin::kOneProducer);
 }
 
 TEST(GreedyFusionTest, RejectsVectorsOfTheWrongLength) {
