@@ -98,8 +98,9 @@ class GreedyFuser final : public Fuser {
 // node equally eager. Far fewer kernels on graphs written op by op
 // (efficientnet_jax_lambda256 on one V100: 400 -> 81 kernels, 328 -> 93 ms
 // simulated; mixer_b16 8.2 -> 5.1 ms), but bigger kernels wait longer for
-// their inputs, which can cost a multi-device plan up to 15%: the default
-// baselines try both fusers.
+// their inputs, which can cost a multi-device plan up to 15% (amoebanet-
+// small, h100x8-nvlink, m-sct's placement): the default baselines try both
+// fusers.
 // Stateless and thread-safe.
 class GreedyJoinFuser final : public Fuser {
  public:
