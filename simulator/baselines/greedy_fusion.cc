@@ -182,8 +182,12 @@ class GroupSet {
   // Whether an edge between the groups rooted at `a` and `b` leaves a
   // reduce or reduce-window: joining them would put the reduce's consumer
   // in its kernel, where a reduce ends a fusion. Needs keep_members.
+  // When `a` is the consumer being placed, alone, only its own inputs can
+  // come from b (b's members all come before it).
   bool ReduceBetween(NodeId a, NodeId b) {
+    const bool both = !Alone(a);
     for (const auto& [part, other] : {std::pair(a, b), std::pair(b, a)}) {
+      if (part == b && !both) break;
       for (NodeId m : Members(part)) {
         for (const Edge& edge : graph_.in_edges(m)) {
           if (EndsFusion(graph_.node(edge.src).kind) &&
@@ -291,8 +295,9 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
     std::sort(producers.begin(), producers.end());
     const int tries =
         std::min<int>(kMaxProducersTried, static_cast<int>(producers.size()));
-    // Joining one producer's group can let another join (its inputs then
-    // precede the joined group): pass over them until none joins.
+    // kAllProducers: joining one producer's group can let another join (a
+    // path through a third group that has joined no longer closes a
+    // cycle): pass over them until none joins.
     for (bool joined = true; joined;) {
       joined = false;
       for (int t = 0; t < tries; ++t) {
