@@ -85,8 +85,7 @@ TEST(EngineTest, TasksLimitTheBaselineMethods) {
   ASSERT_EQ(response->baselines_size(), 3);
   EXPECT_EQ(response->baselines(0).method(), "single+fifo+none+default");
   EXPECT_EQ(response->baselines(1).method(), "single+fifo+greedy+default");
-  EXPECT_EQ(response->baselines(2).method(),
-            "single+fifo+greedy-join+default");
+  EXPECT_EQ(response->baselines(2).method(), "single+fifo+greedy-join+default");
 }
 
 TEST(EngineTest, FasterPolicyPlanWins) {

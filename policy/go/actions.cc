@@ -108,10 +108,10 @@ absl::StatusOr<simulator::Plan> ActionsToPlan(
   if (!placement_kept) plan.device = actions.device;
   if (!actions.priority.empty()) plan.priority = actions.priority;
   if (!actions.fusion_priority.empty()) {
-    ASSIGN_OR_RETURN(plan.fusion_group,
-                     simulator::baselines::GreedyFusionGroups(
-                         graph, plan.device, &actions.fusion_priority,
-                         actions.fusion_join));
+    ASSIGN_OR_RETURN(
+        plan.fusion_group,
+        simulator::baselines::GreedyFusionGroups(
+            graph, plan.device, &actions.fusion_priority, actions.fusion_join));
   } else if (!placement_kept) {
     plan.fusion_group.clear();
   }

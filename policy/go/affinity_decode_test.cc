@@ -254,8 +254,7 @@ TEST(AffinityDecodeTest, ZeroShotTriesTheAffinityPlacementsBeforeSampling) {
   absl::StatusOr<ZeroShotResult> greedy_only =
       ZeroShot(**model, *instance, tasks, /*num_samples=*/0, 3, 1);
   ASSERT_TRUE(greedy_only.ok()) << greedy_only.status();
-  EXPECT_THAT(greedy_only->decode,
-              ::testing::AnyOf("greedy", "greedy-join"));
+  EXPECT_THAT(greedy_only->decode, ::testing::AnyOf("greedy", "greedy-join"));
   EXPECT_LE(greedy_only->num_valid, 2);
 }
 

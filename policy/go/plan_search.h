@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <random>
 #include <optional>
+#include <random>
 #include <utility>
 #include <vector>
 

@@ -459,52 +459,53 @@ void ExpectMovesLegalAndDeterministic(bool guided) {
                                  ColocatedFanOutGraph(/*width=*/8)};
   // Both fusion rules: a greedy-join start keeps its rule in fusion moves.
   for (const auto join : {simulator::baselines::FusionJoin::kOneProducer,
-                          simulator::baselines::FusionJoin::kAllProducers})
-  for (const graph::Graph& graph : graphs) {
-    std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 4);
-    const simulator::Topology& topology = instance->simulator->topology();
-    simulator::Plan plan = simulator::DefaultPlan(graph, topology);
-    for (int i = 0; i < graph.num_nodes(); ++i) plan.device[i] = i * 7 % 4;
-    simulator::ColocateGroups(graph, topology, &plan.device);
-    absl::StatusOr<std::vector<int32_t>> groups =
-        simulator::baselines::GreedyFusionGroups(graph, plan.device, nullptr,
-                                                 join);
-    ASSERT_TRUE(groups.ok());
-    plan.fusion_group = *groups;
-    plan.method = join == simulator::baselines::FusionJoin::kAllProducers
-                      ? "test+fifo+greedy-join"
-                      : "test+fifo+greedy";
-    const ScoredPlan start = Start(*instance, plan);
-    PolicyOutput policy = RandomPolicy(graph, 4, /*seed=*/3);
-    // Co-location logits on every dependency (the head's path of the guide).
-    for (size_t e = 0; e < instance->features.edge_src.size(); ++e) {
-      policy.co_location.push_back(static_cast<float>(e % 7) - 3.0f);
-    }
-    const PolicyOutput* guide = guided ? &policy : nullptr;
-    PlanSearchOptions options = Options(kAllTasks, /*threads=*/1);
-    options.guided = guided;
-    options.guided_uniform_share = 0;
-    PlanSearch one(*instance, start, options);
-    options.threads = 3;
-    PlanSearch three(*instance, start, options);
-    for (int round = 0; round < 24; ++round) {
-      ASSERT_TRUE(one.Run(1, guide).ok());
-      ASSERT_TRUE(three.Run(1, guide).ok());
-      EXPECT_TRUE(
-          simulator::ValidatePlan(one.best().plan, graph, topology).ok())
-          << graph.name() << " round " << round;
-    }
-    EXPECT_LE(one.best().step_time_s, start.step_time_s);
-    EXPECT_EQ(one.best().step_time_s, three.best().step_time_s);
-    EXPECT_EQ(one.best().plan.device, three.best().plan.device);
-    EXPECT_EQ(one.best().plan.priority, three.best().plan.priority);
-    EXPECT_EQ(one.best().plan.fusion_group, three.best().plan.fusion_group);
-    for (int k = 0; k < kNumMoveKinds; ++k) {
-      const MoveKind kind = static_cast<MoveKind>(k);
-      EXPECT_EQ(one.move_stats()[k].proposed, three.move_stats()[k].proposed);
-      EXPECT_EQ(one.move_stats()[k].improved, three.move_stats()[k].improved);
-      if (guided || kind != MoveKind::kGuidedFusion) {
-        EXPECT_GT(one.move_stats()[k].proposed, 0) << MoveKindName(kind);
+                          simulator::baselines::FusionJoin::kAllProducers}) {
+    for (const graph::Graph& graph : graphs) {
+      std::unique_ptr<TrainingInstance> instance = TestInstance(graph, 4);
+      const simulator::Topology& topology = instance->simulator->topology();
+      simulator::Plan plan = simulator::DefaultPlan(graph, topology);
+      for (int i = 0; i < graph.num_nodes(); ++i) plan.device[i] = i * 7 % 4;
+      simulator::ColocateGroups(graph, topology, &plan.device);
+      absl::StatusOr<std::vector<int32_t>> groups =
+          simulator::baselines::GreedyFusionGroups(graph, plan.device, nullptr,
+                                                   join);
+      ASSERT_TRUE(groups.ok());
+      plan.fusion_group = *groups;
+      plan.method = join == simulator::baselines::FusionJoin::kAllProducers
+                        ? "test+fifo+greedy-join"
+                        : "test+fifo+greedy";
+      const ScoredPlan start = Start(*instance, plan);
+      PolicyOutput policy = RandomPolicy(graph, 4, /*seed=*/3);
+      // Co-location logits on every dependency (the head's path of the guide).
+      for (size_t e = 0; e < instance->features.edge_src.size(); ++e) {
+        policy.co_location.push_back(static_cast<float>(e % 7) - 3.0f);
+      }
+      const PolicyOutput* guide = guided ? &policy : nullptr;
+      PlanSearchOptions options = Options(kAllTasks, /*threads=*/1);
+      options.guided = guided;
+      options.guided_uniform_share = 0;
+      PlanSearch one(*instance, start, options);
+      options.threads = 3;
+      PlanSearch three(*instance, start, options);
+      for (int round = 0; round < 24; ++round) {
+        ASSERT_TRUE(one.Run(1, guide).ok());
+        ASSERT_TRUE(three.Run(1, guide).ok());
+        EXPECT_TRUE(
+            simulator::ValidatePlan(one.best().plan, graph, topology).ok())
+            << graph.name() << " round " << round;
+      }
+      EXPECT_LE(one.best().step_time_s, start.step_time_s);
+      EXPECT_EQ(one.best().step_time_s, three.best().step_time_s);
+      EXPECT_EQ(one.best().plan.device, three.best().plan.device);
+      EXPECT_EQ(one.best().plan.priority, three.best().plan.priority);
+      EXPECT_EQ(one.best().plan.fusion_group, three.best().plan.fusion_group);
+      for (int k = 0; k < kNumMoveKinds; ++k) {
+        const MoveKind kind = static_cast<MoveKind>(k);
+        EXPECT_EQ(one.move_stats()[k].proposed, three.move_stats()[k].proposed);
+        EXPECT_EQ(one.move_stats()[k].improved, three.move_stats()[k].improved);
+        if (guided || kind != MoveKind::kGuidedFusion) {
+          EXPECT_GT(one.move_stats()[k].proposed, 0) << MoveKindName(kind);
+        }
       }
     }
   }

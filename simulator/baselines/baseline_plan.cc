@@ -344,22 +344,21 @@ absl::StatusOr<BestBaselineResult> BestBaseline(
 }
 
 std::vector<std::string> DefaultBaselineMethods() {
-  return {"single",      "single+fifo+greedy",
-          "round-robin", "random",
-          "expert",      "expert+critical-path+greedy",
-          "metis",       "metis+critical-path+greedy",
-          "heft",        "heft+critical-path+greedy",
-          "m-etf",       "m-etf+critical-path+greedy",
-          "m-sct",       "m-sct+critical-path+greedy",
-          // The same plans fused by greedy-join (the next fuser in line:
-          // fewer, bigger kernels; better on one device, sometimes worse
-          // across several).
-          "single+fifo+greedy-join",
-          "expert+critical-path+greedy-join",
-          "metis+critical-path+greedy-join",
-          "heft+critical-path+greedy-join",
-          "m-etf+critical-path+greedy-join",
-          "m-sct+critical-path+greedy-join"};
+  std::vector<std::string> methods = {"single", "single+fifo+greedy",
+                                      "round-robin", "random"};
+  const char* const placements[] = {"expert", "metis", "heft", "m-etf",
+                                    "m-sct"};
+  for (const char* placement : placements) {
+    methods.push_back(placement);
+    methods.push_back(absl::StrCat(placement, "+critical-path+greedy"));
+  }
+  // The same fused plans grouped by greedy-join (fewer, bigger kernels:
+  // better on one device, sometimes worse across several).
+  methods.push_back("single+fifo+greedy-join");
+  for (const char* placement : placements) {
+    methods.push_back(absl::StrCat(placement, "+critical-path+greedy-join"));
+  }
+  return methods;
 }
 
 }  // namespace gopt::simulator::baselines

@@ -158,18 +158,13 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("BM_CriticalPathSchedule",
                                b::BM_CriticalPathSchedule)
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("BM_GreedyFusion",
-                               [](benchmark::State& state) {
-                                 b::BM_GreedyFusion(
-                                     state, b::FusionJoin::kOneProducer);
-                               })
-      ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("BM_GreedyFusion/join",
-                               [](benchmark::State& state) {
-                                 b::BM_GreedyFusion(
-                                     state, b::FusionJoin::kAllProducers);
-                               })
-      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_GreedyFusion", [](benchmark::State& state) {
+    b::BM_GreedyFusion(state, b::FusionJoin::kOneProducer);
+  })->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_GreedyFusion/join", [](benchmark::State&
+                                                              state) {
+    b::BM_GreedyFusion(state, b::FusionJoin::kAllProducers);
+  })->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

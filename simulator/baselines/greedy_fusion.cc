@@ -225,8 +225,8 @@ class GroupSet {
   // With keep_members_, by root: the members of a group of two or more
   // (empty for a node alone, so that most nodes cost no allocation).
   std::vector<std::vector<NodeId>> members_;
-  std::vector<NodeId> first_;                 // smallest member, by root
-  std::vector<NodeId> heavy_;  // the group's dot or convolution, else -1
+  std::vector<NodeId> first_;    // smallest member, by root
+  std::vector<NodeId> heavy_;    // the group's dot or convolution, else -1
   std::vector<uint8_t> source_;  // a free node without inputs
   // WouldCycle's marks (keep_members only), epoch-stamped.
   std::vector<uint32_t> seen_;      // node pushed in this search

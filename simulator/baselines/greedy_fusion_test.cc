@@ -32,8 +32,8 @@ std::vector<int32_t> Groups(const graph::Graph& graph,
 std::vector<int32_t> JoinGroups(
     const graph::Graph& graph, const std::vector<int32_t>& device,
     const std::vector<int32_t>* priority = nullptr) {
-  absl::StatusOr<std::vector<int32_t>> groups = GreedyFusionGroups(
-      graph, device, priority, FusionJoin::kAllProducers);
+  absl::StatusOr<std::vector<int32_t>> groups =
+      GreedyFusionGroups(graph, device, priority, FusionJoin::kAllProducers);
   EXPECT_TRUE(groups.ok()) << groups.status();
   return groups.ok() ? *groups : std::vector<int32_t>();
 }
@@ -162,7 +162,21 @@ TEST(GreedyJoinFusionTest, JoinsALaterIndependentInputsGroup) {
               ElementsAre(-1, 0, 0, 1, 1));
 }
 
-TEST(GreedyJoinFusionTest, RefusesAJoinThatClosesACycleThroughAnotherGroup) {
+TEST(GreedyJoinFusionTest, RefusesAJoinThatClosesACycleThroughAThirdKernel) {
+  // a -> b -> x (a custom call, alone) -> c and b -> c: joining c to a-b's
+  // group would make that kernel feed x and wait for it.
+  GraphMaker g;
+  const int p = g.Param("p", 1000);
+  const int a = g.Op("a", OpKind::kElementwiseUnary, 1e3, {p});
+  const int b = g.Op("b", OpKind::kElementwiseUnary, 1e3, {a});
+  const int x = g.Op("x", OpKind::kCustomCall, 1e3, {b});
+  g.Op("c", OpKind::kElementwiseBinary, 1e3, {b, x});
+  const graph::Graph graph = g.Build();
+  EXPECT_THAT(JoinGroups(graph, std::vector<int32_t>(5, 0)),
+              ElementsAre(-1, 0, 0, -1, -1));
+}
+
+TEST(GreedyJoinFusionTest, NeverPutsAReducesConsumerInItsKernel) {
   // a -> r (reduce) -> m -> c and a -> c: r's consumers start a new group
   // ({m}); c joins it, and a's group may not join too (it would put m, r's
   // consumer, in r's kernel).
@@ -173,7 +187,8 @@ TEST(GreedyJoinFusionTest, RefusesAJoinThatClosesACycleThroughAnotherGroup) {
   const int m = g.Op("m", OpKind::kElementwiseUnary, 1e3, {r});
   g.Op("c", OpKind::kElementwiseBinary, 1e3, {a, m});
   const graph::Graph graph = g.Build();
-  const std::vector<int32_t> groups = JoinGroups(graph, std::vector<int32_t>(5, 0));
+  const std::vector<int32_t> groups =
+      JoinGroups(graph, std::vector<int32_t>(5, 0));
   EXPECT_THAT(groups, ElementsAre(-1, 0, 0, 1, 1));
   Plan plan = DefaultPlan(graph);
   plan.fusion_group = groups;
@@ -193,7 +208,8 @@ TEST(GreedyJoinFusionTest, AConsumerOfATransferJoinsNoGroup) {
   const int c = g.Op("c", OpKind::kElementwiseBinary, 1e3, {dot0, dot1});
   g.Op("d", OpKind::kElementwiseUnary, 1e3, {c});
   const graph::Graph graph = g.Build();
-  EXPECT_THAT(JoinGroups(graph, {0, 0, 1, 0, 0}), ElementsAre(-1, -1, -1, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, {0, 0, 1, 0, 0}),
+              ElementsAre(-1, -1, -1, 0, 0));
   EXPECT_THAT(JoinGroups(graph, {0, 0, 0, 0, 0}), ElementsAre(-1, 0, -1, 0, 0));
 }
 
@@ -232,8 +248,9 @@ TEST(GreedyFusionTest, RejectsVectorsOfTheWrongLength) {
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Random DAGs with random kinds and devices, both join modes: the simulator (which rejects
-// cyclic groups) accepts every grouping, and groups never span devices.
+// Random DAGs with random kinds and devices, both join modes: the simulator
+// (which rejects cyclic groups) accepts every grouping, and groups never span
+// devices.
 TEST(GreedyFusionTest, RandomGraphsNeverGetCyclicGroups) {
   std::mt19937_64 rng(42);
   const OpKind kinds[] = {
