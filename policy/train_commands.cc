@@ -307,6 +307,7 @@ absl::Status RunFinetune(const FinetuneCommandOptions& options,
   }
   go::FineTuneOptions fine_tune;
   fine_tune.ppo = ppo;
+  fine_tune.fusion_join = zero_shot.fusion_join;
   fine_tune.max_steps = options.max_steps;
   fine_tune.placement_prior_factor =
       static_cast<float>(options.placement_prior_factor);

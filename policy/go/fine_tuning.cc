@@ -161,18 +161,24 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
   const Actions greedy = SampleActions(*output, nullptr);
   result.best = ScoreActions(instance, greedy);
   if (result.best.valid) ++result.num_valid;
-  auto consider = [&result](const ScoredPlan& plan, const char* decode) {
+  auto consider = [&result](
+                      const ScoredPlan& plan, const char* decode,
+                      simulator::baselines::FusionJoin join =
+                          simulator::baselines::FusionJoin::kOneProducer) {
     if (plan.valid) ++result.num_valid;
     if (BetterPlan(plan, result.best)) {
       result.best = plan;
       result.decode = decode;
+      result.fusion_join = join;
     }
   };
   // The greedy decisions with the fusion levels turned into groups by
   // greedy-join's rule too (a decode choice, not a sample).
   Actions joined = greedy;
   joined.fusion_join = simulator::baselines::FusionJoin::kAllProducers;
-  if (tasks.fusion) consider(ScoreActions(instance, joined), "greedy-join");
+  if (tasks.fusion) {
+    consider(ScoreActions(instance, joined), "greedy-join", joined.fusion_join);
+  }
   int samples = num_samples;
   if (tasks.placement && !output->co_location.empty() && samples > 0) {
     ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
@@ -188,7 +194,7 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
     if (tasks.fusion) {
       for (const ScoredPlan& plan :
            ScorePlacements(instance, joined, placements, threads)) {
-        consider(plan, "affinity+greedy-join");
+        consider(plan, "affinity+greedy-join", joined.fusion_join);
       }
     }
   }
@@ -228,6 +234,7 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
   search_options.clock = options.clock;
   search_options.cancelled = options.cancelled;
   search_options.stop_at_step_time_s = options.stop_at_step_time_s;
+  search_options.fusion_join = options.fusion_join;
   PlanSearch search(instance, start, search_options);
   // The search ranks plans by the simulator: off with measured rewards.
   const int search_rounds =

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -38,6 +39,10 @@ struct ZeroShotResult {
   // Which decode gave `best`: "greedy", "greedy-join", "affinity",
   // "affinity+greedy-join" or "sampled".
   std::string decode = "greedy";
+  // The rule that grouped `best`'s fusion levels (for a plan search that
+  // starts from it: FineTuneOptions::fusion_join).
+  simulator::baselines::FusionJoin fusion_join =
+      simulator::baselines::FusionJoin::kOneProducer;
 };
 absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
                                         const TrainingInstance& instance,
@@ -73,6 +78,11 @@ struct FineTuneOptions {
   // simulator) and every step time in the result and the log is measured.
   MeasuredRewardOptions measured_reward;
   int max_steps = 50;
+  // How the plan search's fusion moves group fusion levels; unset: as the
+  // start plan's method says (PlanSearchOptions::fusion_join). Set it to
+  // ZeroShotResult::fusion_join when starting from a zero-shot plan (whose
+  // method is "go").
+  std::optional<simulator::baselines::FusionJoin> fusion_join;
   // Before the first step the placement priors' graph-conditioned gate is
   // reset to 1 and their scales are multiplied by this
   // (GoModel::ScalePlacementPriors). Pre-training drives the gate up until

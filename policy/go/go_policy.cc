@@ -93,6 +93,9 @@ class GoPolicy final : public Policy {
       absl::StatusOr<std::unique_ptr<GoModel>> copy = model_->Clone();
       if (!copy.ok()) return copy.status();
       go::FineTuneOptions fine_tune;
+      // From the zero-shot plan, its fusion rule; from a warm start, the
+      // one its method names.
+      if (warm_method.empty()) fine_tune.fusion_join = zero_shot->fusion_join;
       fine_tune.ppo.tasks = tasks;
       fine_tune.ppo.seed = options.seed;
       fine_tune.ppo.simulation_threads = kSimulationThreads;

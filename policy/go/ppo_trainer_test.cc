@@ -178,6 +178,11 @@ TEST(ZeroShotTest, TriesTheGreedyDecodeWithGreedyJoinFusionToo) {
   EXPECT_EQ(zero_shot->best.step_time_s,
             std::min(greedy_plan.step_time_s, joined_plan.step_time_s));
   EXPECT_THAT(zero_shot->decode, ::testing::AnyOf("greedy", "greedy-join"));
+  // The rule that grouped the best plan, for a search that starts from it.
+  EXPECT_EQ(zero_shot->fusion_join,
+            zero_shot->decode == "greedy-join"
+                ? simulator::baselines::FusionJoin::kAllProducers
+                : simulator::baselines::FusionJoin::kOneProducer);
   // Without fusion among the tasks there is nothing to group differently.
   zero_shot = ZeroShot(**model, *instance, TaskSet{true, true, false, false},
                        /*num_samples=*/0, /*seed=*/0, /*threads=*/1);
