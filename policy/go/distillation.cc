@@ -166,6 +166,35 @@ absl::StatusOr<std::vector<int32_t>> CanonicalDevices(
   return canonical;
 }
 
+namespace {
+
+// Per dependency of `instance`'s features, the weight of its co-location
+// label (DistillTarget::co_location_weight): 0 when either end is a
+// free node (simulator/baselines IsFreeNode: the affinity decode puts those
+// beside their neighbours, and searched targets scatter them at no cost),
+// else 1 + ln(1 + bytes / 64 KiB) over the bytes its edges carry.
+std::vector<float> CoLocationLabelWeights(const TrainingInstance& instance) {
+  const GraphFeatures& features = instance.features;
+  const graph::Graph& graph = instance.graph();
+  std::vector<float> weight(features.edge_src.size(), 0.0f);
+  for (size_t e = 0; e < weight.size(); ++e) {
+    const graph::NodeId src = static_cast<graph::NodeId>(features.edge_src[e]);
+    const graph::NodeId dst = static_cast<graph::NodeId>(features.edge_dst[e]);
+    if (simulator::baselines::IsFreeNode(graph.node(src)) ||
+        simulator::baselines::IsFreeNode(graph.node(dst))) {
+      continue;
+    }
+    double bytes = 0;
+    for (const graph::Edge& edge : graph.in_edges(dst)) {
+      if (edge.src == src) bytes += static_cast<double>(graph.EdgeBytes(edge));
+    }
+    weight[e] = static_cast<float>(1.0 + std::log1p(bytes / 65536.0));
+  }
+  return weight;
+}
+
+}  // namespace
+
 absl::StatusOr<DistillTarget> MakeDistillTarget(
     const TrainingInstance& instance, const simulator::Plan& plan,
     const std::vector<int32_t>* reference) {
@@ -179,6 +208,7 @@ absl::StatusOr<DistillTarget> MakeDistillTarget(
   if (!device.ok()) return device.status();
   target.device = *std::move(device);
   target.device_class = DeviceClasses(instance.simulator->topology());
+  target.co_location_weight = CoLocationLabelWeights(instance);
   if (!plan.priority.empty()) {
     if (plan.priority.size() != n) {
       return absl::InvalidArgumentError(
@@ -187,17 +217,23 @@ absl::StatusOr<DistillTarget> MakeDistillTarget(
     }
     target.priority = plan.priority;
   }
-  absl::StatusOr<std::vector<int32_t>> eager =
-      simulator::baselines::GreedyFusionGroups(graph, plan.device, nullptr);
-  if (!eager.ok()) return eager.status();
-  std::map<int32_t, int> eager_size;
-  for (int32_t group : *eager) {
-    if (group >= 0) ++eager_size[group];
-  }
+  // Fusible under either grouping rule: the target may come from a plan
+  // grouped by greedy-join, and the decode tries both.
   target.fusible.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t group = (*eager)[i];
-    target.fusible[i] = group >= 0 && eager_size[group] > 1 ? 1 : 0;
+  for (const auto join : {simulator::baselines::FusionJoin::kOneProducer,
+                          simulator::baselines::FusionJoin::kAllProducers}) {
+    absl::StatusOr<std::vector<int32_t>> eager =
+        simulator::baselines::GreedyFusionGroups(graph, plan.device, nullptr,
+                                                 join);
+    if (!eager.ok()) return eager.status();
+    std::map<int32_t, int> eager_size;
+    for (int32_t group : *eager) {
+      if (group >= 0) ++eager_size[group];
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t group = (*eager)[i];
+      if (group >= 0 && eager_size[group] > 1) target.fusible[i] = 1;
+    }
   }
   target.fused.assign(n, 0);
   if (!plan.fusion_group.empty()) {
@@ -393,31 +429,6 @@ torch::Tensor CoLocationHeadLoss(const torch::Tensor& logits,
          0.5 * (per_edge * (1 - label)).sum() / cut_weight;
 }
 
-// Per dependency of `instance`'s features, the weight of its co-location
-// label (DistillOptions::co_location_head_weight): 0 when either end is a
-// free node (simulator/baselines IsFreeNode: the affinity decode puts those
-// beside their neighbours, and searched targets scatter them at no cost),
-// else 1 + ln(1 + bytes / 64 KiB) over the bytes its edges carry.
-torch::Tensor CoLocationLabelWeights(const TrainingInstance& instance) {
-  const GraphFeatures& features = instance.features;
-  const graph::Graph& graph = instance.graph();
-  std::vector<float> weight(features.edge_src.size(), 0.0f);
-  for (size_t e = 0; e < weight.size(); ++e) {
-    const graph::NodeId src = static_cast<graph::NodeId>(features.edge_src[e]);
-    const graph::NodeId dst = static_cast<graph::NodeId>(features.edge_dst[e]);
-    if (simulator::baselines::IsFreeNode(graph.node(src)) ||
-        simulator::baselines::IsFreeNode(graph.node(dst))) {
-      continue;
-    }
-    double bytes = 0;
-    for (const graph::Edge& edge : graph.in_edges(dst)) {
-      if (edge.src == src) bytes += static_cast<double>(graph.EdgeBytes(edge));
-    }
-    weight[e] = static_cast<float>(1.0 + std::log1p(bytes / 65536.0));
-  }
-  return torch::tensor(weight, torch::kFloat32);
-}
-
 }  // namespace
 
 std::vector<NodePair> CoLocationPairs(const GraphFeatures& features,
@@ -500,6 +511,15 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
                        "' does not have one entry per node (", n,
                        ") or one device class per device"));
     }
+    const size_t edges = target->instance->features.edge_src.size();
+    if (options_.tasks.placement && model_->options().co_location_head &&
+        target->co_location_weight.size() != edges) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("distillation target for '", target->instance->label,
+                       "' has ", target->co_location_weight.size(),
+                       " co-location label weights; its features have ", edges,
+                       " dependencies (make targets with MakeDistillTarget)"));
+    }
   }
   const TaskSet& tasks = options_.tasks;
   DistillStats stats;
@@ -544,7 +564,8 @@ absl::StatusOr<DistillStats> DistillationTrainer::Step(
           double accuracy = 0;
           const torch::Tensor head_loss = CoLocationHeadLoss(
               out.co_location, inputs.edge_src, inputs.edge_dst, device,
-              CoLocationLabelWeights(*target->instance), &accuracy);
+              torch::tensor(target->co_location_weight, torch::kFloat32),
+              &accuracy);
           loss = loss + options_.co_location_head_weight * head_loss;
           stats.co_location_head_loss +=
               head_loss.item<double>() / batch.size();

@@ -62,11 +62,17 @@ struct DistillTarget {
   std::vector<uint8_t> fused;
   // 1 for a node that can fuse: in a group of two or more when the greedy
   // rules fuse eagerly on the target's devices (GreedyFusionGroups without
-  // priorities); the only nodes whose fusion level changes the plan.
+  // priorities, by either FusionJoin rule); the only nodes whose fusion
+  // level changes the plan.
   std::vector<uint8_t> fusible;
   // Per device of the instance's machine: DeviceClasses (what the
   // co-location loss's class term compares).
   std::vector<int32_t> device_class;
+  // Per dependency of the instance's features: the weight of its label in
+  // the co-location head's loss (DistillOptions::co_location_head_weight
+  // says how). Needed when the network has the head and placement is
+  // trained.
+  std::vector<float> co_location_weight;
 };
 
 // The target for `plan` on `instance`, devices relabelled by

@@ -283,6 +283,31 @@ TEST(DistillationTest, CoLocationHeadLearnsWhichEdgesTheTargetCuts) {
   }
 }
 
+TEST(DistillationTest, AHeadTargetWithoutLabelWeightsIsInvalidArgument) {
+  std::unique_ptr<TrainingInstance> instance = TestInstance(ChainGraph(4), 2);
+  ASSERT_NE(instance, nullptr);
+  absl::StatusOr<DistillTarget> made = MakeDistillTarget(
+      *instance, simulator::DefaultPlan(instance->graph(),
+                                        instance->simulator->topology()));
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(made->co_location_weight.size(),
+            instance->features.edge_src.size());
+  DistillTarget target = *std::move(made);
+  target.co_location_weight.clear();
+  GoModelOptions model_options = SmallModelOptions(3);
+  model_options.co_location_head = true;
+  std::unique_ptr<GoModel> model = *GoModel::Create(model_options);
+  DistillOptions options;
+  options.tasks = TaskSet{true, false, false, false};
+  DistillationTrainer trainer(model.get(), options);
+  absl::StatusOr<DistillStats> stats = trainer.Step({&target});
+  EXPECT_EQ(stats.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      std::string(stats.status().message()).find("co-location label weights"),
+      std::string::npos)
+      << stats.status();
+}
+
 TEST(DistillationTest, WithoutTheHeadItsStatsAreZero) {
   std::unique_ptr<TrainingInstance> instance =
       TestInstance(TwoChainsGraph(), 2);

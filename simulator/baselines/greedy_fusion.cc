@@ -36,11 +36,12 @@ bool EndsFusion(OpKind kind) {
 // convolution.
 class GroupSet {
  public:
-  // `is_free`: IsFreeNode per node. `keep_members`: whether groups of two
-  // or more list their members (kAllProducers' WouldCycle and
-  // ReduceBetween read them).
-  GroupSet(const graph::Graph& graph, const std::vector<uint8_t>& is_free,
-           bool keep_members)
+  // `device`: the placement; `is_free`: IsFreeNode per node.
+  // `keep_members`: kAllProducers' bookkeeping (member lists, the cycle
+  // search's marks, which groups exchange data with another device), which
+  // WouldCycle, ReduceBetween and Remote read.
+  GroupSet(const graph::Graph& graph, const std::vector<int32_t>& device,
+           const std::vector<uint8_t>& is_free, bool keep_members)
       : graph_(graph),
         keep_members_(keep_members),
         parent_(graph.num_nodes()),
@@ -50,12 +51,19 @@ class GroupSet {
         heavy_(graph.num_nodes(), 0),
         source_(graph.num_nodes(), 0),
         seen_(keep_members ? graph.num_nodes() : 0, 0),
-        expanded_(keep_members ? graph.num_nodes() : 0, 0) {
+        expanded_(keep_members ? graph.num_nodes() : 0, 0),
+        remote_(keep_members ? graph.num_nodes() : 0, 0) {
     for (NodeId v = 0; v < graph.num_nodes(); ++v) {
       parent_[v] = v;
       first_[v] = v;
       heavy_[v] = IsHeavy(graph.node(v).kind) ? v : -1;
       source_[v] = is_free[v] && graph.in_edges(v).empty();
+      if (!keep_members) continue;
+      for (const Edge& edge : graph.out_edges(v)) {
+        if (edge.control || device[edge.dst] == device[v]) continue;
+        remote_[v] = 1;
+        remote_[edge.dst] = 1;
+      }
     }
   }
 
@@ -75,6 +83,9 @@ class GroupSet {
                        : absl::MakeConstSpan(members_[root]);
   }
   NodeId First(NodeId root) const { return first_[root]; }
+  // Whether a member of the group rooted at `root` exchanges data with
+  // another device (keep_members only).
+  bool Remote(NodeId root) const { return remote_[root]; }
 
   // Whether the groups rooted at `a` and `b` together keep the greedy
   // shape: at most one dot or convolution, and it their first member (a
@@ -100,31 +111,23 @@ class GroupSet {
       }
     }
     size_[a] += size_[b];
+    if (keep_members_) remote_[a] |= remote_[b];
     first_[a] = std::min(first_[a], first_[b]);
     heavy_[a] = std::max(heavy_[a], heavy_[b]);
     return a;
   }
 
-  // Whether the groups rooted at `a` and `b` may join and keep the
-  // invariant that makes the groups acyclic: every edge entering a group
-  // from outside it starts before the group's first member (or at a free
-  // node without inputs, such as a parameter). Following edges between
-  // groups then always moves to a later first member, so no cycle can
-  // close; and a kernel never waits for an input made after its first op
-  // could have run. The part whose first member is the joined group's
-  // already holds the invariant, so only the other part's inputs are
-  // checked: for a consumer joining its producer's group, its own inputs.
-  // Without keep_members, that part must be a node alone. (kOneProducer.)
-  bool InputsPrecede(NodeId a, NodeId b) const {
-    const NodeId first = std::min(first_[a], first_[b]);
-    const NodeId later = first_[a] == first ? b : a;
-    for (NodeId m : Members(later)) {
-      for (const Edge& edge : graph_.in_edges(m)) {
-        const NodeId q = edge.src;
-        if (q < first || source_[q]) continue;
-        const NodeId group = FindConst(q);
-        if (group != a && group != b) return false;
-      }
+  // kOneProducer's cycle rule for node `v`, alone, joining the group rooted
+  // at `group`: every other input of v is in the group, is a free node
+  // without inputs (a parameter, a constant) or comes before the group's
+  // first member. Every edge entering a group from outside then starts
+  // before the group's first member, so following edges between groups
+  // always moves to a later first member: no cycle can close (sound, not
+  // complete).
+  bool InputsPrecede(NodeId v, NodeId group) {
+    for (const Edge& edge : graph_.in_edges(v)) {
+      const NodeId q = edge.src;
+      if (q >= first_[group] && !source_[q] && Find(q) != group) return false;
     }
     return true;
   }
@@ -213,11 +216,6 @@ class GroupSet {
     return true;
   }
 
-  NodeId FindConst(NodeId v) const {
-    while (parent_[v] != v) v = parent_[v];
-    return v;
-  }
-
   const graph::Graph& graph_;
   const bool keep_members_;
   std::vector<NodeId> parent_;
@@ -233,6 +231,7 @@ class GroupSet {
   std::vector<uint32_t> expanded_;  // group expanded in this search
   uint32_t epoch_ = 0;
   std::vector<NodeId> stack_;
+  std::vector<uint8_t> remote_;  // by root; keep_members only
 };
 
 }  // namespace
@@ -258,16 +257,7 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
   };
   std::vector<uint8_t> is_free(n);
   for (NodeId id = 0; id < n; ++id) is_free[id] = IsFreeNode(graph.node(id));
-  GroupSet groups(graph, is_free, /*keep_members=*/join_all);
-  // By group root: whether a member exchanges data with another device.
-  std::vector<uint8_t> remote(join_all ? n : 0, 0);
-  for (NodeId v = 0; join_all && v < n; ++v) {
-    for (const Edge& edge : graph.out_edges(v)) {
-      if (edge.control || device[edge.dst] == device[v]) continue;
-      remote[v] = 1;
-      remote[edge.dst] = 1;
-    }
-  }
+  GroupSet groups(graph, device, is_free, /*keep_members=*/join_all);
   // The producers a node may fuse into, best first:
   // (-priority, -bytes, producer).
   std::vector<std::tuple<int32_t, int64_t, NodeId>> producers;
@@ -304,7 +294,8 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
         const NodeId mine = groups.Find(v);
         const NodeId group = groups.Find(std::get<2>(producers[t]));
         if (group == mine || !groups.KeepsShape(mine, group) ||
-            (!groups.Alone(mine) && (remote[mine] || remote[group])) ||
+            (!groups.Alone(mine) &&
+             (groups.Remote(mine) || groups.Remote(group))) ||
             (join_all ? groups.WouldCycle(mine, group, v) ||
                             groups.ReduceBetween(mine, group)
                       : !groups.InputsPrecede(mine, group))) {
@@ -314,8 +305,7 @@ absl::StatusOr<std::vector<int32_t>> GreedyFusionGroups(
           groups.Merge(mine, group);
           break;  // the first producer that qualifies
         }
-        const uint8_t either = remote[mine] | remote[group];
-        remote[groups.Merge(mine, group)] = either;
+        groups.Merge(mine, group);
         joined = true;
       }
     }
