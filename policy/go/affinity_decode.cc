@@ -93,44 +93,26 @@ absl::StatusOr<std::vector<int32_t>> MetisWithLogits(
       });
 }
 
-// Places each component of `components` on one device, longest-processing-
-// time first (ComponentPlacement's rules).
-std::vector<int32_t> AssignComponents(const CostTable& costs,
-                                      Components& components) {
+// Per component root: the summed kernel seconds of its nodes (mean over
+// allowed devices).
+std::vector<double> ComponentWork(const CostTable& costs,
+                                  Components& components) {
+  std::vector<double> work(costs.num_nodes(), 0.0);
+  for (NodeId id = 0; id < costs.num_nodes(); ++id) {
+    work[components.Find(id)] += costs.MeanComputeSeconds(id);
+  }
+  return work;
+}
+
+// Every node on its component root's device from `root_device` (-1 for
+// components without work: these follow the neighbour, in a component
+// with a device, they exchange the most bytes with), moved to the nearest
+// device its constraint allows.
+std::vector<int32_t> PlaceOnRootDevices(const CostTable& costs,
+                                        Components& components,
+                                        const std::vector<int32_t>& root_device) {
   const graph::Graph& graph = costs.graph();
   const int n = graph.num_nodes();
-  const int num_devices = costs.num_devices();
-  // Per component root: its nodes' kernel seconds per device and on mean.
-  std::vector<double> work(n, 0.0);
-  std::vector<double> per_device(static_cast<size_t>(n) * num_devices, 0.0);
-  for (NodeId id = 0; id < n; ++id) {
-    const int root = components.Find(id);
-    work[root] += costs.MeanComputeSeconds(id);
-    for (int d = 0; d < num_devices; ++d) {
-      per_device[static_cast<size_t>(root) * num_devices + d] +=
-          costs.ComputeSeconds(id, d);
-    }
-  }
-  std::vector<int> roots;
-  for (NodeId id = 0; id < n; ++id) {
-    if (components.Find(id) == id && work[id] > 0) roots.push_back(id);
-  }
-  std::stable_sort(roots.begin(), roots.end(),
-                   [&work](int a, int b) { return work[a] > work[b]; });
-  std::vector<int32_t> root_device(n, -1);
-  std::vector<double> load(num_devices, 0.0);
-  for (int root : roots) {
-    int best = 0;
-    for (int d = 1; d < num_devices; ++d) {
-      const size_t row = static_cast<size_t>(root) * num_devices;
-      if (load[d] + per_device[row + d] < load[best] + per_device[row + best]) {
-        best = d;
-      }
-    }
-    load[best] += per_device[static_cast<size_t>(root) * num_devices + best];
-    root_device[root] = best;
-  }
-  // Components without work follow their heaviest neighbour with work.
   std::vector<double> pull(n, -1.0);
   std::vector<int32_t> follow(n, 0);
   for (NodeId id = 0; id < n; ++id) {
@@ -160,9 +142,115 @@ std::vector<int32_t> AssignComponents(const CostTable& costs,
   return device;
 }
 
+// Places each component of `components` on one device, longest-processing-
+// time first (ComponentPlacement's rules).
+std::vector<int32_t> AssignComponents(const CostTable& costs,
+                                      Components& components) {
+  const int n = costs.num_nodes();
+  const int num_devices = costs.num_devices();
+  const std::vector<double> work = ComponentWork(costs, components);
+  // Per component root: its nodes' kernel seconds per device.
+  std::vector<double> per_device(static_cast<size_t>(n) * num_devices, 0.0);
+  for (NodeId id = 0; id < n; ++id) {
+    const size_t row = static_cast<size_t>(components.Find(id)) * num_devices;
+    for (int d = 0; d < num_devices; ++d) {
+      per_device[row + d] += costs.ComputeSeconds(id, d);
+    }
+  }
+  std::vector<int> roots;
+  for (NodeId id = 0; id < n; ++id) {
+    if (components.Find(id) == id && work[id] > 0) roots.push_back(id);
+  }
+  std::stable_sort(roots.begin(), roots.end(),
+                   [&work](int a, int b) { return work[a] > work[b]; });
+  std::vector<int32_t> root_device(n, -1);
+  std::vector<double> load(num_devices, 0.0);
+  for (int root : roots) {
+    int best = 0;
+    for (int d = 1; d < num_devices; ++d) {
+      const size_t row = static_cast<size_t>(root) * num_devices;
+      if (load[d] + per_device[row + d] < load[best] + per_device[row + best]) {
+        best = d;
+      }
+    }
+    load[best] += per_device[static_cast<size_t>(root) * num_devices + best];
+    root_device[root] = best;
+  }
+  return PlaceOnRootDevices(costs, components, root_device);
+}
+
+// Places each component of `components` on one device by list scheduling
+// in topological order (ScheduledComponentPlacement's rules).
+std::vector<int32_t> ScheduleComponents(const CostTable& costs,
+                                        Components& components) {
+  const graph::Graph& graph = costs.graph();
+  const int n = graph.num_nodes();
+  const int num_devices = costs.num_devices();
+  const std::vector<double> work = ComponentWork(costs, components);
+  std::vector<int32_t> root_device(n, -1);
+  // Per node: when its output is ready, and on which device (-1: a node of
+  // a component without work that no placed input reaches; free to read
+  // anywhere).
+  std::vector<double> finish(n, 0.0);
+  std::vector<int32_t> where(n, -1);
+  std::vector<double> device_free(num_devices, 0.0);
+  // When `id`'s inputs are all on `device`.
+  auto ready_on = [&](NodeId id, int device) {
+    double ready = 0;
+    for (const graph::Edge& edge : graph.in_edges(id)) {
+      const double arrival =
+          finish[edge.src] +
+          (where[edge.src] < 0
+               ? 0.0
+               : costs.EdgeTransferSeconds(edge, where[edge.src], device));
+      ready = std::max(ready, arrival);
+    }
+    return ready;
+  };
+  for (NodeId id = 0; id < n; ++id) {
+    const int root = components.Find(id);
+    if (work[root] <= 0 || (root_device[root] < 0 && costs.IsFree(id))) {
+      // A free node before its component's first kernel (a parameter, a
+      // view), or of a component without work: it passes its inputs
+      // through, ready when the last arrives, where it came from; its
+      // component's first kernel chooses the device.
+      for (const graph::Edge& edge : graph.in_edges(id)) {
+        if (finish[edge.src] >= finish[id] && where[edge.src] >= 0) {
+          finish[id] = finish[edge.src];
+          where[id] = where[edge.src];
+        }
+      }
+      continue;
+    }
+    if (root_device[root] < 0) {
+      // The component's first kernel picks its device: earliest finish.
+      double best_finish = 0;
+      for (int d = 0; d < num_devices; ++d) {
+        const int32_t run_on = costs.NearestAllowedDevice(id, d);
+        const double end = std::max(device_free[run_on], ready_on(id, run_on)) +
+                           costs.ComputeSeconds(id, run_on);
+        if (root_device[root] < 0 || end < best_finish) {
+          best_finish = end;
+          root_device[root] = run_on;
+        }
+      }
+    }
+    const int32_t device = costs.NearestAllowedDevice(id, root_device[root]);
+    where[id] = device;
+    if (costs.IsFree(id)) {  // no kernel: takes no device time
+      finish[id] = ready_on(id, device);
+      continue;
+    }
+    finish[id] = std::max(device_free[device], ready_on(id, device)) +
+                 costs.ComputeSeconds(id, device);
+    device_free[device] = finish[id];
+  }
+  return PlaceOnRootDevices(costs, components, root_device);
+}
+
 std::vector<int32_t> KeptComponents(const Decoder& decoder,
                                     const std::vector<float>& co_location,
-                                    double threshold_logit) {
+                                    double threshold_logit, bool scheduled) {
   const GraphFeatures& features = decoder.instance.features;
   Components components(decoder.costs.num_nodes());
   for (size_t e = 0; e < co_location.size(); ++e) {
@@ -171,7 +259,8 @@ std::vector<int32_t> KeptComponents(const Decoder& decoder,
                       static_cast<int>(features.edge_dst[e]));
     }
   }
-  return AssignComponents(decoder.costs, components);
+  return scheduled ? ScheduleComponents(decoder.costs, components)
+                   : AssignComponents(decoder.costs, components);
 }
 
 std::vector<int32_t> BalancedMerge(const Decoder& decoder,
@@ -217,7 +306,16 @@ absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
     const TrainingInstance& instance, const std::vector<float>& co_location,
     double threshold_logit) {
   RETURN_IF_ERROR(CheckLogits(instance, co_location));
-  return KeptComponents(Decoder(instance), co_location, threshold_logit);
+  return KeptComponents(Decoder(instance), co_location, threshold_logit,
+                        /*scheduled=*/false);
+}
+
+absl::StatusOr<std::vector<int32_t>> ScheduledComponentPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double threshold_logit) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  return KeptComponents(Decoder(instance), co_location, threshold_logit,
+                        /*scheduled=*/true);
 }
 
 absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
@@ -247,10 +345,13 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     if (device.ok()) add(*std::move(device));
   }
   for (double threshold : kComponentThresholdLogits) {
-    add(KeptComponents(decoder, co_location, threshold));
+    add(KeptComponents(decoder, co_location, threshold, /*scheduled=*/false));
   }
   for (double slack : kBalancedMergeSlack) {
     add(BalancedMerge(decoder, co_location, slack));
+  }
+  for (double threshold : kComponentThresholdLogits) {
+    add(KeptComponents(decoder, co_location, threshold, /*scheduled=*/true));
   }
   return placements;
 }

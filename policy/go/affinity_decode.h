@@ -27,6 +27,17 @@ namespace gopt::policy::go {
 //    priced per device); components without work follow the neighbour
 //    (in a component with work) they exchange the most bytes with. The
 //    network may so choose to use fewer devices than the machine has.
+//  - ScheduledComponentPlacement: ComponentPlacement's components, each
+//    placed by list scheduling instead: nodes in topological order, each on
+//    its component's device, the component's first kernel choosing the
+//    device where that kernel would finish first (its inputs' transfers and
+//    the kernels already queued there counted; a free node before it, such
+//    as a parameter, waits for that choice). The pieces of a chain the
+//    network cut therefore stay on the chain's device unless another device
+//    is idle sooner, and parallel branches spread: LPT placement ignores
+//    dependencies and scatters a chain's pieces. With every logit at or
+//    below the threshold (an untrained head) each node is its own component,
+//    an earliest-finish-time list placement in topological order.
 //  - BalancedMergePlacement: the dependencies by decreasing logit, each
 //    joining its two ends' groups unless the joined group's work would pass
 //    `slack` x (total work / devices); the groups then placed as
@@ -58,16 +69,23 @@ absl::StatusOr<std::vector<int32_t>> ComponentPlacement(
 
 // InvalidArgument when `co_location` does not have one logit per feature
 // edge.
+absl::StatusOr<std::vector<int32_t>> ScheduledComponentPlacement(
+    const TrainingInstance& instance, const std::vector<float>& co_location,
+    double threshold_logit);
+
+// InvalidArgument when `co_location` does not have one logit per feature
+// edge.
 absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
     const TrainingInstance& instance, const std::vector<float>& co_location,
     double slack);
 
 // Every MetisAffinityPlacement (kAffinitySharpness), every
-// ComponentPlacement (kComponentThresholdLogits), then every
-// BalancedMergePlacement (kBalancedMergeSlack), dropping placements equal
-// to an earlier one and the METIS placements when METIS fails (the others
-// still come). InvalidArgument when `co_location` does not have one logit
-// per feature edge.
+// ComponentPlacement (kComponentThresholdLogits), every
+// BalancedMergePlacement (kBalancedMergeSlack), then every
+// ScheduledComponentPlacement (kComponentThresholdLogits), dropping
+// placements equal to an earlier one and the METIS placements when METIS
+// fails (the others still come). InvalidArgument when `co_location` does
+// not have one logit per feature edge.
 absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     const TrainingInstance& instance, const std::vector<float>& co_location);
 
