@@ -58,12 +58,13 @@ TEST(AffinityDecodeTest, ZeroLogitsGiveTheMetisPlacement) {
     EXPECT_EQ(*device, metis) << "sharpness " << sharpness;
   }
   // The three METIS decodes coincide, and the components of nothing are one
-  // placement: 1 METIS placement, 1 component one, 2 balanced merges.
+  // placement per assignment: 1 METIS placement, 1 component one, 2
+  // balanced merges, 1 scheduled component one.
   absl::StatusOr<std::vector<std::vector<int32_t>>> all =
       AffinityPlacements(*instance, zero);
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ((*all)[0], metis);
-  EXPECT_LE(all->size(), 4u);
+  EXPECT_LE(all->size(), 5u);
 }
 
 TEST(AffinityDecodeTest, OracleLogitsKeepTheTargetsDependenciesTogether) {
@@ -126,6 +127,51 @@ TEST(AffinityDecodeTest, ComponentsWithoutWorkFollowTheirNeighbour) {
   // With every dependency kept, one component: one device.
   const std::vector<float> keep(cut.size(), 4.0f);
   device = ComponentPlacement(*instance, keep, 0.0);
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(std::set<int32_t>(device->begin(), device->end()).size(), 1u);
+}
+
+TEST(AffinityDecodeTest, ScheduledComponentsKeepACutChainOnOneDevice) {
+  // Every dependency of a chain cut: LPT scatters the one-node components
+  // over both devices, list scheduling keeps the chain where its previous
+  // kernel finished (another device would only add transfers).
+  std::unique_ptr<TrainingInstance> instance =
+      testing::TestInstance(ChainGraph(8), 2);
+  ASSERT_NE(instance, nullptr);
+  const std::vector<float> cut(instance->features.edge_src.size(), -4.0f);
+  absl::StatusOr<std::vector<int32_t>> scattered =
+      ComponentPlacement(*instance, cut, 0.0);
+  ASSERT_TRUE(scattered.ok()) << scattered.status();
+  EXPECT_EQ(std::set<int32_t>(scattered->begin(), scattered->end()).size(),
+            2u);
+  absl::StatusOr<std::vector<int32_t>> scheduled =
+      ScheduledComponentPlacement(*instance, cut, 0.0);
+  ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+  EXPECT_EQ(std::set<int32_t>(scheduled->begin(), scheduled->end()).size(),
+            1u);
+}
+
+TEST(AffinityDecodeTest, ScheduledComponentsSpreadParallelBranches) {
+  // root -> 4 independent heavy branches -> join on 4 devices: cut, each
+  // branch starts where it finishes first, so the branches spread; kept,
+  // the network asks for one device and gets it.
+  std::unique_ptr<TrainingInstance> instance =
+      testing::TestInstance(simulator::baselines::testing::FanOutGraph(4), 4);
+  ASSERT_NE(instance, nullptr);
+  const graph::Graph& graph = instance->graph();
+  const std::vector<float> cut(instance->features.edge_src.size(), -4.0f);
+  absl::StatusOr<std::vector<int32_t>> device =
+      ScheduledComponentPlacement(*instance, cut, 0.0);
+  ASSERT_TRUE(device.ok()) << device.status();
+  std::set<int32_t> branch_devices;
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+    if (graph.node(id).name.rfind("dot", 0) == 0) {
+      branch_devices.insert((*device)[id]);
+    }
+  }
+  EXPECT_GE(branch_devices.size(), 2u);
+  const std::vector<float> keep(cut.size(), 4.0f);
+  device = ScheduledComponentPlacement(*instance, keep, 0.0);
   ASSERT_TRUE(device.ok()) << device.status();
   EXPECT_EQ(std::set<int32_t>(device->begin(), device->end()).size(), 1u);
 }
@@ -201,6 +247,10 @@ TEST(AffinityDecodeTest, RejectsLogitsOfTheWrongLength) {
   EXPECT_EQ(
       BalancedMergePlacement(*instance, short_logits, 1.05).status().code(),
       absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ScheduledComponentPlacement(*instance, short_logits, 0.0)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(AffinityPlacements(*instance, short_logits).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
