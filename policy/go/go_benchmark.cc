@@ -98,7 +98,8 @@ BENCHMARK(BM_ZeroShotDecisions)
     ->UseRealTime();
 
 // The affinity decodes ZeroShot adds for a network with a co-location head
-// (AffinityPlacements: three weighted METIS partitions and three component
+// (AffinityPlacements: three weighted METIS partitions, three component
+// placements, two balanced merges and three scheduled component
 // placements), on logits that keep two dependencies in three. Argument:
 // approximate node count.
 void BM_AffinityPlacements(benchmark::State& state) {
