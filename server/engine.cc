@@ -540,7 +540,7 @@ absl::Status OptimizeRun::RunPolicies() {
     }
     selected.push_back(policy);
   } else if (policies_ != nullptr) {
-    for (const policy::Policy* policy : policies_->policies()) {
+    for (const policy::Policy* policy : policies_->latest_policies()) {
       if (!Empty(Intersect(policy->info().tasks, tasks_))) {
         selected.push_back(policy);
       }

@@ -107,6 +107,31 @@ TEST(EngineTest, FasterPolicyPlanWins) {
                   &gopt::v1::StageTiming::stage, "policy:fake")));
 }
 
+TEST(EngineTest, ARequestWithoutAPolicyRunsTheNewestVersionOfEach) {
+  // Versions 1 and 2 of "fake" loaded side by side (a new checkpoint shipped
+  // beside the old): only version 2 runs, unless the request names 1.
+  auto registry = std::make_shared<PolicyRegistry>();
+  for (const char* version : {"1", "2"}) {
+    test_util::FakePolicyOptions fake;
+    fake.method = "heft+fifo+greedy";
+    fake.version = version;
+    ASSERT_TRUE(
+        registry->Add(std::make_unique<test_util::FakePolicy>(fake)).ok());
+  }
+  const Engine engine(EngineOptions(), registry);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_options()->add_baseline_methods("single");
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->policy_results_size(), 1);
+  request.mutable_policy()->set_name("fake");
+  request.mutable_policy()->set_version("1");
+  response = engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->policy_results_size(), 1);
+}
+
 TEST(EngineTest, NeverSlowerThanDefault) {
   test_util::FakePolicyOptions fake;
   fake.method = "round-robin";

@@ -156,6 +156,16 @@ std::vector<const policy::Policy*> PolicyRegistry::policies() const {
   return result;
 }
 
+std::vector<const policy::Policy*> PolicyRegistry::latest_policies() const {
+  std::vector<const policy::Policy*> result;
+  for (const auto& policy : policies_) {
+    const policy::PolicyInfo& info = policy->info();
+    absl::StatusOr<const policy::Policy*> latest = Find(info.name, "");
+    if (latest.ok() && *latest == policy.get()) result.push_back(policy.get());
+  }
+  return result;
+}
+
 std::vector<std::string> PolicyRegistry::kinds() const {
   std::vector<std::string> result;
   for (const auto& [kind, factory] : factories_) result.push_back(kind);

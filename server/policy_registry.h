@@ -63,6 +63,11 @@ class PolicyRegistry {
   // Every loaded policy, in load order.
   std::vector<const policy::Policy*> policies() const;
 
+  // Per policy name, the version Find(name, "") picks (the highest), in
+  // load order: what a request that names no policy runs, so shipping a
+  // new version beside an older one does not run both.
+  std::vector<const policy::Policy*> latest_policies() const;
+
   // Registered factory kinds, sorted.
   std::vector<std::string> kinds() const;
 

@@ -53,6 +53,22 @@ TEST_F(PolicyRegistryTest, LoadsEveryCardAndPicksHighestVersion) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(PolicyRegistryTest, LatestPoliciesKeepOneVersionPerName) {
+  WriteCard("a", R"({"format_version": 1, "kind": "fake", "name": "go",
+                     "version": "2", "tasks": ["placement"]})");
+  WriteCard("b", R"({"format_version": 1, "kind": "fake", "name": "tiles",
+                     "version": "1", "tasks": ["fusion"]})");
+  WriteCard("c", R"({"format_version": 1, "kind": "fake", "name": "go",
+                     "version": "3", "tasks": ["placement"]})");
+  ASSERT_TRUE(registry_.LoadDirectory(root_.string()).ok());
+  ASSERT_EQ(registry_.policies().size(), 3u);
+  const std::vector<const policy::Policy*> latest = registry_.latest_policies();
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[0]->info().name, "tiles");
+  EXPECT_EQ(latest[1]->info().name, "go");
+  EXPECT_EQ(latest[1]->info().version, "3");
+}
+
 TEST_F(PolicyRegistryTest, UnknownKindNamesRegisteredKinds) {
   WriteCard("x", R"({"format_version": 1, "kind": "gnn", "name": "x"})");
   const absl::Status status = registry_.LoadDirectory(root_.string());
