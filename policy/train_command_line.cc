@@ -445,6 +445,12 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "targets of earlier rounds added to every supervised update",
       [](auto& o) -> auto& { return o.replay_targets; });
   flags.Add(
+      "average_decay",
+      "checkpoint (and evaluate) the exponential moving average of the "
+      "weights, this decay per round, instead of the last round's weights "
+      "(0 = off; a resumed run trains on from the average)",
+      [](auto& o) -> auto& { return o.average_decay; });
+  flags.Add(
       "co_location_loss",
       "train placement by whether node pairs share a device and each node's "
       "device class (invariant under relabelling symmetric devices) instead "
@@ -481,6 +487,10 @@ absl::Status FinishExpert(std::vector<std::string> operands,
   RETURN_IF_ERROR(AtLeast(o->distill_steps, 0, "distill_steps"));
   RETURN_IF_ERROR(AtLeast(o->ppo_steps, 0, "ppo_steps"));
   RETURN_IF_ERROR(AtLeast(o->replay_targets, 0, "replay_targets"));
+  if (!(o->average_decay >= 0 && o->average_decay < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--average_decay must be in [0, 1) (0 = off), got ", o->average_decay));
+  }
   if (!(o->prior_learning_rate >= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--prior_learning_rate must be 0 or more, got ",

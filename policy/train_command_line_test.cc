@@ -157,12 +157,13 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_FALSE(o.keep_best);
   EXPECT_EQ(o.replay_targets, 0);
   EXPECT_EQ(o.prior_learning_rate, 0);
+  EXPECT_EQ(o.average_decay, 0);
   absl::StatusOr<TrainCommand> switches = Parse(
       "expert --out_dir=o --priors_off --fusion_weight=0.5 "
       "--placement_weight=0 "
       "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss "
       "--keep_best --replay_targets=12 --prior_learning_rate=0.01 "
-      "--co_location_head");
+      "--co_location_head --average_decay=0.9");
   ASSERT_TRUE(switches.ok()) << switches.status();
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
@@ -175,6 +176,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_TRUE(s.keep_best);
   EXPECT_EQ(s.replay_targets, 12);
   EXPECT_EQ(s.prior_learning_rate, 0.01);
+  EXPECT_EQ(s.average_decay, 0.9);
   for (const char* line : {
            "expert",
            "expert --out_dir=o extra",
@@ -191,6 +193,8 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
            "expert --out_dir=o --resume --priors_off",
            "expert --out_dir=o --fusion_weight=-1",
            "expert --out_dir=o --placement_weight=-1",
+           "expert --out_dir=o --average_decay=1",
+           "expert --out_dir=o --average_decay=-0.5",
        }) {
     EXPECT_TRUE(absl::IsInvalidArgument(Parse(line).status())) << line;
   }

@@ -553,6 +553,7 @@ go::ExpertIterationOptions ExpertIterationOptionsOf(
   expert.keep_best = options.keep_best;
   expert.distill.prior_learning_rate = options.prior_learning_rate;
   expert.replay_targets = options.replay_targets;
+  expert.average_decay = options.average_decay;
   expert.distill.placement_loss = options.co_location_loss
                                       ? go::PlacementLoss::kCoLocation
                                       : go::PlacementLoss::kCrossEntropy;
@@ -639,6 +640,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
           {"relabel_to_greedy", expert.relabel_to_greedy},
           {"keep_best", expert.keep_best},
           {"replay_targets", expert.replay_targets},
+          {"average_decay", options.average_decay},
           {"placement_loss",
            expert.distill.placement_loss == go::PlacementLoss::kCoLocation
                ? "co_location"
@@ -781,9 +783,17 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
   } else {
     card = ExpertCard(options, expert, data, held_out, *model, env.world_size);
   }
+  // With --average_decay the checkpoints (and the held-out curve) are the
+  // weights' moving average; a resumed run trains on from them.
+  std::unique_ptr<go::GoModel> averaged;
+  if (options.average_decay > 0) {
+    ASSIGN_OR_RETURN(averaged, model->Clone());
+    expert.averaged = averaged.get();
+  }
+  go::GoModel* recorded = averaged != nullptr ? averaged.get() : model.get();
   std::unique_ptr<ExpertRecorder> recorder;
   if (writer) {
-    recorder = std::make_unique<ExpertRecorder>(options, model.get(), held_out,
+    recorder = std::make_unique<ExpertRecorder>(options, recorded, held_out,
                                                 expert, std::move(card));
     RETURN_IF_ERROR(recorder->EvaluateInitial());
     expert.on_round = [&recorder](const go::ExpertRoundStats& s) {

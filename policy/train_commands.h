@@ -156,6 +156,10 @@ struct ExpertCommandOptions {
   // DistillOptions::prior_learning_rate (0 = --distill_learning_rate).
   double prior_learning_rate = 0;
   int replay_targets = 0;
+  // ExpertIterationOptions::average_decay: > 0 checkpoints the moving
+  // average of the weights (decay per round) instead of the last round's;
+  // 0 = off. In [0, 1).
+  double average_decay = 0;
   // DistillOptions::placement_loss: kCoLocation (true) or kCrossEntropy.
   bool co_location_loss = false;
   // Give the initial network the co-location head (GoModelOptions::

@@ -225,6 +225,11 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
         absl::StrCat("instances_per_round ", options.instances_per_round,
                      " must be a positive multiple of the world size ", world));
   }
+  if (options.averaged != nullptr &&
+      !(options.average_decay >= 0 && options.average_decay < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "average_decay must be in [0, 1), got ", options.average_decay));
+  }
   if (options.replay_targets < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "replay_targets must be 0 or more, got ", options.replay_targets));
@@ -320,6 +325,11 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
           ppo_trainer.Step(mine, rank * share);
       if (!ppo_stats.ok()) return ppo_stats.status();
       stats.ppo_reward = ppo_stats->mean_reward;
+    }
+    if (options.averaged != nullptr) {
+      absl::Status averaged =
+          options.averaged->AverageToward(*model, options.average_decay);
+      if (!averaged.ok()) return averaged;
     }
     result.simulations += stats.simulations;
     result.rounds = round + 1;

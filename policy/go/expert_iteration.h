@@ -87,7 +87,14 @@ struct ExpertIterationOptions {
   // which the co-location loss does not see). 0 = the round's targets only.
   int replay_targets = 0;
   uint64_t seed = 0;       // instance order, searches, baselines
-  DistillOptions distill;  // its tasks and hook are set from here
+  // Borrowed; null = off. After every round's updates it moves toward the
+  // trained network (GoModel::AverageToward(model, average_decay)): an
+  // exponential moving average of the weights, for on_round to evaluate
+  // and checkpoint in place of the last round's. The network that searches
+  // and trains stays `model`. Same architecture as `model`.
+  GoModel* averaged = nullptr;
+  double average_decay = 0.9;  // in [0, 1): the average's weight per round
+  DistillOptions distill;      // its tasks and hook are set from here
   PpoOptions ppo;          // its tasks and hook are set from here
   // Resuming: rounds and seconds already done by an earlier run.
   int start_round = 0;
@@ -124,7 +131,8 @@ struct ExpertIterationResult {
 // and earlier ones) and ppo_steps PPO updates on the round's instances.
 // With keep_best, searches continue from each instance's best plan so far.
 // Stops after `rounds` rounds or max_seconds. Errors: InvalidArgument for no
-// instances or a round that does not split over the ranks; the trainers',
+// instances, a round that does not split over the ranks or an averaged
+// network with average_decay outside [0, 1) or another architecture; the trainers',
 // searches' and process group's errors. Deterministic for the seeds apart from
 // wall-clock stopping.
 absl::StatusOr<ExpertIterationResult> RunExpertIteration(

@@ -298,5 +298,43 @@ TEST(ExpertIterationTest, ReplayTrainsOnEarlierTargetsDeterministically) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ExpertIterationTest, TheAveragedNetworkFollowsTheTrainedOne) {
+  std::vector<std::unique_ptr<TrainingInstance>> owned = ThreeInstances();
+  const std::vector<const TrainingInstance*> instances = Views(owned);
+  ASSERT_EQ(instances.size(), 3u);
+  // One round, decay 0.5: the average lands halfway between the weights
+  // before and after the round; decay 0: it is the trained network.
+  for (double decay : {0.5, 0.0}) {
+    std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(5));
+    std::unique_ptr<GoModel> averaged = *model->Clone();
+    const torch::Tensor before = Parameters(*model);
+    ExpertIterationOptions options = DistillOnly(1, 1);
+    options.averaged = averaged.get();
+    options.average_decay = decay;
+    ASSERT_TRUE(RunExpertIteration(model.get(), instances, options).ok());
+    const torch::Tensor after = Parameters(*model);
+    EXPECT_FALSE(torch::equal(before, after));
+    EXPECT_TRUE(torch::allclose(Parameters(*averaged),
+                                decay * before + (1 - decay) * after, 1e-5,
+                                1e-6))
+        << "decay " << decay;
+  }
+  std::unique_ptr<GoModel> model = *GoModel::Create(SmallModelOptions(5));
+  std::unique_ptr<GoModel> averaged = *model->Clone();
+  ExpertIterationOptions bad = DistillOnly(1, 1);
+  bad.averaged = averaged.get();
+  bad.average_decay = 1.0;
+  EXPECT_EQ(RunExpertIteration(model.get(), instances, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Another architecture (a co-location head more) cannot be averaged in.
+  GoModelOptions with_head = SmallModelOptions(5);
+  with_head.co_location_head = true;
+  std::unique_ptr<GoModel> other = *GoModel::Create(with_head);
+  const absl::Status mismatch = averaged->AverageToward(*other, 0.5);
+  EXPECT_EQ(mismatch.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatch.message().find("parameter"), std::string::npos)
+      << mismatch;
+}
+
 }  // namespace
 }  // namespace gopt::policy::go

@@ -426,6 +426,38 @@ absl::Status GoModel::EnableCoLocationHead() {
   return absl::OkStatus();
 }
 
+absl::Status GoModel::AverageToward(const GoModel& model, double decay) {
+  if (!(decay >= 0 && decay < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weight averaging: decay must be in [0, 1), got ", decay));
+  }
+  try {
+    torch::NoGradGuard no_grad;
+    auto average = impl_->network->named_parameters();
+    auto current = model.impl_->network->named_parameters();
+    if (average.size() != current.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "weight averaging: the networks have ", average.size(), " and ",
+          current.size(), " parameter tensors"));
+    }
+    for (const auto& item : current) {
+      const torch::Tensor* mine = average.find(item.key());
+      if (mine == nullptr || !mine->sizes().equals(item.value().sizes())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("weight averaging: parameter '", item.key(),
+                         "' is missing or of another shape in the average"));
+      }
+    }
+    for (const auto& item : current) {
+      average[item.key()].mul_(decay).add_(item.value(), 1.0 - decay);
+    }
+  } catch (const c10::Error& e) {
+    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                              "averaging the GO network's weights");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<GoModel>> GoModel::Clone() const {
   try {
     GoNetwork copy = MakeNetwork(options_);

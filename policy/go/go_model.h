@@ -104,6 +104,14 @@ class GoModel {
   // Internal for a LibTorch failure.
   absl::Status EnableCoLocationHead();
 
+  // Moves every parameter toward `model`'s: p = decay * p + (1 - decay) *
+  // model's p, so that calling it after every update keeps an exponential
+  // moving average of the weights a training run visits (expert
+  // iteration's ExpertIterationOptions::averaged). InvalidArgument when
+  // `decay` is outside [0, 1) or the two networks' parameters differ in
+  // names or shapes; Internal for a LibTorch failure.
+  absl::Status AverageToward(const GoModel& model, double decay);
+
   // A deep copy (independent parameters), e.g. for a per-request fine-tune.
   absl::StatusOr<std::unique_ptr<GoModel>> Clone() const;
 
