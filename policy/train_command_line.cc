@@ -445,6 +445,12 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "targets of earlier rounds added to every supervised update",
       [](auto& o) -> auto& { return o.replay_targets; });
   flags.Add(
+      "validation_graph",
+      "corpus graphs (as the card lists them: hlo/x.hlo, gen:PRESET) left "
+      "out of training; the checkpoint kept is the evaluation with the best "
+      "zero-shot geomean on them (empty: the last)",
+      [](auto& o) -> auto& { return o.validation_graphs; });
+  flags.Add(
       "average_decay",
       "checkpoint (and evaluate) the exponential moving average of the "
       "weights, this decay per round, instead of the last round's weights "

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -451,14 +452,38 @@ ExpertTopologies(const ExpertCommandOptions& options) {
 // instances where no baseline plan fits memory (no target) are skipped.
 // `data` lists them for the card.
 absl::StatusOr<std::vector<std::unique_ptr<go::TrainingInstance>>>
-ExpertInstances(const ExpertCommandOptions& options, nlohmann::json* data) {
-  ASSIGN_OR_RETURN(std::vector<go::CorpusGraph> corpus,
+ExpertInstances(const ExpertCommandOptions& options, nlohmann::json* data,
+                std::vector<go::CorpusGraph>* validation) {
+  ASSIGN_OR_RETURN(std::vector<go::CorpusGraph> all,
                    LoadCorpus(options.data_dir, options.max_nodes));
   ASSIGN_OR_RETURN(
       std::vector<go::CorpusGraph> random,
       go::RandomGeneratedGraphs(options.random_graphs, options.max_nodes,
                                 options.go.seed));
-  corpus.insert(corpus.end(), random.begin(), random.end());
+  all.insert(all.end(), random.begin(), random.end());
+  // The validation graphs leave the corpus.
+  std::vector<go::CorpusGraph> corpus;
+  for (go::CorpusGraph& graph : all) {
+    const auto& names = options.validation_graphs;
+    if (std::find(names.begin(), names.end(), graph.label) != names.end()) {
+      validation->push_back(std::move(graph));
+    } else {
+      corpus.push_back(std::move(graph));
+    }
+  }
+  for (const std::string& name : options.validation_graphs) {
+    if (std::none_of(validation->begin(), validation->end(),
+                     [&name](const go::CorpusGraph& graph) {
+                       return graph.label == name;
+                     })) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--validation_graph '", name,
+          "' is not a training corpus graph (labels as the card's "
+          "training.data lists them, e.g. hlo/jaxmd_apply_fn.hlo or "
+          "gen:gnmt2-small; held-out graphs and graphs over --max_nodes are "
+          "not in the corpus)"));
+    }
+  }
   ASSIGN_OR_RETURN(auto topologies, ExpertTopologies(options));
   const int machines = static_cast<int>(topologies.size());
   const int per_graph = std::clamp(options.topologies_per_graph, 1, machines);
@@ -502,11 +527,14 @@ struct HeldOut {
   nlohmann::json rows = nlohmann::json::array();
 };
 
-absl::StatusOr<HeldOut> HeldOutInstances(const ExpertCommandOptions& options) {
+// `graphs` (label, graph) on each of options.topologies, as HeldOut.
+absl::StatusOr<HeldOut> EvaluationInstances(
+    const ExpertCommandOptions& options,
+    const std::vector<go::CorpusGraph>& graphs) {
   HeldOut held_out;
-  for (const std::string& source : options.graphs) {
-    ASSIGN_OR_RETURN(graph::Graph loaded, go::LoadGraphSource(source));
-    auto graph = std::make_shared<const graph::Graph>(std::move(loaded));
+  for (const go::CorpusGraph& corpus_graph : graphs) {
+    const std::string& source = corpus_graph.label;
+    const std::shared_ptr<const graph::Graph> graph = corpus_graph.graph;
     for (const std::string& name : options.topologies) {
       ASSIGN_OR_RETURN(simulator::Topology topology,
                        simulator::PresetTopology(name));
@@ -530,6 +558,16 @@ absl::StatusOr<HeldOut> HeldOutInstances(const ExpertCommandOptions& options) {
     }
   }
   return held_out;
+}
+
+absl::StatusOr<HeldOut> HeldOutInstances(const ExpertCommandOptions& options) {
+  std::vector<go::CorpusGraph> graphs;
+  for (const std::string& source : options.graphs) {
+    ASSIGN_OR_RETURN(graph::Graph loaded, go::LoadGraphSource(source));
+    graphs.push_back(
+        {source, std::make_shared<graph::Graph>(std::move(loaded))});
+  }
+  return EvaluationInstances(options, graphs);
 }
 
 go::ExpertIterationOptions ExpertIterationOptionsOf(
@@ -655,25 +693,32 @@ constexpr char kExpertCsvHeader[] =
     "round,seconds,greedy_over_baseline,target_over_baseline,placement_loss,"
     "scheduling_loss,fusion_loss,placement_accuracy,ppo_reward,simulations,"
     "held_out_zero_shot_over_best_baseline,co_location_head_loss,"
-    "co_location_head_accuracy";
+    "co_location_head_accuracy,validation_zero_shot_over_best_baseline";
 
 // Rank 0's files of an expert run: the checkpoint and card (save), the
-// held-out curve (Evaluate, recorded in the card) and train.csv (Log).
+// held-out and validation curves (Evaluate, recorded in the card) and
+// train.csv (Log). With validation instances, only an evaluation that
+// improves the best validation geomean writes the checkpoint.
 class ExpertRecorder {
  public:
   ExpertRecorder(const ExpertCommandOptions& options, go::GoModel* model,
-                 const HeldOut& held_out, const go::ExpertIterationOptions& e,
-                 nlohmann::json card)
+                 const HeldOut& held_out, const HeldOut& validation,
+                 const go::ExpertIterationOptions& e, nlohmann::json card)
       : options_(options),
         model_(model),
         held_out_(held_out),
+        validation_(validation),
         expert_(e),
         card_(std::move(card)) {
     csv_.open(options.out_dir + "/train.csv",
               options.resume ? std::ios::app : std::ios::trunc);
     if (!options.resume) csv_ << kExpertCsvHeader << "\n";
+    best_validation_ = card_["metrics"].value(
+        "validation_best", std::numeric_limits<double>::infinity());
   }
 
+  // Writes the checkpoint and the card (`rounds` and `seconds`: where the
+  // checkpoint was taken, where a resumed run starts).
   absl::Status Save(int rounds, double seconds) {
     RETURN_IF_ERROR(model_->Save(options_.out_dir + "/go-multitask.pt"));
     RETURN_IF_ERROR(RecordCheckpointSha256(
@@ -684,24 +729,65 @@ class ExpertRecorder {
     return WriteCardFile(options_.out_dir, card_);
   }
 
-  // The held-out zero-shot geomean over the best baselines (0 without
-  // held-out instances).
-  absl::StatusOr<double> Evaluate(double seconds) {
-    if (held_out_.views.empty()) return 0.0;
+  // Evaluates after `rounds` rounds (`seconds`): the held-out zero-shot
+  // geomean over the best baselines (0 without held-out instances); with
+  // validation instances, also theirs, writing the checkpoint only when it
+  // is the best so far (else only the card's curves); without, always.
+  absl::StatusOr<double> EvaluateAndSave(int rounds, double seconds,
+                                         double* validation) {
+    ASSIGN_OR_RETURN(const double ratio, Evaluate(held_out_, seconds,
+                                                  "held_out_curve"));
+    card_["training"]["rounds_run"] = rounds;
+    card_["training"]["wall_seconds_run"] = std::round(seconds);
+    if (validation_.views.empty()) {
+      RETURN_IF_ERROR(Save(rounds, seconds));
+      return ratio;
+    }
+    ASSIGN_OR_RETURN(*validation,
+                     Evaluate(validation_, seconds, "validation_curve"));
+    if (*validation < best_validation_) {
+      best_validation_ = *validation;
+      card_["metrics"]["validation_best"] = best_validation_;
+      card_["metrics"]["held_out_at_validation_best"] = ratio;
+      RETURN_IF_ERROR(Save(rounds, seconds));
+    } else {
+      RETURN_IF_ERROR(WriteCardFile(options_.out_dir, card_));
+    }
+    return ratio;
+  }
+
+  // The zero-shot geomean over `set`'s best baselines (0 for an empty
+  // set), appended to the card's metrics[curve].
+  absl::StatusOr<double> Evaluate(const HeldOut& set, double seconds,
+                                  const char* curve) {
+    if (set.views.empty()) return 0.0;
     ASSIGN_OR_RETURN(
         double ratio,
-        go::ZeroShotOverBaseline(*model_, held_out_.views, held_out_.baselines,
+        go::ZeroShotOverBaseline(*model_, set.views, set.baselines,
                                  expert_.tasks, 16, expert_.seed,
                                  expert_.simulation_threads));
-    card_["metrics"]["held_out_curve"].push_back(
+    card_["metrics"][curve].push_back(
         {{"seconds", std::round(seconds)}, {"zero_shot_over_best", ratio}});
     return ratio;
   }
 
   absl::Status EvaluateInitial() {
-    if (options_.resume || held_out_.views.empty()) return absl::OkStatus();
-    ASSIGN_OR_RETURN(double ratio, Evaluate(0));
-    csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f,,\n", ratio);
+    if (options_.resume) return absl::OkStatus();
+    if (!validation_.views.empty()) {
+      // The starting network is a candidate too: training that never
+      // improves validation keeps it.
+      double validation = 0;
+      ASSIGN_OR_RETURN(double ratio, EvaluateAndSave(0, 0, &validation));
+      csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f,,,%.5f\n", ratio,
+                              validation);
+      std::cerr << absl::StrFormat(
+          "held-out zero-shot / best baseline: %.4f, validation %.4f\n",
+          ratio, validation);
+      return absl::OkStatus();
+    }
+    if (held_out_.views.empty()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(double ratio, Evaluate(held_out_, 0, "held_out_curve"));
+    csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f,,,\n", ratio);
     std::cerr << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
                                  ratio);
     return absl::OkStatus();
@@ -711,18 +797,23 @@ class ExpertRecorder {
   // round to train.csv and stderr.
   absl::Status Log(const go::ExpertRoundStats& s) {
     std::string held;
+    std::string validated;
     if ((s.round + 1) % std::max(options_.eval_every, 1) == 0) {
-      ASSIGN_OR_RETURN(double ratio, Evaluate(s.seconds));
+      double validation = 0;
+      ASSIGN_OR_RETURN(double ratio,
+                       EvaluateAndSave(s.round + 1, s.seconds, &validation));
       held = absl::StrFormat("%.5f", ratio);
-      RETURN_IF_ERROR(Save(s.round + 1, s.seconds));
+      if (!validation_.views.empty()) {
+        validated = absl::StrFormat("%.5f", validation);
+      }
     }
     csv_ << absl::StrFormat(
-        "%d,%.1f,%.5f,%.5f,%.5f,%.5f,%.5f,%.4f,%.5f,%d,%s,%.5f,%.4f\n", s.round,
-        s.seconds, s.greedy_over_baseline, s.target_over_baseline,
+        "%d,%.1f,%.5f,%.5f,%.5f,%.5f,%.5f,%.4f,%.5f,%d,%s,%.5f,%.4f,%s\n",
+        s.round, s.seconds, s.greedy_over_baseline, s.target_over_baseline,
         s.distill.placement_loss, s.distill.scheduling_loss,
         s.distill.fusion_loss, s.distill.placement_accuracy, s.ppo_reward,
         s.simulations, held, s.distill.co_location_head_loss,
-        s.distill.co_location_head_accuracy);
+        s.distill.co_location_head_accuracy, validated);
     csv_.flush();
     const std::string head =
         model_->options().co_location_head
@@ -732,10 +823,11 @@ class ExpertRecorder {
             : "";
     std::cerr << absl::StrFormat(
         "round %d %.0fs greedy/baseline %.4f target/baseline %.4f "
-        "placement acc %.3f%s%s\n",
+        "placement acc %.3f%s%s%s\n",
         s.round, s.seconds, s.greedy_over_baseline, s.target_over_baseline,
         s.distill.placement_accuracy, head,
-        held.empty() ? "" : absl::StrCat(" held-out ", held));
+        held.empty() ? "" : absl::StrCat(" held-out ", held),
+        validated.empty() ? "" : absl::StrCat(" validation ", validated));
     return absl::OkStatus();
   }
 
@@ -743,6 +835,10 @@ class ExpertRecorder {
   const ExpertCommandOptions& options_;
   go::GoModel* model_;
   const HeldOut& held_out_;
+  const HeldOut& validation_;
+  // The best validation geomean a checkpoint was written for (a resumed
+  // run's from its card).
+  double best_validation_;
   const go::ExpertIterationOptions& expert_;
   nlohmann::json card_;
   std::ofstream csv_;
@@ -763,17 +859,22 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
   ASSIGN_OR_RETURN(std::unique_ptr<go::GoModel> model,
                    ExpertInitialModel(options, &card));
   nlohmann::json data = nlohmann::json::array();
+  std::vector<go::CorpusGraph> validation_graphs;
   ASSIGN_OR_RETURN(std::vector<std::unique_ptr<go::TrainingInstance>> owned,
-                   ExpertInstances(options, &data));
+                   ExpertInstances(options, &data, &validation_graphs));
   std::vector<const go::TrainingInstance*> instances;
   for (const auto& instance : owned) instances.push_back(instance.get());
   HeldOut held_out;
+  HeldOut validation;
   if (writer) {
     ASSIGN_OR_RETURN(held_out, HeldOutInstances(options));
+    ASSIGN_OR_RETURN(validation,
+                     EvaluationInstances(options, validation_graphs));
   }
   std::cerr << "expert: rank " << env.rank << " of " << env.world_size << ", "
             << instances.size() << " training instances, "
-            << held_out.views.size() << " held-out instances\n";
+            << held_out.views.size() << " held-out instances, "
+            << validation.views.size() << " validation instances\n";
 
   go::ExpertIterationOptions expert = ExpertIterationOptionsOf(options, ppo);
   expert.data_parallel = group.get();
@@ -782,6 +883,10 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
     expert.start_seconds = card["training"].value("wall_seconds", 0.0);
   } else {
     card = ExpertCard(options, expert, data, held_out, *model, env.world_size);
+    card["training"]["data"]["validation"] = {
+        {"graphs", options.validation_graphs},
+        {"instances", validation.rows},
+        {"selects_checkpoint", !validation.views.empty()}};
   }
   // With --average_decay the checkpoints (and the held-out curve) are the
   // weights' moving average; a resumed run trains on from them.
@@ -793,8 +898,8 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
   go::GoModel* recorded = averaged != nullptr ? averaged.get() : model.get();
   std::unique_ptr<ExpertRecorder> recorder;
   if (writer) {
-    recorder = std::make_unique<ExpertRecorder>(options, recorded, held_out,
-                                                expert, std::move(card));
+    recorder = std::make_unique<ExpertRecorder>(
+        options, recorded, held_out, validation, expert, std::move(card));
     RETURN_IF_ERROR(recorder->EvaluateInitial());
     expert.on_round = [&recorder](const go::ExpertRoundStats& s) {
       return recorder->Log(s);
@@ -804,8 +909,10 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
                    go::RunExpertIteration(model.get(), instances, expert));
   const double total = expert.start_seconds + result.seconds;
   if (writer) {
-    ASSIGN_OR_RETURN(double final_ratio, recorder->Evaluate(total));
-    RETURN_IF_ERROR(recorder->Save(result.rounds, total));
+    double final_validation = 0;
+    ASSIGN_OR_RETURN(double final_ratio,
+                     recorder->EvaluateAndSave(result.rounds, total,
+                                               &final_validation));
     if (!held_out.views.empty()) {
       out << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
                              final_ratio);

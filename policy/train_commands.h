@@ -156,6 +156,13 @@ struct ExpertCommandOptions {
   // DistillOptions::prior_learning_rate (0 = --distill_learning_rate).
   double prior_learning_rate = 0;
   int replay_targets = 0;
+  // Corpus graphs (labels as the card's data lists them: "hlo/x.hlo",
+  // "gen:PRESET") left out of training and evaluated zero-shot on
+  // `topologies` at every evaluation: the checkpoint written is then the
+  // one with the best validation geomean (early stopping; the held-out
+  // curve stays a report), and a resumed run continues from it. Empty =
+  // every evaluation writes the checkpoint.
+  std::vector<std::string> validation_graphs;
   // ExpertIterationOptions::average_decay: > 0 checkpoints the moving
   // average of the weights (decay per round) instead of the last round's;
   // 0 = off. In [0, 1).

@@ -1,10 +1,15 @@
 #include "policy/train_commands.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/card.h"
+#include "policy/go/corpus.h"
+#include "policy/go/random_corpus.h"
 #include "tests/util/shared_data.h"
 
 namespace gopt::policy {
@@ -25,6 +30,75 @@ FinetuneCommandOptions SmallFinetune(const std::string& graph) {
   options.go.samples = 4;
   options.go.seed = 3;
   return options;
+}
+
+// gopt-train expert, small enough for a test: a fresh narrow network, the
+// generated corpus up to `max_nodes` nodes on one machine, a few rounds.
+ExpertCommandOptions SmallExpert(const std::string& out_dir, int max_nodes) {
+  ExpertCommandOptions options;
+  options.out_dir = out_dir;
+  options.data_dir = "";
+  options.topologies = {"v100x2-pcie"};
+  options.random_topologies = 0;
+  options.random_graphs = 0;
+  options.topologies_per_graph = 1;
+  options.max_nodes = max_nodes;
+  options.graphs = {"gen:transformer_xl-small"};
+  options.hidden = 16;
+  options.attention_layers = 1;
+  options.rounds = 3;
+  options.max_seconds = 1e9;
+  options.instances_per_round = 1;
+  options.search_rounds = 1;
+  options.distill_steps = 1;
+  options.ppo_steps = 0;
+  options.eval_every = 1;
+  options.co_location_head = true;
+  options.go.seed = 1;
+  return options;
+}
+
+TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
+  // Two random generated graphs, the first the validation set: left out of
+  // training, evaluated at the start, after every round and at the end;
+  // the checkpoint written is the best of those.
+  constexpr int kMaxNodes = 400;
+  absl::StatusOr<std::vector<go::CorpusGraph>> random =
+      go::RandomGeneratedGraphs(2, kMaxNodes, /*seed=*/1);
+  ASSERT_TRUE(random.ok()) << random.status();
+  ASSERT_EQ(random->size(), 2u);
+  const go::CorpusGraph& smallest = random->front();
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "expert_validation")
+          .string();
+  std::filesystem::remove_all(dir);
+  ExpertCommandOptions options = SmallExpert(dir, kMaxNodes);
+  options.random_graphs = 2;
+  options.validation_graphs = {smallest.label};
+  std::ostringstream out;
+  ASSERT_TRUE(RunExpert(options, out).ok()) << out.str();
+  absl::StatusOr<nlohmann::json> card = ReadCardFile(dir);
+  ASSERT_TRUE(card.ok()) << card.status();
+  const nlohmann::json& metrics = (*card)["metrics"];
+  ASSERT_EQ(metrics["validation_curve"].size(), 5u);  // start, 3 rounds, end
+  double best = 1e300;
+  for (const nlohmann::json& point : metrics["validation_curve"]) {
+    best = std::min(best, point["zero_shot_over_best"].get<double>());
+  }
+  EXPECT_EQ(metrics["validation_best"].get<double>(), best);
+  EXPECT_EQ((*card)["training"]["rounds_run"].get<int>(), 3);
+  EXPECT_LE((*card)["training"]["rounds"].get<int>(), 3);
+  EXPECT_EQ((*card)["training"]["data"]["validation"]["graphs"][0],
+            smallest.label);
+  for (const nlohmann::json& trained : (*card)["training"]["data"]["graphs"]) {
+    EXPECT_NE(trained["graph"], smallest.label) << "trained on validation";
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/go-multitask.pt"));
+
+  options.validation_graphs = {"hlo/not_in_the_corpus.hlo"};
+  const absl::Status unknown = RunExpert(options, out);
+  EXPECT_TRUE(absl::IsInvalidArgument(unknown)) << unknown;
+  EXPECT_THAT(unknown.message(), HasSubstr("hlo/not_in_the_corpus.hlo"));
 }
 
 TEST(TrainCommandsTest, FinetuneWithMeasuredRewardsRunsPlansOnThisHost) {
