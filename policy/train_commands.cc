@@ -735,8 +735,8 @@ class ExpertRecorder {
   // is the best so far (else only the card's curves); without, always.
   absl::StatusOr<double> EvaluateAndSave(int rounds, double seconds,
                                          double* validation) {
-    ASSIGN_OR_RETURN(const double ratio, Evaluate(held_out_, seconds,
-                                                  "held_out_curve"));
+    ASSIGN_OR_RETURN(const double ratio,
+                     Evaluate(held_out_, seconds, "held_out_curve"));
     card_["training"]["rounds_run"] = rounds;
     card_["training"]["wall_seconds_run"] = std::round(seconds);
     if (validation_.views.empty()) {
@@ -761,11 +761,10 @@ class ExpertRecorder {
   absl::StatusOr<double> Evaluate(const HeldOut& set, double seconds,
                                   const char* curve) {
     if (set.views.empty()) return 0.0;
-    ASSIGN_OR_RETURN(
-        double ratio,
-        go::ZeroShotOverBaseline(*model_, set.views, set.baselines,
-                                 expert_.tasks, 16, expert_.seed,
-                                 expert_.simulation_threads));
+    ASSIGN_OR_RETURN(double ratio,
+                     go::ZeroShotOverBaseline(*model_, set.views, set.baselines,
+                                              expert_.tasks, 16, expert_.seed,
+                                              expert_.simulation_threads));
     card_["metrics"][curve].push_back(
         {{"seconds", std::round(seconds)}, {"zero_shot_over_best", ratio}});
     return ratio;
@@ -778,11 +777,10 @@ class ExpertRecorder {
       // improves validation keeps it.
       double validation = 0;
       ASSIGN_OR_RETURN(double ratio, EvaluateAndSave(0, 0, &validation));
-      csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f,,,%.5f\n", ratio,
-                              validation);
+      csv_ << absl::StrFormat("-1,0,,,,,,,,0,%.5f,,,%.5f\n", ratio, validation);
       std::cerr << absl::StrFormat(
-          "held-out zero-shot / best baseline: %.4f, validation %.4f\n",
-          ratio, validation);
+          "held-out zero-shot / best baseline: %.4f, validation %.4f\n", ratio,
+          validation);
       return absl::OkStatus();
     }
     if (held_out_.views.empty()) return absl::OkStatus();
@@ -910,9 +908,9 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
   const double total = expert.start_seconds + result.seconds;
   if (writer) {
     double final_validation = 0;
-    ASSIGN_OR_RETURN(double final_ratio,
-                     recorder->EvaluateAndSave(result.rounds, total,
-                                               &final_validation));
+    ASSIGN_OR_RETURN(
+        double final_ratio,
+        recorder->EvaluateAndSave(result.rounds, total, &final_validation));
     if (!held_out.views.empty()) {
       out << absl::StrFormat("held-out zero-shot / best baseline: %.4f\n",
                              final_ratio);

@@ -108,9 +108,9 @@ std::vector<double> ComponentWork(const CostTable& costs,
 // components without work: these follow the neighbour, in a component
 // with a device, they exchange the most bytes with), moved to the nearest
 // device its constraint allows.
-std::vector<int32_t> PlaceOnRootDevices(const CostTable& costs,
-                                        Components& components,
-                                        const std::vector<int32_t>& root_device) {
+std::vector<int32_t> PlaceOnRootDevices(
+    const CostTable& costs, Components& components,
+    const std::vector<int32_t>& root_device) {
   const graph::Graph& graph = costs.graph();
   const int n = graph.num_nodes();
   std::vector<double> pull(n, -1.0);

@@ -142,13 +142,11 @@ TEST(AffinityDecodeTest, ScheduledComponentsKeepACutChainOnOneDevice) {
   absl::StatusOr<std::vector<int32_t>> scattered =
       ComponentPlacement(*instance, cut, 0.0);
   ASSERT_TRUE(scattered.ok()) << scattered.status();
-  EXPECT_EQ(std::set<int32_t>(scattered->begin(), scattered->end()).size(),
-            2u);
+  EXPECT_EQ(std::set<int32_t>(scattered->begin(), scattered->end()).size(), 2u);
   absl::StatusOr<std::vector<int32_t>> scheduled =
       ScheduledComponentPlacement(*instance, cut, 0.0);
   ASSERT_TRUE(scheduled.ok()) << scheduled.status();
-  EXPECT_EQ(std::set<int32_t>(scheduled->begin(), scheduled->end()).size(),
-            1u);
+  EXPECT_EQ(std::set<int32_t>(scheduled->begin(), scheduled->end()).size(), 1u);
 }
 
 TEST(AffinityDecodeTest, ScheduledComponentsSpreadParallelBranches) {
@@ -247,10 +245,9 @@ TEST(AffinityDecodeTest, RejectsLogitsOfTheWrongLength) {
   EXPECT_EQ(
       BalancedMergePlacement(*instance, short_logits, 1.05).status().code(),
       absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ScheduledComponentPlacement(*instance, short_logits, 0.0)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ScheduledComponentPlacement(*instance, short_logits, 0.0).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(AffinityPlacements(*instance, short_logits).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -132,9 +132,9 @@ struct ExpertIterationResult {
 // With keep_best, searches continue from each instance's best plan so far.
 // Stops after `rounds` rounds or max_seconds. Errors: InvalidArgument for no
 // instances, a round that does not split over the ranks or an averaged
-// network with average_decay outside [0, 1) or another architecture; the trainers',
-// searches' and process group's errors. Deterministic for the seeds apart from
-// wall-clock stopping.
+// network with average_decay outside [0, 1) or another architecture; the
+// trainers', searches' and process group's errors. Deterministic for the seeds
+// apart from wall-clock stopping.
 absl::StatusOr<ExpertIterationResult> RunExpertIteration(
     GoModel* model, const std::vector<const TrainingInstance*>& instances,
     const ExpertIterationOptions& options);

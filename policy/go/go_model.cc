@@ -428,17 +428,17 @@ absl::Status GoModel::EnableCoLocationHead() {
 
 absl::Status GoModel::AverageToward(const GoModel& model, double decay) {
   if (!(decay >= 0 && decay < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "weight averaging: decay must be in [0, 1), got ", decay));
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight averaging: decay must be in [0, 1), got ", decay));
   }
   try {
     torch::NoGradGuard no_grad;
     auto average = impl_->network->named_parameters();
     auto current = model.impl_->network->named_parameters();
     if (average.size() != current.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "weight averaging: the networks have ", average.size(), " and ",
-          current.size(), " parameter tensors"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("weight averaging: the networks have ", average.size(),
+                       " and ", current.size(), " parameter tensors"));
     }
     for (const auto& item : current) {
       const torch::Tensor* mine = average.find(item.key());
