@@ -86,7 +86,7 @@ struct ExpertIterationOptions {
   // (labelled to the greedy plan of their round with relabel_to_greedy,
   // which the co-location loss does not see). 0 = the round's targets only.
   int replay_targets = 0;
-  uint64_t seed = 0;       // instance order, searches, baselines
+  uint64_t seed = 0;  // instance order, searches, baselines
   // Borrowed; null = off. After every round's updates it moves toward the
   // trained network (GoModel::AverageToward(model, average_decay)): an
   // exponential moving average of the weights, for on_round to evaluate
@@ -95,7 +95,7 @@ struct ExpertIterationOptions {
   GoModel* averaged = nullptr;
   double average_decay = 0.9;  // in [0, 1): the average's weight per round
   DistillOptions distill;      // its tasks and hook are set from here
-  PpoOptions ppo;          // its tasks and hook are set from here
+  PpoOptions ppo;              // its tasks and hook are set from here
   // Resuming: rounds and seconds already done by an earlier run.
   int start_round = 0;
   double start_seconds = 0;
