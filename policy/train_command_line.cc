@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "policy/go/go_model.h"
 #include "policy/policy.h"
 #include "util/flag_set.h"
 #include "util/status_macros.h"
@@ -493,9 +494,10 @@ absl::Status FinishExpert(std::vector<std::string> operands,
   RETURN_IF_ERROR(AtLeast(o->distill_steps, 0, "distill_steps"));
   RETURN_IF_ERROR(AtLeast(o->ppo_steps, 0, "ppo_steps"));
   RETURN_IF_ERROR(AtLeast(o->replay_targets, 0, "replay_targets"));
-  if (!(o->average_decay >= 0 && o->average_decay < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--average_decay must be in [0, 1) (0 = off), got ", o->average_decay));
+  if (absl::Status decay = go::GoModel::CheckAverageDecay(o->average_decay);
+      !decay.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--average_decay (0 = off): ", decay.message()));
   }
   if (!(o->prior_learning_rate >= 0)) {
     return absl::InvalidArgumentError(

@@ -695,6 +695,20 @@ constexpr char kExpertCsvHeader[] =
     "held_out_zero_shot_over_best_baseline,co_location_head_loss,"
     "co_location_head_accuracy,validation_zero_shot_over_best_baseline";
 
+// The best validation geomean a (resumed) card records; infinity when it
+// records none (a new run, a run without validation, or a card without a
+// numeric metrics.validation_best).
+double RecordedValidationBest(const nlohmann::json& card) {
+  const auto metrics = card.find("metrics");
+  if (metrics == card.end() || !metrics->is_object()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  const auto best = metrics->find("validation_best");
+  return best != metrics->end() && best->is_number()
+             ? best->get<double>()
+             : std::numeric_limits<double>::infinity();
+}
+
 // Rank 0's files of an expert run: the checkpoint and card (save), the
 // held-out and validation curves (Evaluate, recorded in the card) and
 // train.csv (Log). With validation instances, only an evaluation that
@@ -713,8 +727,7 @@ class ExpertRecorder {
     csv_.open(options.out_dir + "/train.csv",
               options.resume ? std::ios::app : std::ios::trunc);
     if (!options.resume) csv_ << kExpertCsvHeader << "\n";
-    best_validation_ = card_["metrics"].value(
-        "validation_best", std::numeric_limits<double>::infinity());
+    best_validation_ = RecordedValidationBest(card_);
   }
 
   // Writes the checkpoint and the card (`rounds` and `seconds`: where the

@@ -95,6 +95,17 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
   }
   EXPECT_TRUE(std::filesystem::exists(dir + "/go-multitask.pt"));
 
+  // A resumed run whose card's validation_best is not a number starts the
+  // comparison afresh instead of failing on it.
+  nlohmann::json edited = *card;
+  edited["metrics"]["validation_best"] = "not a number";
+  ASSERT_TRUE(WriteCardFile(dir, edited).ok());
+  ExpertCommandOptions resumed = options;
+  resumed.resume = true;
+  resumed.rounds = 4;
+  const absl::Status resume = RunExpert(resumed, out);
+  EXPECT_TRUE(resume.ok()) << resume;
+
   options.validation_graphs = {"hlo/not_in_the_corpus.hlo"};
   const absl::Status unknown = RunExpert(options, out);
   EXPECT_TRUE(absl::IsInvalidArgument(unknown)) << unknown;

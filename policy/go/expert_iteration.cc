@@ -225,10 +225,9 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
         absl::StrCat("instances_per_round ", options.instances_per_round,
                      " must be a positive multiple of the world size ", world));
   }
-  if (options.averaged != nullptr &&
-      !(options.average_decay >= 0 && options.average_decay < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "average_decay must be in [0, 1), got ", options.average_decay));
+  if (options.averaged != nullptr) {
+    absl::Status decay = GoModel::CheckAverageDecay(options.average_decay);
+    if (!decay.ok()) return decay;
   }
   if (options.replay_targets < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -426,11 +426,15 @@ absl::Status GoModel::EnableCoLocationHead() {
   return absl::OkStatus();
 }
 
+absl::Status GoModel::CheckAverageDecay(double decay) {
+  if (decay >= 0 && decay < 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("weight averaging: decay must be in [0, 1), got ", decay));
+}
+
 absl::Status GoModel::AverageToward(const GoModel& model, double decay) {
-  if (!(decay >= 0 && decay < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("weight averaging: decay must be in [0, 1), got ", decay));
-  }
+  absl::Status valid = CheckAverageDecay(decay);
+  if (!valid.ok()) return valid;
   try {
     torch::NoGradGuard no_grad;
     auto average = impl_->network->named_parameters();

@@ -104,6 +104,10 @@ class GoModel {
   // Internal for a LibTorch failure.
   absl::Status EnableCoLocationHead();
 
+  // InvalidArgument unless `decay` is in [0, 1): the decays AverageToward
+  // takes.
+  static absl::Status CheckAverageDecay(double decay);
+
   // Moves every parameter toward `model`'s: p = decay * p + (1 - decay) *
   // model's p, so that calling it after every update keeps an exponential
   // moving average of the weights a training run visits (expert
