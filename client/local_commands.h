@@ -92,7 +92,7 @@ struct BenchCommandOptions {
   // The go-* methods load the GO policy `go_policy` (a sub-directory with a
   // card.json) of `policy_dir`.
   std::string policy_dir = DefaultPolicyDir();
-  std::string go_policy = "go-multitask-v2";
+  std::string go_policy = "go-multitask-v3";
   int fine_tune_steps = 50;      // go-finetune*: PPO steps at most (> 0)
   int search_simulations = 512;  // plans searched per PPO step (>= 0)
   bool json = false;

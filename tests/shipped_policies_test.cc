@@ -107,11 +107,13 @@ TEST_F(ShippedPoliciesTest, ListPoliciesShowsTheShippedCheckpoints) {
   ASSERT_TRUE(response.ok()) << response.status();
   std::string kinds;
   for (const auto& policy : response->policies()) {
-    kinds += policy.name() + ":" + policy.kind() + " ";
+    kinds += policy.name() + "@" + policy.version() + ":" + policy.kind() + " ";
   }
-  EXPECT_THAT(kinds, HasSubstr("go-multitask:go"));
-  EXPECT_THAT(kinds, HasSubstr("costmodel-layout:cost-model-layout"));
-  EXPECT_THAT(kinds, HasSubstr("costmodel-tile:cost-model-tile"));
+  // v3 is served (the highest version); v2 stays, reachable by name@2.
+  EXPECT_THAT(kinds, HasSubstr("go-multitask@3:go"));
+  EXPECT_THAT(kinds, HasSubstr("go-multitask@2:go"));
+  EXPECT_THAT(kinds, HasSubstr("costmodel-layout@1:cost-model-layout"));
+  EXPECT_THAT(kinds, HasSubstr("costmodel-tile@1:cost-model-tile"));
 }
 
 TEST_F(ShippedPoliciesTest, FusedKernelsGetTileSizesFromTheTileModel) {
@@ -146,15 +148,16 @@ TEST_F(ShippedPoliciesTest, OptimizeRunsTheGoPolicyOnARealHloGraph) {
   ASSERT_NE(client_, nullptr);
   auto response = client_->Optimize(Request("hlo/maml_flax_train_step.hlo"));
   ASSERT_TRUE(response.ok()) << response.status();
-  bool go_ran = false;
+  int go_runs = 0;
   for (const auto& result : response->policy_results()) {
     if (absl::StartsWith(result.method(), "go")) {
-      go_ran = true;
+      ++go_runs;
       EXPECT_TRUE(result.valid()) << result.error();
       EXPECT_GT(result.step_time_s(), 0);
     }
   }
-  EXPECT_TRUE(go_ran) << response->DebugString();
+  // One GO run: the newest go-multitask (v3), not one per shipped version.
+  EXPECT_EQ(go_runs, 1) << response->DebugString();
   // Never slower than the default plan, whoever wins.
   EXPECT_LE(response->step_time_s(), response->default_step_time_s());
   EXPECT_GT(response->policy_inference_seconds(), 0);
@@ -226,7 +229,8 @@ TEST(ShippedPoliciesIntegrityTest, EveryCardRecordsItsCheckpointHash) {
         << card_path;
     EXPECT_TRUE(card.contains("checkpoint_sha256_recorded_by")) << card_path;
   }
-  EXPECT_EQ(cards, 3);
+  // go-multitask-v2, go-multitask-v3, costmodel-layout-v1, costmodel-tile-v1.
+  EXPECT_EQ(cards, 4);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 // runs (each up to the round that reached). A benchmark: it prints numbers
 // and asserts nothing.
 //
-//   gopt_guided_search_benchmark --policy_dir=policy/pretrained/go-multitask-v2
+//   gopt_guided_search_benchmark --policy_dir=policy/pretrained/go-multitask-v3
 //     --graph=SOURCE,... --topologies=v100x4-nvlink,h100x8-nvlink
 
 #include <algorithm>
@@ -35,7 +35,7 @@
 #include "policy/go/plan_search.h"
 #include "simulator/topology.h"
 
-ABSL_FLAG(std::string, policy_dir, "policy/pretrained/go-multitask-v2",
+ABSL_FLAG(std::string, policy_dir, "policy/pretrained/go-multitask-v3",
           "the GO policy whose output guides the search");
 ABSL_FLAG(std::vector<std::string>, graph, {}, "graph sources");
 ABSL_FLAG(std::vector<std::string>, topologies,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Plots a `gopt-train expert` train.csv: the held-out zero-shot step time /
-# best-baseline step time (geometric mean over the held-out instances)
-# against wall-clock seconds, and per round the network's greedy plan and
+# best-baseline step time (geometric mean over the held-out instances; and
+# over the --validation_graph instances when the run had them) against
+# wall-clock seconds, and per round the network's greedy plan and
 # the search target against the best baseline (training instances). Needs
 # gnuplot (Debian: gnuplot-nox).
 #
@@ -22,6 +23,8 @@ set xlabel 'wall-clock seconds'
 set ylabel 'held-out zero-shot / best baseline (geomean)'
 plot '${csv}' using 2:(strlen(strcol(11)) > 0 ? \$11 : NaN) skip 1 \
      with linespoints pt 7 lw 2 lc rgb '#08519c' title 'held-out zero-shot', \
+     '' using 2:(valid(14) ? \$14 : NaN) skip 1 \
+     with linespoints pt 5 lw 2 lc rgb '#31a354' title 'validation zero-shot (picks the checkpoint)', \
      1 with lines dt 2 lc rgb '#636363' title 'best baseline'
 set xlabel 'round'
 set ylabel 'step time / best baseline (training instances)'
