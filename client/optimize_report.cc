@@ -38,6 +38,13 @@ void AppendVerified(const gopt::v1::OptimizeResponse& response,
   }
 }
 
+// A row's name as `gopt optimize --policy` takes it: NAME@VERSION for a
+// policy's row, the method for a baseline's.
+std::string RowLabel(const gopt::v1::MethodResult& row) {
+  return row.version().empty() ? row.method()
+                               : absl::StrCat(row.method(), "@", row.version());
+}
+
 }  // namespace
 
 std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
@@ -69,11 +76,18 @@ std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
     } else if (row.step_time_s() > 0 && base > 0) {
       ratio = absl::StrFormat("%.2fx", base / row.step_time_s());
     }
-    absl::StrAppendFormat(&text, "%-44s %14s %12s\n", row.method(),
+    absl::StrAppendFormat(&text, "%-44s %14s %12s\n", RowLabel(row),
                           row.valid() ? Milliseconds(row.step_time_s()) : "-",
                           ratio);
   }
-  absl::StrAppendFormat(&text, "\nchosen: %s, %s", response.method(),
+  std::string chosen = response.method();
+  for (const auto& row : response.policy_results()) {
+    if (row.method() == chosen && !row.version().empty()) {
+      chosen = RowLabel(row);
+      break;
+    }
+  }
+  absl::StrAppendFormat(&text, "\nchosen: %s, %s", chosen,
                         Milliseconds(response.step_time_s()));
   if (response.speedup_over_default() > 0) {
     absl::StrAppendFormat(&text, ", %.2fx faster than the default",

@@ -55,6 +55,24 @@ TEST(OptimizeReportTest, JsonUsesProtoFieldNames) {
   EXPECT_THAT(json, HasSubstr("\"partial\": false"));
 }
 
+// A policy's row names the version that ran, as --policy=NAME@VERSION takes
+// it, in the table and in the chosen line; baselines keep their method.
+TEST(OptimizeReportTest, PolicyRowsNameTheirVersion) {
+  gopt::v1::OptimizeResponse response = TwoBaselines();
+  gopt::v1::MethodResult* go = response.add_policy_results();
+  go->set_method("go-multitask");
+  go->set_version("3");
+  go->set_valid(true);
+  go->set_step_time_s(0.001);
+  response.set_method("go-multitask");
+  response.set_step_time_s(0.001);
+  const std::string text = OptimizeResponseToText(response);
+  EXPECT_THAT(text, HasSubstr("go-multitask@3 "));
+  EXPECT_THAT(text, HasSubstr("chosen: go-multitask@3, 1.000 ms"));
+  EXPECT_THAT(text, HasSubstr("heft+fifo+none+default "));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("heft+fifo+none+default@")));
+}
+
 // optimize --verify's table and JSON carry each candidate's fastest run
 // beside its median (MeasuredCandidate.measured_min_step_time_s).
 TEST(OptimizeReportTest, VerifiedRowsShowTheFastestRun) {

@@ -686,6 +686,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
   }
   gopt::v1::MethodResult* row = response_.add_policy_results();
   row->set_method(name);
+  row->set_version(policy.info().version);
   if (!proposal.ok()) {
     row->set_error(std::string(proposal.status().message()));
     if (context_.cancelled != nullptr && context_.cancelled->load()) {

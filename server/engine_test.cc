@@ -124,12 +124,16 @@ TEST(EngineTest, ARequestWithoutAPolicyRunsTheNewestVersionOfEach) {
   absl::StatusOr<gopt::v1::OptimizeResponse> response =
       engine.Optimize(request, RequestContext());
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->policy_results_size(), 1);
+  ASSERT_EQ(response->policy_results_size(), 1);
+  EXPECT_EQ(response->policy_results(0).version(), "2");
   request.mutable_policy()->set_name("fake");
   request.mutable_policy()->set_version("1");
   response = engine.Optimize(request, RequestContext());
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->policy_results_size(), 1);
+  ASSERT_EQ(response->policy_results_size(), 1);
+  EXPECT_EQ(response->policy_results(0).version(), "1");
+  ASSERT_GT(response->baselines_size(), 0);
+  EXPECT_TRUE(response->baselines(0).version().empty());
 }
 
 TEST(EngineTest, NeverSlowerThanDefault) {

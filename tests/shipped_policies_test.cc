@@ -152,6 +152,7 @@ TEST_F(ShippedPoliciesTest, OptimizeRunsTheGoPolicyOnARealHloGraph) {
   for (const auto& result : response->policy_results()) {
     if (absl::StartsWith(result.method(), "go")) {
       ++go_runs;
+      EXPECT_EQ(result.version(), "3");
       EXPECT_TRUE(result.valid()) << result.error();
       EXPECT_GT(result.step_time_s(), 0);
     }
