@@ -291,7 +291,9 @@ FlagSet<BenchCommandOptions> Flags(BenchCommandOptions*) {
   flags.Add("policy_dir", "where the GO policy's directory is",
             [](O& o) -> std::string& { return o.policy_dir; });
   flags.Add("go_policy",
-            "the go-* methods' policy: a sub-directory of --policy_dir",
+            "the go-* methods' policy: a sub-directory of --policy_dir "
+            "(default: the newest GO policy there, the one gopt-server "
+            "serves)",
             [](O& o) -> std::string& { return o.go_policy; });
   flags.Add("fine_tune_steps", "go-finetune*: PPO steps at most",
             [](O& o) -> int& { return o.fine_tune_steps; });

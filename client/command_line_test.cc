@@ -91,7 +91,7 @@ TEST(CommandLineTest, BenchListFlagsAccumulateAndOperandsComeFirst) {
   EXPECT_EQ(options.methods,
             (std::vector<std::string>{"metis", "expert+critical-path",
                                       "best-baseline"}));
-  EXPECT_EQ(options.go_policy, "go-multitask-v3");
+  EXPECT_TRUE(options.go_policy.empty());  // the newest GO policy
   EXPECT_EQ(options.fine_tune_steps, 50);
 }
 

@@ -16,6 +16,7 @@
 #include "client/simulate_report.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/native_importer.h"
+#include "policy/card.h"
 #include "policy/go/go_policy.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -162,9 +163,14 @@ absl::Status RunBench(const BenchCommandOptions& options, std::ostream& out) {
   bench.go_search_simulations_per_step = options.search_simulations;
   std::unique_ptr<policy::Policy> go_policy;
   if (std::any_of(options.methods.begin(), options.methods.end(), IsGoMethod)) {
-    ASSIGN_OR_RETURN(go_policy,
-                     policy::LoadGoPolicy(absl::StrCat(options.policy_dir, "/",
-                                                       options.go_policy)));
+    std::string directory;
+    if (options.go_policy.empty()) {
+      ASSIGN_OR_RETURN(directory,
+                       policy::NewestPolicyDirectory(options.policy_dir, "go"));
+    } else {
+      directory = absl::StrCat(options.policy_dir, "/", options.go_policy);
+    }
+    ASSIGN_OR_RETURN(go_policy, policy::LoadGoPolicy(directory));
     bench.go_policy = go_policy.get();
   }
   std::vector<BenchGraphResult> results;

@@ -90,9 +90,10 @@ struct BenchCommandOptions {
   std::vector<std::string> methods;
   uint64_t seed = 0;
   // The go-* methods load the GO policy `go_policy` (a sub-directory with a
-  // card.json) of `policy_dir`.
+  // card.json) of `policy_dir`; empty: the newest GO policy there, the one
+  // gopt-server serves (policy::NewestPolicyDirectory).
   std::string policy_dir = DefaultPolicyDir();
-  std::string go_policy = "go-multitask-v3";
+  std::string go_policy;
   int fine_tune_steps = 50;      // go-finetune*: PPO steps at most (> 0)
   int search_simulations = 512;  // plans searched per PPO step (>= 0)
   bool json = false;

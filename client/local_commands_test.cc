@@ -1,5 +1,6 @@
 #include "client/local_commands.h"
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -67,6 +68,29 @@ TEST(LocalCommandsTest, BenchRowsForEveryGraphAndMethod) {
   EXPECT_EQ(json["rows"][0]["graph"], "resnet50-small");
   EXPECT_EQ(json["rows"][2]["graph"], "light_squeezenet.onnx");
   EXPECT_DOUBLE_EQ(json["rows"][0]["ratio_to_default"].get<double>(), 1.0);
+}
+
+// Without --go_policy, bench runs the newest GO policy of --policy_dir (the
+// shipped one by default); a directory without one is NotFound naming it.
+TEST(LocalCommandsTest, BenchGoMethodDefaultsToTheNewestGoPolicy) {
+  BenchCommandOptions options;
+  options.sources = {testing::SharedDataPath("hlo/maml_flax_train_step.hlo")};
+  options.methods = {"go-zeroshot"};
+  options.json = true;
+  std::ostringstream out;
+  const absl::Status status = RunBench(options, out);
+  ASSERT_TRUE(status.ok()) << status;
+  const nlohmann::json json = nlohmann::json::parse(out.str());
+  ASSERT_EQ(json["rows"].size(), 1u);
+  EXPECT_EQ(json["rows"][0]["method"], "go-zeroshot");
+
+  options.policy_dir = ::testing::TempDir() + "/no_go_policy";
+  std::filesystem::create_directories(options.policy_dir);
+  std::ostringstream ignored;
+  const absl::Status missing = RunBench(options, ignored);
+  EXPECT_TRUE(absl::IsNotFound(missing)) << missing;
+  EXPECT_NE(missing.message().find("no policy of kind 'go'"), std::string::npos)
+      << missing;
 }
 
 TEST(LocalCommandsTest, GenerateWritesAGraphInspectReadsBack) {

@@ -1,9 +1,15 @@
 #include "policy/card.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "util/status_macros.h"
 
 namespace gopt::policy {
 namespace {
@@ -124,6 +130,81 @@ bool CardFlag(const nlohmann::json& card, absl::string_view key) {
   if (!card.is_object()) return false;
   const auto it = card.find(std::string(key));
   return it != card.end() && it->is_boolean() && it->get<bool>();
+}
+
+bool VersionLess(absl::string_view a, absl::string_view b) {
+  int64_t x = 0;
+  int64_t y = 0;
+  if (absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y)) return x < y;
+  return a < b;
+}
+
+absl::StatusOr<std::vector<PolicyDirectory>> ListPolicyDirectories(
+    const std::string& parent) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(parent, error)) {
+    return absl::NotFoundError(
+        absl::StrCat("policy directory '", parent, "' does not exist"));
+  }
+  std::vector<fs::path> paths;
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(parent, error)) {
+    if (entry.is_directory() && fs::exists(entry.path() / "card.json")) {
+      paths.push_back(entry.path());
+    }
+  }
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot list policy directory '",
+                                            parent, "': ", error.message()));
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<PolicyDirectory> result;
+  for (const fs::path& path : paths) {
+    const std::string where = absl::StrCat("policy '", path.string(), "'");
+    absl::StatusOr<nlohmann::json> card = ReadCardFile(path.string());
+    if (!card.ok()) return Annotate(card.status(), where);
+    absl::StatusOr<PolicyCard> fields = ParseCard(*card);
+    if (!fields.ok()) return Annotate(fields.status(), where);
+    RETURN_IF_ERROR(Annotate(CheckCardComplete(*fields), where));
+    result.push_back({path.string(), *std::move(card), *std::move(fields)});
+  }
+  return result;
+}
+
+absl::StatusOr<std::string> NewestPolicyDirectory(const std::string& parent,
+                                                  absl::string_view kind) {
+  ASSIGN_OR_RETURN(std::vector<PolicyDirectory> directories,
+                   ListPolicyDirectories(parent));
+  const PolicyDirectory* newest = nullptr;
+  std::vector<std::string> names;
+  const auto version = [](const PolicyDirectory& d) -> std::string {
+    return d.fields.version.empty() ? "1" : d.fields.version;
+  };
+  for (const PolicyDirectory& directory : directories) {
+    if (directory.fields.kind != kind) continue;
+    if (std::find(names.begin(), names.end(), directory.fields.name) ==
+        names.end()) {
+      names.push_back(directory.fields.name);
+    }
+    if (newest == nullptr ||
+        VersionLess(version(*newest), version(directory))) {
+      newest = &directory;
+    }
+  }
+  if (newest == nullptr) {
+    return absl::NotFoundError(absl::StrCat("policy directory '", parent,
+                                            "' holds no policy of kind '", kind,
+                                            "'"));
+  }
+  if (names.size() > 1) {
+    std::sort(names.begin(), names.end());
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy directory '", parent, "' holds ", kind,
+                     " policies under several names (",
+                     absl::StrJoin(names, ", "), "): name the one to use"));
+  }
+  return newest->path;
 }
 
 }  // namespace gopt::policy

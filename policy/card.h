@@ -78,6 +78,38 @@ std::string CardText(const nlohmann::json& card, absl::string_view key,
 // true; false when absent, of another type, or the card is not an object.
 bool CardFlag(const nlohmann::json& card, absl::string_view key);
 
+// Whether policy version `a` sorts before `b`: numerically when both are
+// integers ("9" < "10"), else as strings. The order the server's registry
+// uses to pick the newest version of a policy name.
+bool VersionLess(absl::string_view a, absl::string_view b);
+
+// One policy directory: a sub-directory of a policy directory that holds a
+// card.json, with the card and its checked common fields.
+struct PolicyDirectory {
+  std::string path;  // `parent`/NAME
+  nlohmann::json card;
+  PolicyCard fields;  // ParseCard + CheckCardComplete passed
+};
+
+// The sub-directories of `parent` that hold a card.json, in name order,
+// each card read, parsed and checked complete; sub-directories without a
+// card are skipped. NotFound when `parent` is not a directory; the first bad
+// card's error (ReadCardFile, ParseCard, CheckCardComplete) prefixed with
+// "policy 'PATH'" otherwise. What a server loading `parent` loads.
+absl::StatusOr<std::vector<PolicyDirectory>> ListPolicyDirectories(
+    const std::string& parent);
+
+// The sub-directory of `parent` holding the newest policy of `kind`: the
+// highest version (VersionLess; a card without a version is version "1") of
+// the one policy name of that kind. That is the policy a server loading
+// `parent` runs for requests that name none, so tools that default to "the
+// shipped policy" follow a new release without edits. NotFound when `parent`
+// holds no policy of `kind`; InvalidArgument, listing the names, when it
+// holds policies of `kind` under more than one name (the caller must name
+// one); ListPolicyDirectories' errors.
+absl::StatusOr<std::string> NewestPolicyDirectory(const std::string& parent,
+                                                  absl::string_view kind);
+
 }  // namespace gopt::policy
 
 #endif  // GOPT_POLICY_CARD_H_

@@ -119,5 +119,70 @@ TEST(CardFileTest, WriteThenReadAndErrors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(VersionLessTest, NumbersAsNumbersElseText) {
+  EXPECT_TRUE(VersionLess("9", "10"));
+  EXPECT_FALSE(VersionLess("10", "9"));
+  EXPECT_FALSE(VersionLess("3", "3"));
+  EXPECT_TRUE(VersionLess("10", "9b"));  // not both numbers: as text
+}
+
+// Writes a complete card of `kind`, `name` and `version` into `parent`/`dir`.
+void WriteCard(const std::string& parent, const std::string& dir,
+               const std::string& kind, const std::string& name,
+               const std::string& version) {
+  std::filesystem::create_directories(parent + "/" + dir);
+  nlohmann::json card = {{"format_version", kPolicyCardFormatVersion},
+                         {"kind", kind},
+                         {"name", name}};
+  if (!version.empty()) card["version"] = version;
+  ASSERT_TRUE(WriteCardFile(parent + "/" + dir, card).ok());
+}
+
+TEST(PolicyDirectoryTest, ListsCardDirectoriesInNameOrder) {
+  const std::string parent = ::testing::TempDir() + "/policy_dirs_list";
+  std::filesystem::remove_all(parent);
+  EXPECT_EQ(ListPolicyDirectories(parent).status().code(),
+            absl::StatusCode::kNotFound);
+  WriteCard(parent, "b", "go", "go-multitask", "2");
+  WriteCard(parent, "a", "cost_model", "costmodel-tile", "1");
+  std::filesystem::create_directories(parent + "/no-card");
+  absl::StatusOr<std::vector<PolicyDirectory>> listed =
+      ListPolicyDirectories(parent);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2);
+  EXPECT_EQ((*listed)[0].path, parent + "/a");
+  EXPECT_EQ((*listed)[0].fields.name, "costmodel-tile");
+  EXPECT_EQ((*listed)[1].fields.version, "2");
+  // An incomplete card fails the listing, naming its directory.
+  std::filesystem::create_directories(parent + "/c");
+  ASSERT_TRUE(WriteCardFile(parent + "/c", {{"kind", "go"}}).ok());
+  listed = ListPolicyDirectories(parent);
+  EXPECT_EQ(listed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(listed.status().message(), HasSubstr(parent + "/c"));
+  EXPECT_THAT(listed.status().message(), HasSubstr("format_version"));
+}
+
+TEST(PolicyDirectoryTest, NewestPicksTheHighestVersionOfTheKind) {
+  const std::string parent = ::testing::TempDir() + "/policy_dirs_newest";
+  std::filesystem::remove_all(parent);
+  WriteCard(parent, "go-multitask-v9", "go", "go-multitask", "9");
+  WriteCard(parent, "go-multitask-v10", "go", "go-multitask", "10");
+  WriteCard(parent, "go-multitask-v1", "go", "go-multitask", "");
+  WriteCard(parent, "tile", "cost_model", "costmodel-tile", "99");
+  absl::StatusOr<std::string> newest = NewestPolicyDirectory(parent, "go");
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ(*newest, parent + "/go-multitask-v10");
+  // No policy of the kind: NotFound naming the directory and kind.
+  absl::StatusOr<std::string> none = NewestPolicyDirectory(parent, "layout");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(none.status().message(), HasSubstr("kind 'layout'"));
+  // Two names of one kind: the caller must choose.
+  WriteCard(parent, "go-other", "go", "go-other", "1");
+  absl::StatusOr<std::string> ambiguous = NewestPolicyDirectory(parent, "go");
+  EXPECT_EQ(ambiguous.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ambiguous.status().message(),
+              HasSubstr("(go-multitask, go-other)"));
+}
+
 }  // namespace
 }  // namespace gopt::policy

@@ -1,31 +1,14 @@
 #include "server/policy_registry.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "policy/card.h"
 #include "util/status_macros.h"
 
 namespace gopt::server {
-namespace {
-
-namespace fs = std::filesystem;
-
-// Whether version `a` sorts before `b`: numerically when both are
-// integers, else as strings.
-bool VersionLess(const std::string& a, const std::string& b) {
-  int64_t x = 0;
-  int64_t y = 0;
-  if (absl::SimpleAtoi(a, &x) && absl::SimpleAtoi(b, &y)) return x < y;
-  return a < b;
-}
-
-}  // namespace
 
 absl::Status AddTaskByName(absl::string_view task, policy::TaskSet* tasks) {
   if (task == "placement") {
@@ -67,31 +50,11 @@ absl::Status PolicyRegistry::RegisterFactory(const std::string& kind,
 }
 
 absl::Status PolicyRegistry::LoadDirectory(const std::string& directory) {
-  std::error_code error;
-  if (!fs::is_directory(directory, error)) {
-    return absl::NotFoundError(
-        absl::StrCat("policy directory '", directory, "' does not exist"));
-  }
-  std::vector<fs::path> candidates;
-  for (const fs::directory_entry& entry :
-       fs::directory_iterator(directory, error)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "card.json")) {
-      candidates.push_back(entry.path());
-    }
-  }
-  if (error) {
-    return absl::InternalError(absl::StrCat("cannot list policy directory '",
-                                            directory, "': ", error.message()));
-  }
-  std::sort(candidates.begin(), candidates.end());
-  for (const fs::path& path : candidates) {
-    const std::string where = absl::StrCat("policy '", path.string(), "'");
-    absl::StatusOr<nlohmann::json> card = policy::ReadCardFile(path.string());
-    if (!card.ok()) return Annotate(card.status(), where);
-    absl::StatusOr<policy::PolicyCard> fields = policy::ParseCard(*card);
-    if (!fields.ok()) return Annotate(fields.status(), where);
-    RETURN_IF_ERROR(Annotate(policy::CheckCardComplete(*fields), where));
-    const std::string& kind = fields->kind;
+  ASSIGN_OR_RETURN(std::vector<policy::PolicyDirectory> listed,
+                   policy::ListPolicyDirectories(directory));
+  for (const policy::PolicyDirectory& entry : listed) {
+    const std::string where = absl::StrCat("policy '", entry.path, "'");
+    const std::string& kind = entry.fields.kind;
     const auto factory = factories_.find(kind);
     if (factory == factories_.end()) {
       return absl::NotFoundError(absl::StrCat(
@@ -100,7 +63,7 @@ absl::Status PolicyRegistry::LoadDirectory(const std::string& directory) {
           factories_.empty() ? "none" : absl::StrJoin(kinds(), ", ")));
     }
     absl::StatusOr<std::unique_ptr<policy::Policy>> loaded =
-        factory->second(path.string(), *card);
+        factory->second(entry.path, entry.card);
     if (!loaded.ok()) return Annotate(loaded.status(), where);
     RETURN_IF_ERROR(Annotate(Add(*std::move(loaded)), where));
   }
@@ -134,7 +97,8 @@ absl::StatusOr<const policy::Policy*> PolicyRegistry::Find(
       if (info.version == version) return policy.get();
       continue;
     }
-    if (found == nullptr || VersionLess(found->info().version, info.version)) {
+    if (found == nullptr ||
+        policy::VersionLess(found->info().version, info.version)) {
       found = policy.get();
     }
   }

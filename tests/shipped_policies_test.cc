@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/optimizer_client.h"
 #include "nlohmann/json.hpp"
+#include "policy/card.h"
 #include "server/builtin_policies.h"
 #include "server/engine.h"
 #include "server/metrics.h"
@@ -232,6 +233,22 @@ TEST(ShippedPoliciesIntegrityTest, EveryCardRecordsItsCheckpointHash) {
   }
   // go-multitask-v2, go-multitask-v3, costmodel-layout-v1, costmodel-tile-v1.
   EXPECT_EQ(cards, 4);
+}
+
+// The tools that default to "the shipped GO policy" (gopt bench, the guided
+// search benchmark) pick the directory the server serves for requests that
+// name no policy.
+TEST(ShippedPoliciesIntegrityTest, NewestGoPolicyIsTheServedOne) {
+  absl::StatusOr<std::string> newest =
+      policy::NewestPolicyDirectory(kPolicyDir, "go");
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  auto policies = server::LoadBuiltinPolicies(kPolicyDir);
+  ASSERT_TRUE(policies.ok()) << policies.status();
+  absl::StatusOr<const policy::Policy*> served =
+      (*policies)->Find("go-multitask", "");
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(*newest, (*served)->info().directory);
+  EXPECT_TRUE(absl::EndsWith(*newest, "/go-multitask-v3")) << *newest;
 }
 
 }  // namespace

@@ -12,11 +12,16 @@
 // runs (each up to the round that reached). A benchmark: it prints numbers
 // and asserts nothing.
 //
-//   gopt_guided_search_benchmark --policy_dir=policy/pretrained/go-multitask-v3
+//   gopt_guided_search_benchmark --policy_dir=policy/pretrained
 //     --graph=SOURCE,... --topologies=v100x4-nvlink,h100x8-nvlink
+//
+// --policy_dir is one policy's directory (it holds a card.json) or a
+// directory of them, of which the newest GO policy guides (the one
+// gopt-server serves: policy::NewestPolicyDirectory).
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -35,8 +40,9 @@
 #include "policy/go/plan_search.h"
 #include "simulator/topology.h"
 
-ABSL_FLAG(std::string, policy_dir, "policy/pretrained/go-multitask-v3",
-          "the GO policy whose output guides the search");
+ABSL_FLAG(std::string, policy_dir, "policy/pretrained",
+          "the GO policy whose output guides the search: its directory, or a "
+          "directory of policies (then the newest GO policy there)");
 ABSL_FLAG(std::vector<std::string>, graph, {}, "graph sources");
 ABSL_FLAG(std::vector<std::string>, topologies,
           std::vector<std::string>({"v100x4-nvlink", "h100x8-nvlink"}),
@@ -56,7 +62,14 @@ namespace {
 
 namespace go = gopt::policy::go;
 
-absl::StatusOr<std::unique_ptr<go::GoModel>> LoadModel(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<go::GoModel>> LoadModel(std::string dir) {
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "card.json")) {
+    absl::StatusOr<std::string> newest =
+        gopt::policy::NewestPolicyDirectory(dir, "go");
+    if (!newest.ok()) return newest.status();
+    dir = *newest;
+  }
+  std::cerr << "guiding with " << dir << "\n";
   absl::StatusOr<nlohmann::json> card = gopt::policy::ReadCardFile(dir);
   if (!card.ok()) return card.status();
   absl::StatusOr<std::string> path =
