@@ -452,6 +452,17 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "zero-shot geomean on them (empty: the last)",
       [](auto& o) -> auto& { return o.validation_graphs; });
   flags.Add(
+      "selection_graph",
+      "corpus graphs that stay in training and are evaluated zero-shot with "
+      "the validation graphs: the checkpoint kept is the best geomean over "
+      "both lists (in-sample fit; the held-out set never chooses)",
+      [](auto& o) -> auto& { return o.selection_graphs; });
+  flags.Add(
+      "keep_evaluated_checkpoints",
+      "also write every evaluated network to OUT_DIR/evaluated/round-NNNN/ "
+      "(a policy directory gopt bench can run), not only the kept one",
+      [](auto& o) -> auto& { return o.keep_evaluated_checkpoints; });
+  flags.Add(
       "average_decay",
       "checkpoint (and evaluate) the exponential moving average of the "
       "weights, this decay per round, instead of the last round's weights "

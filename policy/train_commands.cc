@@ -461,29 +461,50 @@ ExpertInstances(const ExpertCommandOptions& options, nlohmann::json* data,
       go::RandomGeneratedGraphs(options.random_graphs, options.max_nodes,
                                 options.go.seed));
   all.insert(all.end(), random.begin(), random.end());
-  // The validation graphs leave the corpus.
+  // The validation graphs leave the corpus; the selection graphs are
+  // evaluated with them and stay.
+  const auto listed = [](const std::vector<std::string>& names,
+                         const std::string& label) {
+    return std::find(names.begin(), names.end(), label) != names.end();
+  };
+  for (const std::string& name : options.selection_graphs) {
+    if (listed(options.validation_graphs, name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", name,
+          "' is both a --validation_graph (left out of training) and a "
+          "--selection_graph (trained on); name it in one list"));
+    }
+  }
   std::vector<go::CorpusGraph> corpus;
   for (go::CorpusGraph& graph : all) {
-    const auto& names = options.validation_graphs;
-    if (std::find(names.begin(), names.end(), graph.label) != names.end()) {
+    if (listed(options.validation_graphs, graph.label)) {
       validation->push_back(std::move(graph));
-    } else {
-      corpus.push_back(std::move(graph));
+      continue;
     }
-  }
-  for (const std::string& name : options.validation_graphs) {
-    if (std::none_of(validation->begin(), validation->end(),
-                     [&name](const go::CorpusGraph& graph) {
-                       return graph.label == name;
-                     })) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--validation_graph '", name,
-          "' is not a training corpus graph (labels as the card's "
-          "training.data lists them, e.g. hlo/jaxmd_apply_fn.hlo or "
-          "gen:gnmt2-small; held-out graphs and graphs over --max_nodes are "
-          "not in the corpus)"));
+    if (listed(options.selection_graphs, graph.label)) {
+      validation->push_back(graph);
     }
+    corpus.push_back(std::move(graph));
   }
+  const auto check_known = [&validation](const std::vector<std::string>& names,
+                                         const char* flag) -> absl::Status {
+    for (const std::string& name : names) {
+      if (std::none_of(validation->begin(), validation->end(),
+                       [&name](const go::CorpusGraph& graph) {
+                         return graph.label == name;
+                       })) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " '", name,
+            "' is not a training corpus graph (labels as the card's "
+            "training.data lists them, e.g. hlo/jaxmd_apply_fn.hlo or "
+            "gen:gnmt2-small; held-out graphs and graphs over --max_nodes "
+            "are not in the corpus)"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(check_known(options.validation_graphs, "validation_graph"));
+  RETURN_IF_ERROR(check_known(options.selection_graphs, "selection_graph"));
   ASSIGN_OR_RETURN(auto topologies, ExpertTopologies(options));
   const int machines = static_cast<int>(topologies.size());
   const int per_graph = std::clamp(options.topologies_per_graph, 1, machines);
@@ -733,13 +754,36 @@ class ExpertRecorder {
   // Writes the checkpoint and the card (`rounds` and `seconds`: where the
   // checkpoint was taken, where a resumed run starts).
   absl::Status Save(int rounds, double seconds) {
-    RETURN_IF_ERROR(model_->Save(options_.out_dir + "/go-multitask.pt"));
+    return SaveTo(options_.out_dir, rounds, seconds, &card_);
+  }
+
+  // Writes the checkpoint and `card` (its checkpoint hash, `rounds` and
+  // `seconds` set) into `dir`, a policy directory of its own.
+  absl::Status SaveTo(const std::string& dir, int rounds, double seconds,
+                      nlohmann::json* card) {
+    RETURN_IF_ERROR(model_->Save(dir + "/go-multitask.pt"));
     RETURN_IF_ERROR(RecordCheckpointSha256(
-        options_.out_dir, "gopt-train expert (when it saved the checkpoint)",
-        &card_));
-    card_["training"]["rounds"] = rounds;
-    card_["training"]["wall_seconds"] = std::round(seconds);
-    return WriteCardFile(options_.out_dir, card_);
+        dir, "gopt-train expert (when it saved the checkpoint)", card));
+    (*card)["training"]["rounds"] = rounds;
+    (*card)["training"]["wall_seconds"] = std::round(seconds);
+    return WriteCardFile(dir, *card);
+  }
+
+  // With --keep_evaluated_checkpoints: the network as evaluated after
+  // `rounds` rounds, in out_dir/evaluated/round-NNNN/ (a policy directory
+  // `gopt bench --policy_dir=out_dir/evaluated` can run).
+  absl::Status KeepEvaluated(int rounds, double seconds) {
+    if (!options_.keep_evaluated_checkpoints) return absl::OkStatus();
+    const std::string dir =
+        absl::StrFormat("%s/evaluated/round-%04d", options_.out_dir, rounds);
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error) {
+      return absl::InternalError(
+          absl::StrCat("cannot create '", dir, "': ", error.message()));
+    }
+    nlohmann::json card = card_;
+    return SaveTo(dir, rounds, seconds, &card);
   }
 
   // Evaluates after `rounds` rounds (`seconds`): the held-out zero-shot
@@ -753,11 +797,13 @@ class ExpertRecorder {
     card_["training"]["rounds_run"] = rounds;
     card_["training"]["wall_seconds_run"] = std::round(seconds);
     if (validation_.views.empty()) {
+      RETURN_IF_ERROR(KeepEvaluated(rounds, seconds));
       RETURN_IF_ERROR(Save(rounds, seconds));
       return ratio;
     }
     ASSIGN_OR_RETURN(*validation,
                      Evaluate(validation_, seconds, "validation_curve"));
+    RETURN_IF_ERROR(KeepEvaluated(rounds, seconds));
     if (*validation < best_validation_) {
       best_validation_ = *validation;
       card_["metrics"]["validation_best"] = best_validation_;
@@ -896,6 +942,7 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
     card = ExpertCard(options, expert, data, held_out, *model, env.world_size);
     card["training"]["data"]["validation"] = {
         {"graphs", options.validation_graphs},
+        {"trained_graphs", options.selection_graphs},
         {"instances", validation.rows},
         {"selects_checkpoint", !validation.views.empty()}};
   }

@@ -163,6 +163,18 @@ struct ExpertCommandOptions {
   // curve stays a report), and a resumed run continues from it. Empty =
   // every evaluation writes the checkpoint.
   std::vector<std::string> validation_graphs;
+  // Corpus graphs that stay in training and are also evaluated zero-shot
+  // with the validation graphs, their geomean taken together: the
+  // checkpoint is then chosen by how well the network still decides graphs
+  // it trains on (in-sample fit of, e.g., the real graphs, which a drift
+  // toward the generated graphs' decisions loses), never by the held-out
+  // set. A label may not be in both lists. Empty = validation alone.
+  std::vector<std::string> selection_graphs;
+  // Also write every evaluated network (each --eval_every rounds, the
+  // start and the end) to out_dir/evaluated/round-NNNN/ with its card, so
+  // the whole curve can be benchmarked afterwards, not only the kept
+  // checkpoint. Default off (a checkpoint is ~2.5 MB).
+  bool keep_evaluated_checkpoints = false;
   // ExpertIterationOptions::average_decay: > 0 checkpoints the moving
   // average of the weights (decay per round) instead of the last round's;
   // 0 = off. In [0, 1).

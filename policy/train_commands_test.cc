@@ -112,6 +112,62 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
   EXPECT_THAT(unknown.message(), HasSubstr("hlo/not_in_the_corpus.hlo"));
 }
 
+TEST(TrainCommandsTest, ExpertSelectionGraphsChooseTheCheckpointAndTrain) {
+  // A selection graph is evaluated like a validation graph (it chooses the
+  // checkpoint) but stays in the training corpus.
+  constexpr int kMaxNodes = 400;
+  absl::StatusOr<std::vector<go::CorpusGraph>> random =
+      go::RandomGeneratedGraphs(2, kMaxNodes, /*seed=*/1);
+  ASSERT_TRUE(random.ok()) << random.status();
+  const std::string selected = random->front().label;
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "expert_selection")
+          .string();
+  std::filesystem::remove_all(dir);
+  ExpertCommandOptions options = SmallExpert(dir, kMaxNodes);
+  options.random_graphs = 2;
+  options.rounds = 2;
+  options.selection_graphs = {selected};
+  options.keep_evaluated_checkpoints = true;
+  std::ostringstream out;
+  ASSERT_TRUE(RunExpert(options, out).ok()) << out.str();
+  absl::StatusOr<nlohmann::json> card = ReadCardFile(dir);
+  ASSERT_TRUE(card.ok()) << card.status();
+  const nlohmann::json& metrics = (*card)["metrics"];
+  ASSERT_EQ(metrics["validation_curve"].size(), 4u);  // start, 2 rounds, end
+  double best = 1e300;
+  for (const nlohmann::json& point : metrics["validation_curve"]) {
+    best = std::min(best, point["zero_shot_over_best"].get<double>());
+  }
+  EXPECT_EQ(metrics["validation_best"].get<double>(), best);
+  const nlohmann::json& data = (*card)["training"]["data"];
+  EXPECT_EQ(data["validation"]["trained_graphs"][0], selected);
+  EXPECT_TRUE(data["validation"]["selects_checkpoint"].get<bool>());
+  EXPECT_TRUE(std::any_of(
+      data["graphs"].begin(), data["graphs"].end(),
+      [&selected](const nlohmann::json& g) { return g["graph"] == selected; }))
+      << "a selection graph left the training corpus";
+  // Every evaluated network is kept beside the chosen one: the start, the
+  // two rounds (the last evaluated twice, by the round and at the end).
+  for (const char* round : {"round-0000", "round-0001", "round-0002"}) {
+    const std::string kept = dir + "/evaluated/" + round;
+    absl::StatusOr<nlohmann::json> kept_card = ReadCardFile(kept);
+    ASSERT_TRUE(kept_card.ok()) << kept_card.status();
+    EXPECT_TRUE(std::filesystem::exists(kept + "/go-multitask.pt")) << kept;
+  }
+
+  // One label in both lists, and an unknown label, are refused by name.
+  options.validation_graphs = {selected};
+  absl::Status both = RunExpert(options, out);
+  EXPECT_TRUE(absl::IsInvalidArgument(both)) << both;
+  EXPECT_THAT(both.message(), HasSubstr("both a --validation_graph"));
+  options.validation_graphs.clear();
+  options.selection_graphs = {"gen:no_such_family"};
+  const absl::Status unknown = RunExpert(options, out);
+  EXPECT_TRUE(absl::IsInvalidArgument(unknown)) << unknown;
+  EXPECT_THAT(unknown.message(), HasSubstr("--selection_graph 'gen:no_such"));
+}
+
 TEST(TrainCommandsTest, FinetuneWithMeasuredRewardsRunsPlansOnThisHost) {
   FinetuneCommandOptions options = SmallFinetune("tf_graphdef/kws_DS_CNN_S.pb");
   options.reward = "measured";

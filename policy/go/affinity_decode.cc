@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -263,6 +264,29 @@ std::vector<int32_t> KeptComponents(const Decoder& decoder,
                    : AssignComponents(decoder.costs, components);
 }
 
+// The logit at or below which the lowest `cut_fraction` (at least one) of
+// the dependencies between two kernels fall: the threshold that cuts the
+// network's least-kept share of them. +infinity when there are none.
+double CutQuantileLogit(const Decoder& decoder,
+                        const std::vector<float>& co_location,
+                        double cut_fraction) {
+  const GraphFeatures& features = decoder.instance.features;
+  std::vector<float> kernel_edges;
+  for (size_t e = 0; e < co_location.size(); ++e) {
+    if (!decoder.costs.IsFree(features.edge_src[e]) &&
+        !decoder.costs.IsFree(features.edge_dst[e])) {
+      kernel_edges.push_back(co_location[e]);
+    }
+  }
+  if (kernel_edges.empty()) return std::numeric_limits<double>::infinity();
+  const size_t cut = std::clamp<size_t>(
+      static_cast<size_t>(std::ceil(cut_fraction * kernel_edges.size())), 1,
+      kernel_edges.size());
+  std::nth_element(kernel_edges.begin(), kernel_edges.begin() + (cut - 1),
+                   kernel_edges.end());
+  return kernel_edges[cut - 1];
+}
+
 std::vector<int32_t> BalancedMerge(const Decoder& decoder,
                                    const std::vector<float>& co_location,
                                    double slack) {
@@ -352,6 +376,11 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
   }
   for (double threshold : kComponentThresholdLogits) {
     add(KeptComponents(decoder, co_location, threshold, /*scheduled=*/true));
+  }
+  for (double fraction : kScheduledCutFractions) {
+    add(KeptComponents(decoder, co_location,
+                       CutQuantileLogit(decoder, co_location, fraction),
+                       /*scheduled=*/true));
   }
   return placements;
 }

@@ -54,6 +54,13 @@ namespace gopt::policy::go {
 inline constexpr double kAffinitySharpness[] = {0.5, 1.0, 2.0};
 inline constexpr double kComponentThresholdLogits[] = {0.0, 1.5, 3.0};
 inline constexpr double kBalancedMergeSlack[] = {1.05, 1.3};
+// ScheduledComponentPlacement at relative thresholds: the logit below which
+// this fraction of the dependencies between two kernels (edges with a free
+// end carry no training label) falls, so the network's ranking of its
+// dependencies decides what is cut whatever the logits' scale. With every
+// logit equal (an untrained head) every dependency is cut, a placement the
+// absolute thresholds already give.
+inline constexpr double kScheduledCutFractions[] = {0.02, 0.1};
 
 // InvalidArgument when `co_location` does not have one logit per feature
 // edge; the METIS placer's errors.
@@ -82,7 +89,8 @@ absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
 // Every MetisAffinityPlacement (kAffinitySharpness), every
 // ComponentPlacement (kComponentThresholdLogits), every
 // BalancedMergePlacement (kBalancedMergeSlack), then every
-// ScheduledComponentPlacement (kComponentThresholdLogits), dropping
+// ScheduledComponentPlacement (kComponentThresholdLogits, then the
+// thresholds that cut kScheduledCutFractions of the dependencies), dropping
 // placements equal to an earlier one and the METIS placements when METIS
 // fails (the others still come). InvalidArgument when `co_location` does
 // not have one logit per feature edge.

@@ -1,5 +1,6 @@
 #include "policy/go/affinity_decode.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -172,6 +173,42 @@ TEST(AffinityDecodeTest, ScheduledComponentsSpreadParallelBranches) {
   device = ScheduledComponentPlacement(*instance, keep, 0.0);
   ASSERT_TRUE(device.ok()) << device.status();
   EXPECT_EQ(std::set<int32_t>(device->begin(), device->end()).size(), 1u);
+}
+
+TEST(AffinityDecodeTest, RelativeThresholdsCutOnlyTheLeastKeptDependency) {
+  // Every logit below every absolute threshold, one dependency lower than
+  // the rest: the absolute decodes cut all and spread the heavy branches;
+  // the relative ones cut that one alone, and the rest stays together.
+  std::unique_ptr<TrainingInstance> instance =
+      testing::TestInstance(simulator::baselines::testing::FanOutGraph(4), 4);
+  ASSERT_NE(instance, nullptr);
+  const graph::Graph& graph = instance->graph();
+  const GraphFeatures& f = instance->features;
+  std::vector<float> logits(f.edge_src.size(), -1.0f);
+  for (size_t e = 0; e < logits.size(); ++e) {
+    if (graph.node(f.edge_src[e]).name == "root" &&
+        graph.node(f.edge_dst[e]).name == "dot3") {
+      logits[e] = -3.0f;
+    }
+  }
+  auto dot_devices = [&graph](const std::vector<int32_t>& device) {
+    std::set<int32_t> devices;
+    for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+      if (graph.node(id).name.rfind("dot", 0) == 0) devices.insert(device[id]);
+    }
+    return devices.size();
+  };
+  absl::StatusOr<std::vector<int32_t>> absolute =
+      ScheduledComponentPlacement(*instance, logits, 0.0);
+  ASSERT_TRUE(absolute.ok()) << absolute.status();
+  EXPECT_GE(dot_devices(*absolute), 2u);
+  absl::StatusOr<std::vector<std::vector<int32_t>>> all =
+      AffinityPlacements(*instance, logits);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(std::any_of(all->begin(), all->end(),
+                          [&](const std::vector<int32_t>& device) {
+                            return dot_devices(device) == 1;
+                          }));
 }
 
 TEST(AffinityDecodeTest,

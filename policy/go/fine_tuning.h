@@ -26,7 +26,7 @@ namespace gopt::policy::go {
 // then the earlier plan). When the network has a co-location head and
 // `tasks` include placement, the first of the `num_samples` plans are the
 // distinct affinity placements (AffinityPlacements, affinity_decode.h: at
-// most 11) with the greedy decode's priorities and fusion; the rest are
+// most 13) with the greedy decode's priorities and fusion; the rest are
 // sampled. When `tasks` include fusion, the greedy plan and the affinity
 // placements are also tried with their fusion levels grouped by the
 // `greedy-join` rule (Actions::fusion_join; not counted as samples: the
