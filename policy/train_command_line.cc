@@ -458,6 +458,11 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "both lists (in-sample fit; the held-out set never chooses)",
       [](auto& o) -> auto& { return o.selection_graphs; });
   flags.Add(
+      "policy_version",
+      "the card's version (default: one more than --init_policy_dir's, or 1 "
+      "for a fresh network)",
+      [](auto& o) -> auto& { return o.policy_version; });
+  flags.Add(
       "keep_evaluated_checkpoints",
       "also write every evaluated network to OUT_DIR/evaluated/round-NNNN/ "
       "(a policy directory gopt bench can run), not only the kept one",

@@ -11,6 +11,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -650,8 +651,31 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> ExpertInitialModel(
   return model;
 }
 
+// The version a new run's card gets: --policy_version, else one more than
+// the initial policy's numeric version, else "1". InvalidArgument when the
+// initial policy's version is not a number; ReadCardFile's errors.
+absl::StatusOr<std::string> ExpertPolicyVersion(
+    const ExpertCommandOptions& options) {
+  if (!options.policy_version.empty()) return options.policy_version;
+  if (options.init_policy_dir.empty()) return std::string("1");
+  ASSIGN_OR_RETURN(const nlohmann::json init,
+                   ReadCardFile(options.init_policy_dir));
+  const auto version = init.find("version");
+  int number = 0;
+  if (version == init.end() || !version->is_string() ||
+      !absl::SimpleAtoi(version->get<std::string>(), &number)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--init_policy_dir '", options.init_policy_dir,
+                     "': its card's version is not a whole number (",
+                     version == init.end() ? "missing" : version->dump(),
+                     "); set --policy_version"));
+  }
+  return absl::StrCat(number + 1);
+}
+
 // The card of a new run (a resumed run keeps its own).
 nlohmann::json ExpertCard(const ExpertCommandOptions& options,
+                          const std::string& version,
                           const go::ExpertIterationOptions& expert,
                           const nlohmann::json& data, const HeldOut& held_out,
                           const go::GoModel& model, int world_size) {
@@ -659,7 +683,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
       {"format_version", 1},
       {"kind", "go"},
       {"name", "go-multitask"},
-      {"version", "3"},
+      {"version", version},
       {"checkpoint", "go-multitask.pt"},
       {"training",
        {{"method", "expert iteration (search distillation) + PPO"},
@@ -939,7 +963,9 @@ absl::Status RunExpert(const ExpertCommandOptions& options, std::ostream& out) {
     expert.start_round = card["training"].value("rounds", 0);
     expert.start_seconds = card["training"].value("wall_seconds", 0.0);
   } else {
-    card = ExpertCard(options, expert, data, held_out, *model, env.world_size);
+    ASSIGN_OR_RETURN(const std::string version, ExpertPolicyVersion(options));
+    card = ExpertCard(options, version, expert, data, held_out, *model,
+                      env.world_size);
     card["training"]["data"]["validation"] = {
         {"graphs", options.validation_graphs},
         {"trained_graphs", options.selection_graphs},

@@ -185,6 +185,10 @@ struct ExpertCommandOptions {
   // co_location_head for a fresh one, GoModel::EnableCoLocationHead for
   // init_policy_dir's); a resumed run keeps its checkpoint's architecture.
   bool co_location_head = false;
+  // The card's version (gopt-server serves the highest of a name). Empty =
+  // one more than init_policy_dir's card version, or "1" for a fresh
+  // network.
+  std::string policy_version;
   int rendezvous_seconds = 300;  // how long ranks wait for each other
   std::string command_line;      // recorded in the card
 };

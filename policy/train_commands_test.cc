@@ -75,6 +75,7 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
   ExpertCommandOptions options = SmallExpert(dir, kMaxNodes);
   options.random_graphs = 2;
   options.validation_graphs = {smallest.label};
+  options.policy_version = "7";
   std::ostringstream out;
   ASSERT_TRUE(RunExpert(options, out).ok()) << out.str();
   absl::StatusOr<nlohmann::json> card = ReadCardFile(dir);
@@ -86,6 +87,7 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
     best = std::min(best, point["zero_shot_over_best"].get<double>());
   }
   EXPECT_EQ(metrics["validation_best"].get<double>(), best);
+  EXPECT_EQ((*card)["version"], "7");
   EXPECT_EQ((*card)["training"]["rounds_run"].get<int>(), 3);
   EXPECT_LE((*card)["training"]["rounds"].get<int>(), 3);
   EXPECT_EQ((*card)["training"]["data"]["validation"]["graphs"][0],
@@ -110,6 +112,27 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
   const absl::Status unknown = RunExpert(options, out);
   EXPECT_TRUE(absl::IsInvalidArgument(unknown)) << unknown;
   EXPECT_THAT(unknown.message(), HasSubstr("hlo/not_in_the_corpus.hlo"));
+
+  // A run from that policy is its next version by default; an initial
+  // policy whose version is not a number needs --policy_version.
+  const std::string next_dir = dir + "-next";
+  std::filesystem::remove_all(next_dir);
+  ExpertCommandOptions next = SmallExpert(next_dir, kMaxNodes);
+  next.init_policy_dir = dir;
+  next.co_location_head = false;  // the initial policy has one
+  next.random_graphs = 2;
+  next.rounds = 0;
+  const absl::Status from_seven = RunExpert(next, out);
+  ASSERT_TRUE(from_seven.ok()) << from_seven;
+  absl::StatusOr<nlohmann::json> next_card = ReadCardFile(next_dir);
+  ASSERT_TRUE(next_card.ok()) << next_card.status();
+  EXPECT_EQ((*next_card)["version"], "8");
+  edited = *ReadCardFile(dir);
+  edited["version"] = "beta";
+  ASSERT_TRUE(WriteCardFile(dir, edited).ok());
+  const absl::Status beta = RunExpert(next, out);
+  EXPECT_TRUE(absl::IsInvalidArgument(beta)) << beta;
+  EXPECT_THAT(beta.message(), HasSubstr("set --policy_version"));
 }
 
 TEST(TrainCommandsTest, ExpertSelectionGraphsChooseTheCheckpointAndTrain) {
@@ -141,6 +164,7 @@ TEST(TrainCommandsTest, ExpertSelectionGraphsChooseTheCheckpointAndTrain) {
   }
   EXPECT_EQ(metrics["validation_best"].get<double>(), best);
   const nlohmann::json& data = (*card)["training"]["data"];
+  EXPECT_EQ((*card)["version"], "1") << "a fresh network's first version";
   EXPECT_EQ(data["validation"]["trained_graphs"][0], selected);
   EXPECT_TRUE(data["validation"]["selects_checkpoint"].get<bool>());
   EXPECT_TRUE(std::any_of(
