@@ -110,8 +110,8 @@ TEST_F(ShippedPoliciesTest, ListPoliciesShowsTheShippedCheckpoints) {
   for (const auto& policy : response->policies()) {
     kinds += policy.name() + "@" + policy.version() + ":" + policy.kind() + " ";
   }
-  // v3 is served (the highest version); v2 stays, reachable by name@2.
-  EXPECT_THAT(kinds, HasSubstr("go-multitask@3:go"));
+  // v4 is served (the highest version); v2 stays, reachable by name@2.
+  EXPECT_THAT(kinds, HasSubstr("go-multitask@4:go"));
   EXPECT_THAT(kinds, HasSubstr("go-multitask@2:go"));
   EXPECT_THAT(kinds, HasSubstr("costmodel-layout@1:cost-model-layout"));
   EXPECT_THAT(kinds, HasSubstr("costmodel-tile@1:cost-model-tile"));
@@ -153,12 +153,12 @@ TEST_F(ShippedPoliciesTest, OptimizeRunsTheGoPolicyOnARealHloGraph) {
   for (const auto& result : response->policy_results()) {
     if (absl::StartsWith(result.method(), "go")) {
       ++go_runs;
-      EXPECT_EQ(result.version(), "3");
+      EXPECT_EQ(result.version(), "4");
       EXPECT_TRUE(result.valid()) << result.error();
       EXPECT_GT(result.step_time_s(), 0);
     }
   }
-  // One GO run: the newest go-multitask (v3), not one per shipped version.
+  // One GO run: the newest go-multitask (v4), not one per shipped version.
   EXPECT_EQ(go_runs, 1) << response->DebugString();
   // Never slower than the default plan, whoever wins.
   EXPECT_LE(response->step_time_s(), response->default_step_time_s());
@@ -231,7 +231,7 @@ TEST(ShippedPoliciesIntegrityTest, EveryCardRecordsItsCheckpointHash) {
         << card_path;
     EXPECT_TRUE(card.contains("checkpoint_sha256_recorded_by")) << card_path;
   }
-  // go-multitask-v2, go-multitask-v3, costmodel-layout-v1, costmodel-tile-v1.
+  // go-multitask-v2, go-multitask-v4, costmodel-layout-v1, costmodel-tile-v1.
   EXPECT_EQ(cards, 4);
 }
 
@@ -248,7 +248,7 @@ TEST(ShippedPoliciesIntegrityTest, NewestGoPolicyIsTheServedOne) {
       (*policies)->Find("go-multitask", "");
   ASSERT_TRUE(served.ok()) << served.status();
   EXPECT_EQ(*newest, (*served)->info().directory);
-  EXPECT_TRUE(absl::EndsWith(*newest, "/go-multitask-v3")) << *newest;
+  EXPECT_TRUE(absl::EndsWith(*newest, "/go-multitask-v4")) << *newest;
 }
 
 }  // namespace

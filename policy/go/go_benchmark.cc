@@ -99,8 +99,9 @@ BENCHMARK(BM_ZeroShotDecisions)
 
 // The affinity decodes ZeroShot adds for a network with a co-location head
 // (AffinityPlacements: three weighted METIS partitions, three component
-// placements, two balanced merges and three scheduled component
-// placements), on logits that keep two dependencies in three. Argument:
+// placements, two balanced merges and five scheduled component
+// placements: three absolute thresholds, two relative), on logits that keep
+// two dependencies in three. Argument:
 // approximate node count.
 void BM_AffinityPlacements(benchmark::State& state) {
   const graph::Graph& graph = BenchGraph(static_cast<int>(state.range(0)));

@@ -24,7 +24,7 @@ set ylabel 'held-out zero-shot / best baseline (geomean)'
 plot '${csv}' using 2:(strlen(strcol(11)) > 0 ? \$11 : NaN) skip 1 \
      with linespoints pt 7 lw 2 lc rgb '#08519c' title 'held-out zero-shot', \
      '' using 2:(valid(14) ? \$14 : NaN) skip 1 \
-     with linespoints pt 5 lw 2 lc rgb '#31a354' title 'validation zero-shot (picks the checkpoint)', \
+     with linespoints pt 5 lw 2 lc rgb '#31a354' title 'validation + selection graphs zero-shot (picks the checkpoint)', \
      1 with lines dt 2 lc rgb '#636363' title 'best baseline'
 set xlabel 'round'
 set ylabel 'step time / best baseline (training instances)'
