@@ -58,6 +58,23 @@ ExpertCommandOptions SmallExpert(const std::string& out_dir, int max_nodes) {
   return options;
 }
 
+// An empty directory under the test's temporary directory.
+std::string FreshDir(const std::string& name) {
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / name).string();
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// The lowest point of the card's validation curve.
+double BestOfValidationCurve(const nlohmann::json& card) {
+  double best = 1e300;
+  for (const nlohmann::json& point : card["metrics"]["validation_curve"]) {
+    best = std::min(best, point["zero_shot_over_best"].get<double>());
+  }
+  return best;
+}
+
 TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
   // Two random generated graphs, the first the validation set: left out of
   // training, evaluated at the start, after every round and at the end;
@@ -68,10 +85,7 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
   ASSERT_TRUE(random.ok()) << random.status();
   ASSERT_EQ(random->size(), 2u);
   const go::CorpusGraph& smallest = random->front();
-  const std::string dir =
-      (std::filesystem::path(::testing::TempDir()) / "expert_validation")
-          .string();
-  std::filesystem::remove_all(dir);
+  const std::string dir = FreshDir("expert_validation");
   ExpertCommandOptions options = SmallExpert(dir, kMaxNodes);
   options.random_graphs = 2;
   options.validation_graphs = {smallest.label};
@@ -82,11 +96,8 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
   ASSERT_TRUE(card.ok()) << card.status();
   const nlohmann::json& metrics = (*card)["metrics"];
   ASSERT_EQ(metrics["validation_curve"].size(), 5u);  // start, 3 rounds, end
-  double best = 1e300;
-  for (const nlohmann::json& point : metrics["validation_curve"]) {
-    best = std::min(best, point["zero_shot_over_best"].get<double>());
-  }
-  EXPECT_EQ(metrics["validation_best"].get<double>(), best);
+  EXPECT_EQ(metrics["validation_best"].get<double>(),
+            BestOfValidationCurve(*card));
   EXPECT_EQ((*card)["version"], "7");
   EXPECT_EQ((*card)["training"]["rounds_run"].get<int>(), 3);
   EXPECT_LE((*card)["training"]["rounds"].get<int>(), 3);
@@ -115,8 +126,7 @@ TEST(TrainCommandsTest, ExpertKeepsTheCheckpointWithTheBestValidation) {
 
   // A run from that policy is its next version by default; an initial
   // policy whose version is not a number needs --policy_version.
-  const std::string next_dir = dir + "-next";
-  std::filesystem::remove_all(next_dir);
+  const std::string next_dir = FreshDir("expert_validation-next");
   ExpertCommandOptions next = SmallExpert(next_dir, kMaxNodes);
   next.init_policy_dir = dir;
   next.co_location_head = false;  // the initial policy has one
@@ -143,10 +153,7 @@ TEST(TrainCommandsTest, ExpertSelectionGraphsChooseTheCheckpointAndTrain) {
       go::RandomGeneratedGraphs(2, kMaxNodes, /*seed=*/1);
   ASSERT_TRUE(random.ok()) << random.status();
   const std::string selected = random->front().label;
-  const std::string dir =
-      (std::filesystem::path(::testing::TempDir()) / "expert_selection")
-          .string();
-  std::filesystem::remove_all(dir);
+  const std::string dir = FreshDir("expert_selection");
   ExpertCommandOptions options = SmallExpert(dir, kMaxNodes);
   options.random_graphs = 2;
   options.rounds = 2;
@@ -158,11 +165,8 @@ TEST(TrainCommandsTest, ExpertSelectionGraphsChooseTheCheckpointAndTrain) {
   ASSERT_TRUE(card.ok()) << card.status();
   const nlohmann::json& metrics = (*card)["metrics"];
   ASSERT_EQ(metrics["validation_curve"].size(), 4u);  // start, 2 rounds, end
-  double best = 1e300;
-  for (const nlohmann::json& point : metrics["validation_curve"]) {
-    best = std::min(best, point["zero_shot_over_best"].get<double>());
-  }
-  EXPECT_EQ(metrics["validation_best"].get<double>(), best);
+  EXPECT_EQ(metrics["validation_best"].get<double>(),
+            BestOfValidationCurve(*card));
   const nlohmann::json& data = (*card)["training"]["data"];
   EXPECT_EQ((*card)["version"], "1") << "a fresh network's first version";
   EXPECT_EQ(data["validation"]["trained_graphs"][0], selected);
