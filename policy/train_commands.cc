@@ -652,23 +652,24 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> ExpertInitialModel(
 }
 
 // The version a new run's card gets: --policy_version, else one more than
-// the initial policy's numeric version, else "1". InvalidArgument when the
-// initial policy's version is not a number; ReadCardFile's errors.
+// the initial policy's numeric version (ParseCard's: a string or an
+// integer; a card without one is version "1"), else "1". InvalidArgument
+// when the initial policy's version is not a whole number; ReadCardFile's
+// and ParseCard's errors.
 absl::StatusOr<std::string> ExpertPolicyVersion(
     const ExpertCommandOptions& options) {
   if (!options.policy_version.empty()) return options.policy_version;
   if (options.init_policy_dir.empty()) return std::string("1");
   ASSIGN_OR_RETURN(const nlohmann::json init,
                    ReadCardFile(options.init_policy_dir));
-  const auto version = init.find("version");
+  ASSIGN_OR_RETURN(const PolicyCard fields, ParseCard(init));
+  const std::string version = fields.version.empty() ? "1" : fields.version;
   int number = 0;
-  if (version == init.end() || !version->is_string() ||
-      !absl::SimpleAtoi(version->get<std::string>(), &number)) {
+  if (!absl::SimpleAtoi(version, &number)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--init_policy_dir '", options.init_policy_dir,
-                     "': its card's version is not a whole number (",
-                     version == init.end() ? "missing" : version->dump(),
-                     "); set --policy_version"));
+                     "': its card's version '", version,
+                     "' is not a whole number; set --policy_version"));
   }
   return absl::StrCat(number + 1);
 }
