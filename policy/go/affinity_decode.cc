@@ -349,6 +349,17 @@ absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
   return BalancedMerge(Decoder(instance), co_location, slack);
 }
 
+absl::StatusOr<double> CutFractionLogit(const TrainingInstance& instance,
+                                        const std::vector<float>& co_location,
+                                        double cut_fraction) {
+  RETURN_IF_ERROR(CheckLogits(instance, co_location));
+  if (!(cut_fraction > 0 && cut_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cut fraction must be in (0, 1], got ", cut_fraction));
+  }
+  return CutQuantileLogit(Decoder(instance), co_location, cut_fraction);
+}
+
 absl::StatusOr<std::vector<std::vector<int32_t>>> AffinityPlacements(
     const TrainingInstance& instance, const std::vector<float>& co_location) {
   RETURN_IF_ERROR(CheckLogits(instance, co_location));

@@ -86,6 +86,16 @@ absl::StatusOr<std::vector<int32_t>> BalancedMergePlacement(
     const TrainingInstance& instance, const std::vector<float>& co_location,
     double slack);
 
+// The logit at or below which `cut_fraction` (in (0, 1]; at least one) of
+// the dependencies between two kernels fall: the threshold of
+// ComponentPlacement and ScheduledComponentPlacement that cuts the
+// network's least-kept share of them (+infinity when there are none).
+// InvalidArgument when `co_location` does not have one logit per feature
+// edge or the fraction is outside (0, 1].
+absl::StatusOr<double> CutFractionLogit(const TrainingInstance& instance,
+                                        const std::vector<float>& co_location,
+                                        double cut_fraction);
+
 // Every MetisAffinityPlacement (kAffinitySharpness), every
 // ComponentPlacement (kComponentThresholdLogits), every
 // BalancedMergePlacement (kBalancedMergeSlack), then every

@@ -211,6 +211,35 @@ TEST(AffinityDecodeTest, RelativeThresholdsCutOnlyTheLeastKeptDependency) {
                           }));
 }
 
+TEST(AffinityDecodeTest, CutFractionLogitIsTheQuantileOfKernelDependencies) {
+  // The fan-out's dependencies between two kernels with logits 0, 1, 2, ...
+  // in edge order: cutting a fraction f of them is cutting every logit up
+  // to the ceil(f * count)-th smallest.
+  std::unique_ptr<TrainingInstance> instance =
+      testing::TestInstance(simulator::baselines::testing::FanOutGraph(4), 4);
+  ASSERT_NE(instance, nullptr);
+  const GraphFeatures& f = instance->features;
+  std::vector<float> logits(f.edge_src.size());
+  for (size_t e = 0; e < logits.size(); ++e) logits[e] = static_cast<float>(e);
+  absl::StatusOr<double> all = CutFractionLogit(*instance, logits, 1.0);
+  ASSERT_TRUE(all.ok()) << all.status();
+  absl::StatusOr<double> least = CutFractionLogit(*instance, logits, 1e-9);
+  ASSERT_TRUE(least.ok()) << least.status();
+  EXPECT_LE(*least, *all);
+  // At least one dependency is cut, so the threshold is one of the logits.
+  EXPECT_NE(std::find(logits.begin(), logits.end(), *least), logits.end());
+  for (double bad : {0.0, -0.5, 1.5}) {
+    absl::StatusOr<double> refused = CutFractionLogit(*instance, logits, bad);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+    EXPECT_THAT(std::string(refused.status().message()),
+                ::testing::HasSubstr("cut fraction must be in (0, 1]"));
+  }
+  EXPECT_EQ(
+      CutFractionLogit(*instance, std::vector<float>(1), 0.5).status().code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 TEST(AffinityDecodeTest,
      DecodesEveryPlacementOfTheSmallGraphsDeterministically) {
   for (const auto& [name, graph] :

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -278,6 +279,33 @@ void PrintConditionedDecode(const go::PolicyOutput& output,
 // one it cuts), each with the network's priorities and fusion, against the
 // same decodes with every logit 0 (the "metis" placement; components of
 // nothing): how well a perfectly trained co-location head could do.
+// The probability that a dependency the target keeps (label > 0) has a
+// higher logit than one it cuts (ties count half); 0.5 without both kinds.
+double RankingAuc(const std::vector<float>& logits,
+                  const std::vector<float>& labels) {
+  std::vector<size_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return logits[a] < logits[b]; });
+  double kept = 0, cut = 0, rank_sum = 0;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && logits[order[j]] == logits[order[i]]) ++j;
+    const double mid_rank = (i + j + 1) / 2.0;  // 1-based average rank
+    for (size_t k = i; k < j; ++k) {
+      if (labels[order[k]] > 0) {
+        ++kept;
+        rank_sum += mid_rank;
+      } else {
+        ++cut;
+      }
+    }
+    i = j;
+  }
+  if (kept == 0 || cut == 0) return 0.5;
+  return (rank_sum - kept * (kept + 1) / 2) / (kept * cut);
+}
+
 void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
                                const std::vector<int32_t>& target_device,
                                const go::PolicyOutput& output,
@@ -308,8 +336,32 @@ void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
       }
     }
     std::printf(
-        "  co-location head: %d/%d kept and %d/%d cut dependencies right\n",
-        kept_right, kept, cut_right, cut);
+        "  co-location head: %d/%d kept and %d/%d cut dependencies right, "
+        "ranking AUC %.3f\n",
+        kept_right, kept, cut_right, cut,
+        RankingAuc(output.co_location, oracle));
+    // The head's ranking at relative thresholds: the least-kept fraction cut.
+    std::printf("  relative cuts (network logits) / base:");
+    for (double fraction : {0.02, 0.1, 0.2, 0.3, 0.4}) {
+      absl::StatusOr<double> threshold =
+          go::CutFractionLogit(instance, output.co_location, fraction);
+      if (!threshold.ok()) continue;
+      for (bool scheduled : {false, true}) {
+        absl::StatusOr<std::vector<int32_t>> device =
+            scheduled ? go::ScheduledComponentPlacement(
+                            instance, output.co_location, *threshold)
+                      : go::ComponentPlacement(instance, output.co_location,
+                                               *threshold);
+        if (!device.ok()) continue;
+        go::Actions placed = actions;
+        placed.device = *std::move(device);
+        const go::ScoredPlan plan = go::ScoreActions(instance, placed);
+        std::printf(
+            " %s %.2f %.3f", scheduled ? "sched" : "comp", fraction,
+            plan.valid && !plan.oom ? plan.step_time_s / baseline_s : 10.0);
+      }
+    }
+    std::printf("\n");
   }
   for (const auto& [name, logits] : sets) {
     std::printf("  affinity decode (%s logits) / base:", name);
@@ -337,6 +389,10 @@ void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
     for (double slack : go::kBalancedMergeSlack) {
       print("merge", slack,
             go::BalancedMergePlacement(instance, *logits, slack));
+    }
+    for (double threshold : go::kComponentThresholdLogits) {
+      print("sched", threshold,
+            go::ScheduledComponentPlacement(instance, *logits, threshold));
     }
     std::printf("\n");
   }
