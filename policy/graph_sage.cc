@@ -1,6 +1,7 @@
 #include "policy/graph_sage.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -102,9 +103,57 @@ SageGraph SageGraph::FromEdges(const std::vector<int64_t>& src,
   return graph;
 }
 
+namespace {
+
+// AggregateRows without autograd, for a contiguous float `messages`: one
+// pass over the block's edges, adding each neighbour's row in edge order
+// (as index_add does) and keeping the element-wise max (as scatter_reduce's
+// "amax" without self does), so the result is AggregateRows' bit for bit
+// without a tensor operation per edge.
+torch::Tensor AggregateRowsNoGrad(const torch::Tensor& messages,
+                                  const Neighbours& neighbours, int64_t begin,
+                                  int64_t end, bool with_max) {
+  const int64_t rows = end - begin;
+  const int64_t width = messages.size(1);
+  const int64_t columns = with_max ? 2 * width : width;
+  torch::Tensor out = torch::zeros({rows, columns}, messages.options());
+  const float* in = messages.data_ptr<float>();
+  float* result = out.data_ptr<float>();
+  const int64_t* neighbour = neighbours.neighbour.data_ptr<int64_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t first = neighbours.offsets[begin + r];
+    const int64_t last = neighbours.offsets[begin + r + 1];
+    if (first == last) continue;
+    float* mean = result + r * columns;
+    float* max = mean + width;
+    for (int64_t e = first; e < last; ++e) {
+      const float* row = in + neighbour[e] * width;
+      for (int64_t c = 0; c < width; ++c) mean[c] += row[c];
+      if (!with_max) continue;
+      for (int64_t c = 0; c < width; ++c) {
+        // The first neighbour sets the max; NaN wins, as in amax.
+        if (e == first || row[c] > max[c] || std::isnan(row[c])) {
+          max[c] = row[c];
+        }
+      }
+    }
+    const float degree = static_cast<float>(last - first);
+    for (int64_t c = 0; c < width; ++c) mean[c] /= degree;
+  }
+  return out;
+}
+
+}  // namespace
+
 torch::Tensor AggregateRows(const torch::Tensor& messages,
                             const Neighbours& neighbours, int64_t begin,
                             int64_t end, bool with_max) {
+  if (!torch::GradMode::is_enabled() && messages.dim() == 2 &&
+      messages.scalar_type() == torch::kFloat32 && messages.is_contiguous() &&
+      neighbours.neighbour.scalar_type() == torch::kInt64 &&
+      neighbours.neighbour.is_contiguous()) {
+    return AggregateRowsNoGrad(messages, neighbours, begin, end, with_max);
+  }
   const int64_t rows = end - begin;
   const int64_t width = messages.size(1);
   torch::Tensor mean = torch::zeros({rows, width}, messages.options());

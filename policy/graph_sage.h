@@ -64,7 +64,9 @@ struct SageGraph {
 // the element-wise max (scatter_reduce "amax") of the `messages` rows
 // ([N, W]) of the neighbours of nodes [begin, end) in `neighbours`, as
 // [end - begin, W] (mean) or [end - begin, 2 * W] (mean, then max); zeros
-// where a node has none. Differentiable.
+// where a node has none. Differentiable. Without autograd (GradMode off) a
+// plain loop over the block's edges gives the same result bit for bit,
+// without LibTorch's per-edge work (index_add and scatter_reduce on CPU).
 torch::Tensor AggregateRows(const torch::Tensor& messages,
                             const Neighbours& neighbours, int64_t begin,
                             int64_t end, bool with_max);
