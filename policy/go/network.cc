@@ -19,7 +19,8 @@ namespace nn = torch::nn;
 constexpr float kMaskedLogit = -1e9f;
 // Segments per attention block: bounds the [segments, heads, L, 2L] score
 // tensor (4 segments of 256, one head: 2 MiB) and gives the intra-op
-// threads several blocks to share.
+// threads several blocks to share; each block recomputes the keys and
+// values of one segment before it (its memory).
 constexpr int64_t kSegmentChunk = 4;
 
 // Rows per block of row-wise work (ConcatRowBlocks) and of the GraphSAGE
@@ -111,13 +112,6 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
           ? torch::cat({x, torch::zeros({padded - n, x.size(1)}, x.options())},
                        0)
           : x;
-  // Keys and values of every row, projected once: a chunk's memory is the
-  // previous chunk's last segment.
-  const torch::Tensor keys_values =
-      ConcatRowBlocks(segments, kSegmentChunk, [&](int64_t begin, int64_t end) {
-        return key_value_->forward(
-            x_padded.slice(0, begin * length, end * length));
-      }).view({segments, length, 2 * a});
   // Each chunk of segments runs the whole layer (attention, then the
   // row-wise output projection, norms and feed-forward) on its own rows.
   torch::Tensor out =
@@ -127,12 +121,17 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
         torch::Tensor q = query_->forward(rows)
                               .view({c, length, heads, head_dim})
                               .transpose(1, 2);
-        torch::Tensor current = keys_values.slice(0, begin, end);
+        torch::Tensor current =
+            key_value_->forward(rows).view({c, length, 2 * a});
         // Memory: the previous segment's keys and values, without
-        // gradient (the first segment has none).
+        // gradient (the chunk's first segment recomputes its memory from
+        // the previous chunk's last rows; the first segment has none).
         torch::Tensor first_memory =
             begin == 0 ? torch::zeros({1, length, 2 * a}, x.options())
-                       : keys_values.slice(0, begin - 1, begin);
+                       : key_value_
+                             ->forward(x_padded.slice(0, (begin - 1) * length,
+                                                      begin * length))
+                             .view({1, length, 2 * a});
         torch::Tensor memory =
             torch::cat({first_memory, current.slice(0, 0, c - 1)}, 0).detach();
         torch::Tensor kv = torch::cat({memory, current}, 1);
