@@ -31,6 +31,7 @@
 #include "policy/go/network.h"
 #include "policy/go/plan_search.h"
 #include "policy/go/random_corpus.h"
+#include "simulator/baselines/cost_table.h"
 #include "simulator/topology.h"
 
 ABSL_FLAG(std::string, checkpoint,
@@ -306,18 +307,46 @@ double RankingAuc(const std::vector<float>& logits,
   return (rank_sum - kept * (kept + 1) / 2) / (kept * cut);
 }
 
+// Per feature dependency, +4 where `device` keeps its ends on one device,
+// -4 where it cuts it (the oracle co-location logits of a placement).
+std::vector<float> SameDeviceLogits(const go::TrainingInstance& instance,
+                                    const std::vector<int32_t>& device) {
+  const go::GraphFeatures& features = instance.features;
+  std::vector<float> logits(features.edge_src.size());
+  for (size_t e = 0; e < logits.size(); ++e) {
+    logits[e] = device[features.edge_src[e]] == device[features.edge_dst[e]]
+                    ? 4.0f
+                    : -4.0f;
+  }
+  return logits;
+}
+
+// RankingAuc over the dependencies whose ends are both kernels (the ones
+// expert iteration labels: searched targets scatter free nodes at no cost).
+double KernelRankingAuc(const go::TrainingInstance& instance,
+                        const std::vector<float>& logits,
+                        const std::vector<float>& labels) {
+  const go::GraphFeatures& features = instance.features;
+  const gopt::graph::Graph& graph = instance.graph();
+  std::vector<float> kept_logits, kept_labels;
+  for (size_t e = 0; e < logits.size(); ++e) {
+    if (gopt::simulator::baselines::IsFreeNode(
+            graph.node(static_cast<int>(features.edge_src[e]))) ||
+        gopt::simulator::baselines::IsFreeNode(
+            graph.node(static_cast<int>(features.edge_dst[e])))) {
+      continue;
+    }
+    kept_logits.push_back(logits[e]);
+    kept_labels.push_back(labels[e]);
+  }
+  return RankingAuc(kept_logits, kept_labels);
+}
+
 void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
                                const std::vector<int32_t>& target_device,
                                const go::PolicyOutput& output,
                                const go::Actions& actions, double baseline_s) {
-  const go::GraphFeatures& features = instance.features;
-  std::vector<float> oracle(features.edge_src.size());
-  for (size_t e = 0; e < oracle.size(); ++e) {
-    oracle[e] = target_device[features.edge_src[e]] ==
-                        target_device[features.edge_dst[e]]
-                    ? 4.0f
-                    : -4.0f;
-  }
+  const std::vector<float> oracle = SameDeviceLogits(instance, target_device);
   const std::vector<float> untrained(oracle.size(), 0.0f);
   std::vector<std::pair<const char*, const std::vector<float>*>> sets = {
       {"oracle", &oracle}, {"zero", &untrained}};
@@ -337,9 +366,10 @@ void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
     }
     std::printf(
         "  co-location head: %d/%d kept and %d/%d cut dependencies right, "
-        "ranking AUC %.3f\n",
+        "ranking AUC %.3f (between two kernels: %.3f)\n",
         kept_right, kept, cut_right, cut,
-        RankingAuc(output.co_location, oracle));
+        RankingAuc(output.co_location, oracle),
+        KernelRankingAuc(instance, output.co_location, oracle));
     // The head's ranking at relative thresholds: the least-kept fraction cut.
     std::printf("  relative cuts (network logits) / base:");
     for (double fraction : {0.02, 0.1, 0.2, 0.3, 0.4}) {
@@ -474,6 +504,33 @@ void Report(const char* when, go::GoModel* model,
   PrintConditionedDecode(output, instance, actions, baseline.step_time_s);
   PrintOracleAffinityDecode(instance, best.plan.device, output, actions,
                             baseline.step_time_s);
+  // How far one good plan's cuts say another's: a second search target
+  // (another seed) read as a ranking of the first's kernel co-location,
+  // the ceiling of what a head trained on such targets can rank.
+  const go::ScoredPlan second = SearchTarget(*model, instance, baseline,
+                                             absl::GetFlag(FLAGS_seed) + 1000);
+  std::printf(
+      "  second search target (seed + 1000) / base %.3f; its co-location "
+      "ranks the first's kernel dependencies with AUC %.3f\n",
+      ratio(second),
+      KernelRankingAuc(instance, SameDeviceLogits(instance, second.plan.device),
+                       SameDeviceLogits(instance, best.plan.device)));
+  // The same for placements the network reads or starts from: the best
+  // baseline's, and the HEFT and METIS hints among its node features.
+  const std::vector<float> target_logits =
+      SameDeviceLogits(instance, best.plan.device);
+  std::printf(
+      "  co-location AUC against the target: best baseline %.3f, HEFT hint "
+      "%.3f, METIS hint %.3f\n",
+      KernelRankingAuc(instance,
+                       SameDeviceLogits(instance, baseline.plan.device),
+                       target_logits),
+      KernelRankingAuc(
+          instance, SameDeviceLogits(instance, instance.features.heft_device),
+          target_logits),
+      KernelRankingAuc(
+          instance, SameDeviceLogits(instance, instance.features.metis_device),
+          target_logits));
   go::DistillOptions zero;
   zero.tasks = tasks;
   zero.learning_rate = 0;  // measures only
