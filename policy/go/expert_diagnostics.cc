@@ -6,7 +6,11 @@
 // simulates to the searched step time (it must: relabelling only swaps
 // interchangeable devices), and the supervised losses on the held-out
 // targets before and after --train_rounds rounds of expert iteration on the
-// training instances.
+// training instances. Per instance also the affinity decodes with the
+// network's, the target's and all-zero co-location logits, and how well
+// co-location rankings predict the target's cuts between two kernels (AUC):
+// the head's, a second search's (another seed), the best baseline's and
+// the HEFT and METIS hints'.
 //
 //   gopt_expert_diagnostics --checkpoint=policy/pretrained/go-multitask-v2/
 //     go-multitask.pt --graph=gen:transformer_xl-small --train_rounds=8
