@@ -486,6 +486,11 @@ FlagSet<ExpertCommandOptions> ExpertFlags() {
       "a device, distilled from the targets' partitions",
       [](auto& o) -> auto& { return o.co_location_head; });
   flags.Add(
+      "co_location_hint_cuts",
+      "with --co_location_head: the new head also reads, per dependency, "
+      "whether the HEFT and METIS hints cut it (needs --co_location_head)",
+      [](auto& o) -> auto& { return o.co_location_hint_cuts; });
+  flags.Add(
       "rendezvous_seconds", "how long data-parallel ranks wait for each other",
       [](auto& o) -> auto& { return o.rendezvous_seconds; });
   return flags;
@@ -514,6 +519,11 @@ absl::Status FinishExpert(std::vector<std::string> operands,
       !decay.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--average_decay (0 = off): ", decay.message()));
+  }
+  if (o->co_location_hint_cuts && !o->co_location_head) {
+    return absl::InvalidArgumentError(
+        "--co_location_hint_cuts needs --co_location_head (the hint inputs "
+        "belong to the new co-location head)");
   }
   if (!(o->prior_learning_rate >= 0)) {
     return absl::InvalidArgumentError(

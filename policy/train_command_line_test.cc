@@ -154,6 +154,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_TRUE(o.relabel_to_greedy);
   EXPECT_FALSE(o.co_location_loss);
   EXPECT_FALSE(o.co_location_head);
+  EXPECT_FALSE(o.co_location_hint_cuts);
   EXPECT_FALSE(o.keep_best);
   EXPECT_EQ(o.replay_targets, 0);
   EXPECT_EQ(o.prior_learning_rate, 0);
@@ -163,7 +164,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
       "--placement_weight=0 "
       "--fusion_fusible_only --relabel_to_greedy=false --co_location_loss "
       "--keep_best --replay_targets=12 --prior_learning_rate=0.01 "
-      "--co_location_head --average_decay=0.9");
+      "--co_location_head --co_location_hint_cuts --average_decay=0.9");
   ASSERT_TRUE(switches.ok()) << switches.status();
   const auto& s = std::get<ExpertCommandOptions>(switches->options);
   EXPECT_TRUE(s.priors_off);
@@ -173,6 +174,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
   EXPECT_FALSE(s.relabel_to_greedy);
   EXPECT_TRUE(s.co_location_loss);
   EXPECT_TRUE(s.co_location_head);
+  EXPECT_TRUE(s.co_location_hint_cuts);
   EXPECT_TRUE(s.keep_best);
   EXPECT_EQ(s.replay_targets, 12);
   EXPECT_EQ(s.prior_learning_rate, 0.01);
@@ -195,6 +197,7 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
            "expert --out_dir=o --placement_weight=-1",
            "expert --out_dir=o --average_decay=1",
            "expert --out_dir=o --average_decay=-0.5",
+           "expert --out_dir=o --co_location_hint_cuts",
        }) {
     EXPECT_TRUE(absl::IsInvalidArgument(Parse(line).status())) << line;
   }
@@ -202,6 +205,11 @@ TEST(TrainCommandLineTest, ExpertDefaultsAndRefusals) {
                 .status()
                 .message()
                 .find("--eval_every must be 1 or more, got 0"),
+            std::string::npos);
+  EXPECT_NE(Parse("expert --out_dir=o --co_location_hint_cuts")
+                .status()
+                .message()
+                .find("--co_location_hint_cuts needs --co_location_head"),
             std::string::npos);
 }
 

@@ -637,13 +637,15 @@ absl::StatusOr<std::unique_ptr<go::GoModel>> ExpertInitialModel(
       RETURN_IF_ERROR(model->ScalePlacementPriors(options.init_prior_factor));
     }
     if (options.co_location_head) {
-      RETURN_IF_ERROR(model->EnableCoLocationHead());
+      RETURN_IF_ERROR(
+          model->EnableCoLocationHead(options.co_location_hint_cuts));
     }
   } else {
     go::GoModelOptions model_options;
     model_options.hidden = options.hidden;
     model_options.attention_layers = options.attention_layers;
     model_options.co_location_head = options.co_location_head;
+    model_options.co_location_hint_cuts = options.co_location_hint_cuts;
     model_options.seed = options.go.seed;
     ASSIGN_OR_RETURN(model, go::GoModel::Create(model_options));
   }
@@ -693,6 +695,7 @@ nlohmann::json ExpertCard(const ExpertCommandOptions& options,
         {"init_prior_factor", options.init_prior_factor},
         {"priors_off", options.priors_off},
         {"co_location_head", options.co_location_head},
+        {"co_location_hint_cuts", options.co_location_hint_cuts},
         {"data",
          {{"graphs", data},
           {"topologies", options.topologies},

@@ -185,6 +185,10 @@ struct ExpertCommandOptions {
   // co_location_head for a fresh one, GoModel::EnableCoLocationHead for
   // init_policy_dir's); a resumed run keeps its checkpoint's architecture.
   bool co_location_head = false;
+  // With co_location_head: the new head also reads the HEFT and METIS
+  // hints' cuts (GoModelOptions::co_location_hint_cuts). Refused without
+  // co_location_head.
+  bool co_location_hint_cuts = false;
   // The card's version (gopt-server serves the highest of a name). Empty =
   // one more than init_policy_dir's card version, or "1" for a fresh
   // network.

@@ -45,6 +45,11 @@ absl::Status CheckOptions(const GoModelOptions& o) {
         ", graph_embedding ", o.graph_embedding,
         " (widths must be positive and attention_dim a multiple of heads)"));
   }
+  if (o.co_location_hint_cuts && !o.co_location_head) {
+    return absl::InvalidArgumentError(
+        "bad GO architecture: co_location_hint_cuts without co_location_head "
+        "(the hint inputs belong to the co-location head)");
+  }
   return absl::OkStatus();
 }
 
@@ -272,6 +277,7 @@ nlohmann::json GoModelOptions::ToJson() const {
           {"graph_embedding", graph_embedding},
           {"prior_strength", prior_strength},
           {"co_location_head", co_location_head},
+          {"co_location_hint_cuts", co_location_hint_cuts},
           {"seed", seed}};
 }
 
@@ -306,13 +312,18 @@ absl::StatusOr<GoModelOptions> GoModelOptions::FromJson(
       !s.ok()) {
     return s;
   }
-  // Absent in every checkpoint written before the head existed.
-  if (const auto it = json.find("co_location_head"); it != json.end()) {
+  // Absent in every checkpoint written before the head (or its hint
+  // inputs) existed.
+  for (const auto& [key, field] :
+       {std::pair<const char*, bool*>{"co_location_head", &o.co_location_head},
+        {"co_location_hint_cuts", &o.co_location_hint_cuts}}) {
+    const auto it = json.find(key);
+    if (it == json.end()) continue;
     if (!it->is_boolean()) {
       return absl::InvalidArgumentError(
-          "GO model options: 'co_location_head' is not a boolean");
+          absl::StrCat("GO model options: '", key, "' is not a boolean"));
     }
-    o.co_location_head = it->get<bool>();
+    *field = it->get<bool>();
   }
   return o;
 }
@@ -410,11 +421,11 @@ absl::Status GoModel::DisableHeuristicPriors() {
   return absl::OkStatus();
 }
 
-absl::Status GoModel::EnableCoLocationHead() {
+absl::Status GoModel::EnableCoLocationHead(bool hint_cuts) {
   if (impl_->network->has_co_location_head()) return absl::OkStatus();
   try {
     WithTorchSeed(options_.seed, [&] {
-      impl_->network->AddCoLocationHead();
+      impl_->network->AddCoLocationHead(hint_cuts);
       return 0;
     });
     impl_->network->eval();
@@ -423,6 +434,7 @@ absl::Status GoModel::EnableCoLocationHead() {
                               "adding the co-location head");
   }
   options_.co_location_head = true;
+  options_.co_location_hint_cuts = hint_cuts;
   return absl::OkStatus();
 }
 

@@ -35,6 +35,12 @@ struct GoModelOptions {
   // that both ends share a device. Default false: the networks trained
   // before it have none.
   bool co_location_head = false;
+  // With the co-location head: its per-dependency hidden layer also reads
+  // whether the HEFT hint and the METIS hint (GraphFeatures::heft_device,
+  // metis_device) put the dependency's two ends on different devices, so
+  // that it can learn which heuristic's cuts to follow on which graph and
+  // machine. Default false (every network trained before it).
+  bool co_location_hint_cuts = false;
   uint64_t seed = 0;  // parameter initialisation
 
   // Every field by name, as checkpoints record the architecture:
@@ -42,9 +48,9 @@ struct GoModelOptions {
   nlohmann::json ToJson() const;
   // Reads ToJson's output. InvalidArgument naming the field when `json` is
   // not an object or a field is missing or not a number (prior_strength may
-  // be absent: it only initialises; co_location_head may be absent, meaning
-  // false, and must otherwise be a boolean). Ranges are checked by Create
-  // and Load.
+  // be absent: it only initialises; co_location_head and
+  // co_location_hint_cuts may be absent, meaning false, and must otherwise
+  // be booleans). Ranges are checked by Create and Load.
   static absl::StatusOr<GoModelOptions> FromJson(const nlohmann::json& json);
 };
 
@@ -101,8 +107,9 @@ class GoModel {
   // network without the head can be given one and trained further. A no-op
   // when the head is present. Call it before constructing a trainer over
   // the model (the trainer's optimiser holds the parameters it saw).
-  // Internal for a LibTorch failure.
-  absl::Status EnableCoLocationHead();
+  // `hint_cuts` sets options().co_location_hint_cuts for the new head (it
+  // is ignored when the head is present). Internal for a LibTorch failure.
+  absl::Status EnableCoLocationHead(bool hint_cuts = false);
 
   // InvalidArgument unless `decay` is in [0, 1): the decays AverageToward
   // takes.

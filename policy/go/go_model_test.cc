@@ -323,6 +323,87 @@ TEST(GoCoLocationHeadTest, OffByDefaultAndRoundTripsThroughJson) {
               HasSubstr("'co_location_head' is not a boolean"));
 }
 
+TEST(GoCoLocationHeadTest, HintCutsRoundTripAndNeedTheHead) {
+  EXPECT_FALSE(GoModelOptions().co_location_hint_cuts);
+  GoModelOptions options = SmallOptions();
+  options.co_location_head = true;
+  options.co_location_hint_cuts = true;
+  absl::StatusOr<GoModelOptions> read =
+      GoModelOptions::FromJson(options.ToJson());
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(read->co_location_hint_cuts);
+  nlohmann::json json = options.ToJson();
+  json.erase("co_location_hint_cuts");  // as every checkpoint before it
+  read = GoModelOptions::FromJson(json);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->co_location_hint_cuts);
+  json["co_location_hint_cuts"] = "yes";
+  EXPECT_THAT(GoModelOptions::FromJson(json).status().message(),
+              HasSubstr("'co_location_hint_cuts' is not a boolean"));
+  options.co_location_head = false;
+  absl::StatusOr<std::unique_ptr<GoModel>> refused = GoModel::Create(options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("co_location_hint_cuts without co_location_head"));
+}
+
+TEST(GoCoLocationHeadTest, HintCutsHeadReadsWhetherTheHintsCutAnEdge) {
+  // A head with the hint inputs, its output layer set so that the logit is
+  // its hidden layer's response: changing only the HEFT hint's devices
+  // (same graph, same node features) changes the logits of exactly the
+  // edges whose cut flag changed.
+  GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
+  auto model = GoModel::Create(SmallOptions(/*seed=*/3));
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE((*model)->EnableCoLocationHead(/*hint_cuts=*/true).ok());
+  EXPECT_TRUE((*model)->options().co_location_hint_cuts);
+  const int64_t w = kCoLocationWidth;
+  int64_t head = 0;
+  for (const auto& item : (*model)->impl().network->named_parameters()) {
+    if (item.key().rfind("co_location.", 0) == 0) head += item.value().numel();
+  }
+  const int64_t hidden = SmallOptions().hidden;
+  EXPECT_EQ(head, (hidden * w + w) + ((2 * w + 2) * w + w) + (w + 1));
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : (*model)->impl().network->named_parameters()) {
+      if (item.key() == "co_location.output.weight") item.value().fill_(1.0f);
+      if (item.key() == "co_location.hidden.weight") {
+        // The hint columns (the last two) push every hidden unit up.
+        item.value().narrow(1, 2 * w, 2).fill_(1.0f);
+      }
+    }
+  }
+  std::vector<int32_t> together(features.num_nodes, 0);
+  features.heft_device = together;
+  features.metis_device = together;
+  auto kept = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  std::vector<int32_t> split = together;
+  split.back() = 1;  // the sink on another device: its in-edges are cut
+  features.heft_device = split;
+  auto cut = (*model)->Run(features, kAllTasks);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  ASSERT_EQ(cut->co_location.size(), features.edge_src.size());
+  for (size_t e = 0; e < features.edge_src.size(); ++e) {
+    const bool to_sink = features.edge_dst[e] == features.num_nodes - 1;
+    if (to_sink) {
+      EXPECT_GT(cut->co_location[e], kept->co_location[e]) << e;
+    } else {
+      EXPECT_EQ(cut->co_location[e], kept->co_location[e]) << e;
+    }
+  }
+  // Saved, it loads with the hint inputs and gives the same logits.
+  const std::string path = TempPath("hint_cuts_head.pt");
+  ASSERT_TRUE((*model)->Save(path).ok());
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->options().co_location_hint_cuts);
+  auto again = (*loaded)->Run(features, kAllTasks);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->co_location, cut->co_location);
+}
+
 TEST(GoCoLocationHeadTest, UntrainedHeadGivesZeroPerEdge) {
   const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
   GoModelOptions options = SmallOptions();

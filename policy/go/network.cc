@@ -70,6 +70,20 @@ FeatureTensors ToTensors(const GraphFeatures& features) {
       torch::from_blob(const_cast<float*>(features.upward_rank.data()), {n},
                        torch::kFloat32)
           .clone();
+  std::vector<float> cuts(features.edge_src.size() * 2, 0.0f);
+  for (const auto& [column, hint] :
+       {std::pair<size_t, const std::vector<int32_t>*>{0,
+                                                       &features.heft_device},
+        {1, &features.metis_device}}) {
+    if (static_cast<int64_t>(hint->size()) != n) continue;
+    for (size_t e = 0; e < features.edge_src.size(); ++e) {
+      const int32_t a = (*hint)[features.edge_src[e]];
+      const int32_t b = (*hint)[features.edge_dst[e]];
+      cuts[2 * e + column] = a >= 0 && b >= 0 && a != b ? 1.0f : 0.0f;
+    }
+  }
+  t.edge_hint_cuts =
+      FromFloats(cuts, static_cast<int64_t>(features.edge_src.size()), 2);
   t.heft_hint = OneHotDevices(features.heft_device, n, d);
   t.metis_hint = OneHotDevices(features.metis_device, n, d);
   return t;
@@ -160,10 +174,12 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& x,
   return out.slice(0, 0, n);
 }
 
-CoLocationHeadImpl::CoLocationHeadImpl(int64_t hidden) {
+CoLocationHeadImpl::CoLocationHeadImpl(int64_t hidden, bool hint_cuts)
+    : hint_cuts_(hint_cuts) {
   embed_ = register_module("embed", nn::Linear(hidden, kCoLocationWidth));
-  hidden_ = register_module("hidden",
-                            nn::Linear(2 * kCoLocationWidth, kCoLocationWidth));
+  hidden_ = register_module(
+      "hidden",
+      nn::Linear(2 * kCoLocationWidth + (hint_cuts ? 2 : 0), kCoLocationWidth));
   output_ = register_module("output", nn::Linear(kCoLocationWidth, 1));
   // Zero: an untrained head says "no opinion" (logit 0) on every edge, so a
   // decode weighting edges by it starts from its unweighted form.
@@ -174,7 +190,8 @@ CoLocationHeadImpl::CoLocationHeadImpl(int64_t hidden) {
 
 torch::Tensor CoLocationHeadImpl::forward(const torch::Tensor& y,
                                           const torch::Tensor& src,
-                                          const torch::Tensor& dst) {
+                                          const torch::Tensor& dst,
+                                          const torch::Tensor& hint_cuts) {
   const int64_t edges = src.size(0);
   if (edges == 0) return torch::zeros({0}, y.options());
   const torch::Tensor z =
@@ -184,7 +201,11 @@ torch::Tensor CoLocationHeadImpl::forward(const torch::Tensor& y,
   return ConcatRowBlocks(edges, kRowBlock, [&](int64_t begin, int64_t end) {
     const torch::Tensor z_u = z.index_select(0, src.slice(0, begin, end));
     const torch::Tensor z_v = z.index_select(0, dst.slice(0, begin, end));
-    const torch::Tensor pair = torch::cat({z_u * z_v, (z_u - z_v).abs()}, 1);
+    const torch::Tensor pair =
+        hint_cuts_ ? torch::cat({z_u * z_v, (z_u - z_v).abs(),
+                                 hint_cuts.slice(0, begin, end)},
+                                1)
+                   : torch::cat({z_u * z_v, (z_u - z_v).abs()}, 1);
     return output_->forward(torch::relu(hidden_->forward(pair))).squeeze(1);
   });
 }
@@ -253,15 +274,17 @@ GoNetworkImpl::GoNetworkImpl(const GoNetworkOptions& options)
       register_module("scheduling_action", nn::Embedding(kPriorityLevels, h));
   fusion_head_ = register_module("fusion_head", nn::Linear(h, kPriorityLevels));
   if (m.co_location_head) {
-    co_location_ = register_module("co_location", CoLocationHead(h));
+    co_location_ = register_module("co_location",
+                                   CoLocationHead(h, m.co_location_hint_cuts));
   }
 }
 
-void GoNetworkImpl::AddCoLocationHead() {
+void GoNetworkImpl::AddCoLocationHead(bool hint_cuts) {
   if (has_co_location_head()) return;
-  co_location_ =
-      register_module("co_location", CoLocationHead(options_.model.hidden));
+  co_location_ = register_module(
+      "co_location", CoLocationHead(options_.model.hidden, hint_cuts));
   options_.model.co_location_head = true;
+  options_.model.co_location_hint_cuts = hint_cuts;
 }
 
 void GoNetworkImpl::ScalePlacementPriors(float factor) {
@@ -317,8 +340,8 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
   if (tasks.placement) {
     torch::Tensor y = RunStack(placement_stack_, x, g);
     if (has_co_location_head()) {
-      out.co_location =
-          co_location_->forward(y, graph.edge_src, graph.edge_dst);
+      out.co_location = co_location_->forward(y, graph.edge_src, graph.edge_dst,
+                                              graph.edge_hint_cuts);
     }
     torch::Tensor centers =
         (torch::arange(d, torch::kFloat32) + 0.5) / static_cast<double>(d);

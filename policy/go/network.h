@@ -19,11 +19,14 @@ namespace gopt::policy::go {
 
 // GraphFeatures as tensors (CPU).
 struct FeatureTensors {
-  torch::Tensor node;           // [N, F] float
-  torch::Tensor device;         // [D, Fd] float
-  SageGraph edges;              // the dependencies, both directions
-  torch::Tensor edge_src;       // [E] int64: GraphFeatures::edge_src
-  torch::Tensor edge_dst;       // [E] int64: GraphFeatures::edge_dst
+  torch::Tensor node;      // [N, F] float
+  torch::Tensor device;    // [D, Fd] float
+  SageGraph edges;         // the dependencies, both directions
+  torch::Tensor edge_src;  // [E] int64: GraphFeatures::edge_src
+  torch::Tensor edge_dst;  // [E] int64: GraphFeatures::edge_dst
+  // [E, 2] float: 1 where the HEFT (column 0) or METIS (column 1) hint puts
+  // the edge's ends on different devices (0 where a hint is missing).
+  torch::Tensor edge_hint_cuts;
   torch::Tensor allowed;        // [N, D] bool
   torch::Tensor work_position;  // [N] float
   torch::Tensor upward_rank;    // [N] float
@@ -55,16 +58,22 @@ inline constexpr int64_t kCoLocationWidth = 32;
 // [z_u * z_v, |z_u - z_v|] (symmetric in u and v) -> Linear(64, 32) -> ReLU
 // -> Linear(32, 1) = the logit that u and v share a device. The last layer
 // starts at zero (weight and bias), so an untrained head gives logit 0
-// (probability 1/2) on every edge. Edges are processed in row blocks
-// (ConcatRowBlocks). Not thread-safe while training.
+// (probability 1/2) on every edge. With `hint_cuts`
+// (GoModelOptions::co_location_hint_cuts) the hidden layer reads the edge's
+// two hint-cut flags too (Linear(66, 32)). Edges are processed in row
+// blocks (ConcatRowBlocks). Not thread-safe while training.
 class CoLocationHeadImpl : public torch::nn::Module {
  public:
-  explicit CoLocationHeadImpl(int64_t hidden);
-  // y: [N, hidden]; src, dst: [E] int64 node indices. Returns [E] logits.
+  CoLocationHeadImpl(int64_t hidden, bool hint_cuts);
+  // y: [N, hidden]; src, dst: [E] int64 node indices; hint_cuts: [E, 2]
+  // (FeatureTensors::edge_hint_cuts; read only with `hint_cuts`). Returns
+  // [E] logits.
   torch::Tensor forward(const torch::Tensor& y, const torch::Tensor& src,
-                        const torch::Tensor& dst);
+                        const torch::Tensor& dst,
+                        const torch::Tensor& hint_cuts);
 
  private:
+  bool hint_cuts_;
   torch::nn::Linear embed_{nullptr};
   torch::nn::Linear hidden_{nullptr};
   torch::nn::Linear output_{nullptr};
@@ -163,9 +172,10 @@ class GoNetworkImpl : public torch::nn::Module {
   void DisableHeuristicPriors();
 
   // Registers the co-location head when absent (drawing its initial
-  // parameters from LibTorch's global generator: the caller seeds it) and
-  // sets options().model.co_location_head. A no-op when present.
-  void AddCoLocationHead();
+  // parameters from LibTorch's global generator: the caller seeds it), with
+  // the hint inputs when `hint_cuts`, and sets options().model's
+  // co_location_head and co_location_hint_cuts. A no-op when present.
+  void AddCoLocationHead(bool hint_cuts);
 
   // Whether the co-location head is registered.
   bool has_co_location_head() const { return !co_location_.is_empty(); }
