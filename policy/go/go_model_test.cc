@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/go/actions.h"
@@ -305,42 +306,37 @@ TEST(GoCheckpointTest, OptionsJsonNamesTheBadField) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(GoCoLocationHeadTest, OffByDefaultAndRoundTripsThroughJson) {
-  EXPECT_FALSE(GoModelOptions().co_location_head);
+// A boolean architecture field `key` (`field`): false by default, read back
+// from ToJson when set, false when absent (as in every checkpoint written
+// before it), refused by name when not a boolean.
+void ExpectOptionalBoolean(const char* key, bool GoModelOptions::*field) {
+  EXPECT_FALSE(GoModelOptions().*field) << key;
   GoModelOptions options = SmallOptions();
   options.co_location_head = true;
+  options.*field = true;
   absl::StatusOr<GoModelOptions> read =
       GoModelOptions::FromJson(options.ToJson());
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_TRUE(read->co_location_head);
+  EXPECT_TRUE((*read).*field) << key;
   nlohmann::json json = options.ToJson();
-  json.erase("co_location_head");  // as every checkpoint before the head
+  json.erase(key);
   read = GoModelOptions::FromJson(json);
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_FALSE(read->co_location_head);
-  json["co_location_head"] = 1;
-  EXPECT_THAT(GoModelOptions::FromJson(json).status().message(),
-              HasSubstr("'co_location_head' is not a boolean"));
+  EXPECT_FALSE((*read).*field) << key;
+  json[key] = 1;
+  EXPECT_THAT(std::string(GoModelOptions::FromJson(json).status().message()),
+              HasSubstr(absl::StrCat("'", key, "' is not a boolean")));
+}
+
+TEST(GoCoLocationHeadTest, OffByDefaultAndRoundTripsThroughJson) {
+  ExpectOptionalBoolean("co_location_head", &GoModelOptions::co_location_head);
 }
 
 TEST(GoCoLocationHeadTest, HintCutsRoundTripAndNeedTheHead) {
-  EXPECT_FALSE(GoModelOptions().co_location_hint_cuts);
+  ExpectOptionalBoolean("co_location_hint_cuts",
+                        &GoModelOptions::co_location_hint_cuts);
   GoModelOptions options = SmallOptions();
-  options.co_location_head = true;
-  options.co_location_hint_cuts = true;
-  absl::StatusOr<GoModelOptions> read =
-      GoModelOptions::FromJson(options.ToJson());
-  ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_TRUE(read->co_location_hint_cuts);
-  nlohmann::json json = options.ToJson();
-  json.erase("co_location_hint_cuts");  // as every checkpoint before it
-  read = GoModelOptions::FromJson(json);
-  ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_FALSE(read->co_location_hint_cuts);
-  json["co_location_hint_cuts"] = "yes";
-  EXPECT_THAT(GoModelOptions::FromJson(json).status().message(),
-              HasSubstr("'co_location_hint_cuts' is not a boolean"));
-  options.co_location_head = false;
+  options.co_location_hint_cuts = true;  // without co_location_head
   absl::StatusOr<std::unique_ptr<GoModel>> refused = GoModel::Create(options);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()),
