@@ -332,7 +332,7 @@ double KernelRankingAuc(const go::TrainingInstance& instance,
                         const std::vector<float>& labels) {
   const go::GraphFeatures& features = instance.features;
   const gopt::graph::Graph& graph = instance.graph();
-  std::vector<float> kept_logits, kept_labels;
+  std::vector<float> kernel_logits, kernel_labels;
   for (size_t e = 0; e < logits.size(); ++e) {
     if (gopt::simulator::baselines::IsFreeNode(
             graph.node(static_cast<int>(features.edge_src[e]))) ||
@@ -340,10 +340,10 @@ double KernelRankingAuc(const go::TrainingInstance& instance,
             graph.node(static_cast<int>(features.edge_dst[e])))) {
       continue;
     }
-    kept_logits.push_back(logits[e]);
-    kept_labels.push_back(labels[e]);
+    kernel_logits.push_back(logits[e]);
+    kernel_labels.push_back(labels[e]);
   }
-  return RankingAuc(kept_logits, kept_labels);
+  return RankingAuc(kernel_logits, kernel_labels);
 }
 
 void PrintOracleAffinityDecode(const go::TrainingInstance& instance,
