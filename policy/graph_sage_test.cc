@@ -1,5 +1,7 @@
 #include "policy/graph_sage.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,6 +114,28 @@ TEST(AggregateRowsTest, InferenceMatchesTheDifferentiableKernelBitForBit) {
       }
     }
   }
+}
+
+TEST(AggregateRowsTest, InferenceKeepsANaNMessageInTheMaxAndMean) {
+  // A NaN neighbour value wins the max (as amax) and makes the mean NaN, in
+  // the inference loop as in the differentiable kernel.
+  const SageGraph graph = TinyGraph(false);
+  torch::Tensor m = TinyMessages();
+  m[1][0] =
+      std::numeric_limits<float>::quiet_NaN();  // node 1: a predecessor of 2
+  torch::Tensor differentiable;
+  {
+    torch::AutoGradMode grad(true);
+    differentiable = AggregateRows(m, graph.predecessors, 0, 4, true);
+  }
+  torch::NoGradGuard no_grad;
+  const torch::Tensor inference =
+      AggregateRows(m, graph.predecessors, 0, 4, true);
+  EXPECT_TRUE(std::isnan(inference[2][0].item<float>()));  // mean
+  EXPECT_TRUE(std::isnan(inference[2][2].item<float>()));  // max
+  EXPECT_TRUE(torch::equal(inference.isnan(), differentiable.isnan()));
+  EXPECT_TRUE(
+      torch::equal(inference.nan_to_num(0), differentiable.nan_to_num(0)));
 }
 
 TEST(MeanByMatrixTest, AveragesBatchedRowsLikeTheEdgeList) {
