@@ -47,6 +47,21 @@ torch::Tensor OneHotDevices(const std::vector<int32_t>& device, int64_t n,
   return FromFloats(one_hot, n, d);
 }
 
+// [E, 2] float: 1 where the HEFT hint (column 0) or the METIS hint (column
+// 1) puts the two ends of dependency e on different devices; 0 where it
+// keeps them together or leaves an end unplaced (a row of zeros).
+torch::Tensor HintCuts(const FeatureTensors& graph) {
+  std::vector<torch::Tensor> columns;
+  for (const torch::Tensor* hint : {&graph.heft_hint, &graph.metis_hint}) {
+    const torch::Tensor src = hint->index_select(0, graph.edge_src);
+    const torch::Tensor dst = hint->index_select(0, graph.edge_dst);
+    const torch::Tensor placed = src.sum(1).gt(0).logical_and(dst.sum(1).gt(0));
+    columns.push_back(
+        placed.logical_and((src * dst).sum(1).eq(0)).to(torch::kFloat32));
+  }
+  return torch::stack(columns, 1);
+}
+
 }  // namespace
 
 FeatureTensors ToTensors(const GraphFeatures& features) {
@@ -70,20 +85,6 @@ FeatureTensors ToTensors(const GraphFeatures& features) {
       torch::from_blob(const_cast<float*>(features.upward_rank.data()), {n},
                        torch::kFloat32)
           .clone();
-  std::vector<float> cuts(features.edge_src.size() * 2, 0.0f);
-  for (const auto& [column, hint] :
-       {std::pair<size_t, const std::vector<int32_t>*>{0,
-                                                       &features.heft_device},
-        {1, &features.metis_device}}) {
-    if (static_cast<int64_t>(hint->size()) != n) continue;
-    for (size_t e = 0; e < features.edge_src.size(); ++e) {
-      const int32_t a = (*hint)[features.edge_src[e]];
-      const int32_t b = (*hint)[features.edge_dst[e]];
-      cuts[2 * e + column] = a >= 0 && b >= 0 && a != b ? 1.0f : 0.0f;
-    }
-  }
-  t.edge_hint_cuts =
-      FromFloats(cuts, static_cast<int64_t>(features.edge_src.size()), 2);
   t.heft_hint = OneHotDevices(features.heft_device, n, d);
   t.metis_hint = OneHotDevices(features.metis_device, n, d);
   return t;
@@ -201,12 +202,10 @@ torch::Tensor CoLocationHeadImpl::forward(const torch::Tensor& y,
   return ConcatRowBlocks(edges, kRowBlock, [&](int64_t begin, int64_t end) {
     const torch::Tensor z_u = z.index_select(0, src.slice(0, begin, end));
     const torch::Tensor z_v = z.index_select(0, dst.slice(0, begin, end));
-    const torch::Tensor pair =
-        hint_cuts_ ? torch::cat({z_u * z_v, (z_u - z_v).abs(),
-                                 hint_cuts.slice(0, begin, end)},
-                                1)
-                   : torch::cat({z_u * z_v, (z_u - z_v).abs()}, 1);
-    return output_->forward(torch::relu(hidden_->forward(pair))).squeeze(1);
+    std::vector<torch::Tensor> pair = {z_u * z_v, (z_u - z_v).abs()};
+    if (hint_cuts_) pair.push_back(hint_cuts.slice(0, begin, end));
+    return output_->forward(torch::relu(hidden_->forward(torch::cat(pair, 1))))
+        .squeeze(1);
   });
 }
 
@@ -340,8 +339,11 @@ NetworkOutput GoNetworkImpl::forward(const FeatureTensors& graph,
   if (tasks.placement) {
     torch::Tensor y = RunStack(placement_stack_, x, g);
     if (has_co_location_head()) {
-      out.co_location = co_location_->forward(y, graph.edge_src, graph.edge_dst,
-                                              graph.edge_hint_cuts);
+      // The hints' cuts, derived here only for a head that reads them.
+      out.co_location = co_location_->forward(
+          y, graph.edge_src, graph.edge_dst,
+          options_.model.co_location_hint_cuts ? HintCuts(graph)
+                                               : torch::Tensor());
     }
     torch::Tensor centers =
         (torch::arange(d, torch::kFloat32) + 0.5) / static_cast<double>(d);

@@ -19,14 +19,11 @@ namespace gopt::policy::go {
 
 // GraphFeatures as tensors (CPU).
 struct FeatureTensors {
-  torch::Tensor node;      // [N, F] float
-  torch::Tensor device;    // [D, Fd] float
-  SageGraph edges;         // the dependencies, both directions
-  torch::Tensor edge_src;  // [E] int64: GraphFeatures::edge_src
-  torch::Tensor edge_dst;  // [E] int64: GraphFeatures::edge_dst
-  // [E, 2] float: 1 where the HEFT (column 0) or METIS (column 1) hint puts
-  // the edge's ends on different devices (0 where a hint is missing).
-  torch::Tensor edge_hint_cuts;
+  torch::Tensor node;           // [N, F] float
+  torch::Tensor device;         // [D, Fd] float
+  SageGraph edges;              // the dependencies, both directions
+  torch::Tensor edge_src;       // [E] int64: GraphFeatures::edge_src
+  torch::Tensor edge_dst;       // [E] int64: GraphFeatures::edge_dst
   torch::Tensor allowed;        // [N, D] bool
   torch::Tensor work_position;  // [N] float
   torch::Tensor upward_rank;    // [N] float
@@ -65,8 +62,9 @@ inline constexpr int64_t kCoLocationWidth = 32;
 class CoLocationHeadImpl : public torch::nn::Module {
  public:
   CoLocationHeadImpl(int64_t hidden, bool hint_cuts);
-  // y: [N, hidden]; src, dst: [E] int64 node indices; hint_cuts: [E, 2]
-  // (FeatureTensors::edge_hint_cuts; read only with `hint_cuts`). Returns
+  // y: [N, hidden]; src, dst: [E] int64 node indices; hint_cuts: [E, 2],
+  // 1 where the HEFT (column 0) or METIS (column 1) hint cuts the edge
+  // (read only with `hint_cuts`; may be undefined without). Returns
   // [E] logits.
   torch::Tensor forward(const torch::Tensor& y, const torch::Tensor& src,
                         const torch::Tensor& dst,
