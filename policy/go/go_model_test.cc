@@ -51,6 +51,15 @@ std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/" + name;
 }
 
+// `model` saved under TempPath(`name`) and loaded back: Save's error, or
+// Load's result.
+absl::StatusOr<std::unique_ptr<GoModel>> SavedAndLoaded(
+    const GoModel& model, const std::string& name) {
+  const std::string path = TempPath(name);
+  if (absl::Status saved = model.Save(path); !saved.ok()) return saved;
+  return GoModel::Load(path);
+}
+
 // Sum over each row of exp(log-probability).
 void ExpectRowsNormalised(const std::vector<float>& logp, int rows, int cols) {
   ASSERT_EQ(logp.size(), static_cast<size_t>(rows) * cols);
@@ -264,9 +273,8 @@ TEST(GoCheckpointTest, RoundTripKeepsOutputs) {
   const GraphFeatures features = Features(DiamondGraph(), UniformTopology(2));
   auto model = GoModel::Create(SmallOptions(/*seed=*/9));
   ASSERT_TRUE(model.ok());
-  const std::string path = TempPath("round_trip.pt");
-  ASSERT_TRUE((*model)->Save(path).ok());
-  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded =
+      SavedAndLoaded(**model, "round_trip.pt");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ((*loaded)->options().hidden, 32);
   EXPECT_EQ((*loaded)->options().segment, 4);
@@ -390,9 +398,8 @@ TEST(GoCoLocationHeadTest, HintCutsHeadReadsWhetherTheHintsCutAnEdge) {
     }
   }
   // Saved, it loads with the hint inputs and gives the same logits.
-  const std::string path = TempPath("hint_cuts_head.pt");
-  ASSERT_TRUE((*model)->Save(path).ok());
-  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded =
+      SavedAndLoaded(**model, "hint_cuts_head.pt");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_TRUE((*loaded)->options().co_location_hint_cuts);
   auto again = (*loaded)->Run(features, kAllTasks);
@@ -453,9 +460,8 @@ TEST(GoCoLocationHeadTest, SaveLoadKeepsTheHead) {
   auto model = GoModel::Create(options);
   ASSERT_TRUE(model.ok());
   PerturbHead(**model);
-  const std::string path = TempPath("co_location_head.pt");
-  ASSERT_TRUE((*model)->Save(path).ok());
-  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded =
+      SavedAndLoaded(**model, "co_location_head.pt");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_TRUE((*loaded)->options().co_location_head);
   auto before = (*model)->Run(features, kAllTasks);
@@ -513,9 +519,8 @@ TEST(GoCoLocationHeadTest, EnableAddsTheHeadOnceAndDeterministically) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
 
   // Saved, it loads with the head.
-  const std::string path = TempPath("enabled_head.pt");
-  ASSERT_TRUE((*model)->Save(path).ok());
-  absl::StatusOr<std::unique_ptr<GoModel>> loaded = GoModel::Load(path);
+  absl::StatusOr<std::unique_ptr<GoModel>> loaded =
+      SavedAndLoaded(**model, "enabled_head.pt");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_TRUE((*loaded)->options().co_location_head);
   EXPECT_EQ((*loaded)->num_parameters(), with_head);
