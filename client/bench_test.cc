@@ -119,6 +119,7 @@ TEST(BenchTest, GoMethodsRunThePolicy) {
   options.methods = {kGoZeroShot, kGoFineTune, kGoOneByOne};
   options.go_policy = &policy;
   options.go_fine_tune_steps = 7;
+  options.go_samples = 5;
   auto result = BenchTwoChains(options);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->rows.size(), 3u);
@@ -127,6 +128,7 @@ TEST(BenchTest, GoMethodsRunThePolicy) {
   // zero-shot, fine-tune, then placement / scheduling / fusion one by one.
   ASSERT_EQ(policy.calls_.size(), 5u);
   EXPECT_EQ(policy.calls_[0].fine_tune_steps, 0);
+  EXPECT_EQ(policy.calls_[0].num_samples, 5);
   EXPECT_EQ(policy.calls_[1].fine_tune_steps, 7);
   EXPECT_TRUE(policy.calls_[2].tasks.placement);
   EXPECT_FALSE(policy.calls_[2].tasks.scheduling);

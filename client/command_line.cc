@@ -297,6 +297,10 @@ FlagSet<BenchCommandOptions> Flags(BenchCommandOptions*) {
             [](O& o) -> std::string& { return o.go_policy; });
   flags.Add("fine_tune_steps", "go-finetune*: PPO steps at most",
             [](O& o) -> int& { return o.fine_tune_steps; });
+  flags.Add("go_samples",
+            "go-*: plans the policy decodes besides its greedy one (affinity "
+            "and hint placements, then samples), the best by simulation",
+            [](O& o) -> int& { return o.go_samples; });
   flags.Add("search_simulations",
             "go-finetune*: plans the local search simulates after each "
             "PPO step (0 = PPO fine-tuning alone)",
@@ -322,6 +326,10 @@ absl::Status Finish(std::vector<std::string> operands, BenchCommandOptions* o) {
   if (o->fine_tune_steps < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--fine_tune_steps must be 1 or more, got ", o->fine_tune_steps));
+  }
+  if (o->go_samples < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--go_samples must be 0 or more, got ", o->go_samples));
   }
   if (o->search_simulations < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

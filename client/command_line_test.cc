@@ -93,6 +93,10 @@ TEST(CommandLineTest, BenchListFlagsAccumulateAndOperandsComeFirst) {
                                       "best-baseline"}));
   EXPECT_TRUE(options.go_policy.empty());  // the newest GO policy
   EXPECT_EQ(options.fine_tune_steps, 50);
+  EXPECT_EQ(options.go_samples, 8);
+  command = Parse("bench a.hlo --go_samples=16");
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(std::get<BenchCommandOptions>(command->options).go_samples, 16);
 }
 
 TEST(CommandLineTest, OptimizeTasksAccumulate) {
@@ -123,6 +127,7 @@ TEST(CommandLineTest, BadValuesAreRefusedBeforeAnythingRuns) {
            "bench",
            "bench --methods=teleport --graph=gen:resnet50-small",
            "bench --search_simulations=-1 a.hlo",
+           "bench --go_samples=-1 a.hlo",
            "generate alexnet --out=x.pb",
            "generate gnmt",
            "generate --preset=nonesuch --out=x.pb",

@@ -160,6 +160,7 @@ absl::Status RunBench(const BenchCommandOptions& options, std::ostream& out) {
   bench.methods = options.methods;
   bench.seed = options.seed;
   bench.go_fine_tune_steps = options.fine_tune_steps;
+  bench.go_samples = options.go_samples;
   bench.go_search_simulations_per_step = options.search_simulations;
   std::unique_ptr<policy::Policy> go_policy;
   if (std::any_of(options.methods.begin(), options.methods.end(), IsGoMethod)) {

@@ -371,5 +371,44 @@ TEST(AffinityDecodeTest, ZeroShotTriesTheAffinityPlacementsBeforeSampling) {
   EXPECT_LE(greedy_only->num_valid, 2);
 }
 
+TEST(AffinityDecodeTest, ZeroShotTriesTheHintPlacementsThePriorsRead) {
+  std::unique_ptr<TrainingInstance> instance = testing::TestInstance(Gnmt(), 4);
+  ASSERT_NE(instance, nullptr);
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(testing::SmallModelOptions(/*seed=*/5));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TaskSet tasks{true, true, true, false};
+  absl::StatusOr<PolicyOutput> output =
+      (*model)->Run(instance->features, tasks);
+  ASSERT_TRUE(output.ok()) << output.status();
+  Actions heft = SampleActions(*output, nullptr);
+  // The untrained network follows its strongest prior, METIS's placement;
+  // HEFT's is another.
+  ASSERT_EQ(heft.device, instance->features.metis_device);
+  ASSERT_NE(heft.device, instance->features.heft_device);
+  heft.device = instance->features.heft_device;
+  const ScoredPlan heft_plan = ScoreActions(*instance, heft);
+  ASSERT_TRUE(heft_plan.valid);
+  // One sample to spend: the HEFT placement with the greedy decode's
+  // priorities and fusion, grouped by both fusion rules.
+  absl::StatusOr<ZeroShotResult> zero_shot =
+      ZeroShot(**model, *instance, tasks, /*num_samples=*/1, /*seed=*/3,
+               /*threads=*/1);
+  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
+  EXPECT_EQ(zero_shot->num_valid, 4);
+  EXPECT_FALSE(BetterPlan(heft_plan, zero_shot->best));
+  // With the priors off the network reads no hint, and its one sample is
+  // drawn from its distributions.
+  ASSERT_TRUE((*model)->DisableHeuristicPriors().ok());
+  EXPECT_FALSE((*model)->PlacementHintsUsed().heft);
+  EXPECT_FALSE((*model)->PlacementHintsUsed().metis);
+  zero_shot = ZeroShot(**model, *instance, tasks, /*num_samples=*/1,
+                       /*seed=*/3, /*threads=*/1);
+  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
+  EXPECT_THAT(zero_shot->decode,
+              ::testing::AnyOf("greedy", "greedy-join", "sampled"));
+  EXPECT_LE(zero_shot->num_valid, 3);
+}
+
 }  // namespace
 }  // namespace gopt::policy::go

@@ -125,6 +125,27 @@ absl::Status CheckMeasuredReward(const MeasuredRewardOptions& options,
   return absl::OkStatus();
 }
 
+// The heuristic placements the network's placement priors read (HEFT,
+// then METIS; GoModel::PlacementHintsUsed), each when it places every node
+// and differs from `greedy` and from the one before.
+std::vector<std::vector<int32_t>> HintPlacements(
+    const GoModel& model, const TrainingInstance& instance,
+    const std::vector<int32_t>& greedy) {
+  const GoModel::PlacementHints used = model.PlacementHintsUsed();
+  const GraphFeatures& features = instance.features;
+  std::vector<std::vector<int32_t>> hints;
+  for (const auto& [hint, on] : {std::pair(&features.heft_device, used.heft),
+                                 std::pair(&features.metis_device, used.metis)}) {
+    if (!on || hint->size() != greedy.size() || *hint == greedy ||
+        std::find(hint->begin(), hint->end(), -1) != hint->end() ||
+        std::find(hints.begin(), hints.end(), *hint) != hints.end()) {
+      continue;
+    }
+    hints.push_back(*hint);
+  }
+  return hints;
+}
+
 }  // namespace
 
 std::string MeasuredRewardNote(const FineTuneResult& tuned) {
@@ -179,24 +200,35 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
   if (tasks.fusion) {
     consider(ScoreActions(instance, joined), "greedy-join", joined.fusion_join);
   }
+  // Placements tried with the greedy decode's priorities and fusion (and,
+  // when fusion is decided, its greedy-join grouping), each counted as one
+  // of the samples.
   int samples = num_samples;
-  if (tasks.placement && !output->co_location.empty() && samples > 0) {
-    ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
-                     AffinityPlacements(instance, output->co_location));
+  auto try_placements = [&](std::vector<std::vector<int32_t>> placements,
+                            const char* decode, const char* joined_decode) {
     if (static_cast<int>(placements.size()) > samples) {
-      placements.resize(samples);
+      placements.resize(std::max(samples, 0));
     }
     samples -= static_cast<int>(placements.size());
     for (const ScoredPlan& plan :
          ScorePlacements(instance, greedy, placements, threads)) {
-      consider(plan, "affinity");
+      consider(plan, decode);
     }
     if (tasks.fusion) {
       for (const ScoredPlan& plan :
            ScorePlacements(instance, joined, placements, threads)) {
-        consider(plan, "affinity+greedy-join", joined.fusion_join);
+        consider(plan, joined_decode, joined.fusion_join);
       }
     }
+  };
+  if (tasks.placement && samples > 0) {
+    try_placements(HintPlacements(model, instance, greedy.device), "hint",
+                   "hint+greedy-join");
+  }
+  if (tasks.placement && !output->co_location.empty() && samples > 0) {
+    ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
+                     AffinityPlacements(instance, output->co_location));
+    try_placements(std::move(placements), "affinity", "affinity+greedy-join");
   }
   std::mt19937_64 rng(seed);
   std::vector<Actions> actions;

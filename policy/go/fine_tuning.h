@@ -23,21 +23,23 @@ namespace gopt::policy::go {
 // scored by the simulator through ScoreActions (whose memory-fitting decode
 // moves nodes of a plan that runs out of memory); returns the best (valid,
 // fitting memory first, then lowest step time; the greedy plan wins ties,
-// then the earlier plan). When the network has a co-location head and
-// `tasks` include placement, the first of the `num_samples` plans are the
-// distinct affinity placements (AffinityPlacements, affinity_decode.h: at
-// most 13) with the greedy decode's priorities and fusion; the rest are
-// sampled. When `tasks` include fusion, the greedy plan and the affinity
-// placements are also tried with their fusion levels grouped by the
-// `greedy-join` rule (Actions::fusion_join; not counted as samples: the
-// same decisions, another way to make kernels of them). `clock` times the
-// forward pass.
+// then the earlier plan). When `tasks` include placement, the first of the
+// `num_samples` plans are the heuristic placements the network's placement
+// priors read (HEFT, then METIS: at most 2, those in use,
+// GoModel::PlacementHintsUsed, complete and unlike the greedy placement),
+// then, when the network has a co-location head, the distinct affinity
+// placements (AffinityPlacements, affinity_decode.h: at most 13), all with
+// the greedy decode's priorities and fusion; the rest are sampled. When
+// `tasks` include fusion, the greedy plan and those placements are also
+// tried with their fusion levels grouped by the `greedy-join` rule
+// (Actions::fusion_join; not counted as samples: the same decisions,
+// another way to make kernels of them). `clock` times the forward pass.
 struct ZeroShotResult {
   ScoredPlan best;
   int num_valid = 0;
   double inference_s = 0;  // network forward pass
-  // Which decode gave `best`: "greedy", "greedy-join", "affinity",
-  // "affinity+greedy-join" or "sampled".
+  // Which decode gave `best`: "greedy", "greedy-join", "hint",
+  // "hint+greedy-join", "affinity", "affinity+greedy-join" or "sampled".
   std::string decode = "greedy";
   // The rule that grouped `best`'s fusion levels (for a plan search that
   // starts from it: FineTuneOptions::fusion_join).

@@ -421,6 +421,10 @@ absl::Status GoModel::DisableHeuristicPriors() {
   return absl::OkStatus();
 }
 
+GoModel::PlacementHints GoModel::PlacementHintsUsed() const {
+  return {impl_->network->heft_prior_on(), impl_->network->metis_prior_on()};
+}
+
 absl::Status GoModel::EnableCoLocationHead(bool hint_cuts) {
   if (impl_->network->has_co_location_head()) return absl::OkStatus();
   try {

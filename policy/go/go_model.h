@@ -100,6 +100,15 @@ class GoModel {
   // can grow them again). Internal for a LibTorch failure.
   absl::Status DisableHeuristicPriors();
 
+  // Which heuristic placements the placement head's priors read (network.h:
+  // the HEFT and METIS bonuses): a hint whose learned scale is 0, as after
+  // DisableHeuristicPriors, is not used. ZeroShot decodes the hints in use.
+  struct PlacementHints {
+    bool heft = false;
+    bool metis = false;
+  };
+  PlacementHints PlacementHintsUsed() const;
+
   // Adds the co-location head (network.h) to a network that lacks it,
   // freshly initialised (deterministic for options().seed; its last layer
   // is zero, so every logit starts at 0), and sets

@@ -304,6 +304,14 @@ void GoNetworkImpl::DisableHeuristicPriors() {
   }
 }
 
+bool GoNetworkImpl::heft_prior_on() const {
+  return heft_prior_scale_.item<float>() != 0;
+}
+
+bool GoNetworkImpl::metis_prior_on() const {
+  return metis_prior_scale_.item<float>() != 0;
+}
+
 torch::Tensor GoNetworkImpl::RunStack(nn::ModuleList& stack, torch::Tensor x,
                                       const torch::Tensor& g) {
   for (const std::shared_ptr<nn::Module>& layer : *stack) {

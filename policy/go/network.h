@@ -169,6 +169,10 @@ class GoNetworkImpl : public torch::nn::Module {
   // See GoModel::DisableHeuristicPriors.
   void DisableHeuristicPriors();
 
+  // See GoModel::PlacementHintsUsed.
+  bool heft_prior_on() const;
+  bool metis_prior_on() const;
+
   // Registers the co-location head when absent (drawing its initial
   // parameters from LibTorch's global generator: the caller seeds it), with
   // the hint inputs when `hint_cuts`, and sets options().model's
