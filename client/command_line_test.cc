@@ -93,10 +93,10 @@ TEST(CommandLineTest, BenchListFlagsAccumulateAndOperandsComeFirst) {
                                       "best-baseline"}));
   EXPECT_TRUE(options.go_policy.empty());  // the newest GO policy
   EXPECT_EQ(options.fine_tune_steps, 50);
-  EXPECT_EQ(options.go_samples, 8);
-  command = Parse("bench a.hlo --go_samples=16");
+  EXPECT_EQ(options.go_samples, 16);
+  command = Parse("bench a.hlo --go_samples=4");
   ASSERT_TRUE(command.ok()) << command.status();
-  EXPECT_EQ(std::get<BenchCommandOptions>(command->options).go_samples, 16);
+  EXPECT_EQ(std::get<BenchCommandOptions>(command->options).go_samples, 4);
 }
 
 TEST(CommandLineTest, OptimizeTasksAccumulate) {

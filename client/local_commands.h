@@ -95,7 +95,7 @@ struct BenchCommandOptions {
   std::string policy_dir = DefaultPolicyDir();
   std::string go_policy;
   int fine_tune_steps = 50;      // go-finetune*: PPO steps at most (> 0)
-  int go_samples = 8;            // go-*: decodes besides the greedy (>= 0)
+  int go_samples = 16;           // go-*: decodes besides the greedy (>= 0)
   int search_simulations = 512;  // plans searched per PPO step (>= 0)
   bool json = false;
 };

@@ -79,8 +79,9 @@ struct ProposeOptions {
   // Refinement also stops once the best plan's step time is at or below
   // this (a lower bound times a tolerance). 0 (the default) = never.
   double stop_at_step_time_s = 0;
-  // Plans sampled for zero-shot best-of-K (plus one greedy decode).
-  int32_t num_samples = 8;
+  // Plans decoded for zero-shot best-of-K besides the greedy decode (the GO
+  // policy: hint and affinity placements, then samples; go/fine_tuning.h).
+  int32_t num_samples = 16;
   uint64_t seed = 0;
   // Fine-tuning rewards from measured step times instead of the simulator
   // (OptimizeOptions.reward = REWARD_MEASURED): runs a plan for real and
