@@ -80,7 +80,8 @@ struct ProposeOptions {
   // this (a lower bound times a tolerance). 0 (the default) = never.
   double stop_at_step_time_s = 0;
   // Plans decoded for zero-shot best-of-K besides the greedy decode (the GO
-  // policy: hint and affinity placements, then samples; go/fine_tuning.h).
+  // policy: one-device, hint and affinity placements, then samples;
+  // go/fine_tuning.h).
   int32_t num_samples = 16;
   uint64_t seed = 0;
   // Fine-tuning rewards from measured step times instead of the simulator

@@ -36,8 +36,9 @@ struct EngineOptions {
   absl::Duration min_deadline_reserve = absl::Milliseconds(20);
   absl::Duration max_deadline_reserve = absl::Seconds(2);
   // Plans a policy decodes for zero-shot best-of-K besides its greedy one
-  // (the GO policy: hint and affinity placements, then samples). Default 16:
-  // the GO policy's 2 hints and 13 affinity placements all fit.
+  // (the GO policy: one-device, hint and affinity placements, then samples).
+  // Default 16: the GO policy's one-device placement, 2 hints and 13
+  // affinity placements all fit.
   int32_t policy_samples = 16;
   // Largest budget.fine_tune_steps accepted (InvalidArgument above it).
   // Default 10,000 (the GO paper fine-tunes for < 50).

@@ -13,6 +13,7 @@
 #include "simulator/baselines/metis_placer.h"
 #include "simulator/baselines/test_graphs.h"
 #include "simulator/generators/generators.h"
+#include "simulator/plan.h"
 
 namespace gopt::policy::go {
 namespace {
@@ -389,25 +390,56 @@ TEST(AffinityDecodeTest, ZeroShotTriesTheHintPlacementsThePriorsRead) {
   heft.device = instance->features.heft_device;
   const ScoredPlan heft_plan = ScoreActions(*instance, heft);
   ASSERT_TRUE(heft_plan.valid);
-  // One sample to spend: the HEFT placement with the greedy decode's
-  // priorities and fusion, grouped by both fusion rules.
+  ASSERT_NE(heft.device, simulator::DefaultPlan(instance->graph()).device);
+  // Two samples to spend: the framework default placement, then HEFT's,
+  // each with the greedy decode's priorities and fusion, grouped by both
+  // fusion rules.
+  absl::StatusOr<ZeroShotResult> zero_shot =
+      ZeroShot(**model, *instance, tasks, /*num_samples=*/2, /*seed=*/3,
+               /*threads=*/1);
+  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
+  EXPECT_EQ(zero_shot->num_valid, 6);
+  EXPECT_FALSE(BetterPlan(heft_plan, zero_shot->best));
+  // With the priors off the network reads no hint, and its second sample
+  // is drawn from its distributions.
+  ASSERT_TRUE((*model)->DisableHeuristicPriors().ok());
+  EXPECT_FALSE((*model)->PlacementHintsUsed().heft);
+  EXPECT_FALSE((*model)->PlacementHintsUsed().metis);
+  zero_shot = ZeroShot(**model, *instance, tasks, /*num_samples=*/2,
+                       /*seed=*/3, /*threads=*/1);
+  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
+  EXPECT_THAT(zero_shot->decode,
+              ::testing::Not(::testing::AnyOf("hint", "hint+greedy-join")));
+  EXPECT_LE(zero_shot->num_valid, 5);
+}
+
+TEST(AffinityDecodeTest, ZeroShotTriesEveryNodeOnOneDeviceFirst) {
+  std::unique_ptr<TrainingInstance> instance = testing::TestInstance(Gnmt(), 4);
+  ASSERT_NE(instance, nullptr);
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(testing::SmallModelOptions(/*seed=*/5));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TaskSet tasks{true, true, true, false};
+  absl::StatusOr<PolicyOutput> output =
+      (*model)->Run(instance->features, tasks);
+  ASSERT_TRUE(output.ok()) << output.status();
+  Actions one_device = SampleActions(*output, nullptr);
+  one_device.device = simulator::DefaultPlan(instance->graph()).device;
+  ASSERT_EQ(std::set<int32_t>(one_device.device.begin(),
+                              one_device.device.end()),
+            std::set<int32_t>{0});
+  Actions joined = one_device;
+  joined.fusion_join = simulator::baselines::FusionJoin::kAllProducers;
+  const ScoredPlan one_plan = ScoreActions(*instance, one_device);
+  const ScoredPlan joined_plan = ScoreActions(*instance, joined);
+  ASSERT_TRUE(one_plan.valid && joined_plan.valid);
   absl::StatusOr<ZeroShotResult> zero_shot =
       ZeroShot(**model, *instance, tasks, /*num_samples=*/1, /*seed=*/3,
                /*threads=*/1);
   ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
   EXPECT_EQ(zero_shot->num_valid, 4);
-  EXPECT_FALSE(BetterPlan(heft_plan, zero_shot->best));
-  // With the priors off the network reads no hint, and its one sample is
-  // drawn from its distributions.
-  ASSERT_TRUE((*model)->DisableHeuristicPriors().ok());
-  EXPECT_FALSE((*model)->PlacementHintsUsed().heft);
-  EXPECT_FALSE((*model)->PlacementHintsUsed().metis);
-  zero_shot = ZeroShot(**model, *instance, tasks, /*num_samples=*/1,
-                       /*seed=*/3, /*threads=*/1);
-  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
-  EXPECT_THAT(zero_shot->decode,
-              ::testing::AnyOf("greedy", "greedy-join", "sampled"));
-  EXPECT_LE(zero_shot->num_valid, 3);
+  EXPECT_FALSE(BetterPlan(one_plan, zero_shot->best));
+  EXPECT_FALSE(BetterPlan(joined_plan, zero_shot->best));
 }
 
 }  // namespace

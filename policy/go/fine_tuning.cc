@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "policy/go/affinity_decode.h"
 #include "policy/go/plan_search.h"
+#include "simulator/plan.h"
 #include "util/status_macros.h"
 
 namespace gopt::policy::go {
@@ -127,16 +128,17 @@ absl::Status CheckMeasuredReward(const MeasuredRewardOptions& options,
 
 // The heuristic placements the network's placement priors read (HEFT,
 // then METIS; GoModel::PlacementHintsUsed), each when it places every node
-// and differs from `greedy` and from the one before.
+// and differs from `greedy`, from `tried` and from the one before.
 std::vector<std::vector<int32_t>> HintPlacements(
     const GoModel& model, const TrainingInstance& instance,
-    const std::vector<int32_t>& greedy) {
+    const std::vector<int32_t>& greedy, const std::vector<int32_t>& tried) {
   const GoModel::PlacementHints used = model.PlacementHintsUsed();
   const GraphFeatures& features = instance.features;
   std::vector<std::vector<int32_t>> hints;
   for (const auto& [hint, on] : {std::pair(&features.heft_device, used.heft),
                                  std::pair(&features.metis_device, used.metis)}) {
     if (!on || hint->size() != greedy.size() || *hint == greedy ||
+        *hint == tried ||
         std::find(hint->begin(), hint->end(), -1) != hint->end() ||
         std::find(hints.begin(), hints.end(), *hint) != hints.end()) {
       continue;
@@ -222,8 +224,16 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
     }
   };
   if (tasks.placement && samples > 0) {
-    try_placements(HintPlacements(model, instance, greedy.device), "hint",
-                   "hint+greedy-join");
+    // The framework default puts every node on one device: the right
+    // placement for an op-by-op graph, whatever the network's placement.
+    std::vector<int32_t> one_device =
+        simulator::DefaultPlan(instance.graph(), instance.simulator->topology())
+            .device;
+    std::vector<std::vector<int32_t>> placements;
+    if (one_device != greedy.device) placements.push_back(one_device);
+    try_placements(std::move(placements), "default", "default+greedy-join");
+    try_placements(HintPlacements(model, instance, greedy.device, one_device),
+                   "hint", "hint+greedy-join");
   }
   if (tasks.placement && !output->co_location.empty() && samples > 0) {
     ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,

@@ -24,10 +24,12 @@ namespace gopt::policy::go {
 // moves nodes of a plan that runs out of memory); returns the best (valid,
 // fitting memory first, then lowest step time; the greedy plan wins ties,
 // then the earlier plan). When `tasks` include placement, the first of the
-// `num_samples` plans are the heuristic placements the network's placement
-// priors read (HEFT, then METIS: at most 2, those in use,
-// GoModel::PlacementHintsUsed, complete and unlike the greedy placement),
-// then, when the network has a co-location head, the distinct affinity
+// `num_samples` plans are the framework default placement (every node on
+// device 0 unless its constraint forbids it: simulator::DefaultPlan), then
+// the heuristic placements the network's placement priors read (HEFT, then
+// METIS: at most 2, those in use, GoModel::PlacementHintsUsed, complete),
+// each unlike the greedy placement and the ones before, then, when the
+// network has a co-location head, the distinct affinity
 // placements (AffinityPlacements, affinity_decode.h: at most 13), all with
 // the greedy decode's priorities and fusion; the rest are sampled. When
 // `tasks` include fusion, the greedy plan and those placements are also
@@ -38,8 +40,9 @@ struct ZeroShotResult {
   ScoredPlan best;
   int num_valid = 0;
   double inference_s = 0;  // network forward pass
-  // Which decode gave `best`: "greedy", "greedy-join", "hint",
-  // "hint+greedy-join", "affinity", "affinity+greedy-join" or "sampled".
+  // Which decode gave `best`: "greedy", "greedy-join", "default",
+  // "default+greedy-join", "hint", "hint+greedy-join", "affinity",
+  // "affinity+greedy-join" or "sampled".
   std::string decode = "greedy";
   // The rule that grouped `best`'s fusion levels (for a plan search that
   // starts from it: FineTuneOptions::fusion_join).
