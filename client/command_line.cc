@@ -297,11 +297,12 @@ FlagSet<BenchCommandOptions> Flags(BenchCommandOptions*) {
             [](O& o) -> std::string& { return o.go_policy; });
   flags.Add("fine_tune_steps", "go-finetune*: PPO steps at most",
             [](O& o) -> int& { return o.fine_tune_steps; });
-  flags.Add("go_samples",
-            "go-*: plans the policy decodes besides its greedy one (one-device, "
-            "hint and affinity placements, then samples), the best by "
-            "simulation",
-            [](O& o) -> int& { return o.go_samples; });
+  flags.Add(
+      "go_samples",
+      "go-*: plans the policy decodes besides its greedy one (one-device, "
+      "hint and affinity placements, then samples), the best by "
+      "simulation",
+      [](O& o) -> int& { return o.go_samples; });
   flags.Add("search_simulations",
             "go-finetune*: plans the local search simulates after each "
             "PPO step (0 = PPO fine-tuning alone)",

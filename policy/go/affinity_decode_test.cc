@@ -372,40 +372,57 @@ TEST(AffinityDecodeTest, ZeroShotTriesTheAffinityPlacementsBeforeSampling) {
   EXPECT_LE(greedy_only->num_valid, 2);
 }
 
-TEST(AffinityDecodeTest, ZeroShotTriesTheHintPlacementsThePriorsRead) {
-  std::unique_ptr<TrainingInstance> instance = testing::TestInstance(Gnmt(), 4);
-  ASSERT_NE(instance, nullptr);
+// Gnmt() on 4 devices, an untrained network without the co-location head
+// and its output for placement, scheduling and fusion (`tasks`).
+struct UntrainedGnmt {
+  const TaskSet tasks{true, true, true, false};
+  std::unique_ptr<TrainingInstance> instance;
+  std::unique_ptr<GoModel> model;
+  PolicyOutput output;
+};
+
+void MakeUntrainedGnmt(UntrainedGnmt* gnmt) {
+  gnmt->instance = testing::TestInstance(Gnmt(), 4);
+  ASSERT_NE(gnmt->instance, nullptr);
   absl::StatusOr<std::unique_ptr<GoModel>> model =
       GoModel::Create(testing::SmallModelOptions(/*seed=*/5));
   ASSERT_TRUE(model.ok()) << model.status();
-  const TaskSet tasks{true, true, true, false};
+  gnmt->model = *std::move(model);
   absl::StatusOr<PolicyOutput> output =
-      (*model)->Run(instance->features, tasks);
+      gnmt->model->Run(gnmt->instance->features, gnmt->tasks);
   ASSERT_TRUE(output.ok()) << output.status();
-  Actions heft = SampleActions(*output, nullptr);
+  gnmt->output = *std::move(output);
+}
+
+TEST(AffinityDecodeTest, ZeroShotTriesTheHintPlacementsThePriorsRead) {
+  UntrainedGnmt gnmt;
+  ASSERT_NO_FATAL_FAILURE(MakeUntrainedGnmt(&gnmt));
+  const TrainingInstance& instance = *gnmt.instance;
+  GoModel& model = *gnmt.model;
+  Actions heft = SampleActions(gnmt.output, nullptr);
   // The untrained network follows its strongest prior, METIS's placement;
   // HEFT's is another.
-  ASSERT_EQ(heft.device, instance->features.metis_device);
-  ASSERT_NE(heft.device, instance->features.heft_device);
-  heft.device = instance->features.heft_device;
-  const ScoredPlan heft_plan = ScoreActions(*instance, heft);
+  ASSERT_EQ(heft.device, instance.features.metis_device);
+  ASSERT_NE(heft.device, instance.features.heft_device);
+  heft.device = instance.features.heft_device;
+  const ScoredPlan heft_plan = ScoreActions(instance, heft);
   ASSERT_TRUE(heft_plan.valid);
-  ASSERT_NE(heft.device, simulator::DefaultPlan(instance->graph()).device);
+  ASSERT_NE(heft.device, simulator::DefaultPlan(instance.graph()).device);
   // Two samples to spend: the framework default placement, then HEFT's,
   // each with the greedy decode's priorities and fusion, grouped by both
   // fusion rules.
   absl::StatusOr<ZeroShotResult> zero_shot =
-      ZeroShot(**model, *instance, tasks, /*num_samples=*/2, /*seed=*/3,
+      ZeroShot(model, instance, gnmt.tasks, /*num_samples=*/2, /*seed=*/3,
                /*threads=*/1);
   ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
   EXPECT_EQ(zero_shot->num_valid, 6);
   EXPECT_FALSE(BetterPlan(heft_plan, zero_shot->best));
   // With the priors off the network reads no hint, and its second sample
   // is drawn from its distributions.
-  ASSERT_TRUE((*model)->DisableHeuristicPriors().ok());
-  EXPECT_FALSE((*model)->PlacementHintsUsed().heft);
-  EXPECT_FALSE((*model)->PlacementHintsUsed().metis);
-  zero_shot = ZeroShot(**model, *instance, tasks, /*num_samples=*/2,
+  ASSERT_TRUE(model.DisableHeuristicPriors().ok());
+  EXPECT_FALSE(model.PlacementHintsUsed().heft);
+  EXPECT_FALSE(model.PlacementHintsUsed().metis);
+  zero_shot = ZeroShot(model, instance, gnmt.tasks, /*num_samples=*/2,
                        /*seed=*/3, /*threads=*/1);
   ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
   EXPECT_THAT(zero_shot->decode,
@@ -414,27 +431,22 @@ TEST(AffinityDecodeTest, ZeroShotTriesTheHintPlacementsThePriorsRead) {
 }
 
 TEST(AffinityDecodeTest, ZeroShotTriesEveryNodeOnOneDeviceFirst) {
-  std::unique_ptr<TrainingInstance> instance = testing::TestInstance(Gnmt(), 4);
-  ASSERT_NE(instance, nullptr);
-  absl::StatusOr<std::unique_ptr<GoModel>> model =
-      GoModel::Create(testing::SmallModelOptions(/*seed=*/5));
-  ASSERT_TRUE(model.ok()) << model.status();
-  const TaskSet tasks{true, true, true, false};
-  absl::StatusOr<PolicyOutput> output =
-      (*model)->Run(instance->features, tasks);
-  ASSERT_TRUE(output.ok()) << output.status();
-  Actions one_device = SampleActions(*output, nullptr);
-  one_device.device = simulator::DefaultPlan(instance->graph()).device;
-  ASSERT_EQ(std::set<int32_t>(one_device.device.begin(),
-                              one_device.device.end()),
-            std::set<int32_t>{0});
+  UntrainedGnmt gnmt;
+  ASSERT_NO_FATAL_FAILURE(MakeUntrainedGnmt(&gnmt));
+  const TrainingInstance& instance = *gnmt.instance;
+  GoModel& model = *gnmt.model;
+  Actions one_device = SampleActions(gnmt.output, nullptr);
+  one_device.device = simulator::DefaultPlan(instance.graph()).device;
+  ASSERT_EQ(
+      std::set<int32_t>(one_device.device.begin(), one_device.device.end()),
+      std::set<int32_t>{0});
   Actions joined = one_device;
   joined.fusion_join = simulator::baselines::FusionJoin::kAllProducers;
-  const ScoredPlan one_plan = ScoreActions(*instance, one_device);
-  const ScoredPlan joined_plan = ScoreActions(*instance, joined);
+  const ScoredPlan one_plan = ScoreActions(instance, one_device);
+  const ScoredPlan joined_plan = ScoreActions(instance, joined);
   ASSERT_TRUE(one_plan.valid && joined_plan.valid);
   absl::StatusOr<ZeroShotResult> zero_shot =
-      ZeroShot(**model, *instance, tasks, /*num_samples=*/1, /*seed=*/3,
+      ZeroShot(model, instance, gnmt.tasks, /*num_samples=*/1, /*seed=*/3,
                /*threads=*/1);
   ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
   EXPECT_EQ(zero_shot->num_valid, 4);

@@ -135,8 +135,9 @@ std::vector<std::vector<int32_t>> HintPlacements(
   const GoModel::PlacementHints used = model.PlacementHintsUsed();
   const GraphFeatures& features = instance.features;
   std::vector<std::vector<int32_t>> hints;
-  for (const auto& [hint, on] : {std::pair(&features.heft_device, used.heft),
-                                 std::pair(&features.metis_device, used.metis)}) {
+  for (const auto& [hint, on] :
+       {std::pair(&features.heft_device, used.heft),
+        std::pair(&features.metis_device, used.metis)}) {
     if (!on || hint->size() != greedy.size() || *hint == greedy ||
         *hint == tried ||
         std::find(hint->begin(), hint->end(), -1) != hint->end() ||
