@@ -434,7 +434,6 @@ TEST(AffinityDecodeTest, ZeroShotTriesEveryNodeOnOneDeviceFirst) {
   UntrainedGnmt gnmt;
   ASSERT_NO_FATAL_FAILURE(MakeUntrainedGnmt(&gnmt));
   const TrainingInstance& instance = *gnmt.instance;
-  GoModel& model = *gnmt.model;
   Actions one_device = SampleActions(gnmt.output, nullptr);
   one_device.device = simulator::DefaultPlan(instance.graph()).device;
   ASSERT_EQ(
@@ -446,7 +445,7 @@ TEST(AffinityDecodeTest, ZeroShotTriesEveryNodeOnOneDeviceFirst) {
   const ScoredPlan joined_plan = ScoreActions(instance, joined);
   ASSERT_TRUE(one_plan.valid && joined_plan.valid);
   absl::StatusOr<ZeroShotResult> zero_shot =
-      ZeroShot(model, instance, gnmt.tasks, /*num_samples=*/1, /*seed=*/3,
+      ZeroShot(*gnmt.model, instance, gnmt.tasks, /*num_samples=*/1, /*seed=*/3,
                /*threads=*/1);
   ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
   EXPECT_EQ(zero_shot->num_valid, 4);
