@@ -19,7 +19,8 @@ using simulator::baselines::BaselineContext;
 using policy::eval::IsFineTuneMethod;
 using policy::eval::kBestBaseline;
 
-// Runs the GO policy for one go-* method; fills `row->fine_tune_steps`.
+// Runs the GO policy for one go-* method; fills `row->fine_tune_steps` and
+// `row->zero_shot_decode`.
 absl::StatusOr<simulator::Plan> GoPlan(
     const std::string& method, const simulator::Simulator& sim,
     const BaselineContext& context,
@@ -40,6 +41,9 @@ absl::StatusOr<simulator::Plan> GoPlan(
                    policy::eval::RunGoMethod(method, *options.go_policy, sim,
                                              context, registry, go));
   row->fine_tune_steps = result.fine_tune_steps;
+  if (method == policy::eval::kGoZeroShot) {
+    row->zero_shot_decode = result.zero_shot_decode;
+  }
   return std::move(result.plan);
 }
 
@@ -157,6 +161,9 @@ nlohmann::json BenchToJson(const std::string& topology,
       if (IsFineTuneMethod(row.method)) {
         r["fine_tune_steps"] = row.fine_tune_steps;
       }
+      if (!row.zero_shot_decode.empty()) {
+        r["zero_shot_decode"] = row.zero_shot_decode;
+      }
       if (row.valid) {
         r["step_time_s"] = row.step_time_s;
         r["ratio_to_default"] = row.ratio_to_default;
@@ -208,6 +215,9 @@ std::string BenchToText(const std::string& topology,
               : absl::StrCat(row.method, ": ", row.chosen_method);
       if (IsFineTuneMethod(row.method)) {
         absl::StrAppend(&label, " (", row.fine_tune_steps, " steps)");
+      }
+      if (!row.zero_shot_decode.empty()) {
+        absl::StrAppend(&label, " (", row.zero_shot_decode, ")");
       }
       absl::StrAppend(
           &out, absl::StrFormat(

@@ -58,6 +58,9 @@ struct BenchRow {
   bool oom = false;
   double method_seconds = 0;  // time to make the plan (wall clock)
   int fine_tune_steps = 0;    // go-finetune: PPO steps done
+  // go-zeroshot: the policy's decode that gave the plan
+  // (Proposal::zero_shot_decode; empty when the policy names none).
+  std::string zero_shot_decode;
 };
 
 struct BenchGraphResult {

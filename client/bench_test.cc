@@ -102,6 +102,7 @@ class FakeGoPolicy final : public policy::Policy {
     }
     proposal.plan.method = "go";
     proposal.fine_tune_steps_done = options.fine_tune_steps;
+    proposal.zero_shot_decode = "hint";
     return proposal;
   }
   // What each call was asked (its plan pointers do not outlive the call)
@@ -137,6 +138,13 @@ TEST(BenchTest, GoMethodsRunThePolicy) {
   EXPECT_TRUE(policy.calls_[4].tasks.fusion);
   EXPECT_NE(policy.calls_[4].base_plan, nullptr);
   EXPECT_THAT(BenchToText(kTopology, {*result}), HasSubstr("(7 steps)"));
+  // The decode that gave the zero-shot plan, for go-zeroshot only.
+  EXPECT_EQ(result->rows[0].zero_shot_decode, "hint");
+  EXPECT_EQ(result->rows[1].zero_shot_decode, "");
+  EXPECT_THAT(BenchToText(kTopology, {*result}),
+              HasSubstr("go-zeroshot (hint)"));
+  EXPECT_THAT(BenchToJson(kTopology, {*result}).dump(),
+              HasSubstr(R"("zero_shot_decode":"hint")"));
 }
 
 // Benches `method` alone on TwoChains with `policy`, 9 fine-tuning steps

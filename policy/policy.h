@@ -105,6 +105,11 @@ struct Proposal {
   double step_time_s = 0;  // simulated step time of `plan`
   bool oom = false;
   double zero_shot_step_time_s = 0;  // the best zero-shot plan's step time
+  // Which of the policy's zero-shot decodes gave that plan (the GO policy:
+  // go/fine_tuning.h ZeroShotResult::decode, e.g. "default" when every
+  // node on one device with the network's priorities and fusion won);
+  // empty for a policy with one decode.
+  std::string zero_shot_decode;
   int32_t fine_tune_steps_done = 0;
   double inference_s = 0;  // featurize + network, zero-shot
   double fine_tune_s = 0;  // refinement wall time

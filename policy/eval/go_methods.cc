@@ -75,6 +75,7 @@ class GoMethodRun {
       ASSIGN_OR_RETURN(result.plan, Joint());
     }
     result.fine_tune_steps = steps_;
+    result.zero_shot_decode = zero_shot_decode_;
     return result;
   }
 
@@ -94,6 +95,7 @@ class GoMethodRun {
     }
     ASSIGN_OR_RETURN(Proposal proposal, policy_.Propose(sim_, propose_));
     steps_ += proposal.fine_tune_steps_done;
+    zero_shot_decode_ = proposal.zero_shot_decode;
     return std::move(proposal.plan);
   }
 
@@ -157,6 +159,7 @@ class GoMethodRun {
   ProposeOptions propose_;
   double seconds_ = 0;
   int steps_ = 0;
+  std::string zero_shot_decode_;
 };
 
 }  // namespace

@@ -89,6 +89,9 @@ struct GoMethodOptions {
 struct GoMethodResult {
   simulator::Plan plan;
   int fine_tune_steps = 0;  // PPO steps done (all tasks together)
+  // The last Propose call's Proposal::zero_shot_decode (for go-zeroshot:
+  // the decode that gave `plan`).
+  std::string zero_shot_decode;
 };
 
 // Runs protocol `method` of `policy` on the simulator's graph and topology

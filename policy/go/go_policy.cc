@@ -70,6 +70,7 @@ class GoPolicy final : public Policy {
                        simulator.graph().name(), "'"));
     }
     proposal.zero_shot_step_time_s = best.step_time_s;
+    proposal.zero_shot_decode = zero_shot->decode;
     if (options.on_progress) {
       options.on_progress({"zero-shot", 0, best.step_time_s});
     }

@@ -80,6 +80,11 @@ TEST_F(ShippedPolicyOnFanOutTest, ShippedPolicyAnswersWithMethodGo) {
   ASSERT_TRUE(result.ok());
   EXPECT_DOUBLE_EQ(result->step_time_s, proposal->step_time_s);
   EXPECT_LE(proposal->step_time_s, proposal->zero_shot_step_time_s);
+  EXPECT_THAT(
+      proposal->zero_shot_decode,
+      ::testing::AnyOf("greedy", "greedy-join", "default",
+                       "default+greedy-join", "hint", "hint+greedy-join",
+                       "affinity", "affinity+greedy-join", "sampled"));
   EXPECT_EQ(proposal->fine_tune_steps_done, 2);
   EXPECT_GT(proposal->inference_s, 0);
   ASSERT_EQ(stages.size(), 3u);
