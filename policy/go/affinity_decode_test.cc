@@ -453,5 +453,40 @@ TEST(AffinityDecodeTest, ZeroShotTriesEveryNodeOnOneDeviceFirst) {
   EXPECT_FALSE(BetterPlan(joined_plan, zero_shot->best));
 }
 
+TEST(AffinityDecodeTest, ZeroShotPutsEveryNodeOnTheFastestDevice) {
+  simulator::Topology topology =
+      simulator::baselines::testing::UniformTopology(4);
+  topology.devices[2].peak_f32_flops *= 50;
+  topology.devices[2].peak_f16_flops *= 50;
+  absl::StatusOr<std::unique_ptr<TrainingInstance>> instance =
+      MakeTrainingInstance(
+          "gnmt", std::make_shared<const graph::Graph>(Gnmt()),
+          std::make_shared<const simulator::Topology>(std::move(topology)));
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  absl::StatusOr<std::unique_ptr<GoModel>> model =
+      GoModel::Create(testing::SmallModelOptions(/*seed=*/5));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TaskSet tasks{true, true, true, false};
+  absl::StatusOr<PolicyOutput> output =
+      (*model)->Run((*instance)->features, tasks);
+  ASSERT_TRUE(output.ok()) << output.status();
+  Actions on_fast = SampleActions(*output, nullptr);
+  Actions on_first = on_fast;
+  on_fast.device.assign(on_fast.device.size(), 2);
+  on_first.device.assign(on_first.device.size(), 0);
+  const ScoredPlan fast_plan = ScoreActions(**instance, on_fast);
+  ASSERT_TRUE(fast_plan.valid);
+  ASSERT_TRUE(BetterPlan(fast_plan, ScoreActions(**instance, on_first)));
+  absl::StatusOr<ZeroShotResult> zero_shot =
+      ZeroShot(**model, **instance, tasks, /*num_samples=*/1, /*seed=*/3,
+               /*threads=*/1);
+  ASSERT_TRUE(zero_shot.ok()) << zero_shot.status();
+  EXPECT_FALSE(BetterPlan(fast_plan, zero_shot->best));
+  // On a machine this uneven, that placement (its memory-fitting decode
+  // moving what does not fit) beats the network's spread.
+  EXPECT_THAT(zero_shot->decode,
+              ::testing::AnyOf("default", "default+greedy-join"));
+}
+
 }  // namespace
 }  // namespace gopt::policy::go

@@ -149,6 +149,26 @@ std::vector<std::vector<int32_t>> HintPlacements(
   return hints;
 }
 
+// Every node on the machine's fastest device (highest f32 peak, then the
+// most memory; the first of equals, so device 0 on a uniform machine, the
+// framework default), except where a node's constraint forbids it
+// (simulator::KeepDeviceConstraints).
+std::vector<int32_t> OneDevicePlacement(const TrainingInstance& instance) {
+  const simulator::Topology& topology = instance.simulator->topology();
+  int fastest = 0;
+  for (int d = 1; d < topology.num_devices(); ++d) {
+    const simulator::DeviceProfile& a = topology.devices[d];
+    const simulator::DeviceProfile& b = topology.devices[fastest];
+    if (std::tie(a.peak_f32_flops, a.memory_bytes) >
+        std::tie(b.peak_f32_flops, b.memory_bytes)) {
+      fastest = d;
+    }
+  }
+  std::vector<int32_t> device(instance.graph().num_nodes(), fastest);
+  simulator::KeepDeviceConstraints(instance.graph(), topology, &device);
+  return device;
+}
+
 }  // namespace
 
 std::string MeasuredRewardNote(const FineTuneResult& tuned) {
@@ -225,11 +245,9 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
     }
   };
   if (tasks.placement && samples > 0) {
-    // The framework default puts every node on one device: the right
-    // placement for an op-by-op graph, whatever the network's placement.
-    std::vector<int32_t> one_device =
-        simulator::DefaultPlan(instance.graph(), instance.simulator->topology())
-            .device;
+    // Every node on one device: the right placement for an op-by-op graph,
+    // whatever the network's placement.
+    std::vector<int32_t> one_device = OneDevicePlacement(instance);
     std::vector<std::vector<int32_t>> placements;
     if (one_device != greedy.device) placements.push_back(one_device);
     try_placements(std::move(placements), "default", "default+greedy-join");

@@ -24,8 +24,10 @@ namespace gopt::policy::go {
 // moves nodes of a plan that runs out of memory); returns the best (valid,
 // fitting memory first, then lowest step time; the greedy plan wins ties,
 // then the earlier plan). When `tasks` include placement, the first of the
-// `num_samples` plans are the framework default placement (every node on
-// device 0 unless its constraint forbids it: simulator::DefaultPlan), then
+// `num_samples` plans are every node on the fastest device (highest f32
+// peak, then most memory, the first of equals: device 0, the framework
+// default, on a uniform machine; a node whose constraint forbids it as
+// simulator::KeepDeviceConstraints moves it), then
 // the heuristic placements the network's placement priors read (HEFT, then
 // METIS: at most 2, those in use, GoModel::PlacementHintsUsed, complete),
 // each unlike the greedy placement and the ones before, then, when the
