@@ -106,7 +106,7 @@ struct Proposal {
   bool oom = false;
   double zero_shot_step_time_s = 0;  // the best zero-shot plan's step time
   // Which of the policy's zero-shot decodes gave that plan (the GO policy:
-  // go/fine_tuning.h ZeroShotResult::decode, e.g. "default" when every
+  // go/fine_tuning.h ZeroShotResult::decode, e.g. "one-device" when every
   // node on one device with the network's priorities and fusion won);
   // empty for a policy with one decode.
   std::string zero_shot_decode;

@@ -250,7 +250,8 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
     std::vector<int32_t> one_device = OneDevicePlacement(instance);
     std::vector<std::vector<int32_t>> placements;
     if (one_device != greedy.device) placements.push_back(one_device);
-    try_placements(std::move(placements), "default", "default+greedy-join");
+    try_placements(std::move(placements), "one-device",
+                   "one-device+greedy-join");
     try_placements(HintPlacements(model, instance, greedy.device, one_device),
                    "hint", "hint+greedy-join");
   }

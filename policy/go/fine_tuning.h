@@ -42,8 +42,8 @@ struct ZeroShotResult {
   ScoredPlan best;
   int num_valid = 0;
   double inference_s = 0;  // network forward pass
-  // Which decode gave `best`: "greedy", "greedy-join", "default",
-  // "default+greedy-join", "hint", "hint+greedy-join", "affinity",
+  // Which decode gave `best`: "greedy", "greedy-join", "one-device",
+  // "one-device+greedy-join", "hint", "hint+greedy-join", "affinity",
   // "affinity+greedy-join" or "sampled".
   std::string decode = "greedy";
   // The rule that grouped `best`'s fusion levels (for a plan search that

@@ -82,8 +82,8 @@ TEST_F(ShippedPolicyOnFanOutTest, ShippedPolicyAnswersWithMethodGo) {
   EXPECT_LE(proposal->step_time_s, proposal->zero_shot_step_time_s);
   EXPECT_THAT(
       proposal->zero_shot_decode,
-      ::testing::AnyOf("greedy", "greedy-join", "default",
-                       "default+greedy-join", "hint", "hint+greedy-join",
+      ::testing::AnyOf("greedy", "greedy-join", "one-device",
+                       "one-device+greedy-join", "hint", "hint+greedy-join",
                        "affinity", "affinity+greedy-join", "sampled"));
   EXPECT_EQ(proposal->fine_tune_steps_done, 2);
   EXPECT_GT(proposal->inference_s, 0);
