@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/shared_data.h"
 #include "worker/measurement.h"
+#include "worker/torch_ops.h"
 
 namespace gopt::worker {
 namespace {
@@ -330,6 +331,29 @@ TEST(ExecutorTest, DescribesPinnedCpuExecutors) {
   EXPECT_EQ(devices[0].name, "cpu:0");
   EXPECT_EQ(devices[1].cores.size(), 1u);
   EXPECT_EQ(executor->HostTopology().num_devices(), 2);
+}
+
+// Sort runs along the node's dimension, ascending, stable or not (a plain
+// bool for the stable flag once picked LibTorch's sort(self, dim,
+// descending) overload: it sorted along dim 0, descending).
+TEST(TorchOpsTest, SortSortsAscendingAlongTheNodesDimension) {
+  for (const bool stable : {false, true}) {
+    SCOPED_TRACE(stable ? "stable" : "not stable");
+    graph::Node node;
+    node.name = "sort";
+    node.kind = graph::OpKind::kSort;
+    node.outputs = {graph::TensorType{graph::DType::kF32, {2, 3}}};
+    node.attributes.dimensions = {1};
+    node.attributes.is_stable = stable;
+    const at::Tensor keys =
+        at::tensor({3.f, 1.f, 2.f, 9.f, 7.f, 8.f}).reshape({2, 3});
+    const std::vector<at::Tensor> out =
+        internal::DataMovementOp(node, {keys});
+    ASSERT_EQ(out.size(), 1u);
+    const at::Tensor expected =
+        at::tensor({1.f, 2.f, 3.f, 7.f, 8.f, 9.f}).reshape({2, 3});
+    EXPECT_TRUE(at::equal(out[0], expected)) << out[0];
+  }
 }
 
 TEST(MeasurementTest, DiscardsSlowOutliersAndReportsTheMedian) {

@@ -218,7 +218,12 @@ std::vector<at::Tensor> SortOp(const Node& node,
   if (static_cast<size_t>(dim) < out.size() && out[dim] < keys.size(dim)) {
     std::tie(values, indices) = at::topk(keys, out[dim], dim);
   } else {
-    std::tie(values, indices) = at::sort(keys, node.attributes.is_stable, dim);
+    // The stable flag as an optional: a plain bool converts to sort(self,
+    // dim, descending)'s dim as well, and GCC then picks that overload
+    // (sorting along dim 0 or 1, descending).
+    std::tie(values, indices) = at::sort(
+        keys, c10::optional<bool>(node.attributes.is_stable), dim,
+        /*descending=*/false);
   }
   std::vector<at::Tensor> results = {values};
   for (size_t i = 1; i < node.outputs.size(); ++i) {
