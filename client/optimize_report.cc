@@ -76,7 +76,11 @@ std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
     } else if (row.step_time_s() > 0 && base > 0) {
       ratio = absl::StrFormat("%.2fx", base / row.step_time_s());
     }
-    absl::StrAppendFormat(&text, "%-44s %14s %12s\n", RowLabel(row),
+    std::string label = RowLabel(row);
+    if (!row.zero_shot_decode().empty()) {
+      absl::StrAppend(&label, " (", row.zero_shot_decode(), ")");
+    }
+    absl::StrAppendFormat(&text, "%-44s %14s %12s\n", label,
                           row.valid() ? Milliseconds(row.step_time_s()) : "-",
                           ratio);
   }

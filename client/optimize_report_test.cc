@@ -73,6 +73,25 @@ TEST(OptimizeReportTest, PolicyRowsNameTheirVersion) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("heft+fifo+none+default@")));
 }
 
+// A policy row names the zero-shot decode that won, after its label; the
+// chosen line keeps the label --policy takes.
+TEST(OptimizeReportTest, PolicyRowsNameTheirZeroShotDecode) {
+  gopt::v1::OptimizeResponse response = TwoBaselines();
+  gopt::v1::MethodResult* go = response.add_policy_results();
+  go->set_method("go-multitask");
+  go->set_version("4");
+  go->set_zero_shot_decode("one-device+greedy-join");
+  go->set_valid(true);
+  go->set_step_time_s(0.001);
+  response.set_method("go-multitask");
+  response.set_step_time_s(0.001);
+  const std::string text = OptimizeResponseToText(response);
+  EXPECT_THAT(text, HasSubstr("go-multitask@4 (one-device+greedy-join) "));
+  EXPECT_THAT(text, HasSubstr("chosen: go-multitask@4, 1.000 ms"));
+  EXPECT_THAT(MessageToJson(response),
+              HasSubstr("\"zero_shot_decode\": \"one-device+greedy-join\""));
+}
+
 // optimize --verify's table and JSON carry each candidate's fastest run
 // beside its median (MeasuredCandidate.measured_min_step_time_s).
 TEST(OptimizeReportTest, VerifiedRowsShowTheFastestRun) {

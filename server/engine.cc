@@ -698,6 +698,7 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
         "policy '", name, "' gave no plan: ", proposal.status().message()));
     return absl::OkStatus();
   }
+  row->set_zero_shot_decode(proposal->zero_shot_decode);
   response_.set_policy_inference_seconds(response_.policy_inference_seconds() +
                                          proposal->inference_s);
   for (const std::string& warning : proposal->warnings) {

@@ -156,6 +156,8 @@ TEST_F(ShippedPoliciesTest, OptimizeRunsTheGoPolicyOnARealHloGraph) {
       EXPECT_EQ(result.version(), "4");
       EXPECT_TRUE(result.valid()) << result.error();
       EXPECT_GT(result.step_time_s(), 0);
+      // The zero-shot decode that won is named (go/fine_tuning.h).
+      EXPECT_FALSE(result.zero_shot_decode().empty());
     }
   }
   // One GO run: the newest go-multitask (v4), not one per shipped version.
