@@ -55,17 +55,25 @@ TEST(OptimizeReportTest, JsonUsesProtoFieldNames) {
   EXPECT_THAT(json, HasSubstr("\"partial\": false"));
 }
 
+// Adds a valid go-multitask row of `version` at 1 ms to `response`'s policy
+// results and makes it the chosen plan; returns the row.
+gopt::v1::MethodResult* ChooseGoRow(const std::string& version,
+                                    gopt::v1::OptimizeResponse* response) {
+  gopt::v1::MethodResult* go = response->add_policy_results();
+  go->set_method("go-multitask");
+  go->set_version(version);
+  go->set_valid(true);
+  go->set_step_time_s(0.001);
+  response->set_method("go-multitask");
+  response->set_step_time_s(0.001);
+  return go;
+}
+
 // A policy's row names the version that ran, as --policy=NAME@VERSION takes
 // it, in the table and in the chosen line; baselines keep their method.
 TEST(OptimizeReportTest, PolicyRowsNameTheirVersion) {
   gopt::v1::OptimizeResponse response = TwoBaselines();
-  gopt::v1::MethodResult* go = response.add_policy_results();
-  go->set_method("go-multitask");
-  go->set_version("3");
-  go->set_valid(true);
-  go->set_step_time_s(0.001);
-  response.set_method("go-multitask");
-  response.set_step_time_s(0.001);
+  ChooseGoRow("3", &response);
   const std::string text = OptimizeResponseToText(response);
   EXPECT_THAT(text, HasSubstr("go-multitask@3 "));
   EXPECT_THAT(text, HasSubstr("chosen: go-multitask@3, 1.000 ms"));
@@ -77,14 +85,7 @@ TEST(OptimizeReportTest, PolicyRowsNameTheirVersion) {
 // chosen line keeps the label --policy takes.
 TEST(OptimizeReportTest, PolicyRowsNameTheirZeroShotDecode) {
   gopt::v1::OptimizeResponse response = TwoBaselines();
-  gopt::v1::MethodResult* go = response.add_policy_results();
-  go->set_method("go-multitask");
-  go->set_version("4");
-  go->set_zero_shot_decode("one-device+greedy-join");
-  go->set_valid(true);
-  go->set_step_time_s(0.001);
-  response.set_method("go-multitask");
-  response.set_step_time_s(0.001);
+  ChooseGoRow("4", &response)->set_zero_shot_decode("one-device+greedy-join");
   const std::string text = OptimizeResponseToText(response);
   EXPECT_THAT(text, HasSubstr("go-multitask@4 (one-device+greedy-join) "));
   EXPECT_THAT(text, HasSubstr("chosen: go-multitask@4, 1.000 ms"));
