@@ -347,8 +347,7 @@ TEST(TorchOpsTest, SortSortsAscendingAlongTheNodesDimension) {
     node.attributes.is_stable = stable;
     const at::Tensor keys =
         at::tensor({3.f, 1.f, 2.f, 9.f, 7.f, 8.f}).reshape({2, 3});
-    const std::vector<at::Tensor> out =
-        internal::DataMovementOp(node, {keys});
+    const std::vector<at::Tensor> out = internal::DataMovementOp(node, {keys});
     ASSERT_EQ(out.size(), 1u);
     const at::Tensor expected =
         at::tensor({1.f, 2.f, 3.f, 7.f, 8.f, 9.f}).reshape({2, 3});

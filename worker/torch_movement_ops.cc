@@ -221,9 +221,9 @@ std::vector<at::Tensor> SortOp(const Node& node,
     // The stable flag as an optional: a plain bool converts to sort(self,
     // dim, descending)'s dim as well, and GCC then picks that overload
     // (sorting along dim 0 or 1, descending).
-    std::tie(values, indices) = at::sort(
-        keys, c10::optional<bool>(node.attributes.is_stable), dim,
-        /*descending=*/false);
+    std::tie(values, indices) =
+        at::sort(keys, c10::optional<bool>(node.attributes.is_stable), dim,
+                 /*descending=*/false);
   }
   std::vector<at::Tensor> results = {values};
   for (size_t i = 1; i < node.outputs.size(); ++i) {
