@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/importer.h"
+#include "policy/policy.h"
 
 namespace gopt::client {
 
@@ -95,7 +96,8 @@ struct BenchCommandOptions {
   std::string policy_dir = DefaultPolicyDir();
   std::string go_policy;
   int fine_tune_steps = 50;      // go-finetune*: PPO steps at most (> 0)
-  int go_samples = 16;           // go-*: decodes besides the greedy (>= 0)
+  // go-*: zero-shot decodes besides the greedy (>= 0).
+  int go_samples = policy::kDefaultZeroShotSamples;
   int search_simulations = 512;  // plans searched per PPO step (>= 0)
   bool json = false;
 };

@@ -54,6 +54,12 @@ inline constexpr int64_t kDefaultMeasuredRewardMaxNodes = 2000;
 inline constexpr int32_t kDefaultRewardMeasurements = 64;
 inline constexpr int32_t kMaxRewardMeasurements = 1024;
 
+// Plans a policy decodes for zero-shot best-of-K besides its greedy decode,
+// unless a caller says otherwise (the GO policy: one-device, hint and
+// affinity placements, then samples; go/fine_tuning.h). 16: the GO policy's
+// one-device placement, 2 hints and 13 affinity placements all fit.
+inline constexpr int32_t kDefaultZeroShotSamples = 16;
+
 struct ProposeOptions {
   TaskSet tasks;
   // A plan whose decisions for tasks outside `tasks` are kept (e.g. the
@@ -79,10 +85,8 @@ struct ProposeOptions {
   // Refinement also stops once the best plan's step time is at or below
   // this (a lower bound times a tolerance). 0 (the default) = never.
   double stop_at_step_time_s = 0;
-  // Plans decoded for zero-shot best-of-K besides the greedy decode (the GO
-  // policy: one-device, hint and affinity placements, then samples;
-  // go/fine_tuning.h).
-  int32_t num_samples = 16;
+  // Plans decoded for zero-shot best-of-K besides the greedy decode.
+  int32_t num_samples = kDefaultZeroShotSamples;
   uint64_t seed = 0;
   // Fine-tuning rewards from measured step times instead of the simulator
   // (OptimizeOptions.reward = REWARD_MEASURED): runs a plan for real and

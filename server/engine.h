@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
+#include "policy/policy.h"
 #include "server/memory_budget.h"
 #include "server/plan_measurer.h"
 #include "server/policy_registry.h"
@@ -35,11 +36,8 @@ struct EngineOptions {
   double deadline_reserve_fraction = 0.2;
   absl::Duration min_deadline_reserve = absl::Milliseconds(20);
   absl::Duration max_deadline_reserve = absl::Seconds(2);
-  // Plans a policy decodes for zero-shot best-of-K besides its greedy one
-  // (the GO policy: one-device, hint and affinity placements, then samples).
-  // Default 16: the GO policy's one-device placement, 2 hints and 13
-  // affinity placements all fit.
-  int32_t policy_samples = 16;
+  // Plans a policy decodes for zero-shot best-of-K besides its greedy one.
+  int32_t policy_samples = policy::kDefaultZeroShotSamples;
   // Largest budget.fine_tune_steps accepted (InvalidArgument above it).
   // Default 10,000 (the GO paper fine-tunes for < 50).
   int32_t max_fine_tune_steps = 10'000;
