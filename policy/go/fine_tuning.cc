@@ -127,24 +127,20 @@ absl::Status CheckMeasuredReward(const MeasuredRewardOptions& options,
 }
 
 // The heuristic placements the network's placement priors read (HEFT,
-// then METIS; GoModel::PlacementHintsUsed), each when it places every node
-// and differs from `greedy`, from `tried` and from the one before.
+// then METIS; GoModel::PlacementHintsUsed), each when it places every node.
 std::vector<std::vector<int32_t>> HintPlacements(
-    const GoModel& model, const TrainingInstance& instance,
-    const std::vector<int32_t>& greedy, const std::vector<int32_t>& tried) {
+    const GoModel& model, const TrainingInstance& instance) {
   const GoModel::PlacementHints used = model.PlacementHintsUsed();
   const GraphFeatures& features = instance.features;
+  const size_t num_nodes = instance.graph().num_nodes();
   std::vector<std::vector<int32_t>> hints;
   for (const auto& [hint, on] :
        {std::pair(&features.heft_device, used.heft),
         std::pair(&features.metis_device, used.metis)}) {
-    if (!on || hint->size() != greedy.size() || *hint == greedy ||
-        *hint == tried ||
-        std::find(hint->begin(), hint->end(), -1) != hint->end() ||
-        std::find(hints.begin(), hints.end(), *hint) != hints.end()) {
-      continue;
+    if (on && hint->size() == num_nodes &&
+        std::find(hint->begin(), hint->end(), -1) == hint->end()) {
+      hints.push_back(*hint);
     }
-    hints.push_back(*hint);
   }
   return hints;
 }
@@ -225,12 +221,20 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
   }
   // Placements tried with the greedy decode's priorities and fusion (and,
   // when fusion is decided, its greedy-join grouping), each counted as one
-  // of the samples.
+  // of the samples. A placement scored before (the greedy one, or one that
+  // another decode gave first) is skipped and costs no sample.
   int samples = num_samples;
-  auto try_placements = [&](std::vector<std::vector<int32_t>> placements,
+  std::vector<std::vector<int32_t>> tried = {greedy.device};
+  auto try_placements = [&](std::vector<std::vector<int32_t>> candidates,
                             const char* decode, const char* joined_decode) {
-    if (static_cast<int>(placements.size()) > samples) {
-      placements.resize(std::max(samples, 0));
+    std::vector<std::vector<int32_t>> placements;
+    for (std::vector<int32_t>& device : candidates) {
+      if (static_cast<int>(placements.size()) >= samples) break;
+      if (std::find(tried.begin(), tried.end(), device) != tried.end()) {
+        continue;
+      }
+      tried.push_back(device);
+      placements.push_back(std::move(device));
     }
     samples -= static_cast<int>(placements.size());
     for (const ScoredPlan& plan :
@@ -247,13 +251,10 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
   if (tasks.placement && samples > 0) {
     // Every node on one device: the right placement for an op-by-op graph,
     // whatever the network's placement.
-    std::vector<int32_t> one_device = OneDevicePlacement(instance);
-    std::vector<std::vector<int32_t>> placements;
-    if (one_device != greedy.device) placements.push_back(one_device);
-    try_placements(std::move(placements), "one-device",
+    try_placements({OneDevicePlacement(instance)}, "one-device",
                    "one-device+greedy-join");
-    try_placements(HintPlacements(model, instance, greedy.device, one_device),
-                   "hint", "hint+greedy-join");
+    try_placements(HintPlacements(model, instance), "hint",
+                   "hint+greedy-join");
   }
   if (tasks.placement && !output->co_location.empty() && samples > 0) {
     ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,

@@ -30,10 +30,11 @@ namespace gopt::policy::go {
 // simulator::KeepDeviceConstraints moves it), then
 // the heuristic placements the network's placement priors read (HEFT, then
 // METIS: at most 2, those in use, GoModel::PlacementHintsUsed, complete),
-// each unlike the greedy placement and the ones before, then, when the
-// network has a co-location head, the distinct affinity
-// placements (AffinityPlacements, affinity_decode.h: at most 13), all with
-// the greedy decode's priorities and fusion; the rest are sampled. When
+// then, when the network has a co-location head, the affinity placements
+// (AffinityPlacements, affinity_decode.h: at most 13), all with the greedy
+// decode's priorities and fusion, each placement only when unlike the
+// greedy one and every one tried before (a repeat costs no sample); the
+// rest are sampled. When
 // `tasks` include fusion, the greedy plan and those placements are also
 // tried with their fusion levels grouped by the `greedy-join` rule
 // (Actions::fusion_join; not counted as samples: the same decisions,
