@@ -37,7 +37,8 @@ struct BenchOptions {
   // The GO policy the go-* methods run (borrowed; null = those rows report
   // an error).
   const policy::Policy* go_policy = nullptr;
-  int go_samples = policy::kDefaultZeroShotSamples;  // decodes besides the greedy
+  // Zero-shot decodes besides the greedy.
+  int go_samples = policy::kDefaultZeroShotSamples;
   int go_fine_tune_steps = 50;       // go-finetune: PPO steps at most
   double go_fine_tune_seconds = 60;  // go-finetune: wall-clock budget
   // go-finetune: plans the plan search simulates after each PPO step.

@@ -95,7 +95,7 @@ struct BenchCommandOptions {
   // gopt-server serves (policy::NewestPolicyDirectory).
   std::string policy_dir = DefaultPolicyDir();
   std::string go_policy;
-  int fine_tune_steps = 50;      // go-finetune*: PPO steps at most (> 0)
+  int fine_tune_steps = 50;  // go-finetune*: PPO steps at most (> 0)
   // go-*: zero-shot decodes besides the greedy (>= 0).
   int go_samples = policy::kDefaultZeroShotSamples;
   int search_simulations = 512;  // plans searched per PPO step (>= 0)

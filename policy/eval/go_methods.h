@@ -78,7 +78,8 @@ simulator::Plan CombineSeparateDecisions(simulator::Plan placed,
 
 // The budget of one protocol run.
 struct GoMethodOptions {
-  int num_samples = kDefaultZeroShotSamples;  // zero-shot decodes besides greedy
+  // Zero-shot decodes besides the greedy.
+  int num_samples = kDefaultZeroShotSamples;
   uint64_t seed = 0;                      // the policy's sampling
   int fine_tune_steps = 50;               // go-finetune*: PPO steps at most
   double fine_tune_seconds = 60;          // go-finetune*: wall-clock budget

@@ -253,8 +253,7 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
     // whatever the network's placement.
     try_placements({OneDevicePlacement(instance)}, "one-device",
                    "one-device+greedy-join");
-    try_placements(HintPlacements(model, instance), "hint",
-                   "hint+greedy-join");
+    try_placements(HintPlacements(model, instance), "hint", "hint+greedy-join");
   }
   if (tasks.placement && !output->co_location.empty() && samples > 0) {
     ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
