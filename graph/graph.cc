@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <utility>
 
@@ -244,6 +245,13 @@ absl::Status ValidateNodeCost(const Node& node) {
         absl::StrCat("node '", node.name, "' (op '", node.op, "'): flops ",
                      node.flops, " is not a number in [0, ", kMaxNodeFlops,
                      "] (a loop trip count or shape too large?)"));
+  }
+  // A subnormal count is no real op's work, and the roofline's efficiency
+  // curve underflows on it (a step time of inf).
+  if (node.flops > 0 && node.flops < std::numeric_limits<double>::min()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", node.name, "' (op '", node.op, "'): flops ", node.flops,
+        " is a subnormal number; send 0 for an op without arithmetic"));
   }
   for (auto [bytes, field] :
        {std::pair<int64_t, absl::string_view>{node.bytes_read, "bytes_read"},

@@ -184,6 +184,19 @@ TEST(GraphBuilderTest, RejectsCostsThatWouldOverflow) {
   EXPECT_THAT(graph.status().message(), HasSubstr("bytes_read"));
 }
 
+TEST(GraphBuilderTest, RejectsASubnormalFlopCountNamingTheNode) {
+  GraphBuilder builder("g", "generated");
+  Node node = MakeNode("tiny");
+  node.flops = 5e-324;
+  builder.AddNode(std::move(node));
+  auto graph = std::move(builder).Build(GraphLimits());
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'tiny' (op 'op'): flops 4.94066e-324 is a "
+                        "subnormal number"));
+}
+
 TEST(GraphBuilderTest, RejectsTotalsOverTheGraphLimits) {
   // Each node is within the per-node limit; the sum is not.
   GraphBuilder builder("g", "generated");

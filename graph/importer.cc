@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -39,20 +40,55 @@ absl::StatusOr<const Importer*> ImporterRegistry::Detect(
       "); pass --format to choose one"));
 }
 
-absl::StatusOr<Graph> ImporterRegistry::Import(
+absl::StatusOr<const Importer*> ImporterRegistry::Resolve(
     absl::string_view contents, absl::string_view format,
-    const ImportOptions& options) const {
+    const ImportOptions& options, std::string* context) const {
   absl::StatusOr<const Importer*> importer =
       format == "auto" ? Detect(contents) : Find(format);
   if (!importer.ok()) return Annotate(importer.status(), options.source_name);
-  const std::string context =
+  *context =
       absl::StrCat(options.source_name, " (", (*importer)->format(), ")");
   // An empty message is a valid protobuf of every binary format; it is
   // still never a graph.
   if (contents.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": file is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(*context, ": file is empty"));
   }
-  absl::StatusOr<Graph> graph = (*importer)->Import(contents, options);
+  return importer;
+}
+
+absl::StatusOr<ParseCost> ImporterRegistry::EstimateCost(
+    absl::string_view contents, absl::string_view format,
+    const ImportOptions& options) const {
+  std::string context;
+  ASSIGN_OR_RETURN(const Importer* importer,
+                   Resolve(contents, format, options, &context));
+  ParseCostLimits limits;
+  limits.max_depth = kMaxImportNesting;
+  limits.max_nodes =
+      options.limits.max_nodes >
+              std::numeric_limits<int64_t>::max() / kWireNodesPerGraphNode
+          ? std::numeric_limits<int64_t>::max()
+          : options.limits.max_nodes * kWireNodesPerGraphNode;
+  absl::StatusOr<ParseCost> cost = importer->EstimateCost(contents, limits);
+  if (absl::IsResourceExhausted(cost.status())) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        context, ": ", cost.status().message(), " (", kWireNodesPerGraphNode,
+        " x the ", options.limits.max_nodes,
+        " graph nodes allowed, for subgraph and fused bodies)"));
+  }
+  if (!cost.ok()) return Annotate(cost.status(), context);
+  return cost;
+}
+
+absl::StatusOr<Graph> ImporterRegistry::Import(
+    absl::string_view contents, absl::string_view format,
+    const ImportOptions& options) const {
+  RETURN_IF_ERROR(EstimateCost(contents, format, options).status());
+  std::string context;
+  ASSIGN_OR_RETURN(const Importer* importer,
+                   Resolve(contents, format, options, &context));
+  absl::StatusOr<Graph> graph = importer->Import(contents, options);
   if (!graph.ok()) return Annotate(graph.status(), context);
   if (graph->num_nodes() == 0) {
     return absl::InvalidArgumentError(

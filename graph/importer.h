@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
+#include "graph/parse_cost.h"
 
 namespace gopt::graph {
 
@@ -26,6 +27,14 @@ struct ImportOptions {
   GraphLimits limits;
 };
 
+// Deepest nesting an imported file may have (messages, JSON values, text
+// blocks); real graphs nest a few levels.
+inline constexpr int kMaxImportNesting = 64;
+// Node elements a file may hold on the wire per graph node allowed
+// (GraphLimits::max_nodes counts top-level nodes; subgraph, loop-body and
+// fused-computation elements count on the wire too).
+inline constexpr int64_t kWireNodesPerGraphNode = 4;
+
 // Turns the bytes of one file format into a Graph. Implementations are
 // stateless and safe to call from many threads at once.
 class Importer {
@@ -40,6 +49,14 @@ class Importer {
   // True when `contents` look like this format. Cheap (looks at a prefix
   // and/or a light parse); used for --format=auto.
   virtual bool Sniff(absl::string_view contents) const = 0;
+
+  // What importing `contents` will cost, from a scan of its bytes before
+  // anything is parsed: an upper bound of its nodes and the heap bytes its
+  // parse will take (see ParseCost). InvalidArgument for nesting deeper
+  // than limits.max_depth, ResourceExhausted past limits.max_nodes; never
+  // allocates in proportion to the nodes it counts.
+  virtual absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents, const ParseCostLimits& limits) const = 0;
 
   // Imports `contents`. Errors are InvalidArgument (ResourceExhausted for
   // limits) and name the node and field at fault; never crashes on any input.
@@ -69,9 +86,20 @@ class ImporterRegistry {
   // ("not a recognised graph format") listing the formats tried.
   absl::StatusOr<const Importer*> Detect(absl::string_view contents) const;
 
-  // Imports `contents` with the importer for `format` ("auto" sniffs).
-  // Empty contents and graphs without nodes are InvalidArgument. Errors are
-  // prefixed with options.source_name and the format.
+  // What importing `contents` with the importer for `format` ("auto"
+  // sniffs) will cost (Importer::EstimateCost), with the limits that
+  // `options` implies: nesting of kMaxImportNesting levels, and at most
+  // kWireNodesPerGraphNode x options.limits.max_nodes node elements on the
+  // wire (ResourceExhausted naming both). Errors are prefixed like
+  // Import's.
+  absl::StatusOr<ParseCost> EstimateCost(absl::string_view contents,
+                                         absl::string_view format,
+                                         const ImportOptions& options) const;
+
+  // Imports `contents` with the importer for `format` ("auto" sniffs),
+  // after EstimateCost's checks. Empty contents and graphs without nodes
+  // are InvalidArgument. Errors are prefixed with options.source_name and
+  // the format.
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                absl::string_view format,
                                const ImportOptions& options) const;
@@ -86,6 +114,13 @@ class ImporterRegistry {
   std::vector<std::string> formats() const;
 
  private:
+  // The importer for `format` ("auto" sniffs) and the error context
+  // "SOURCE (FORMAT)"; InvalidArgument for empty contents.
+  absl::StatusOr<const Importer*> Resolve(absl::string_view contents,
+                                          absl::string_view format,
+                                          const ImportOptions& options,
+                                          std::string* context) const;
+
   std::vector<std::unique_ptr<Importer>> importers_;
 };
 

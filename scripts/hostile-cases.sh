@@ -33,8 +33,17 @@ check() {  # NAME COMMAND...: PASS when COMMAND succeeds
 "$BIN/gopt" generate gnmt --layers=8 --seq=384 --batch=64 --hidden=1024 \
   --out="$WORK/g250k.pb" >/dev/null
 
-# The 8 GiB pod of deploy/: a 6 GiB budget for requests.
-"$BIN/gopt-server" --listen=127.0.0.1:$PORT --metrics_listen= \
+# The 8 GiB pod of deploy/: a 6 GiB budget for requests, and an 8 GiB
+# address-space limit (AS_LIMIT=0 runs without it), under which one
+# std::bad_alloc would abort the server.
+AS_LIMIT="${AS_LIMIT:-8589934592}"
+LIMIT=()
+[[ "$AS_LIMIT" != 0 ]] && LIMIT=(prlimit --as="$AS_LIMIT")
+# MAX_MESSAGE_BYTES (default: the server's 32 MiB) sets --max_message_bytes;
+# with 67108864 the 40 and 60 MiB cases reach the importers' wire scan.
+MAX_MESSAGE_BYTES="${MAX_MESSAGE_BYTES:-33554432}"
+"${LIMIT[@]}" "$BIN/gopt-server" --listen=127.0.0.1:$PORT --metrics_listen= \
+  --max_message_bytes="$MAX_MESSAGE_BYTES" \
   --memory_budget_bytes=6442450944 >"$WORK/server.log" 2>&1 &
 SERVER=$!
 for _ in $(seq 60); do
@@ -42,6 +51,7 @@ for _ in $(seq 60); do
   sleep 1
 done
 "$BIN/gopt-hostile" --server=127.0.0.1:$PORT --pid=$SERVER --data_dir="$DATA" \
+  --max_message_bytes="$MAX_MESSAGE_BYTES" \
   --graph_85k="$WORK/g85k.pb" --graph_250k="$WORK/g250k.pb"
 [[ $? -eq 0 ]] || failures=$((failures + 1))
 

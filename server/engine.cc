@@ -116,24 +116,29 @@ absl::Status NoWorkError(const graph::Graph& graph) {
       " nodes carry no FLOPs and no memory traffic, so every plan takes 0 s"));
 }
 
-// Memory held for a request. Before the import only the serialized size is
-// known (a native graph's node count too); once the graph is built, the
-// reservation is replaced by one sized from its node count.
+// Memory held for a request. Before the import, a serialized graph is
+// charged what its parse will cost plus the request's work on as many nodes
+// as its bytes hold (both read off the wire, graph::ParseCost), so that a
+// graph too large for the budget is refused before any parse allocates;
+// once the graph is built, the reservation is replaced by one sized from
+// its node count.
 class RequestMemory {
  public:
   RequestMemory(MemoryBudget* budget, RequestWork work, bool trace)
       : budget_(budget), work_(work), trace_(trace) {}
 
-  absl::Status BeforeImport(const gopt::v1::GraphInput& input) {
+  absl::Status BeforeInlineGraph(int64_t nodes) {
     if (budget_ == nullptr) return absl::OkStatus();
-    if (input.has_graph()) {
-      return Reserve(
-          EstimateRequestBytes(input.graph().nodes_size(), work_, trace_),
-          absl::StrCat("graph of ", input.graph().nodes_size(), " nodes"));
-    }
-    return Reserve(
-        EstimateImportBytes(static_cast<int64_t>(input.serialized().size())),
-        absl::StrCat("importing a ", input.serialized().size(), "-byte graph"));
+    return Reserve(EstimateRequestBytes(nodes, work_, trace_),
+                   absl::StrCat("graph of ", nodes, " nodes"));
+  }
+
+  absl::Status BeforeParse(const graph::ParseCost& cost,
+                           int64_t serialized_bytes) {
+    if (budget_ == nullptr) return absl::OkStatus();
+    return Reserve(cost.bytes + EstimateRequestBytes(cost.nodes, work_, trace_),
+                   absl::StrCat("importing a ", serialized_bytes,
+                                "-byte graph of up to ", cost.nodes, " nodes"));
   }
 
   absl::Status AfterImport(const graph::Graph& graph) {
@@ -167,10 +172,19 @@ RequestWork WorkOf(const gopt::v1::Budget& budget) {
   }
 }
 
+// ResourceExhausted errors of the importers, with this server's limit.
+absl::Status WithNodeLimit(const absl::Status& status,
+                           const EngineOptions& options) {
+  if (status.code() != absl::StatusCode::kResourceExhausted) return status;
+  return absl::ResourceExhaustedError(
+      absl::StrCat(status.message(), " (this server accepts at most ",
+                   options.max_graph_nodes, " nodes)"));
+}
+
 absl::StatusOr<graph::Graph> ImportGraph(
     const graph::ImporterRegistry& importers, const EngineOptions& options,
     const gopt::v1::GraphInput& input,
-    const gopt::v1::OptimizeOptions& request_options) {
+    const gopt::v1::OptimizeOptions& request_options, RequestMemory* memory) {
   graph::ImportOptions import;
   import.source_name = input.name().empty() ? "graph" : input.name();
   import.limits.max_nodes = options.max_graph_nodes;
@@ -205,6 +219,7 @@ absl::StatusOr<graph::Graph> ImportGraph(
       if (proto.nodes_size() == 0) {
         return absl::InvalidArgumentError("graph.graph has no nodes");
       }
+      RETURN_IF_ERROR(memory->BeforeInlineGraph(proto.nodes_size()));
       absl::StatusOr<graph::Graph> graph =
           graph::GraphFromProto(proto, import.limits);
       if (!graph.ok()) {
@@ -219,14 +234,14 @@ absl::StatusOr<graph::Graph> ImportGraph(
         return absl::InvalidArgumentError(absl::StrCat(
             "graph.format: ", importers.Find(format).status().message()));
       }
+      absl::StatusOr<graph::ParseCost> cost =
+          importers.EstimateCost(input.serialized(), format, import);
+      if (!cost.ok()) return WithNodeLimit(cost.status(), options);
+      RETURN_IF_ERROR(memory->BeforeParse(
+          *cost, static_cast<int64_t>(input.serialized().size())));
       absl::StatusOr<graph::Graph> graph =
           importers.Import(input.serialized(), format, import);
-      if (!graph.ok() &&
-          graph.status().code() == absl::StatusCode::kResourceExhausted) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            graph.status().message(), " (this server accepts at most ",
-            options.max_graph_nodes, " nodes)"));
-      }
+      if (!graph.ok()) return WithNodeLimit(graph.status(), options);
       return graph;
     }
     case gopt::v1::GraphInput::SOURCE_NOT_SET:
@@ -388,11 +403,11 @@ absl::Status OptimizeRun::Prepare() {
     return absl::InvalidArgumentError(
         "budget.seconds must be a finite number >= 0");
   }
-  if (budget.mode() == gopt::v1::Budget::FINE_TUNE &&
-      budget.fine_tune_steps() == 0 && budget.seconds() == 0 &&
-      context_.deadline == absl::InfiniteFuture()) {
-    return absl::InvalidArgumentError(
-        "budget: FINE_TUNE needs fine_tune_steps, seconds or a deadline");
+  if (!gopt::v1::Budget::Mode_IsValid(budget.mode())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "budget.mode ", budget.mode(),
+        " is not one of MODE_UNSPECIFIED (0), ZERO_SHOT (1), FINE_TUNE (2), "
+        "BASELINES_ONLY (3)"));
   }
   if (budget.mode() == gopt::v1::Budget::BASELINES_ONLY &&
       !request_.policy().name().empty()) {
@@ -409,11 +424,10 @@ absl::Status OptimizeRun::Prepare() {
   }
   RETURN_IF_ERROR(CheckMeasuredReward(/*graph_nodes=*/-1));
 
-  RETURN_IF_ERROR(memory_.BeforeImport(request_.graph()));
   const absl::Time import_start = context_.clock->Now();
-  ASSIGN_OR_RETURN(
-      graph::Graph graph,
-      ImportGraph(importers_, options_, request_.graph(), request_.options()));
+  ASSIGN_OR_RETURN(graph::Graph graph,
+                   ImportGraph(importers_, options_, request_.graph(),
+                               request_.options(), &memory_));
   graph_.emplace(std::move(graph));
   AddTiming("import", import_start);
   RETURN_IF_ERROR(memory_.AfterImport(*graph_));
@@ -423,6 +437,10 @@ absl::Status OptimizeRun::Prepare() {
                    TopologyFromInput(request_.topology()));
   topology_.emplace(std::move(topology));
   for (const std::string& warning : graph_->warnings()) {
+    response_.add_warnings(warning);
+  }
+  for (const std::string& warning :
+       simulator::UnmetDeviceConstraints(*graph_, *topology_)) {
     response_.add_warnings(warning);
   }
   response_.set_graph_name(graph_->name());
@@ -612,17 +630,25 @@ absl::Status OptimizeRun::RunPolicy(const policy::Policy& policy,
   propose.tasks = tasks;
   propose.base_plan = best_.has_value() ? &best_->plan : nullptr;
   propose.warm_start = propose.base_plan;
+  // FINE_TUNE with neither steps nor seconds gets the engine's own budget
+  // rather than the rest of the server's default deadline.
+  const bool default_fine_tune = budget.mode() == gopt::v1::Budget::FINE_TUNE &&
+                                 budget.fine_tune_steps() == 0 &&
+                                 budget.seconds() == 0;
   if (budget.mode() == gopt::v1::Budget::FINE_TUNE) {
-    propose.fine_tune_steps = budget.fine_tune_steps() > 0
-                                  ? budget.fine_tune_steps()
-                                  : std::numeric_limits<int32_t>::max();
+    propose.fine_tune_steps =
+        budget.fine_tune_steps() > 0 ? budget.fine_tune_steps()
+        : default_fine_tune          ? options_.default_fine_tune_steps
+                                     : std::numeric_limits<int32_t>::max();
   }
   propose.deadline = work_deadline_;
   propose.stop_at_step_time_s =
       request_.options().stop_within_lower_bound() * response_.lower_bound_s();
-  if (budget.seconds() > 0) {
+  const double budget_seconds =
+      default_fine_tune ? options_.default_fine_tune_seconds : budget.seconds();
+  if (budget_seconds > 0) {
     propose.deadline =
-        std::min(propose.deadline, start_ + absl::Seconds(budget.seconds()));
+        std::min(propose.deadline, start_ + absl::Seconds(budget_seconds));
   }
   propose.num_samples = options_.policy_samples;
   propose.seed = request_.options().seed();
@@ -935,10 +961,9 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   };
   RequestMemory memory(context.memory, RequestWork::kBaselines,
                        request.include_trace());
-  RETURN_IF_ERROR(memory.BeforeImport(request.graph()));
-  ASSIGN_OR_RETURN(
-      const graph::Graph graph,
-      ImportGraph(importers_, options_, request.graph(), request.options()));
+  ASSIGN_OR_RETURN(const graph::Graph graph,
+                   ImportGraph(importers_, options_, request.graph(),
+                               request.options(), &memory));
   RETURN_IF_ERROR(memory.AfterImport(graph));
   ASSIGN_OR_RETURN(const simulator::Topology topology,
                    TopologyFromInput(request.topology()));
@@ -974,6 +999,10 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   response.set_graph_name(graph.name());
   response.set_num_nodes(graph.num_nodes());
   for (const std::string& warning : graph.warnings()) {
+    response.add_warnings(warning);
+  }
+  for (const std::string& warning :
+       simulator::UnmetDeviceConstraints(graph, topology)) {
     response.add_warnings(warning);
   }
   response.set_step_time_s(result->step_time_s);

@@ -41,6 +41,12 @@ struct EngineOptions {
   // Largest budget.fine_tune_steps accepted (InvalidArgument above it).
   // Default 10,000 (the GO paper fine-tunes for < 50).
   int32_t max_fine_tune_steps = 10'000;
+  // The budget of a FINE_TUNE request that sets neither fine_tune_steps nor
+  // seconds: at most this many steps and seconds, whichever ends first
+  // (the client's deadline still bounds both). Defaults 50 steps and 60 s,
+  // what the GO paper fine-tunes for on an unseen graph.
+  int32_t default_fine_tune_steps = 50;
+  double default_fine_tune_seconds = 60;
   // Most distinct options.baseline_methods accepted (duplicates are tried
   // once). Default 256 (every built-in combination is ~200).
   int32_t max_baseline_methods = 256;

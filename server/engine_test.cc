@@ -290,10 +290,11 @@ TEST(EngineTest, BadRequestsNameTheField) {
             absl::StatusCode::kInvalidArgument);
 
   request = TwoBranchRequest();
-  request.mutable_budget()->set_mode(gopt::v1::Budget::FINE_TUNE);
+  request.mutable_budget()->set_mode(
+      static_cast<gopt::v1::Budget::Mode>(/*mode=*/7));
   status = engine.Optimize(request, RequestContext()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("FINE_TUNE"));
+  EXPECT_THAT(status.message(), HasSubstr("budget.mode 7 is not one of"));
 
   request = TwoBranchRequest();
   request.clear_graph();
@@ -460,6 +461,55 @@ TEST(EngineTest, FineTuneStepsAreCapped) {
       engine.Optimize(request, RequestContext()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("0..100"));
+}
+
+TEST(EngineTest, FineTuneWithoutStepsOrSecondsGetsTheDefaultBudget) {
+  int32_t steps = -1;
+  absl::Time deadline;
+  test_util::FakePolicyOptions fake;
+  fake.method = "heft+fifo+greedy";
+  fake.seen_fine_tune_steps = &steps;
+  fake.seen_deadline = &deadline;
+  EngineOptions options;
+  options.default_fine_tune_steps = 7;
+  options.default_fine_tune_seconds = 3;
+  const Engine engine(options, RegistryWith(fake));
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.mutable_budget()->set_mode(gopt::v1::Budget::FINE_TUNE);
+  RequestContext context;
+  context.deadline = absl::Now() + absl::Hours(1);
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(engine.Optimize(request, context).ok());
+  EXPECT_EQ(steps, 7);
+  EXPECT_LE(deadline, absl::Now() + absl::Seconds(3));
+  EXPECT_GE(deadline, start);
+
+  request.mutable_budget()->set_fine_tune_steps(20);
+  ASSERT_TRUE(engine.Optimize(request, context).ok());
+  EXPECT_EQ(steps, 20);
+}
+
+TEST(EngineTest, WarnsOfDeviceConstraintsTheTopologyCannotKeep) {
+  const Engine engine(EngineOptions(), nullptr);
+  gopt::v1::OptimizeRequest request;
+  gopt::v1::Graph* graph = request.mutable_graph()->mutable_graph();
+  graph->set_name("decode_then_add");
+  gopt::v1::Node* decode = graph->add_nodes();
+  decode->set_name("decode");
+  decode->set_op("DecodeJpeg");
+  decode->set_kind("other");
+  decode->set_bytes_written(1 << 20);
+  decode->set_device_constraint(gopt::v1::DEVICE_CONSTRAINT_CPU_ONLY);
+  request.mutable_topology()->set_preset("v100x2-pcie");
+  request.mutable_budget()->set_mode(gopt::v1::Budget::BASELINES_ONLY);
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_THAT(response->warnings(),
+              testing::Contains(HasSubstr(
+                  "1 CPU-only node (first: 'decode', DecodeJpeg) cannot be "
+                  "kept to their device kind: topology 'v100x2-pcie' has no "
+                  "CPU device")));
 }
 
 TEST(EngineTest, RepeatedBaselineMethodsRunOnceAndAreCapped) {

@@ -42,8 +42,16 @@ ABSL_FLAG(std::string, policy_dir, GOPT_DEFAULT_POLICY_DIR,
           "directory of policies: each sub-directory with a card.json");
 ABSL_FLAG(int64_t, max_graph_nodes, 1'000'000,
           "larger graphs are refused (RESOURCE_EXHAUSTED)");
-ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
+ABSL_FLAG(int64_t, max_message_bytes, 32 << 20,
           "larger request messages are refused (RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int64_t, grpc_memory_bytes, 0,
+          "memory gRPC's transport may buffer for all connections together; "
+          "a message that needs more has its stream reset "
+          "(RESOURCE_EXHAUSTED). 0 = 2 x --max_message_bytes + 24 MiB");
+ABSL_FLAG(bool, accept_compressed_requests, false,
+          "accept gzip/deflate-compressed requests (gRPC decompresses them "
+          "in full before the size limit applies: enable only for trusted "
+          "clients)");
 ABSL_FLAG(int32_t, threads, 0,
           "threads running requests; 0 = one per CPU the container may "
           "use (affinity mask and cgroup CPU quota)");
@@ -80,6 +88,12 @@ ABSL_FLAG(double, default_deadline_seconds, 600,
           "deadline of requests whose client sets none");
 ABSL_FLAG(int32_t, max_fine_tune_steps, 10'000,
           "largest budget.fine_tune_steps accepted (INVALID_ARGUMENT above)");
+ABSL_FLAG(int32_t, default_fine_tune_steps, 50,
+          "fine-tuning steps of a FINE_TUNE request that sets neither "
+          "budget.fine_tune_steps nor budget.seconds");
+ABSL_FLAG(double, default_fine_tune_seconds, 60,
+          "seconds of fine-tuning for a FINE_TUNE request that sets neither "
+          "budget.fine_tune_steps nor budget.seconds");
 ABSL_FLAG(int32_t, max_baseline_methods, 256,
           "most distinct options.baseline_methods accepted");
 ABSL_FLAG(int64_t, max_trace_bytes, 32 << 20,
@@ -115,6 +129,8 @@ constexpr const char* kFlagNames[] = {
     "policy_dir",
     "max_graph_nodes",
     "max_message_bytes",
+    "grpc_memory_bytes",
+    "accept_compressed_requests",
     "threads",
     "queue_length",
     "drain_seconds",
@@ -130,6 +146,8 @@ constexpr const char* kFlagNames[] = {
     "memory_budget_bytes",
     "default_deadline_seconds",
     "max_fine_tune_steps",
+    "default_fine_tune_steps",
+    "default_fine_tune_seconds",
     "max_baseline_methods",
     "max_trace_bytes",
     "workers",
@@ -216,6 +234,12 @@ int main(int argc, char** argv) {
   if (!gopt::util::ParseServiceCommandLine(argc, argv, "gopt-server")) {
     return kExitUsage;
   }
+  if (absl::GetFlag(FLAGS_default_fine_tune_steps) < 1 ||
+      !(absl::GetFlag(FLAGS_default_fine_tune_seconds) > 0)) {
+    std::cerr << "gopt-server: --default_fine_tune_steps must be >= 1 and "
+                 "--default_fine_tune_seconds > 0\n";
+    return kExitUsage;
+  }
   // Fine-tuning runs the GO network in a loop; without this its large
   // temporaries are mapped and faulted in afresh on every pass (a PPO step
   // on an 85k-node graph takes 3x as long).
@@ -231,6 +255,9 @@ int main(int argc, char** argv) {
   gopt::server::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.grpc_memory_bytes = absl::GetFlag(FLAGS_grpc_memory_bytes);
+  options.accept_compressed_requests =
+      absl::GetFlag(FLAGS_accept_compressed_requests);
   // hardware_concurrency() ignores a container's cpuset and CPU quota.
   const gopt::server::ContainerLimits limits =
       gopt::server::ReadContainerLimits();
@@ -304,6 +331,10 @@ int main(int argc, char** argv) {
   gopt::server::EngineOptions engine_options;
   engine_options.max_graph_nodes = absl::GetFlag(FLAGS_max_graph_nodes);
   engine_options.max_fine_tune_steps = absl::GetFlag(FLAGS_max_fine_tune_steps);
+  engine_options.default_fine_tune_steps =
+      absl::GetFlag(FLAGS_default_fine_tune_steps);
+  engine_options.default_fine_tune_seconds =
+      absl::GetFlag(FLAGS_default_fine_tune_seconds);
   engine_options.max_baseline_methods =
       absl::GetFlag(FLAGS_max_baseline_methods);
   engine_options.max_trace_bytes = absl::GetFlag(FLAGS_max_trace_bytes);

@@ -23,9 +23,6 @@ constexpr int64_t kBaselineBytesPerNode = 4 * kKiB;
 constexpr int64_t kZeroShotBytesPerNode = 12 * kKiB;
 constexpr int64_t kFineTuneBytesPerNode = 72 * kKiB;
 constexpr int64_t kTraceBytesPerNode = 8 * kKiB;
-// A serialized graph is held while it is parsed into an importer's own
-// structures and then the IR: a few copies of its size.
-constexpr int64_t kImportCopies = 8;
 
 std::string MiB(int64_t bytes) {
   return absl::StrCat((bytes + kMiB - 1) / kMiB, " MiB");
@@ -97,10 +94,6 @@ int64_t EstimateRequestBytes(int64_t nodes, RequestWork work, bool trace) {
   if (work == RequestWork::kFineTune) per_node = kFineTuneBytesPerNode;
   if (trace) per_node += kTraceBytesPerNode;
   return kFixedBytes + nodes * per_node;
-}
-
-int64_t EstimateImportBytes(int64_t serialized_bytes) {
-  return kFixedBytes + std::max<int64_t>(serialized_bytes, 0) * kImportCopies;
 }
 
 }  // namespace gopt::server

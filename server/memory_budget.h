@@ -76,10 +76,6 @@ enum class RequestWork {
 // measured peak RSS (docs/reliability.md, "Memory admission").
 int64_t EstimateRequestBytes(int64_t nodes, RequestWork work, bool trace);
 
-// Estimated bytes to hold and import a serialized graph of `bytes` bytes
-// before its node count is known.
-int64_t EstimateImportBytes(int64_t serialized_bytes);
-
 }  // namespace gopt::server
 
 #endif  // GOPT_SERVER_MEMORY_BUDGET_H_

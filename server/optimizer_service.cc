@@ -61,6 +61,22 @@ class CallMetrics {
   const absl::Time start_;
 };
 
+// A request at least this large leaves the heap trimmed when its call is
+// done (HeapTrimmer says why).
+constexpr size_t kTrimAfterRequestBytes = size_t{16} << 20;
+
+// A call starts (for HeapTrimmer's idle trims).
+void CallStarted(HeapTrimmer* trimmer) {
+  if (trimmer != nullptr) trimmer->CallStarted();
+}
+
+// A call is done: trims the heap after a large one.
+void CallDone(HeapTrimmer* trimmer, size_t request_bytes) {
+  if (trimmer == nullptr) return;
+  trimmer->CallDone();
+  if (request_bytes >= kTrimAfterRequestBytes) trimmer->TrimSoon();
+}
+
 // What a request's client no longer waits for gets instead of an answer.
 absl::Status AbandonedStatus(bool cancelled) {
   return cancelled ? absl::CancelledError(
@@ -72,11 +88,20 @@ absl::Status AbandonedStatus(bool cancelled) {
 // A unary call; deletes itself when gRPC is done with it.
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
-  UnaryCall(Metrics* metrics, const char* method, absl::Time deadline)
-      : metrics_(metrics, method), deadline_(deadline) {}
+  UnaryCall(Metrics* metrics, const char* method, absl::Time deadline,
+            HeapTrimmer* trimmer, size_t request_bytes)
+      : metrics_(metrics, method),
+        deadline_(deadline),
+        trimmer_(trimmer),
+        request_bytes_(request_bytes) {
+    CallStarted(trimmer_);
+  }
 
   void OnCancel() override { cancelled_.store(true); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    CallDone(trimmer_, request_bytes_);
+    delete this;
+  }
 
   // Sends `status` (the response message is already filled). Call once.
   void Answer(const absl::Status& status) {
@@ -97,6 +122,8 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
  private:
   CallMetrics metrics_;
   const absl::Time deadline_;
+  HeapTrimmer* const trimmer_;
+  const size_t request_bytes_;
   std::atomic<bool> cancelled_{false};
 };
 
@@ -105,11 +132,20 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 // one still waiting. Deletes itself when gRPC is done with it.
 class StreamCall final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  StreamCall(Metrics* metrics, absl::Time deadline)
-      : metrics_(metrics, "OptimizeStream"), deadline_(deadline) {}
+  StreamCall(Metrics* metrics, absl::Time deadline, HeapTrimmer* trimmer,
+             size_t request_bytes)
+      : metrics_(metrics, "OptimizeStream"),
+        deadline_(deadline),
+        trimmer_(trimmer),
+        request_bytes_(request_bytes) {
+    CallStarted(trimmer_);
+  }
 
   void OnCancel() override { cancelled_.store(true); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    CallDone(trimmer_, request_bytes_);
+    delete this;
+  }
   void OnWriteDone(bool ok) override {
     Next next = Next::kNothing;
     {
@@ -215,6 +251,8 @@ class StreamCall final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   CallMetrics metrics_;
   const absl::Time deadline_;
+  HeapTrimmer* const trimmer_;
+  const size_t request_bytes_;
   std::atomic<bool> cancelled_{false};
   absl::Mutex mutex_;
   std::deque<Pending> pending_ ABSL_GUARDED_BY(mutex_);
@@ -278,11 +316,23 @@ void OptimizerService::RecordEvaluate(
 
 template <typename Call, typename Request>
 absl::StatusOr<std::shared_ptr<const Engine>> OptimizerService::Admit(
-    Call* call, const grpc::ByteBuffer& bytes, absl::string_view type_name,
+    grpc::CallbackServerContext* context, Call* call,
+    const grpc::ByteBuffer& bytes, absl::string_view type_name,
     Request* request) {
   ASSIGN_OR_RETURN(std::shared_ptr<const Engine> engine, Ready());
-  RETURN_IF_ERROR(ParseRequest(bytes, engine->options().max_graph_nodes,
-                               type_name, request));
+  absl::Status parsed = ParseRequest(bytes, engine->options().max_graph_nodes,
+                                     type_name, request);
+  // The request now lives in `request`: hand gRPC's copy back at once, so
+  // that its memory quota (ServerOptions::grpc_memory_bytes) is free for
+  // the next message rather than when the call ends. gRPC reads the buffer
+  // no more once the handler has it; it only destroys it.
+  const_cast<grpc::ByteBuffer&>(bytes).Clear();
+  if (!parsed.ok()) {
+    if (context->IsCancelled() || call->cancelled()->load()) {
+      return AbandonedStatus(/*cancelled=*/true);
+    }
+    return parsed;
+  }
   if (call->Abandoned()) return AbandonedStatus(call->cancelled()->load());
   return engine;
 }
@@ -304,10 +354,11 @@ grpc::ServerUnaryReactor* OptimizerService::ServeUnary(
                                             const RequestContext&) const,
     void (OptimizerService::*record)(const Request&, const Response&)) {
   auto* call = new UnaryCall(metrics_, method,
-                             DeadlineOf(*context, options_.default_deadline));
+                             DeadlineOf(*context, options_.default_deadline),
+                             &trimmer_, bytes->Valid() ? bytes->Length() : 0);
   auto request = std::make_shared<Request>();
   absl::StatusOr<std::shared_ptr<const Engine>> engine =
-      Admit(call, *bytes, type_name, request.get());
+      Admit(context, call, *bytes, type_name, request.get());
   if (!engine.ok()) {
     call->Answer(engine.status());
     return call;
@@ -344,10 +395,11 @@ grpc::ServerUnaryReactor* OptimizerService::Optimize(
 grpc::ServerWriteReactor<grpc::ByteBuffer>* OptimizerService::OptimizeStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes) {
   auto* call =
-      new StreamCall(metrics_, DeadlineOf(*context, options_.default_deadline));
+      new StreamCall(metrics_, DeadlineOf(*context, options_.default_deadline),
+                     &trimmer_, bytes->Valid() ? bytes->Length() : 0);
   auto request = std::make_shared<gopt::v1::OptimizeRequest>();
   absl::StatusOr<std::shared_ptr<const Engine>> engine =
-      Admit(call, *bytes, "gopt.v1.OptimizeRequest", request.get());
+      Admit(context, call, *bytes, "gopt.v1.OptimizeRequest", request.get());
   if (!engine.ok()) {
     call->Answer(engine.status(), std::nullopt);
     return call;
@@ -384,13 +436,21 @@ grpc::ServerUnaryReactor* OptimizerService::Evaluate(
 }
 
 grpc::ServerUnaryReactor* OptimizerService::ListPolicies(
-    grpc::CallbackServerContext* /*context*/,
-    const gopt::v1::ListPoliciesRequest* /*request*/,
-    gopt::v1::ListPoliciesResponse* response) {
-  auto* call = new UnaryCall(metrics_, "ListPolicies", absl::InfiniteFuture());
-  absl::StatusOr<std::shared_ptr<const Engine>> engine = Ready();
-  if (engine.ok()) *response = (*engine)->ListPolicies();
-  call->Answer(engine.status());
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response) {
+  auto* call = new UnaryCall(metrics_, "ListPolicies", absl::InfiniteFuture(),
+                             &trimmer_, /*request_bytes=*/0);
+  gopt::v1::ListPoliciesRequest request;
+  absl::StatusOr<std::shared_ptr<const Engine>> engine =
+      Admit(context, call, *bytes, "gopt.v1.ListPoliciesRequest", &request);
+  absl::Status status = engine.status();
+  if (engine.ok()) {
+    absl::StatusOr<grpc::ByteBuffer> serialized =
+        SerializeResponse((*engine)->ListPolicies());
+    status = serialized.status();
+    if (serialized.ok()) *response = *std::move(serialized);
+  }
+  call->Answer(status);
   return call;
 }
 

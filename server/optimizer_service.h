@@ -11,6 +11,7 @@
 #include "gopt/v1/optimizer.grpc.pb.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "server/engine.h"
+#include "server/heap_trimmer.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/work_queue.h"
@@ -34,7 +35,7 @@ using GraphOptimizerRawService =
     gopt::v1::GraphOptimizer::WithRawCallbackMethod_Optimize<
         gopt::v1::GraphOptimizer::WithRawCallbackMethod_OptimizeStream<
             gopt::v1::GraphOptimizer::WithRawCallbackMethod_Evaluate<
-                gopt::v1::GraphOptimizer::WithCallbackMethod_ListPolicies<
+                gopt::v1::GraphOptimizer::WithRawCallbackMethod_ListPolicies<
                     gopt::v1::GraphOptimizer::Service>>>>;
 
 // gopt.v1.GraphOptimizer over the callback API. Handlers are thin: they
@@ -69,19 +70,22 @@ class OptimizerService final : public GraphOptimizerRawService {
   grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
-  grpc::ServerUnaryReactor* ListPolicies(
-      grpc::CallbackServerContext* context,
-      const gopt::v1::ListPoliciesRequest* request,
-      gopt::v1::ListPoliciesResponse* response) override;
+  // Raw like the others, so that bytes that are not a ListPoliciesRequest
+  // get InvalidArgument (gRPC's own deserializer answers UNIMPLEMENTED).
+  grpc::ServerUnaryReactor* ListPolicies(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
 
  private:
   // The engine, or Unavailable while loading / shutting down.
   absl::StatusOr<std::shared_ptr<const Engine>> Ready() const;
   // Ready() and ParseRequest; the call's abandonment status when its client
-  // already gave up.
+  // already gave up (a cancelled call's request bytes cannot be read: that
+  // is Cancelled, not a parse error).
   template <typename Call, typename Request>
   absl::StatusOr<std::shared_ptr<const Engine>> Admit(
-      Call* call, const grpc::ByteBuffer& bytes, absl::string_view type_name,
+      grpc::CallbackServerContext* context, Call* call,
+      const grpc::ByteBuffer& bytes, absl::string_view type_name,
       Request* request);
   RequestContext ContextFor(absl::Time deadline,
                             const std::atomic<bool>* cancelled) const;
@@ -105,6 +109,8 @@ class OptimizerService final : public GraphOptimizerRawService {
   const ServiceOptions options_;
   WorkQueue* const queue_;
   Metrics* const metrics_;
+  // Trims the heap after each large request.
+  HeapTrimmer trimmer_;
   mutable absl::Mutex mutex_;
   std::shared_ptr<const Engine> engine_ ABSL_GUARDED_BY(mutex_);
   bool accepting_ ABSL_GUARDED_BY(mutex_) = true;

@@ -126,6 +126,8 @@ absl::StatusOr<int64_t> CountInlineGraphNodes(absl::string_view request_bytes) {
 }
 
 absl::StatusOr<std::string> ByteBufferToString(const grpc::ByteBuffer& buffer) {
+  // gRPC hands an empty message over as a buffer with nothing in it.
+  if (!buffer.Valid()) return std::string();
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) {
     return absl::InternalError("cannot read the request's bytes");

@@ -12,6 +12,7 @@
 #include "graph/importer.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "util/status_macros.h"
@@ -20,6 +21,16 @@ namespace gopt::server {
 namespace {
 
 constexpr char kServiceName[] = "gopt.v1.GraphOptimizer";
+
+// ServerOptions::grpc_memory_bytes with its default applied: room for two
+// messages of the largest size (gRPC hands a reset stream's buffers back
+// to the quota some time after the reset) and the buffers of other calls.
+int64_t GrpcMemoryBytes(const ServerOptions& options) {
+  constexpr int64_t kOtherCallsBytes = int64_t{24} << 20;
+  return options.grpc_memory_bytes > 0
+             ? options.grpc_memory_bytes
+             : 2 * options.max_message_bytes + kOtherCallsBytes;
+}
 constexpr char kLivenessService[] = "liveness";
 
 int Milliseconds(absl::Duration duration) {
@@ -111,11 +122,13 @@ absl::StatusOr<std::unique_ptr<OptimizerServer>> OptimizerServer::Start(
     const ServerOptions& options, Metrics* metrics) {
   if (options.threads < 1 || options.queue_length < 0 ||
       options.max_message_bytes < 1 ||
-      options.max_message_bytes > std::numeric_limits<int>::max()) {
+      options.max_message_bytes > std::numeric_limits<int>::max() ||
+      options.grpc_memory_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "need threads >= 1 (got ", options.threads, "), queue_length >= 0 (",
-        options.queue_length, ") and 1 <= max_message_bytes <= 2^31-1 (",
-        options.max_message_bytes, ")"));
+        options.queue_length, "), 1 <= max_message_bytes <= 2^31-1 (",
+        options.max_message_bytes, ") and grpc_memory_bytes >= 0 (",
+        options.grpc_memory_bytes, ")"));
   }
   if (options.default_deadline <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the default deadline must be > 0");
@@ -139,6 +152,16 @@ absl::StatusOr<std::unique_ptr<OptimizerServer>> OptimizerServer::Start(
   const int max_bytes = static_cast<int>(options.max_message_bytes);
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
+  // gRPC buffers a message whole before its size check; the quota bounds
+  // what it may buffer (hostile-cases: a 1 GiB message cost 1 GB of RSS
+  // without it, ~90 MB with it).
+  grpc::ResourceQuota quota("gopt-server");
+  quota.Resize(static_cast<size_t>(GrpcMemoryBytes(options)));
+  builder.SetResourceQuota(quota);
+  if (!options.accept_compressed_requests) {
+    builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+    builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+  }
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
                              Milliseconds(options.keepalive_time));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,

@@ -30,6 +30,18 @@ struct ServerOptions {
   // Largest request or response message; larger requests are
   // RESOURCE_EXHAUSTED. Default 256 MiB.
   int64_t max_message_bytes = 256 << 20;
+  // Memory gRPC's transport may hold for every connection together
+  // (grpc::ResourceQuota): a message that would take more, such as one
+  // over max_message_bytes that gRPC would otherwise buffer whole before
+  // checking its size, has its stream reset (the client sees
+  // RESOURCE_EXHAUSTED). 0 = 2 x max_message_bytes + 24 MiB (two messages
+  // of the largest size and the buffers of other calls). Default 0.
+  int64_t grpc_memory_bytes = 0;
+  // Accept gzip/deflate-compressed requests. gRPC (1.51) decompresses a
+  // message in full before its size limit applies, so a 1 MB gzip bomb
+  // becomes 1 GB; off, such calls are UNIMPLEMENTED before any byte is
+  // decompressed. Responses are not compressed either way. Default off.
+  bool accept_compressed_requests = false;
   // Threads running requests (the WorkQueue). Default 4.
   int threads = 4;
   // Requests admitted while all threads are busy; more are

@@ -5,10 +5,13 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "graph/parse_cost.h"
 #include "simulator/fusion_rules.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator {
 
@@ -44,6 +47,37 @@ void KeepDeviceConstraints(const graph::Graph& graph, const Topology& topology,
     }
   }
   ColocateGroups(graph, topology, device);
+}
+
+std::vector<std::string> UnmetDeviceConstraints(const graph::Graph& graph,
+                                                const Topology& topology) {
+  bool has_cpu = false;
+  bool has_accelerator = false;
+  for (const DeviceProfile& profile : topology.devices) {
+    (profile.kind == DeviceKind::kCpu ? has_cpu : has_accelerator) = true;
+  }
+  std::vector<std::string> warnings;
+  for (const auto& [constraint, available, what, missing] :
+       {std::tuple{graph::DeviceConstraint::kCpuOnly, has_cpu, "CPU-only",
+                   "no CPU device"},
+        std::tuple{graph::DeviceConstraint::kAcceleratorOnly, has_accelerator,
+                   "accelerator-only", "no accelerator"}}) {
+    if (available) continue;
+    int64_t count = 0;
+    const graph::Node* first = nullptr;
+    for (const graph::Node& node : graph.nodes()) {
+      if (node.device_constraint != constraint) continue;
+      if (first == nullptr) first = &node;
+      ++count;
+    }
+    if (count == 0) continue;
+    warnings.push_back(absl::StrCat(
+        count, " ", what, " node", count == 1 ? "" : "s", " (first: '",
+        first->name, "', ", first->op,
+        ") cannot be kept to their device kind: topology '", topology.name,
+        "' has ", missing, "; they run where the plan puts them"));
+  }
+  return warnings;
 }
 
 Plan DefaultPlan(const graph::Graph& graph, const Topology& topology) {
@@ -229,6 +263,13 @@ absl::StatusOr<Plan> LoadPlan(const std::string& path) {
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::ostringstream contents;
   contents << file.rdbuf();
+  // protobuf's JSON reader has no depth limit of its own.
+  if (absl::Status nesting =
+          graph::JsonParseCost(contents.str(), "", graph::ParseCostLimits())
+              .status();
+      !nesting.ok()) {
+    return Annotate(nesting, path);
+  }
   gopt::v1::Plan proto;
   const auto parsed =
       google::protobuf::util::JsonStringToMessage(contents.str(), &proto);

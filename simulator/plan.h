@@ -49,6 +49,14 @@ Plan DefaultPlan(const graph::Graph& graph, const Topology& topology);
 void KeepDeviceConstraints(const graph::Graph& graph, const Topology& topology,
                            std::vector<int32_t>* device);
 
+// Device constraints of `graph` that `topology` cannot honour, one warning
+// per constraint kind: CPU-only nodes on a machine without a CPU device,
+// accelerator-only nodes on a machine without an accelerator (each warning
+// gives the count and the first node). Empty when every constraint can be
+// kept. Such nodes run wherever the plan puts them.
+std::vector<std::string> UnmetDeviceConstraints(const graph::Graph& graph,
+                                                const Topology& topology);
+
 // Checks `plan` against `graph` and `topology`. InvalidArgument naming the
 // node and field when: a vector has the wrong length; a device is outside
 // 0..num_devices-1; a CPU-only node sits on a non-CPU device (only when the

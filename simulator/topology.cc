@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/parse_cost.h"
 #include "util/status_macros.h"
 
 namespace gopt::simulator {
@@ -484,6 +485,12 @@ absl::StatusOr<Topology> LoadTopology(const std::string& name_or_path) {
   bool ok = false;
   const std::string contents = ReadFile(name_or_path, &ok);
   if (!ok) return preset.status();
+  // protobuf's JSON reader has no depth limit of its own.
+  if (absl::Status nesting =
+          graph::JsonParseCost(contents, "", graph::ParseCostLimits()).status();
+      !nesting.ok()) {
+    return Annotate(nesting, name_or_path);
+  }
   gopt::v1::Topology proto;
   const auto parsed =
       google::protobuf::util::JsonStringToMessage(contents, &proto);

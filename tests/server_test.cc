@@ -504,6 +504,99 @@ TEST(ServerTest, OversizedInlineGraphIsRefusedBeforeItIsParsed) {
   EXPECT_THAT(status.message(), HasSubstr("at most 1000"));
 }
 
+// Sends `bytes` as the request of `method` over a fresh generic stub and
+// returns the status; with `cancel`, cancels the call as soon as it starts.
+grpc::Status RawUnaryCall(const Running& running, const std::string& method,
+                          const std::string& bytes, bool cancel = false) {
+  grpc::GenericStub stub(grpc::CreateChannel(
+      running.client->options().target, grpc::InsecureChannelCredentials()));
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  grpc::Slice slice(bytes);
+  auto call = stub.PrepareUnaryCall(&context, method,
+                                    grpc::ByteBuffer(&slice, 1), &queue);
+  call->StartCall();
+  if (cancel) context.TryCancel();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  queue.Next(&tag, &ok);
+  return status;
+}
+
+// Issue 37 regressions over real gRPC.
+
+TEST(ServerTest, SerializedGraphOverTheWireLimitIsRefusedBeforeItIsParsed) {
+  TestServerSetup setup;
+  setup.engine.max_graph_nodes = 1000;
+  Running running = Start(setup);
+  ASSERT_NE(running.client, nullptr);
+  gopt::v1::Graph graph;
+  for (int i = 0; i < 5000; ++i) graph.add_nodes()->set_name("n");
+  gopt::v1::OptimizeRequest request;
+  request.mutable_graph()->set_serialized(graph.SerializeAsString());
+  request.mutable_graph()->set_format("gopt");
+  request.mutable_topology()->set_preset("v100x4-nvlink");
+  absl::Status status = running.client->Optimize(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(),
+              HasSubstr("more than 4000 gopt.v1.Node elements"));
+  EXPECT_THAT(status.message(), HasSubstr("at most 1000 nodes"));
+
+  // ModelProto { graph { node {} } }: an empty operator, before any parse.
+  request.mutable_graph()->set_serialized(std::string("\x3a\x02\x0a\x00", 4));
+  request.mutable_graph()->set_format("onnx");
+  status = running.client->Optimize(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("an empty gopt.onnx.NodeProto at byte offset 4"));
+}
+
+TEST(ServerTest, DeeplyNestedJsonGraphIsInvalidArgument) {
+  Running running = Start(TestServerSetup());
+  ASSERT_NE(running.client, nullptr);
+  gopt::v1::OptimizeRequest request;
+  request.mutable_graph()->set_serialized("{\"nodes\":" +
+                                          std::string(1 << 20, '['));
+  request.mutable_graph()->set_format("gopt");
+  request.mutable_topology()->set_preset("v100x4-nvlink");
+  const absl::Status status = running.client->Optimize(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("nests deeper than 64 levels"));
+}
+
+TEST(ServerTest, ListPoliciesWithGarbageBytesIsInvalidArgument) {
+  Running running = Start(TestServerSetup());
+  ASSERT_NE(running.client, nullptr);
+  const grpc::Status status =
+      RawUnaryCall(running, "/gopt.v1.GraphOptimizer/ListPolicies",
+                   std::string("\x0a\xff\xff\xff\x0f garbage"));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("ListPoliciesRequest"));
+  EXPECT_TRUE(running.client->ListPolicies().ok());
+}
+
+TEST(ServerTest, CancelledCallsAreCountedAsCancelledNotInternal) {
+  Running running = Start(TestServerSetup());
+  ASSERT_NE(running.client, nullptr);
+  const std::string request = RequestFor(kSmallHlo).SerializeAsString();
+  for (int i = 0; i < 50; ++i) {
+    RawUnaryCall(running, "/gopt.v1.GraphOptimizer/Evaluate", request,
+                 /*cancel=*/true);
+  }
+  // Wait for the server to finish the calls it started.
+  while (gopt::testing::PrometheusValue(running.metrics->Scrape(),
+                                        "gopt_inflight_requests") > 0) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const std::string scrape = running.metrics->Scrape();
+  EXPECT_THAT(scrape, ::testing::Not(HasSubstr(R"(code="INTERNAL")")));
+  EXPECT_THAT(scrape, ::testing::Not(HasSubstr(R"(code="UNKNOWN")")));
+}
+
 TEST(ServerTest, TooDeepRequestIsInvalidArgumentWithAMessage) {
   Running running = Start(TestServerSetup());
   ASSERT_NE(running.client, nullptr);

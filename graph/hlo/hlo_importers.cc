@@ -32,6 +32,14 @@ class HloTextImporter final : public Importer {
     return hlo::LooksLikeHloText(contents);
   }
 
+  // Every instruction line holds " = "; the parser builds an instruction
+  // record per line.
+  absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents,
+      const ParseCostLimits& limits) const override {
+    return TextParseCost(contents, " = ", kImporterBytesPerNode, limits);
+  }
+
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloText(contents));
@@ -47,6 +55,12 @@ class HloProtoImporter final : public Importer {
     return hlo::LooksLikeHloModuleProto(contents);
   }
 
+  absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents,
+      const ParseCostLimits& limits) const override {
+    return hlo::HloModuleProtoParseCost(contents, limits);
+  }
+
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloModuleProto(contents));
@@ -60,6 +74,12 @@ class TpuGraphsImporter final : public Importer {
 
   bool Sniff(absl::string_view contents) const override {
     return hlo::LooksLikeTuningData(contents);
+  }
+
+  absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents,
+      const ParseCostLimits& limits) const override {
+    return hlo::TuningDataParseCost(contents, limits);
   }
 
   absl::StatusOr<Graph> Import(absl::string_view contents,

@@ -292,13 +292,30 @@ absl::StatusOr<HloModule> HloModuleFromProto(const xla::HloModuleProto& proto) {
 }
 
 absl::StatusOr<HloModule> ParseHloModuleProto(absl::string_view bytes) {
-  xla::HloModuleProto proto;
+  google::protobuf::Arena arena(ImportArenaOptions());
+  xla::HloModuleProto& proto =
+      *google::protobuf::Arena::CreateMessage<xla::HloModuleProto>(&arena);
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError(
         "not a valid serialized xla.HloModuleProto");
   }
   return HloModuleFromProto(proto);
+}
+
+NodeTypes InstructionNodes() {
+  const google::protobuf::Descriptor* instruction =
+      xla::HloInstructionProto::descriptor();
+  return NodeTypes{{instruction}, instruction};
+}
+
+absl::StatusOr<ParseCost> HloModuleProtoParseCost(
+    absl::string_view bytes, const ParseCostLimits& limits) {
+  ASSIGN_OR_RETURN(ParseCost cost,
+                   ProtoParseCost(bytes, xla::HloModuleProto::descriptor(),
+                                  InstructionNodes(), limits));
+  cost.bytes += cost.nodes * kImporterBytesPerNode;
+  return cost;
 }
 
 bool LooksLikeHloModuleProto(absl::string_view bytes) {

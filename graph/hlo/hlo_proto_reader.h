@@ -4,6 +4,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/hlo/hlo_module.h"
+#include "graph/parse_cost.h"
 #include "xla/hlo.pb.h"
 
 namespace gopt::graph::hlo {
@@ -29,6 +30,15 @@ absl::StatusOr<HloModule> ParseHloModuleProto(absl::string_view bytes);
 // its name (field 1, printable) and holds computations (field 3) whose first
 // field is a name too. Looks at a bounded prefix only.
 bool LooksLikeHloModuleProto(absl::string_view bytes);
+
+// The node types of HLO protos: instructions, never empty.
+NodeTypes InstructionNodes();
+
+// What parsing `bytes` as an xla.HloModuleProto and reading it into an
+// HloModule costs (ProtoParseCost; the nodes are the instructions of every
+// computation).
+absl::StatusOr<ParseCost> HloModuleProtoParseCost(
+    absl::string_view bytes, const ParseCostLimits& limits);
 
 }  // namespace gopt::graph::hlo
 

@@ -162,8 +162,10 @@ absl::StatusOr<TuningDataset> ReadTuningData(absl::string_view bytes,
   }
   const int size = static_cast<int>(bytes.size());
   TuningDataset dataset;
+  google::protobuf::Arena arena(ImportArenaOptions());
   if (IsTuningDataMessage(bytes)) {
-    tpu_graphs::TuningData data;
+    tpu_graphs::TuningData& data =
+        *google::protobuf::Arena::CreateMessage<tpu_graphs::TuningData>(&arena);
     if (!data.ParseFromArray(bytes.data(), size)) {
       return absl::InvalidArgumentError(
           "not a valid serialized tpu_graphs.TuningData");
@@ -176,7 +178,9 @@ absl::StatusOr<TuningDataset> ReadTuningData(absl::string_view bytes,
     return dataset;
   }
   if (IsModuleTuningDataMessage(bytes)) {
-    tpu_graphs::ModuleTuningData data;
+    tpu_graphs::ModuleTuningData& data =
+        *google::protobuf::Arena::CreateMessage<tpu_graphs::ModuleTuningData>(
+            &arena);
     if (!data.ParseFromArray(bytes.data(), size)) {
       return absl::InvalidArgumentError(
           "not a valid serialized tpu_graphs.ModuleTuningData");
@@ -188,6 +192,17 @@ absl::StatusOr<TuningDataset> ReadTuningData(absl::string_view bytes,
   return absl::InvalidArgumentError(
       "not tpu_graphs tuning data (expected a TuningData or ModuleTuningData "
       "whose module starts with its name)");
+}
+
+absl::StatusOr<ParseCost> TuningDataParseCost(absl::string_view bytes,
+                                              const ParseCostLimits& limits) {
+  const google::protobuf::Descriptor* root =
+      IsTuningDataMessage(bytes) ? tpu_graphs::TuningData::descriptor()
+                                 : tpu_graphs::ModuleTuningData::descriptor();
+  ASSIGN_OR_RETURN(ParseCost cost,
+                   ProtoParseCost(bytes, root, InstructionNodes(), limits));
+  cost.bytes += cost.nodes * kImporterBytesPerNode;
+  return cost;
 }
 
 bool LooksLikeTuningData(absl::string_view bytes) {

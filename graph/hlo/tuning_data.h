@@ -73,6 +73,12 @@ absl::StatusOr<TuningDataset> ReadTuningData(absl::string_view bytes,
 // field 1 is the name itself).
 bool LooksLikeTuningData(absl::string_view bytes);
 
+// What parsing `bytes` (a TuningData or ModuleTuningData, as
+// ReadTuningData tells them apart) costs; the nodes are the instructions
+// of every module's computations.
+absl::StatusOr<ParseCost> TuningDataParseCost(absl::string_view bytes,
+                                              const ParseCostLimits& limits);
+
 }  // namespace gopt::graph::hlo
 
 #endif  // GOPT_GRAPH_HLO_TUNING_DATA_H_

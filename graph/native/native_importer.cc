@@ -65,10 +65,30 @@ class GoptImporter final : public Importer {
     return FirstNodeOfGraph(contents, &node) && NodeHasCanonicalKind(node);
   }
 
+  absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents,
+      const ParseCostLimits& limits) const override {
+    ASSIGN_OR_RETURN(
+        ParseCost cost,
+        LooksLikeJson(contents)
+            ? JsonParseCost(contents, "nodes", limits)
+            : ProtoParseCost(contents, gopt::v1::Graph::descriptor(),
+                             NodeTypes{{gopt::v1::Node::descriptor()},
+                                       gopt::v1::Node::descriptor()},
+                             limits));
+    cost.bytes += cost.nodes * kImporterBytesPerNode;
+    return cost;
+  }
+
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
-    gopt::v1::Graph proto;
+    google::protobuf::Arena arena(ImportArenaOptions());
+    gopt::v1::Graph& proto =
+        *google::protobuf::Arena::CreateMessage<gopt::v1::Graph>(&arena);
     if (LooksLikeJson(contents)) {
+      // protobuf's JSON reader does not stop at a depth limit of its own.
+      RETURN_IF_ERROR(
+          JsonParseCost(contents, "nodes", ParseCostLimits()).status());
       google::protobuf::util::JsonParseOptions parse_options;
       parse_options.ignore_unknown_fields = false;
       const auto result = google::protobuf::util::JsonStringToMessage(

@@ -592,6 +592,8 @@ using ::gopt::graph::onnx_internal::kMaxTestedOpset;
 using ::gopt::graph::onnx_internal::kMinTestedOpset;
 using ::gopt::onnx::GraphProto;
 using ::gopt::onnx::ModelProto;
+using ::gopt::onnx::NodeProto;
+using ::gopt::onnx::TensorProto;
 
 // Reads a base-128 varint at `*pos`; false when truncated or too long.
 bool ReadVarint(absl::string_view data, size_t* pos, uint64_t* value) {
@@ -645,9 +647,26 @@ class OnnxImporter final : public Importer {
     return false;
   }
 
+  // Nodes: operators (in subgraphs too) and tensors (initializers become
+  // constant nodes; attribute tensors are counted too, as an upper bound).
+  absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents,
+      const ParseCostLimits& limits) const override {
+    ASSIGN_OR_RETURN(ParseCost cost,
+                     ProtoParseCost(contents, ModelProto::descriptor(),
+                                    NodeTypes{{NodeProto::descriptor(),
+                                               TensorProto::descriptor()},
+                                              NodeProto::descriptor()},
+                                    limits));
+    cost.bytes += cost.nodes * kImporterBytesPerNode;
+    return cost;
+  }
+
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
-    ModelProto model;
+    google::protobuf::Arena arena(ImportArenaOptions());
+    ModelProto& model =
+        *google::protobuf::Arena::CreateMessage<ModelProto>(&arena);
     if (contents.size() > static_cast<size_t>(INT32_MAX) ||
         !model.ParseFromArray(contents.data(),
                               static_cast<int>(contents.size()))) {

@@ -21,6 +21,7 @@ namespace gopt::graph {
 namespace {
 
 using ::gopt::tensorflow::GraphDef;
+using ::gopt::tensorflow::NodeDef;
 
 // Nesting deeper than this is rejected before any parser recurses.
 constexpr int kMaxNesting = 64;
@@ -110,31 +111,6 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string error_;
 };
 
-absl::Status CheckJsonNesting(absl::string_view json) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxNesting) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "JSON nests deeper than ", kMaxNesting, " levels at offset ", i));
-      }
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return absl::OkStatus();
-}
-
 class GraphDefImporter final : public Importer {
  public:
   absl::string_view format() const override { return "graphdef"; }
@@ -143,9 +119,26 @@ class GraphDefImporter final : public Importer {
     return SniffTextGraphDef(contents) || SniffBinaryGraphDef(contents);
   }
 
+  absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents,
+      const ParseCostLimits& limits) const override {
+    ASSIGN_OR_RETURN(
+        ParseCost cost,
+        SniffTextGraphDef(contents)
+            ? TextParseCost(contents, "node {", kImporterBytesPerNode, limits)
+            : ProtoParseCost(
+                  contents, GraphDef::descriptor(),
+                  NodeTypes{{NodeDef::descriptor()}, NodeDef::descriptor()},
+                  limits));
+    cost.bytes += cost.nodes * kImporterBytesPerNode;
+    return cost;
+  }
+
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
-    GraphDef graph_def;
+    google::protobuf::Arena arena(ImportArenaOptions());
+    GraphDef& graph_def =
+        *google::protobuf::Arena::CreateMessage<GraphDef>(&arena);
     if (SniffTextGraphDef(contents)) {
       google::protobuf::TextFormat::Parser parser;
       FirstErrorCollector errors;
@@ -176,10 +169,21 @@ class TfjsImporter final : public Importer {
            absl::StrContains(text, "\"modelTopology\"");
   }
 
+  absl::StatusOr<ParseCost> EstimateCost(
+      absl::string_view contents,
+      const ParseCostLimits& limits) const override {
+    ASSIGN_OR_RETURN(ParseCost cost, JsonParseCost(contents, "node", limits));
+    cost.bytes += cost.nodes * kImporterBytesPerNode;
+    return cost;
+  }
+
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
-    RETURN_IF_ERROR(CheckJsonNesting(contents));
-    tensorflow::TfjsModel model;
+    RETURN_IF_ERROR(
+        JsonParseCost(contents, "node", ParseCostLimits()).status());
+    google::protobuf::Arena arena(ImportArenaOptions());
+    tensorflow::TfjsModel& model =
+        *google::protobuf::Arena::CreateMessage<tensorflow::TfjsModel>(&arena);
     google::protobuf::util::JsonParseOptions parse_options;
     parse_options.ignore_unknown_fields = true;
     auto status = google::protobuf::util::JsonStringToMessage(

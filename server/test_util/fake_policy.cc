@@ -23,6 +23,12 @@ FakePolicy::FakePolicy(const FakePolicyOptions& options) : options_(options) {
 absl::StatusOr<policy::Proposal> FakePolicy::Propose(
     const simulator::Simulator& simulator,
     const policy::ProposeOptions& options) const {
+  if (options_.seen_fine_tune_steps != nullptr) {
+    *options_.seen_fine_tune_steps = options.fine_tune_steps;
+  }
+  if (options_.seen_deadline != nullptr) {
+    *options_.seen_deadline = options.deadline;
+  }
   if (options_.started != nullptr && !options_.started->HasBeenNotified()) {
     options_.started->Notify();
   }

@@ -22,6 +22,10 @@ struct FakePolicyOptions {
   // Notified when Propose starts; may be null. Borrowed.
   absl::Notification* started = nullptr;
   absl::Notification* release = nullptr;
+  // When set, each Propose call's fine-tuning steps and deadline are
+  // written here (borrowed; the test reads them after the call).
+  int32_t* seen_fine_tune_steps = nullptr;
+  absl::Time* seen_deadline = nullptr;
   // Time a proposal takes before it is returned (a zero-shot pass).
   absl::Duration delay = absl::ZeroDuration();
   // PolicyInfo::directory and card.

@@ -17,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "gopt/v1/optimizer.pb.h"
 
@@ -224,6 +225,20 @@ void MutateGraph(gopt::v1::GraphInput* graph, size_t max_size, Rng& rng) {
     return;
   }
   std::string* bytes = graph->mutable_serialized();
+  if (rng() % 8 == 1) {
+    // The hostile classes of the second reliability review at fuzzer
+    // scale: a run of empty node elements (under the node field number of
+    // one format or another), or JSON opened deeper than any limit.
+    constexpr std::string_view kRuns[] = {
+        std::string_view("\x0a\x00", 2), std::string_view("\x12\x00", 2),
+        std::string_view("\x1a\x00", 2), "[", "{},"};
+    const std::string_view run = kRuns[rng() % std::size(kRuns)];
+    const size_t room = max_size > bytes->size() ? max_size - bytes->size() : 0;
+    std::string runs;
+    while (runs.size() + run.size() <= room) runs.append(run);
+    bytes->insert(bytes->empty() ? 0 : rng() % bytes->size(), runs);
+    return;
+  }
   const size_t size = bytes->size();
   if (size == 0) return;
   bytes->resize(std::max(size, std::min(max_size, size + 64)));

@@ -14,14 +14,20 @@
 // Not run in CI (it takes minutes and several GB); its table is what the
 // reliability note reports.
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,18 +36,23 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "client/optimizer_client.h"
 #include "gopt/v1/optimizer.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "tests/util/hostile_inputs.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "gopt-server HOST:PORT");
 ABSL_FLAG(int, pid, 0, "gopt-server's process id (for its memory); 0 = none");
 ABSL_FLAG(std::string, data_dir, "../shared/data", "shared data directory");
 ABSL_FLAG(std::string, cases_dir, "tests/hostile",
           "directory of this tool's case files (while_trip_2p62.hlo)");
+ABSL_FLAG(int64_t, max_message_bytes, 32 << 20,
+          "the server's --max_message_bytes: larger cases expect gRPC's "
+          "RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, graph_85k, "",
           "a ~85k-node graph file (gopt generate gnmt --preset=gnmt8-80k); "
           "empty = skip the cases that need it");
@@ -50,6 +61,9 @@ ABSL_FLAG(std::string, graph_250k, "",
 
 namespace {
 
+using gopt::testing::EmptyNodesFile;
+using gopt::testing::HostileJson;
+using gopt::testing::LengthDelimited;
 using gopt::v1::GraphOptimizer;
 using gopt::v1::OptimizeRequest;
 
@@ -82,21 +96,61 @@ std::string CodeName(grpc::StatusCode code) {
   return index >= 0 && index < 17 ? kNames[index] : absl::StrCat(index);
 }
 
-// "VmRSS / VmHWM" of the server in MiB, or "-" without --pid.
-std::string ServerMemory() {
+// The server's resident memory in MiB (VmRSS), or -1 without --pid or
+// once it is gone.
+int64_t ServerRssMiB() {
   const int pid = absl::GetFlag(FLAGS_pid);
-  if (pid <= 0) return "-";
+  if (pid <= 0) return -1;
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
-  int64_t rss_kb = -1;
-  int64_t hwm_kb = -1;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) rss_kb = std::stoll(line.substr(6));
-    if (line.rfind("VmHWM:", 0) == 0) hwm_kb = std::stoll(line.substr(6));
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
   }
-  if (rss_kb < 0) return "gone";
-  return absl::StrCat(rss_kb / 1024, " / ", hwm_kb / 1024);
+  return -1;
 }
+
+// CPU seconds the server has used (user + system, /proc/PID/stat), or -1.
+double ServerCpuSeconds() {
+  const int pid = absl::GetFlag(FLAGS_pid);
+  if (pid <= 0) return -1;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(stat)),
+                   std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces): state is the
+  // 3rd field, utime the 14th, stime the 15th.
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Samples the server's RSS every 10 ms on its own thread while alive: the
+// peak of one case, whatever the kernel's VmHWM says about earlier ones.
+class RssSampler {
+ public:
+  RssSampler() : thread_([this] { Run(); }) {}
+  ~RssSampler() {
+    done_ = true;
+    thread_.join();
+  }
+  int64_t peak_mib() const { return peak_mib_.load(); }
+
+ private:
+  void Run() {
+    while (!done_) {
+      peak_mib_ = std::max(peak_mib_.load(), ServerRssMiB());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  std::atomic<bool> done_{false};
+  std::atomic<int64_t> peak_mib_{-1};
+  std::thread thread_;
+};
 
 class Hostile {
  public:
@@ -115,9 +169,22 @@ class Hostile {
   // `expected` or the server stopped serving.
   bool Case(const std::string& name, grpc::StatusCode expected,
             const std::function<Outcome()>& run) {
+    const int64_t before_mib = ServerRssMiB();
+    const double before_cpu_s = ServerCpuSeconds();
     const absl::Time start = absl::Now();
-    Outcome outcome = run();
+    Outcome outcome;
+    int64_t peak_mib = -1;
+    {
+      RssSampler sampler;
+      outcome = run();
+      peak_mib = sampler.peak_mib();
+    }
     outcome.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    // The server trims its heap when a large call is done, just after the
+    // client has its answer.
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    const int64_t after_mib = ServerRssMiB();
+    const double cpu_s = ServerCpuSeconds() - before_cpu_s;
     absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus>
         health = health_->Health();
     const bool serving =
@@ -129,14 +196,24 @@ class Hostile {
     std::cout << "| " << name << " | " << CodeName(outcome.code) << " | "
               << message << (outcome.detail.empty() ? "" : " ")
               << outcome.detail << " | " << absl::StrCat(outcome.seconds)
-              << " s | " << ServerMemory() << " | "
-              << (serving ? "SERVING" : "NOT SERVING") << " |" << std::endl;
+              << " s | "
+              << (before_cpu_s < 0 ? std::string("-")
+                                   : absl::StrFormat("%.2f s", cpu_s))
+              << " | "
+              << (before_mib < 0 ? std::string("-")
+                                 : absl::StrCat(before_mib, " / ", peak_mib,
+                                                " / ", after_mib))
+              << " | " << (serving ? "SERVING" : "NOT SERVING") << " |"
+              << std::endl;
     return outcome.code == expected && serving;
   }
 
-  Outcome Optimize(const OptimizeRequest& request,
-                   absl::Duration timeout = absl::Seconds(120)) {
+  Outcome Optimize(
+      const OptimizeRequest& request,
+      absl::Duration timeout = absl::Seconds(120),
+      grpc_compression_algorithm compression = GRPC_COMPRESS_NONE) {
     grpc::ClientContext context;
+    context.set_compression_algorithm(compression);
     if (timeout != absl::InfiniteDuration()) {
       context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     }
@@ -161,14 +238,18 @@ class Hostile {
 
   // Sends `bytes` as the Optimize request message, unparsed.
   Outcome RawOptimize(const std::string& bytes) {
+    return RawCall("/gopt.v1.GraphOptimizer/Optimize", bytes);
+  }
+
+  // Sends `bytes` as the request message of `method`, unparsed.
+  Outcome RawCall(const std::string& method, const std::string& bytes) {
     grpc::GenericStub generic(channel_);
     grpc::CompletionQueue queue;
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(120)));
     grpc::Slice slice(bytes);
     const grpc::ByteBuffer request(&slice, 1);
-    auto call = generic.PrepareUnaryCall(
-        &context, "/gopt.v1.GraphOptimizer/Optimize", request, &queue);
+    auto call = generic.PrepareUnaryCall(&context, method, request, &queue);
     call->StartCall();
     grpc::ByteBuffer response;
     grpc::Status status;
@@ -224,17 +305,6 @@ OptimizeRequest TopologyCase(
   spoil(topology);
   request.mutable_budget()->set_mode(gopt::v1::Budget::BASELINES_ONLY);
   return request;
-}
-
-std::string LengthDelimited(int field, const std::string& payload) {
-  std::string out(1, static_cast<char>(field << 3 | 2));
-  uint64_t n = payload.size();
-  while (n >= 0x80) {
-    out += static_cast<char>((n & 0x7F) | 0x80);
-    n >>= 7;
-  }
-  out += static_cast<char>(n);
-  return out + payload;
 }
 
 // Hostile topology values and graph costs that overflow.
@@ -318,6 +388,105 @@ bool WireAndCapCases(Hostile& h) {
         request.mutable_budget()->set_fine_tune_steps(2'147'483'647);
         return h.Optimize(request, absl::InfiniteDuration());
       });
+  return all;
+}
+
+OptimizeRequest SerializedRequest(std::string bytes,
+                                  const std::string& format) {
+  OptimizeRequest request;
+  request.mutable_graph()->set_serialized(std::move(bytes));
+  request.mutable_graph()->set_format(format);
+  request.mutable_topology()->set_preset("v100x4-nvlink");
+  return request;
+}
+
+// Item 1 and 2 of the second reliability review: serialized graphs that
+// parse into gigabytes, refused from a count on the wire before any parse.
+bool SerializedGraphCases(Hostile& h) {
+  using C = grpc::StatusCode;
+  bool all = true;
+  // A message over the server's limit is gRPC's RESOURCE_EXHAUSTED.
+  const auto expected = [](int mib, C code) {
+    return (int64_t{mib} << 20) > absl::GetFlag(FLAGS_max_message_bytes)
+               ? C::RESOURCE_EXHAUSTED
+               : code;
+  };
+  for (const char* format :
+       {"onnx", "graphdef", "hlo-proto", "gopt", "tpugraphs"}) {
+    for (int mib : {4, 40, 60}) {
+      // 4 MiB holds 2M empty nodes: under the wire limit of 4 x
+      // --max_graph_nodes, so the first empty node is the error.
+      all &= h.Case(
+          absl::StrCat(format, ": ", mib, " MiB of empty nodes"),
+          expected(mib, mib == 4 ? C::INVALID_ARGUMENT : C::RESOURCE_EXHAUSTED),
+          [&] {
+            return h.Optimize(SerializedRequest(
+                EmptyNodesFile(format, size_t(mib) << 20), format));
+          });
+    }
+  }
+  for (const char* format : {"gopt", "tfjs"}) {
+    for (int mib : {4, 40, 60}) {
+      all &=
+          h.Case(absl::StrCat(format, " JSON: ", mib, " MiB of '['"),
+                 expected(mib, C::INVALID_ARGUMENT), [&] {
+                   return h.Optimize(SerializedRequest(
+                       HostileJson(format, size_t(mib) << 20, true), format));
+                 });
+      all &= h.Case(
+          absl::StrCat(format, " JSON: ", mib, " MiB of {}"),
+          expected(mib, mib == 4 ? C::INVALID_ARGUMENT : C::RESOURCE_EXHAUSTED),
+          [&] {
+            return h.Optimize(SerializedRequest(
+                HostileJson(format, size_t(mib) << 20, false), format));
+          });
+    }
+  }
+  return all;
+}
+
+// Item 4: a message over the server's limit, plain and as a gzip bomb.
+bool MessageLimitCases(Hostile& h) {
+  using C = grpc::StatusCode;
+  bool all = true;
+  all &= h.Case("1 GiB message", C::RESOURCE_EXHAUSTED, [&] {
+    return h.Optimize(
+        SerializedRequest(std::string(size_t{1} << 30, 'x'), "onnx"));
+  });
+  // Compressed requests are refused before any byte is decompressed
+  // (--accept_compressed_requests is off by default).
+  all &= h.Case("gzip bomb: 1 GiB of zeros", C::UNIMPLEMENTED, [&] {
+    return h.Optimize(
+        SerializedRequest(std::string(size_t{1} << 30, '\0'), "onnx"),
+        absl::Seconds(120), GRPC_COMPRESS_GZIP);
+  });
+  return all;
+}
+
+// Item 6: small requests that used to get the wrong answer.
+bool SmallerCases(Hostile& h) {
+  using C = grpc::StatusCode;
+  bool all = true;
+  all &= h.Case("a node of 5e-324 FLOPs", C::INVALID_ARGUMENT, [&] {
+    OptimizeRequest request = SmallRequest();
+    gopt::v1::Node* node =
+        request.mutable_graph()->mutable_graph()->add_nodes();
+    node->set_name("tiny");
+    node->set_op("custom");
+    node->set_kind("other");
+    node->set_flops(5e-324);
+    node->set_bytes_written(4);
+    return h.Optimize(request);
+  });
+  all &= h.Case("budget.mode = 9", C::INVALID_ARGUMENT, [&] {
+    OptimizeRequest request = SmallRequest();
+    request.mutable_budget()->set_mode(static_cast<gopt::v1::Budget::Mode>(9));
+    return h.Optimize(request);
+  });
+  all &= h.Case("ListPolicies with garbage bytes", C::INVALID_ARGUMENT, [&] {
+    return h.RawCall("/gopt.v1.GraphOptimizer/ListPolicies",
+                     "\x0a\xff\xff\xff\x0f garbage");
+  });
   return all;
 }
 
@@ -418,10 +587,14 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   Hostile h;
   bool all = true;
-  std::cout << "| case | code | message / result | time | server RSS / peak "
-               "MiB | health |\n|---|---|---|---|---|---|\n";
+  std::cout << "| case | code | message / result | time | server CPU | "
+               "server RSS before / peak / after, MiB | health |\n"
+               "|---|---|---|---|---|---|---|\n";
   all &= TopologyAndCostCases(h);
   all &= WireAndCapCases(h);
+  all &= SerializedGraphCases(h);
+  all &= MessageLimitCases(h);
+  all &= SmallerCases(h);
   all &= LoadCases(h);
   all &= LargeGraphCases(h);
   std::cout << (all ? "every case as expected; the server still serves\n"

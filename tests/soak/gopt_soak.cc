@@ -35,6 +35,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -60,6 +61,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "tests/util/hostile_inputs.h"
 
 ABSL_FLAG(std::string, target, "",
           "gopt-server address; loopback only (127.0.0.1:PORT, localhost:PORT "
@@ -94,6 +96,7 @@ enum class Kind {
   kEvaluate,
   kEvaluateTrace,
   kCorruptGraph,
+  kHostileSerialized,
   kWireGarbage,
   kBadTopology,
   kBadPlan,
@@ -116,6 +119,7 @@ constexpr KindInfo kKinds[] = {
     {Kind::kEvaluate, "evaluate", 8},
     {Kind::kEvaluateTrace, "evaluate_trace", 4},
     {Kind::kCorruptGraph, "corrupt_graph", 8},
+    {Kind::kHostileSerialized, "empty_nodes_or_deep_json", 4},
     {Kind::kWireGarbage, "wire_garbage", 4},
     {Kind::kBadTopology, "bad_topology", 8},
     {Kind::kBadPlan, "bad_plan", 4},
@@ -571,6 +575,22 @@ class Soak {
         EvaluateRequest request = RealEvaluate(rng);
         request.set_include_trace(kind == Kind::kEvaluateTrace);
         return Evaluate(request, timeout_, bad_answer);
+      }
+      case Kind::kHostileSerialized: {
+        // Empty nodes in a binary format, or JSON opened too deep / full of
+        // empty nodes: refused from a count on the wire before any parse.
+        constexpr const char* kFormats[] = {"onnx", "graphdef",  "hlo-proto",
+                                            "gopt", "tpugraphs", "tfjs"};
+        const std::string format = kFormats[rng() % std::size(kFormats)];
+        const size_t size = (size_t{256} << 10) << (rng() % 5);  // to 4 MiB
+        const bool json = format == "tfjs" || rng() % 2 == 0;
+        OptimizeRequest request =
+            RealOptimize(rng, gopt::v1::Budget::BASELINES_ONLY);
+        request.mutable_graph()->set_serialized(
+            json ? gopt::testing::HostileJson(format, size, rng() % 2 == 0)
+                 : gopt::testing::EmptyNodesFile(format, size));
+        request.mutable_graph()->set_format(format);
+        return Optimize(request, timeout_, bad_answer);
       }
       case Kind::kCorruptGraph: {
         const RealGraph& graph = graphs_[rng() % graphs_.size()];
