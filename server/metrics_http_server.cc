@@ -38,9 +38,10 @@ constexpr size_t kMaxDrainBytes = 64 << 10;
 // How long accept is left alone once it fails for lack of descriptors.
 constexpr std::chrono::milliseconds kAcceptPause{100};
 
+// `d` within [0, 1 day], so that adding it to now cannot overflow.
 Clock::duration ToClock(absl::Duration d) {
-  return std::chrono::duration_cast<Clock::duration>(
-      absl::ToChronoNanoseconds(std::max(d, absl::ZeroDuration())));
+  return std::chrono::duration_cast<Clock::duration>(absl::ToChronoNanoseconds(
+      std::clamp(d, absl::ZeroDuration(), absl::Hours(24))));
 }
 
 std::string Response(absl::string_view status, absl::string_view extra_header,
