@@ -41,7 +41,7 @@ struct ParseCostLimits {
 // own instruction records, name maps, shape tables), from the peak RSS of
 // importing the real graphs of ../shared/data (docs/reliability.md,
 // "Import admission").
-inline constexpr int64_t kImporterBytesPerNode = 2048;
+inline constexpr int64_t kImporterBytesPerNode = 8192;
 
 // Arena options for parsing one imported file: blocks grow to 4 MiB, so a
 // large parse is a few hundred blocks handed back at once when the import

@@ -82,7 +82,11 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (int i = 1; i < argc; ++i) {
     const pid_t child = fork();
-    if (child == 0) _exit(Measure(argv[i]));
+    if (child == 0) {
+      const int status = Measure(argv[i]);
+      std::cout.flush();
+      _exit(status);
+    }
     int status = 0;
     waitpid(child, &status, 0);
     failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
