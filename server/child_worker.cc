@@ -51,7 +51,7 @@ std::string DescribeWaitStatus(int status) {
   return absl::StrCat("ended with wait status ", status);
 }
 
-// Waits up to `timeout` for `fd` to carry the port line; appends what it
+// Waits until `give_up` for `fd` to carry the port line; appends what it
 // read to `output`. The port, or an error saying what went wrong.
 absl::StatusOr<int> ReadPort(int fd, absl::Time give_up,
                              const std::function<bool()>& stopping,
@@ -312,9 +312,10 @@ absl::StatusOr<worker::ExecutionResult> ChildWorker::Execute(
   // The worker stops a plan past its deadline itself between nodes (its
   // message starts "execute: "); gRPC's own DEADLINE_EXCEEDED means the
   // child is still inside a kernel: only killing it stops the plan.
-  if (absl::IsDeadlineExceeded(status) &&
-      !absl::StartsWith(status.message(), "execute: ") &&
-      absl::Now() >= deadline) {
+  const bool stuck = absl::IsDeadlineExceeded(status) &&
+                     !absl::StartsWith(status.message(), "execute: ") &&
+                     absl::Now() >= deadline;
+  if (stuck) {
     LOG(WARNING) << "worker pool: local gopt-worker pid " << child->pid
                  << " still runs a plan past its timeout: killing it";
     kill(child->pid, SIGKILL);
@@ -322,7 +323,10 @@ absl::StatusOr<worker::ExecutionResult> ChildWorker::Execute(
         "still running at its deadline; the worker was killed and is "
         "restarted";
   }
-  const std::string death = DeathOf(child->pid);
+  // A dead child's error says how it died; a live one's is the plan's.
+  const std::string death = stuck || absl::IsUnavailable(status)
+                                ? DeathOf(child->pid)
+                                : std::string();
   return absl::Status(
       status.code(),
       absl::StrCat("local gopt-worker (pid ", child->pid, ") ",

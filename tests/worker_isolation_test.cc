@@ -9,6 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <regex>
@@ -18,9 +21,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "gopt/v1/optimizer.grpc.pb.h"
 #include "gopt/v1/worker.grpc.pb.h"
 #include "graph/import/builtin_importers.h"
 #include "grpcpp/grpcpp.h"
@@ -29,12 +34,16 @@
 #include "server/memory_budget.h"
 #include "server/worker_pool.h"
 #include "simulator/topology.h"
+#include "tests/util/child_process.h"
+#include "tests/util/http_get.h"
+#include "worker/test_util/node_executions.h"
 
 namespace gopt::server {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using worker::testing::NodeExecutions;
 
 // Two f32[N,N] parameters and their product.
 std::string DotHlo(int n) {
@@ -131,20 +140,6 @@ worker::ExecuteOptions Quick() {
   execute.max_repeats = 2;
   execute.min_measure_seconds = 0;
   return execute;
-}
-
-// DescribeResponse.node_executions of the worker at `address`.
-int64_t NodeExecutions(const std::string& address) {
-  auto stub = gopt::v1::Worker::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(30));
-  gopt::v1::DescribeResponse response;
-  const grpc::Status status =
-      stub->Describe(&context, gopt::v1::DescribeRequest(), &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return response.node_executions();
 }
 
 TEST(WorkerIsolationTest, PlanOverTheWorkerMemoryIsRefusedBeforeRunning) {
@@ -316,6 +311,108 @@ TEST(WorkerIsolationTest, MissingBinaryIsFailedPrecondition) {
       ChildWorker::Start(options);
   EXPECT_TRUE(absl::IsFailedPrecondition(child.status())) << child.status();
   EXPECT_THAT(child.status().message(), HasSubstr("/nonexistent/gopt-worker"));
+}
+
+// gopt-server with its default --workers=local: a gopt-worker child that may
+// use 64 MiB per plan.
+std::vector<std::string> ServerArgs() {
+  const std::string policies =
+      absl::StrCat(::testing::TempDir(), "/gopt_no_policies_", getpid());
+  std::filesystem::create_directories(policies);
+  return {"--listen=127.0.0.1:0",
+          "--metrics_listen=127.0.0.1:0",
+          "--policy_dir=" + policies,
+          "--drain_seconds=0",
+          "--worker_memory_bytes=67108864",
+          absl::StrCat("--worker_binary=", GOPT_WORKER_BINARY)};
+}
+
+// Evaluate measure=true of `hlo` with every node on CPU executor 0.
+gopt::v1::EvaluateResponse EvaluateMeasured(const std::string& address,
+                                            const std::string& hlo,
+                                            grpc::Status* status) {
+  gopt::v1::EvaluateRequest request;
+  request.mutable_graph()->set_serialized(hlo);
+  request.mutable_graph()->set_format("hlo");
+  request.mutable_topology()->set_preset("cpu-host");
+  for (int i = 0; i < Import(hlo).num_nodes(); ++i) {
+    request.mutable_plan()->add_device(0);
+  }
+  request.set_measure(true);
+  auto stub = gopt::v1::GraphOptimizer::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(300));
+  gopt::v1::EvaluateResponse response;
+  *status = stub->Evaluate(&context, request, &response);
+  return response;
+}
+
+std::string Warnings(const gopt::v1::EvaluateResponse& response) {
+  std::string all;
+  for (const std::string& w : response.warnings())
+    absl::StrAppend(&all, w, "\n");
+  return all;
+}
+
+TEST(WorkerIsolationTest, ServerAnswersPlansItRefusesOrLosesWithSimulation) {
+  gopt::testing::ChildProcess server(GOPT_SERVER_BINARY, ServerArgs());
+  const std::string metrics_port = server.WaitForLog("metrics on port (\\d+)");
+  const std::string port = server.WaitForLog("listening on port (\\d+)");
+  const std::string child_pid =
+      server.WaitForLog("local gopt-worker pid (\\d+) listening");
+  const std::string child_address = server.WaitForLog(
+      "local gopt-worker pid \\d+ listening on (127.0.0.1:\\d+)");
+  server.WaitForLog("\\] SERVING");
+  ASSERT_FALSE(child_pid.empty());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+
+  // Over 64 MiB: answered from the simulator, never sent to the child.
+  grpc::Status status;
+  gopt::v1::EvaluateResponse refused =
+      EvaluateMeasured(address, DotHlo(4096), &status);
+  ASSERT_TRUE(status.ok()) << status.error_message() << server.log();
+  EXPECT_GT(refused.step_time_s(), 0);
+  EXPECT_EQ(refused.measured_step_time_s(), 0);
+  EXPECT_THAT(Warnings(refused),
+              HasSubstr("measure: the plan was not measured (refused before "
+                        "running: it would hold about"));
+  EXPECT_EQ(NodeExecutions(child_address), 0);
+  absl::StatusOr<std::string> scrape =
+      gopt::testing::HttpGet(std::stoi(metrics_port), "/metrics");
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_THAT(*scrape,
+              HasSubstr("gopt_worker_executions_total{status=\"refused\"} 1"));
+
+  // The child killed mid-plan: simulated numbers and a warning.
+  gopt::v1::EvaluateResponse lost;
+  grpc::Status lost_status;
+  std::thread measuring([&] {
+    lost = EvaluateMeasured(address, DotChainHlo(/*n=*/1024, /*length=*/100),
+                            &lost_status);
+  });
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  while (NodeExecutions(child_address) == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GT(NodeExecutions(child_address), 0);
+  ASSERT_EQ(kill(std::stoi(child_pid), SIGKILL), 0);
+  measuring.join();
+  ASSERT_TRUE(lost_status.ok()) << lost_status.error_message();
+  EXPECT_GT(lost.step_time_s(), 0);
+  EXPECT_EQ(lost.measured_step_time_s(), 0);
+  EXPECT_THAT(Warnings(lost), HasSubstr(absl::StrCat("(pid ", child_pid,
+                                                     ") killed by signal 9")));
+
+  // The server lives, and measures again on the next child.
+  gopt::v1::EvaluateResponse measured =
+      EvaluateMeasured(address, DotHlo(64), &status);
+  ASSERT_TRUE(status.ok()) << status.error_message() << server.log();
+  EXPECT_GT(measured.measured_step_time_s(), 0) << Warnings(measured);
+  EXPECT_EQ(measured.measured_on(), "local");
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.Wait(), 0) << server.log();
 }
 
 }  // namespace
