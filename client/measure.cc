@@ -126,8 +126,11 @@ absl::StatusOr<std::shared_ptr<server::PlanMeasurer>> MakeCliMeasurer(
     const std::string& workers) {
   server::WorkerPoolOptions options;
   options.health_check_interval_seconds = 0;
+  // The CLI's 'local' is this process's executors (the user's own process:
+  // nothing to isolate), not gopt-server's gopt-worker child.
   absl::StatusOr<std::unique_ptr<server::WorkerPool>> pool =
-      server::WorkerPool::FromSpec(workers, worker::ExecutorOptions(), options);
+      server::WorkerPool::FromSpec(workers == "local" ? "in-process" : workers,
+                                   worker::ExecutorOptions(), options);
   if (!pool.ok()) return pool.status();
   return std::shared_ptr<server::PlanMeasurer>(std::move(*pool));
 }

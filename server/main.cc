@@ -100,7 +100,9 @@ ABSL_FLAG(int64_t, max_trace_bytes, 32 << 20,
           "largest Chrome trace Evaluate sends (RESOURCE_EXHAUSTED above)");
 ABSL_FLAG(std::string, workers, "local",
           "where Optimize verify=K and Evaluate measure run plans: 'local' "
-          "= CPU executors in this process; HOST:PORT,... of gopt-workers; "
+          "= a gopt-worker child process of this server (restarted when a "
+          "plan kills it); 'in-process' = CPU executors in this process (no "
+          "isolation); HOST:PORT,... of gopt-workers; "
           "dns:///NAME:PORT = every address NAME resolves to (a Kubernetes "
           "headless service); 'none' = no measuring (simulated numbers and "
           "a warning)");
@@ -117,6 +119,15 @@ ABSL_FLAG(double, worker_eject_seconds, 30,
 ABSL_FLAG(double, worker_health_interval_seconds, 5,
           "seconds between grpc.health.v1 checks of remote workers (and "
           "re-resolutions of dns:/// names)");
+ABSL_FLAG(int64_t, worker_memory_bytes, 0,
+          "host memory one measured plan may use by the simulator's peak; "
+          "plans over it are refused before running (simulated numbers and "
+          "a warning); charged to the memory budget while a plan runs; also "
+          "the local gopt-worker's RLIMIT_DATA (+2 GiB for its runtime). "
+          "0 = a quarter of the memory budget");
+ABSL_FLAG(std::string, worker_binary, "",
+          "gopt-worker binary of --workers=local; empty = the gopt-worker "
+          "beside this gopt-server");
 
 namespace {
 
@@ -156,6 +167,8 @@ constexpr const char* kFlagNames[] = {
     "worker_failures_to_eject",
     "worker_eject_seconds",
     "worker_health_interval_seconds",
+    "worker_memory_bytes",
+    "worker_binary",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -192,9 +205,10 @@ int64_t DefaultMemoryBudgetBytes(const gopt::server::ContainerLimits& limits) {
 }
 
 // The worker pool of --workers; null for 'none'. Its executions and queue
-// depth go to `metrics`.
+// depth go to `metrics`; its measurements are charged to `memory_budget`
+// (may be null).
 absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> MakeWorkerPool(
-    gopt::server::Metrics* metrics) {
+    gopt::server::Metrics* metrics, gopt::server::MemoryBudget* memory_budget) {
   const std::string spec = absl::GetFlag(FLAGS_workers);
   if (spec == "none") return nullptr;
   gopt::server::WorkerPoolOptions options;
@@ -205,6 +219,14 @@ absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> MakeWorkerPool(
   options.eject_seconds = absl::GetFlag(FLAGS_worker_eject_seconds);
   options.health_check_interval_seconds =
       absl::GetFlag(FLAGS_worker_health_interval_seconds);
+  options.memory_budget = memory_budget;
+  options.worker_memory_bytes =
+      absl::GetFlag(FLAGS_worker_memory_bytes) > 0
+          ? absl::GetFlag(FLAGS_worker_memory_bytes)
+          : (memory_budget != nullptr ? memory_budget->budget_bytes() / 4 : 0);
+  LOG(INFO) << "a measured plan may use " << (options.worker_memory_bytes >> 20)
+            << " MiB of host memory (--worker_memory_bytes)";
+  options.worker_binary = absl::GetFlag(FLAGS_worker_binary);
   options.on_execution = [metrics](absl::string_view status, double seconds) {
     metrics->RecordWorkerExecution(status);
     metrics->RecordWorkerExecutionSeconds(seconds);
@@ -339,7 +361,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_max_baseline_methods);
   engine_options.max_trace_bytes = absl::GetFlag(FLAGS_max_trace_bytes);
   absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> pool =
-      MakeWorkerPool(&metrics);
+      MakeWorkerPool(&metrics, (*server)->memory_budget());
   if (!pool.ok()) {
     LOG(ERROR) << "--workers: " << pool.status().message();
     (*server)->Shutdown(absl::Now());

@@ -119,6 +119,10 @@ class OptimizerServer {
   // Admitted requests waiting for a worker thread.
   int64_t queued_requests() const { return queue_.queued(); }
 
+  // The requests' memory budget (null without one), for the worker pool to
+  // charge its measurements to; lives as long as the server.
+  MemoryBudget* memory_budget() const { return memory_.get(); }
+
  private:
   OptimizerServer(const ServerOptions& options, Metrics* metrics);
   void SetServing(bool serving);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace gopt::server {
 namespace {
@@ -97,6 +98,16 @@ void MeasureForEvaluate(PlanMeasurer* measurer, const graph::Graph& graph,
                         gopt::v1::EvaluateResponse* response) {
   if (measurer == nullptr) {
     response->add_warnings(absl::StrCat("measure: not measured, ", kNoWorkers));
+    return;
+  }
+  if (response->oom()) {
+    // Running a plan the simulator says cannot fit would only find out on
+    // the worker, at the cost of its (and the host's) memory.
+    response->add_warnings(absl::StrCat(
+        "measure: the plan was not run: the simulator marks it out of memory "
+        "(simulated peak bytes per device: ",
+        absl::StrJoin(response->peak_memory_bytes(), ", "),
+        "); the step time is simulated only"));
     return;
   }
   absl::StatusOr<PlanMeasurement> measurement =

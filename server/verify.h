@@ -39,7 +39,9 @@ int VerifyCandidates(PlanMeasurer* measurer, const graph::Graph& graph,
                      gopt::v1::OptimizeResponse* response);
 
 // EvaluateRequest.measure: measures `plan` on `measurer` into the response's
-// measured_* fields; a failure (or a null measurer) is a warning.
+// measured_* fields; a failure (or a null measurer) is a warning. A plan the
+// response already marks oom (the simulator's) is never sent to a worker: a
+// warning names its simulated peak memory.
 void MeasureForEvaluate(PlanMeasurer* measurer, const graph::Graph& graph,
                         const simulator::Plan& plan, absl::Time deadline,
                         const std::atomic<bool>* cancelled,

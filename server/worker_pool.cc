@@ -5,13 +5,16 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -20,7 +23,11 @@
 #include "graph/native/graph_proto.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "server/child_worker.h"
+#include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
+#include "simulator/simulator.h"
+#include "util/status_macros.h"
 #include "worker/worker_wire.h"
 
 namespace gopt::server {
@@ -48,6 +55,10 @@ class InProcessWorker : public PoolWorker {
   }
   absl::Status CheckHealth(absl::Time /*deadline*/) override {
     return absl::OkStatus();
+  }
+  absl::StatusOr<simulator::Topology> Devices(
+      absl::Time /*deadline*/) override {
+    return executor_->HostTopology();
   }
 
  private:
@@ -127,8 +138,34 @@ class RemoteWorker : public PoolWorker {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<simulator::Topology> Devices(absl::Time deadline) override {
+    {
+      absl::MutexLock lock(&mutex_);
+      if (devices_.has_value()) return *devices_;
+    }
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    gopt::v1::DescribeResponse response;
+    const grpc::Status status =
+        worker_rpc_->Describe(&context, gopt::v1::DescribeRequest(), &response);
+    if (!status.ok()) return FromGrpc(status);
+    absl::StatusOr<simulator::Topology> topology =
+        simulator::TopologyFromProto(response.topology());
+    if (!topology.ok()) {
+      return absl::InternalError(
+          absl::StrCat("its Describe answered a bad topology: ",
+                       topology.status().message()));
+    }
+    absl::MutexLock lock(&mutex_);
+    devices_ = *topology;
+    return *devices_;
+  }
+
  private:
   const std::string name_;
+  absl::Mutex mutex_;
+  // The worker's devices, once Describe answered.
+  std::optional<simulator::Topology> devices_ ABSL_GUARDED_BY(mutex_);
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gopt::v1::Worker::Stub> worker_rpc_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
@@ -167,7 +204,108 @@ PlanMeasurement ToMeasurement(const worker::ExecutionResult& result,
   return measurement;
 }
 
+// Whether `line` (leading blanks stripped) is a frame of a C++ backtrace:
+// "frame #12: ...".
+bool IsFrameLine(absl::string_view line) {
+  if (!absl::ConsumePrefix(&line, "frame #")) return false;
+  return !line.empty() && absl::ascii_isdigit(line[0]);
+}
+
+// `line` with each 0x followed by 4 or more hex digits (a code address)
+// replaced by "0x?".
+std::string WithoutAddresses(absl::string_view line) {
+  std::string out;
+  size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] == '0' && i + 1 < line.size() &&
+        (line[i + 1] == 'x' || line[i + 1] == 'X')) {
+      size_t end = i + 2;
+      while (end < line.size() && absl::ascii_isxdigit(line[end])) ++end;
+      if (end - i - 2 >= 4) {
+        out += "0x?";
+        i = end;
+        continue;
+      }
+    }
+    out += line[i++];
+  }
+  return out;
+}
+
+std::string Gib(int64_t bytes) {
+  return absl::StrFormat("%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+}
+
 }  // namespace
+
+absl::StatusOr<PlanMemoryEstimate> EstimatePlanMemory(
+    const graph::Graph& graph, const simulator::Plan& plan,
+    const simulator::Topology& topology) {
+  RETURN_IF_ERROR(simulator::ValidatePlan(plan, graph, topology));
+  const simulator::RooflineCostModel roofline;
+  const simulator::Simulator simulator(graph, topology, roofline);
+  simulator::SimulationOptions options;
+  options.record_timeline = false;
+  ASSIGN_OR_RETURN(const simulator::SimulationResult result,
+                   simulator.Simulate(plan, options));
+  PlanMemoryEstimate estimate;
+  estimate.device_bytes = result.peak_memory_bytes;
+  for (size_t d = 0; d < estimate.device_bytes.size(); ++d) {
+    if (d < topology.devices.size() &&
+        topology.devices[d].kind == simulator::DeviceKind::kCpu) {
+      estimate.host_bytes += estimate.device_bytes[d];
+    }
+  }
+  return estimate;
+}
+
+absl::Status CheckPlanMemory(const PlanMemoryEstimate& estimate,
+                             const simulator::Topology& topology,
+                             int64_t worker_memory_bytes) {
+  std::vector<std::string> peaks;
+  for (size_t d = 0; d < estimate.device_bytes.size(); ++d) {
+    if (estimate.device_bytes[d] > 0) {
+      peaks.push_back(
+          absl::StrCat("device ", d, ": ", Gib(estimate.device_bytes[d])));
+    }
+  }
+  const std::string per_device =
+      absl::StrCat("simulated peak per device: ", absl::StrJoin(peaks, ", "));
+  if (worker_memory_bytes > 0 && estimate.host_bytes > worker_memory_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("refused before running: it would hold about ",
+                     Gib(estimate.host_bytes), " of host memory (", per_device,
+                     "), over the ", Gib(worker_memory_bytes),
+                     " a measurement may use (--worker_memory_bytes)"));
+  }
+  for (size_t d = 0;
+       d < estimate.device_bytes.size() && d < topology.devices.size(); ++d) {
+    const simulator::DeviceProfile& device = topology.devices[d];
+    if (device.kind == simulator::DeviceKind::kGpu && device.memory_bytes > 0 &&
+        estimate.device_bytes[d] > device.memory_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("refused before running: it would hold about ",
+                       Gib(estimate.device_bytes[d]), " on GPU device ", d,
+                       " (", device.name, "), over its ",
+                       Gib(device.memory_bytes), " (", per_device, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string WithoutBacktrace(absl::string_view text) {
+  std::vector<std::string> kept;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+    if (absl::StartsWith(stripped, "Exception raised from") ||
+        IsFrameLine(stripped)) {
+      break;
+    }
+    kept.push_back(WithoutAddresses(line));
+  }
+  return std::string(
+      absl::StripTrailingAsciiWhitespace(absl::StrJoin(kept, "\n")));
+}
 
 std::unique_ptr<PoolWorker> MakeInProcessWorker(
     std::shared_ptr<worker::Executor> executor) {
@@ -224,6 +362,19 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::FromSpec(
   std::vector<std::unique_ptr<PoolWorker>> workers;
   std::vector<std::string> dns_names;
   if (spec.empty() || spec == "local") {
+    ChildWorkerOptions child;
+    child.binary = options.worker_binary;
+    child.executor = executor_options;
+    if (options.worker_memory_bytes > 0) {
+      child.data_limit_bytes = options.worker_memory_bytes + kChildRuntimeBytes;
+    }
+    absl::StatusOr<std::unique_ptr<ChildWorker>> worker =
+        ChildWorker::Start(child);
+    if (!worker.ok()) return worker.status();
+    workers.push_back(*std::move(worker));
+    return std::make_unique<WorkerPool>(std::move(workers), options);
+  }
+  if (spec == "in-process") {
     absl::StatusOr<std::unique_ptr<worker::Executor>> executor =
         worker::Executor::Create(executor_options);
     if (!executor.ok()) return executor.status();
@@ -246,9 +397,9 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::FromSpec(
     if (colon == absl::string_view::npos || colon == 0 ||
         !absl::SimpleAtoi(entry.substr(colon + 1), &port) || port <= 0 ||
         port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--workers: '", entry,
-                       "' is not HOST:PORT, dns:///NAME:PORT or 'local'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--workers: '", entry,
+          "' is not HOST:PORT, dns:///NAME:PORT, 'local' or ", "'in-process'"));
     }
     workers.push_back(MakeRemoteWorker(std::string(entry)));
   }
@@ -438,9 +589,10 @@ void WorkerPool::Release(int index, const absl::Status& status) {
   entry.busy = false;
   ++releases_;
   // Only the worker's own failures count against it: a bad plan, a plan
-  // over its timeout and a cancelled request do not.
+  // over its timeout or over the memory it may use, and a cancelled
+  // request do not.
   if (status.ok() || absl::IsInvalidArgument(status) ||
-      absl::IsDeadlineExceeded(status)) {
+      absl::IsDeadlineExceeded(status) || absl::IsResourceExhausted(status)) {
     entry.state.consecutive_failures = 0;
     return;
   }
@@ -453,6 +605,29 @@ void WorkerPool::Release(int index, const absl::Status& status) {
                  << options_.failures_to_eject
                  << " failures in a row; last: " << status.message();
   }
+}
+
+absl::Status WorkerPool::Admit(PoolWorker& worker, const graph::Graph& graph,
+                               const simulator::Plan& plan, absl::Time deadline,
+                               MemoryBudget::Reservation* charge) {
+  if (options_.worker_memory_bytes <= 0 && options_.memory_budget == nullptr) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const simulator::Topology devices, worker.Devices(deadline));
+  ASSIGN_OR_RETURN(const PlanMemoryEstimate estimate,
+                   EstimatePlanMemory(graph, plan, devices));
+  RETURN_IF_ERROR(
+      CheckPlanMemory(estimate, devices, options_.worker_memory_bytes));
+  if (options_.memory_budget != nullptr) {
+    absl::StatusOr<MemoryBudget::Reservation> reserved =
+        options_.memory_budget->Reserve(
+            estimate.host_bytes,
+            absl::StrCat("measuring a plan of graph '", graph.name(),
+                         "' on worker ", worker.name()));
+    if (!reserved.ok()) return reserved.status();
+    *charge = *std::move(reserved);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PlanMeasurement> WorkerPool::Measure(
@@ -476,24 +651,41 @@ absl::StatusOr<PlanMeasurement> WorkerPool::Measure(
     const absl::Time start = absl::Now();
     const absl::Time plan_deadline = std::min(
         deadline, start + absl::Seconds(options_.plan_timeout_seconds));
-    worker::ExecuteOptions execute = options_.execute;
-    execute.timeout_seconds =
-        std::max(0.001, absl::ToDoubleSeconds(plan_deadline - start));
-    execute.cancelled = cancelled;
-    absl::StatusOr<worker::ExecutionResult> result =
-        worker->Execute(graph, plan, execute, plan_deadline);
+    // Refused plans never reach the worker; the charge is held until the
+    // plan is done.
+    MemoryBudget::Reservation charge;
+    absl::Status status = Admit(*worker, graph, plan, plan_deadline, &charge);
+    const bool admitted = status.ok();
+    absl::StatusOr<worker::ExecutionResult> result;
+    if (admitted) {
+      worker::ExecuteOptions execute = options_.execute;
+      execute.timeout_seconds =
+          std::max(0.001, absl::ToDoubleSeconds(plan_deadline - start));
+      execute.cancelled = cancelled;
+      result = worker->Execute(graph, plan, execute, plan_deadline);
+      status = result.status();
+    }
+    charge = MemoryBudget::Reservation();
+    status = absl::Status(status.code(), WithoutBacktrace(status.message()));
     const bool caller_cancelled = cancelled != nullptr && cancelled->load();
-    absl::Status status = result.status();
     if (caller_cancelled && !status.ok()) {
       status = absl::CancelledError("the request was cancelled");
     }
     Release(*index, status);
+    const bool refused = !admitted && absl::IsResourceExhausted(status);
     if (options_.on_execution) {
-      options_.on_execution(StatusLabel(status),
-                            absl::ToDoubleSeconds(absl::Now() - start));
+      options_.on_execution(
+          refused ? "refused" : StatusLabel(status),
+          refused ? 0 : absl::ToDoubleSeconds(absl::Now() - start));
     }
-    if (status.ok()) return ToMeasurement(*result, worker->name());
-    if (absl::IsInvalidArgument(status) ||
+    if (status.ok()) {
+      PlanMeasurement measurement = ToMeasurement(*result, worker->name());
+      for (std::string& warning : measurement.warnings) {
+        warning = WithoutBacktrace(warning);
+      }
+      return measurement;
+    }
+    if (absl::IsInvalidArgument(status) || absl::IsResourceExhausted(status) ||
         (absl::IsCancelled(status) && caller_cancelled)) {
       return status;
     }

@@ -15,7 +15,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "server/memory_budget.h"
 #include "server/plan_measurer.h"
+#include "simulator/topology.h"
 #include "worker/executor.h"
 
 namespace gopt::server {
@@ -38,7 +40,16 @@ class PoolWorker {
       const worker::ExecuteOptions& options, absl::Time deadline) = 0;
   // OK when the worker serves (grpc.health.v1 SERVING); else why not.
   virtual absl::Status CheckHealth(absl::Time deadline) = 0;
+  // The worker's devices as the topology plans for it are simulated on
+  // (Executor::HostTopology; a remote worker's Describe, asked once).
+  // Unavailable (and others) when the worker cannot be reached.
+  virtual absl::StatusOr<simulator::Topology> Devices(absl::Time deadline) = 0;
 };
+
+// The child's RLIMIT_DATA over WorkerPoolOptions::worker_memory_bytes: what
+// a gopt-worker holds besides a plan's tensors (LibTorch, OpenBLAS and gRPC
+// buffers, thread stacks, the imported graph). 2 GiB.
+inline constexpr int64_t kChildRuntimeBytes = int64_t{2} << 30;
 
 // A worker over an Executor in this process (shared: tests keep a handle).
 std::unique_ptr<PoolWorker> MakeInProcessWorker(
@@ -52,6 +63,39 @@ std::unique_ptr<PoolWorker> MakeRemoteWorker(const std::string& address);
 // when it has no port.
 absl::StatusOr<std::vector<std::string>> ResolveWorkerAddresses(
     const std::string& name);
+
+// What measuring a plan would hold at its peak on a worker, by the
+// simulator (weights resident, each value freed after its last use).
+struct PlanMemoryEstimate {
+  std::vector<int64_t> device_bytes;  // per plan device
+  // The worker's CPU devices together: its executors share the host's
+  // memory, so their peaks add up.
+  int64_t host_bytes = 0;
+};
+
+// Simulates `plan` of `graph` on `topology` (the worker's devices) for its
+// peak memory. InvalidArgument (naming node and field) for a plan that does
+// not fit the graph or the worker's devices.
+absl::StatusOr<PlanMemoryEstimate> EstimatePlanMemory(
+    const graph::Graph& graph, const simulator::Plan& plan,
+    const simulator::Topology& topology);
+
+// OK when `estimate` fits on the worker: host_bytes at most
+// `worker_memory_bytes` (0 = no host limit) and each GPU device's peak at
+// most its memory_bytes in `topology`. Else ResourceExhausted with the
+// numbers (per device, the sum, the limit and the flag that sets it).
+absl::Status CheckPlanMemory(const PlanMemoryEstimate& estimate,
+                             const simulator::Topology& topology,
+                             int64_t worker_memory_bytes);
+
+// `text` (a worker's error) without a C++ backtrace or code addresses:
+// drops every line from one starting "Exception raised from" or
+// "frame #N:" on, and replaces each 0x... address with "0x?". LibTorch's
+// c10::Error::what() carries both; no client should see them.
+//
+// Example: "boom\nException raised from f at a.cpp:3 (most recent call
+// first):\nframe #0: 0x7f12 ..." -> "boom".
+std::string WithoutBacktrace(absl::string_view text);
 
 // How the pool schedules plans. Defaults are gopt-server's flag defaults.
 struct WorkerPoolOptions {
@@ -72,8 +116,25 @@ struct WorkerPoolOptions {
   // How each plan is measured (timeout_seconds and cancelled are set per
   // plan). Defaults: the executor's.
   worker::ExecuteOptions execute;
+  // Host memory one plan may use on a worker, by the simulator's peak
+  // (PlanMemoryEstimate::host_bytes); a plan over it, or over a GPU
+  // device's memory, is refused before any worker sees it
+  // (ResourceExhausted, not retried, counted as "refused"). 0 (default) =
+  // no host limit. gopt-server's --worker_memory_bytes defaults to a
+  // quarter of its memory budget. For the local gopt-worker child it also
+  // sets the child's RLIMIT_DATA (this plus kChildRuntimeBytes).
+  int64_t worker_memory_bytes = 0;
+  // Charged with each plan's estimated host bytes while the plan runs
+  // (the worker's memory is the server's container's too); a plan that
+  // does not fit next to the requests in flight is ResourceExhausted.
+  // Borrowed, must outlive the pool; null (default) = not charged.
+  MemoryBudget* memory_budget = nullptr;
+  // The gopt-worker binary of --workers=local; empty (default) = beside
+  // this process's executable.
+  std::string worker_binary;
   // Called after each plan a worker ran, with its status ("ok", "failed",
-  // "timeout", "invalid", "cancelled") and seconds; may be empty.
+  // "timeout", "invalid", "cancelled") and seconds, and with "refused" and
+  // 0 s for a plan refused before running; may be empty.
   std::function<void(absl::string_view status, double seconds)> on_execution;
   // Called with the number of Measure calls waiting for a worker whenever
   // it changes; may be empty.
@@ -89,7 +150,11 @@ struct PoolWorkerState {
   std::string last_error;
 };
 
-// gopt-server's worker pool: runs plans on workers and measures them. A
+// gopt-server's worker pool: runs plans on workers and measures them. With
+// worker_memory_bytes set, a plan is first simulated on the chosen worker's
+// devices and refused when its peak memory is over what the worker may use
+// (CheckPlanMemory); its estimated host bytes are charged to memory_budget
+// while it runs. Every error text from a worker passes WithoutBacktrace. A
 // plan goes to a free, healthy worker that is not taken out; when every
 // such worker is busy the call waits (at most queue_length calls wait; more
 // are ResourceExhausted). A plan that fails on one worker is retried once
@@ -102,11 +167,16 @@ struct PoolWorkerState {
 // (Measure calls must have returned).
 class WorkerPool : public PlanMeasurer {
  public:
-  // From gopt-server's --workers value: "local" (or empty) = one in-process
-  // worker (an Executor with `executor_options`); otherwise a comma list of
-  // host:port and dns:///NAME:PORT entries (every address NAME resolves
-  // to, re-resolved at each health check: a Kubernetes headless service).
-  // InvalidArgument for a malformed entry; the in-process Executor's errors.
+  // From gopt-server's --workers value: "local" (or empty) = one gopt-worker
+  // child process (ChildWorker: options.worker_binary, with
+  // `executor_options` and an RLIMIT_DATA of options.worker_memory_bytes +
+  // kChildRuntimeBytes when that is set); "in-process" = an Executor with
+  // `executor_options` in this process (no isolation: tests and the CLI);
+  // otherwise a comma list of host:port and dns:///NAME:PORT entries (every
+  // address NAME resolves to, re-resolved at each health check: a
+  // Kubernetes headless service). InvalidArgument for a malformed entry;
+  // FailedPrecondition when the child cannot start; the in-process
+  // Executor's errors.
   static absl::StatusOr<std::unique_ptr<WorkerPool>> FromSpec(
       const std::string& spec, const worker::ExecutorOptions& executor_options,
       const WorkerPoolOptions& options);
@@ -141,6 +211,15 @@ class WorkerPool : public PlanMeasurer {
   // waiting for one when all are busy.
   absl::StatusOr<int> Acquire(int exclude, absl::Time deadline,
                               const std::atomic<bool>* cancelled);
+  // Simulates `plan` on `worker`'s devices and, when worker_memory_bytes
+  // or memory_budget is set, refuses it (ResourceExhausted with the
+  // numbers; InvalidArgument for a plan that does not fit the devices) or
+  // charges its host bytes to memory_budget into `charge`. OK without
+  // either option (nothing is simulated). The worker's Devices errors pass
+  // through (the worker's failure).
+  absl::Status Admit(PoolWorker& worker, const graph::Graph& graph,
+                     const simulator::Plan& plan, absl::Time deadline,
+                     MemoryBudget::Reservation* charge);
   // Frees worker `index` and records how its plan went.
   void Release(int index, const absl::Status& status);
   bool Eligible(const Entry& entry, absl::Time now) const

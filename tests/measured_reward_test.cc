@@ -65,7 +65,7 @@ std::unique_ptr<PlanMeasurer> LocalPool() {
   options.execute.max_repeats = 2;
   options.execute.min_measure_seconds = 0;
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool =
-      WorkerPool::FromSpec("local", executor, options);
+      WorkerPool::FromSpec("in-process", executor, options);
   EXPECT_TRUE(pool.ok()) << pool.status();
   return pool.ok() ? std::unique_ptr<PlanMeasurer>(std::move(*pool)) : nullptr;
 }

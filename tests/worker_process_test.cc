@@ -28,11 +28,13 @@
 #include "simulator/topology.h"
 #include "tests/util/child_process.h"
 #include "tests/util/shared_data.h"
+#include "worker/test_util/node_executions.h"
 
 namespace gopt::server {
 namespace {
 
 using ::testing::HasSubstr;
+using worker::testing::NodeExecutions;
 
 // gopt-worker's flags: a free loopback port, two CPU executors.
 const std::vector<std::string> kWorkerArgs = {
@@ -128,20 +130,6 @@ TEST(WorkerProcessTest, KilledMidPlanIsUnavailableNamingTheWorker) {
   EXPECT_TRUE(absl::IsUnavailable(measurement.status()))
       << measurement.status();
   EXPECT_THAT(measurement.status().message(), HasSubstr(address));
-}
-
-// DescribeResponse.node_executions: nodes the worker has started so far.
-int64_t NodeExecutions(const std::string& address) {
-  auto stub = gopt::v1::Worker::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(30));
-  gopt::v1::DescribeResponse response;
-  const grpc::Status status =
-      stub->Describe(&context, gopt::v1::DescribeRequest(), &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return response.node_executions();
 }
 
 // A caller's cancellation reaches the remote worker (the pool cancels its

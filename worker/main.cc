@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   server->GetHealthCheckService()->SetServingStatus(true);
   // Tests and scripts read the bound port from this line.
   std::cout << "gopt-worker listening on port " << port << std::endl;
-  LOG(INFO) << "SERVING on port " << port;
+  // Not "] SERVING": gopt-server, whose child this may be, logs that.
+  LOG(INFO) << "health SERVING on port " << port;
 
   const int signal = signals.Wait();
   LOG(INFO) << "signal " << signal << ": NOT_SERVING, shutting down";

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <limits>
 #include <map>
+#include <string>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -43,6 +45,16 @@ int64_t MaxTensorBytes() {
   const long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return int64_t{1} << 32;
   return static_cast<int64_t>(pages) * page_size / 4;
+}
+
+// The message of a caught exception without LibTorch's C++ backtrace
+// (c10::Error::what() carries one, with code addresses, which must never
+// reach a client).
+std::string ErrorText(const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    return torch_error->what_without_backtrace();
+  }
+  return error.what();
 }
 
 // Heap key of a ready unit: priority first, then the lower first NodeId.
@@ -245,10 +257,8 @@ absl::Status PlanRun::SetupNode(
         values_[id] = RunRealOp(graph_, node, inputs);
         for (at::Tensor& t : values_[id]) t = t.to(torch_device);
         real_[id] = 1;
-      } catch (const c10::Error& e) {
-        reason = e.what_without_backtrace();
       } catch (const std::exception& e) {
-        reason = e.what();
+        reason = ErrorText(e);
       }
       reason = reason.substr(0, 200);
     }
@@ -266,8 +276,8 @@ absl::Status PlanRun::SetupNode(
       }
     }
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("setting up node '", node.name,
-                                            "' (", node.op, "): ", e.what()));
+    return absl::InternalError(absl::StrCat(
+        "setting up node '", node.name, "' (", node.op, "): ", ErrorText(e)));
   }
   return absl::OkStatus();
 }
@@ -439,7 +449,7 @@ void PlanRun::ExecuteUnit(int32_t first, std::vector<double>* node_s) {
       } catch (const std::exception& e) {
         Fail(absl::InternalError(
             absl::StrCat("running node '", graph_.node(id).name, "' (",
-                         graph_.node(id).op, "): ", e.what())));
+                         graph_.node(id).op, "): ", ErrorText(e))));
         return;
       }
       if (node_s != nullptr) (*node_s)[id] = SecondsSince(start);
@@ -523,7 +533,7 @@ void PlanRun::LinkLoop(int32_t src, int32_t dst) {
     } catch (const std::exception& e) {
       Fail(absl::InternalError(absl::StrCat("copying node '",
                                             graph_.node(p).name, "' to device ",
-                                            dst, ": ", e.what())));
+                                            dst, ": ", ErrorText(e))));
       break;
     }
     std::vector<int32_t> inline_units;

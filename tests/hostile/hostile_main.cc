@@ -58,6 +58,10 @@ ABSL_FLAG(std::string, graph_85k, "",
           "empty = skip the cases that need it");
 ABSL_FLAG(std::string, graph_250k, "",
           "a ~250k-node graph file; empty = skip the cases that need it");
+ABSL_FLAG(bool, measure_only, false, "run MeasureCases only");
+ABSL_FLAG(double, plan_timeout_seconds, 120,
+          "the server's --worker_plan_timeout_seconds (MeasureCases: a "
+          "measured plan must answer within it plus 15 s)");
 
 namespace {
 
@@ -577,6 +581,114 @@ bool LargeGraphCases(Hostile& h) {
   return all;
 }
 
+// An HLO module of one entry computation: `lines` are its instructions
+// (the last is the root), each "name = type op(...)".
+gopt::v1::GraphInput HloInput(const std::string& name,
+                              const std::vector<std::string>& lines) {
+  std::string text = absl::StrCat("HloModule ", name, "\n\nENTRY main {\n");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    absl::StrAppend(&text, i + 1 == lines.size() ? "  ROOT " : "  ", lines[i],
+                    "\n");
+  }
+  gopt::v1::GraphInput input;
+  input.set_serialized(text + "}\n");
+  input.set_format("hlo");
+  input.set_name(name);
+  return input;
+}
+
+// The first warning that contains `needle`, or "".
+template <typename Response>
+std::string WarningWith(const Response& response, const std::string& needle) {
+  for (const std::string& warning : response.warnings()) {
+    if (warning.find(needle) != std::string::npos) return warning;
+  }
+  return "";
+}
+
+// Issue 37 item 3: measuring runs untrusted work. A plan that would hold
+// more than a measurement may is answered with a refusal (OK, simulated
+// numbers, a warning) without the server's memory growing; a plan whose
+// kernels run past the per-plan timeout answers within the timeout plus a
+// few seconds (the worker is killed and restarted).
+bool MeasureCases(Hostile& h) {
+  using C = grpc::StatusCode;
+  bool all = true;
+  all &= h.Case(
+      "f32[23000,23000] + six chained adds, Evaluate measure=true", C::OK, [&] {
+        const std::string type = "f32[23000,23000]{1,0}";
+        std::vector<std::string> lines = {
+            absl::StrCat("p = ", type, " parameter(0)"),
+            absl::StrCat("a1 = ", type, " add(p, p)")};
+        for (int i = 2; i <= 6; ++i) {
+          lines.push_back(
+              absl::StrCat("a", i, " = ", type, " add(a", i - 1, ", p)"));
+        }
+        gopt::v1::EvaluateRequest request;
+        *request.mutable_graph() = HloInput("six_adds", lines);
+        request.mutable_topology()->set_preset("cpu-host");
+        for (size_t i = 0; i < lines.size(); ++i) {
+          request.mutable_plan()->add_device(0);
+        }
+        request.set_measure(true);
+        grpc::ClientContext context;
+        context.set_deadline(
+            absl::ToChronoTime(absl::Now() + absl::Seconds(300)));
+        gopt::v1::EvaluateResponse response;
+        const grpc::Status status =
+            h.stub()->Evaluate(&context, request, &response);
+        Outcome outcome{status.error_code(), status.error_message()};
+        if (!status.ok()) return outcome;
+        const std::string refusal = WarningWith(response, "measure: ");
+        outcome.message =
+            refusal.empty() ? "no measure warning: it was run" : refusal;
+        if (refusal.empty() || response.measured_step_time_s() > 0) {
+          outcome.code = C::UNKNOWN;
+        }
+        return outcome;
+      });
+  all &=
+      h.Case("three dots on f32[16384,16384], Optimize verify=1", C::OK, [&] {
+        const std::string type = "f32[16384,16384]{1,0}";
+        const std::string dims =
+            "lhs_contracting_dims={1}, "
+            "rhs_contracting_dims={0}";
+        const std::vector<std::string> lines = {
+            absl::StrCat("a = ", type, " parameter(0)"),
+            absl::StrCat("b = ", type, " parameter(1)"),
+            absl::StrCat("d1 = ", type, " dot(a, b), ", dims),
+            absl::StrCat("d2 = ", type, " dot(d1, b), ", dims),
+            absl::StrCat("d3 = ", type, " dot(d2, b), ", dims)};
+        OptimizeRequest request;
+        *request.mutable_graph() = HloInput("three_dots", lines);
+        request.mutable_topology()->set_preset("cpu-host");
+        request.mutable_budget()->set_mode(gopt::v1::Budget::BASELINES_ONLY);
+        request.set_verify(1);
+        grpc::ClientContext context;
+        context.set_deadline(
+            absl::ToChronoTime(absl::Now() + absl::Seconds(600)));
+        gopt::v1::OptimizeResponse response;
+        const absl::Time start = absl::Now();
+        const grpc::Status status =
+            h.stub()->Optimize(&context, request, &response);
+        const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+        Outcome outcome{status.error_code(), status.error_message()};
+        if (!status.ok()) return outcome;
+        const std::string warning = WarningWith(response, "verify: ");
+        outcome.message =
+            warning.empty()
+                ? absl::StrCat("measured ", response.measured_step_time_s(),
+                               " s")
+                : warning;
+        if (seconds > absl::GetFlag(FLAGS_plan_timeout_seconds) + 15) {
+          outcome.code = C::DEADLINE_EXCEEDED;
+          outcome.detail = "(ran past the plan timeout + 15 s)";
+        }
+        return outcome;
+      });
+  return all;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -590,6 +702,11 @@ int main(int argc, char** argv) {
   std::cout << "| case | code | message / result | time | server CPU | "
                "server RSS before / peak / after, MiB | health |\n"
                "|---|---|---|---|---|---|---|\n";
+  if (absl::GetFlag(FLAGS_measure_only)) {
+    all = MeasureCases(h);
+    std::cout << (all ? "every case as expected\n" : "SOME CASE FAILED\n");
+    return all ? 0 : 1;
+  }
   all &= TopologyAndCostCases(h);
   all &= WireAndCapCases(h);
   all &= SerializedGraphCases(h);
@@ -597,6 +714,7 @@ int main(int argc, char** argv) {
   all &= SmallerCases(h);
   all &= LoadCases(h);
   all &= LargeGraphCases(h);
+  all &= MeasureCases(h);
   std::cout << (all ? "every case as expected; the server still serves\n"
                     : "SOME CASE FAILED\n");
   return all ? 0 : 1;
