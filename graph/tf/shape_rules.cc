@@ -18,6 +18,7 @@ const RuleTable& Rules() {
     AddNeuralNetRules(*rules);
     AddShapeRules(*rules);
     AddControlFlowRules(*rules);
+    AddTrainingRules(*rules);
     return rules;
   }();
   return *kRules;
@@ -62,6 +63,34 @@ absl::StatusOr<std::optional<int>> KnownOutputCount(
     return std::optional<int>(5);
   }
   if (op == "FusedBatchNormV3") return std::optional<int>(6);
+  if (absl::StartsWith(op, "FusedBatchNormGrad")) {
+    return std::optional<int>(5);
+  }
+  if (op == "SoftmaxCrossEntropyWithLogits" ||
+      op == "SparseSoftmaxCrossEntropyWithLogits" ||
+      op == "BroadcastGradientArgs") {
+    return std::optional<int>(2);
+  }
+  if (op == "ConcatOffset") return from_attr("N");
+  if (absl::StartsWith(op, "ResourceApply") ||
+      absl::StartsWith(op, "ResourceSparseApply") || op == "AssignVariableOp" ||
+      op == "AssignAddVariableOp" || op == "AssignSubVariableOp" ||
+      op == "MakeIterator" || op == "Assert" || op == "SaveV2") {
+    return std::optional<int>(0);
+  }
+  if (op == "IteratorGetNext" || op == "IteratorGetNextSync" ||
+      op == "RestoreV2") {
+    auto it = node.attr().find(op == "RestoreV2" ? "dtypes" : "output_types");
+    if (it != node.attr().end()) {
+      const int n = it->second.list().type_size();
+      if (n > max_outputs) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", node.name(), "' has ", n,
+                         " outputs, more than ", max_outputs));
+      }
+      return std::optional<int>(n);
+    }
+  }
   if (op == "IdentityN") {
     auto it = node.attr().find("T");
     if (it != node.attr().end()) {
