@@ -78,21 +78,14 @@ absl::StatusOr<std::optional<int>> KnownOutputCount(
       op == "MakeIterator" || op == "Assert" || op == "SaveV2") {
     return std::optional<int>(0);
   }
-  if (op == "IteratorGetNext" || op == "IteratorGetNextSync" ||
-      op == "RestoreV2") {
-    auto it = node.attr().find(op == "RestoreV2" ? "dtypes" : "output_types");
-    if (it != node.attr().end()) {
-      const int n = it->second.list().type_size();
-      if (n > max_outputs) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("node '", node.name(), "' has ", n,
-                         " outputs, more than ", max_outputs));
-      }
-      return std::optional<int>(n);
-    }
-  }
-  if (op == "IdentityN") {
-    auto it = node.attr().find("T");
+  // Ops with one output per entry of a type-list attribute.
+  const char* type_list =
+      op == "IdentityN"                                        ? "T"
+      : op == "RestoreV2"                                      ? "dtypes"
+      : op == "IteratorGetNext" || op == "IteratorGetNextSync" ? "output_types"
+                                                               : nullptr;
+  if (type_list != nullptr) {
+    auto it = node.attr().find(type_list);
     if (it != node.attr().end()) {
       const int n = it->second.list().type_size();
       if (n > max_outputs) {

@@ -137,64 +137,18 @@ const absl::flat_hash_map<std::string, OpKind>& KindTable() {
     add(OpKind::kConstant, {"VariableV2", "Variable", "VarHandleOp"});
     add(OpKind::kIdentity, {"ReadVariableOp"});
     add(OpKind::kCopy, {"Assign", "AssignVariableOp", "RandomShuffle"});
-    add(OpKind::kRandom,
-        {"RandomUniform", "RandomStandardNormal", "TruncatedNormal",
-         "RandomUniformInt", "StatelessRandomUniform", "StatelessRandomNormal",
-         "StatelessTruncatedNormal", "StatelessRandomUniformV2",
-         "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
-         "StatelessRandomUniformInt", "StatelessRandomUniformIntV2",
-         "StatelessRandomUniformFullInt"});
-    add(OpKind::kInfeedOutfeed, {"IteratorGetNext",
-                                 "IteratorGetNextSync",
-                                 "Iterator",
-                                 "IteratorV2",
-                                 "AnonymousIterator",
-                                 "AnonymousIteratorV2",
-                                 "AnonymousIteratorV3",
-                                 "OneShotIterator",
-                                 "MultiDeviceIterator",
-                                 "IteratorFromStringHandle",
-                                 "IteratorFromStringHandleV2",
-                                 "MakeIterator",
-                                 "OptimizeDataset",
-                                 "OptimizeDatasetV2",
-                                 "ModelDataset",
-                                 "TensorDataset",
-                                 "TensorSliceDataset",
-                                 "RangeDataset",
-                                 "RepeatDataset",
-                                 "BatchDataset",
-                                 "BatchDatasetV2",
-                                 "ShuffleDataset",
-                                 "ShuffleDatasetV2",
-                                 "ShuffleDatasetV3",
-                                 "ShuffleAndRepeatDataset",
-                                 "MapDataset",
-                                 "ParallelMapDataset",
-                                 "ParallelMapDatasetV2",
-                                 "PrefetchDataset",
-                                 "TFRecordDataset",
-                                 "FilterDataset",
-                                 "TakeDataset",
-                                 "SkipDataset",
-                                 "CacheDataset",
-                                 "CacheDatasetV2",
-                                 "FlatMapDataset",
-                                 "ParallelInterleaveDatasetV4",
-                                 "MapAndBatchDataset",
-                                 "FIFOQueueV2",
-                                 "RandomShuffleQueueV2",
-                                 "ScalarSummary",
-                                 "HistogramSummary",
-                                 "ImageSummary",
-                                 "AudioSummary",
-                                 "AudioSummaryV2",
-                                 "TensorSummary",
-                                 "TensorSummaryV2",
-                                 "MergeSummary",
-                                 "Assert",
-                                 "SaveV2",
-                                 "RestoreV2"});
+    for (absl::string_view op : RandomOps()) {
+      (*table)[std::string(op)] = OpKind::kRandom;
+    }
+    add(OpKind::kInfeedOutfeed,
+        {"IteratorGetNext", "IteratorGetNextSync", "MakeIterator", "Assert",
+         "SaveV2", "RestoreV2"});
+    for (absl::string_view op : HandleOps()) {
+      (*table)[std::string(op)] = OpKind::kInfeedOutfeed;
+    }
+    for (absl::string_view op : SummaryOps()) {
+      (*table)[std::string(op)] = OpKind::kInfeedOutfeed;
+    }
     for (const Optimizer& optimizer : kOptimizers) {
       for (const char* prefix :
            {"Apply", "ResourceApply", "SparseApply", "ResourceSparseApply"}) {
@@ -252,6 +206,76 @@ double WindowSize(const NodeDef& node) {
 }
 
 }  // namespace
+
+absl::Span<const absl::string_view> HandleOps() {
+  static constexpr absl::string_view kOps[] = {
+      "Iterator",
+      "IteratorV2",
+      "AnonymousIterator",
+      "AnonymousIteratorV2",
+      "AnonymousIteratorV3",
+      "OneShotIterator",
+      "MultiDeviceIterator",
+      "IteratorFromStringHandle",
+      "IteratorFromStringHandleV2",
+      "OptimizeDataset",
+      "OptimizeDatasetV2",
+      "ModelDataset",
+      "TensorDataset",
+      "TensorSliceDataset",
+      "RangeDataset",
+      "RepeatDataset",
+      "BatchDataset",
+      "BatchDatasetV2",
+      "ShuffleDataset",
+      "ShuffleDatasetV2",
+      "ShuffleDatasetV3",
+      "ShuffleAndRepeatDataset",
+      "MapDataset",
+      "ParallelMapDataset",
+      "ParallelMapDatasetV2",
+      "PrefetchDataset",
+      "TFRecordDataset",
+      "FilterDataset",
+      "TakeDataset",
+      "SkipDataset",
+      "CacheDataset",
+      "CacheDatasetV2",
+      "FlatMapDataset",
+      "ParallelInterleaveDatasetV4",
+      "MapAndBatchDataset",
+      "FIFOQueueV2",
+      "RandomShuffleQueueV2",
+  };
+  return kOps;
+}
+
+absl::Span<const absl::string_view> RandomOps() {
+  static constexpr absl::string_view kOps[] = {
+      "RandomUniform",
+      "RandomStandardNormal",
+      "TruncatedNormal",
+      "RandomUniformInt",
+      "StatelessRandomUniform",
+      "StatelessRandomNormal",
+      "StatelessTruncatedNormal",
+      "StatelessRandomUniformV2",
+      "StatelessRandomNormalV2",
+      "StatelessTruncatedNormalV2",
+      "StatelessRandomUniformInt",
+      "StatelessRandomUniformIntV2",
+      "StatelessRandomUniformFullInt",
+  };
+  return kOps;
+}
+
+absl::Span<const absl::string_view> SummaryOps() {
+  static constexpr absl::string_view kOps[] = {
+      "ScalarSummary",  "HistogramSummary", "ImageSummary",    "AudioSummary",
+      "AudioSummaryV2", "TensorSummary",    "TensorSummaryV2", "MergeSummary",
+  };
+  return kOps;
+}
 
 absl::Span<const absl::string_view> OptimizerNames() {
   static const auto* const kNames = [] {

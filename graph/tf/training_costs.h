@@ -23,6 +23,17 @@ namespace gopt::graph::tf {
 // SparseApplyX and ResourceSparseApplyX ("GradientDescent", "Adam", ...).
 absl::Span<const absl::string_view> OptimizerNames();
 
+// Ops that create input-pipeline handles: iterators, datasets, queues
+// (IteratorV2, TensorSliceDataset, FIFOQueueV2, ...).
+absl::Span<const absl::string_view> HandleOps();
+
+// Random generators whose first input is the output's shape (RandomUniform,
+// TruncatedNormal, StatelessRandomNormalV2, ...).
+absl::Span<const absl::string_view> RandomOps();
+
+// Summary ops (ScalarSummary, HistogramSummary, MergeSummary, ...).
+absl::Span<const absl::string_view> SummaryOps();
+
 // The canonical kind of a training op ("Conv2DBackpropInput" ->
 // kConvolution, "ApplyAdam" -> kElementwiseBinary, "VariableV2" ->
 // kConstant); nullopt for ops that are not training ops.

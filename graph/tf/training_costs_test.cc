@@ -35,7 +35,8 @@ const Node& NodeNamed(const Graph& graph, const std::string& name) {
 
 // A float tensor node (Placeholder or VariableV2) of the given dims.
 std::string Tensor(const std::string& op, const std::string& name,
-                   const std::string& dims) {
+                   const std::string& dims,
+                   const std::string& dtype = "DT_FLOAT") {
   std::string shape;
   size_t start = 0;
   while (start <= dims.size()) {
@@ -47,19 +48,20 @@ std::string Tensor(const std::string& op, const std::string& name,
     start = end + 1;
   }
   return "node { name: '" + name + "' op: '" + op +
-         "' attr { key: 'dtype' value { type: DT_FLOAT } }"
-         " attr { key: 'shape' value { shape { " +
-         shape + "} } } }\n";
+         "' attr { key: 'dtype' value { type: " + dtype +
+         " } } attr { key: 'shape' value { shape { " + shape + "} } } }\n";
 }
 
-// A 1-D int32 constant.
+// An int32 constant of `count` values (a scalar when `count` is 0).
 std::string Ints(const std::string& name, const std::string& values,
                  int count) {
+  const std::string shape =
+      count == 0 ? "" : "dim { size: " + std::to_string(count) + " } ";
   return "node { name: '" + name +
          "' op: 'Const' attr { key: 'dtype' value { type: DT_INT32 } }"
          " attr { key: 'value' value { tensor { dtype: DT_INT32 "
-         "tensor_shape { dim { size: " +
-         std::to_string(count) + " } } " + values + " } } } }\n";
+         "tensor_shape { " +
+         shape + "} " + values + " } } } }\n";
 }
 
 std::string Scalar(const std::string& name) {
@@ -234,9 +236,7 @@ TEST(TrainingCostsTest, SparseUpdatesTouchTheGradientRows) {
       Tensor("VariableV2", "table", "1000,8") +
       Tensor("VariableV2", "accum", "1000,8") + Scalar("lr") +
       Tensor("Placeholder", "rows", "3,8") +
-      "node { name: 'idx' op: 'Placeholder' attr { key: 'dtype' value { "
-      "type: DT_INT32 } } attr { key: 'shape' value { shape { dim { size: 3 "
-      "} } } } }\n" +
+      Tensor("Placeholder", "idx", "3", "DT_INT32") +
       Op("update", "SparseApplyAdagrad", "table accum lr rows idx");
   absl::StatusOr<Graph> graph = Lower(text);
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -263,9 +263,7 @@ TEST(TrainingCostsTest, GradientShapeArithmeticFolds) {
       "'idx1' input: 'dat0' input: 'dat1' attr { key: 'T' value { type: "
       "DT_INT32 } } }\n" +
       Tensor("Placeholder", "data", "6,5") + Ints("ids", "int_val: 0", 6) +
-      "node { name: 'n' op: 'Const' attr { key: 'dtype' value { type: "
-      "DT_INT32 } } attr { key: 'value' value { tensor { dtype: DT_INT32 "
-      "tensor_shape { } int_val: 3 } } } }\n" +
+      Ints("n", "int_val: 3", 0) +
       Op("seg", "UnsortedSegmentSum", "data ids n");
   absl::StatusOr<Graph> graph = Lower(text);
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -291,9 +289,7 @@ TEST(TrainingCostsTest, BatchNormGradAndSparseLoss) {
       Tensor("VariableV2", "scale", "8") +
       Op("bng", "FusedBatchNormGradV3", "dy x scale scale scale scale") +
       Tensor("Placeholder", "logits", "6,100") +
-      "node { name: 'labels' op: 'Placeholder' attr { key: 'dtype' value { "
-      "type: DT_INT32 } } attr { key: 'shape' value { shape { dim { size: 6 "
-      "} } } } }\n" +
+      Tensor("Placeholder", "labels", "6", "DT_INT32") +
       Op("loss", "SparseSoftmaxCrossEntropyWithLogits", "logits labels");
   absl::StatusOr<Graph> graph = Lower(text);
   ASSERT_TRUE(graph.ok()) << graph.status();

@@ -413,14 +413,9 @@ void AddTrainingRules(RuleTable& rules) {
           {"Conv2DBackpropInput", "DepthwiseConv2dNativeBackpropInput",
            "Conv3DBackpropInputV2", "AvgPoolGrad"},
           1, ShapeFromInputRule<0>);
-  AddRule(rules,
-          {"RandomUniform", "RandomStandardNormal", "TruncatedNormal",
-           "RandomUniformInt", "StatelessRandomUniform",
-           "StatelessRandomNormal", "StatelessTruncatedNormal",
-           "StatelessRandomUniformV2", "StatelessRandomNormalV2",
-           "StatelessTruncatedNormalV2", "StatelessRandomUniformInt",
-           "StatelessRandomUniformIntV2", "StatelessRandomUniformFullInt"},
-          1, RandomRule);
+  for (absl::string_view op : RandomOps()) {
+    rules[std::string(op)] = Rule{1, RandomRule};
+  }
   AddRule(rules,
           {"Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropFilter",
            "Conv3DBackpropFilterV2"},
@@ -459,50 +454,12 @@ void AddTrainingRules(RuleTable& rules) {
   AddRule(rules, {"VariableV2", "Variable", "VarHandleOp"}, 0, VariableRule);
   AddRule(rules, {"ReadVariableOp"}, 1, ReadVariableRule);
   AddRule(rules, {"Assign", "AssignAdd", "AssignSub"}, 2, AssignRule);
-  AddRule(rules,
-          {"Iterator",
-           "IteratorV2",
-           "AnonymousIterator",
-           "AnonymousIteratorV2",
-           "AnonymousIteratorV3",
-           "OneShotIterator",
-           "MultiDeviceIterator",
-           "IteratorFromStringHandle",
-           "IteratorFromStringHandleV2",
-           "OptimizeDataset",
-           "OptimizeDatasetV2",
-           "ModelDataset",
-           "TensorDataset",
-           "TensorSliceDataset",
-           "RangeDataset",
-           "RepeatDataset",
-           "BatchDataset",
-           "BatchDatasetV2",
-           "ShuffleDataset",
-           "ShuffleDatasetV2",
-           "ShuffleDatasetV3",
-           "ShuffleAndRepeatDataset",
-           "MapDataset",
-           "ParallelMapDataset",
-           "ParallelMapDatasetV2",
-           "PrefetchDataset",
-           "TFRecordDataset",
-           "FilterDataset",
-           "TakeDataset",
-           "SkipDataset",
-           "CacheDataset",
-           "CacheDatasetV2",
-           "FlatMapDataset",
-           "ParallelInterleaveDatasetV4",
-           "MapAndBatchDataset",
-           "FIFOQueueV2",
-           "RandomShuffleQueueV2"},
-          0, HandleRule);
-  AddRule(
-      rules,
-      {"ScalarSummary", "HistogramSummary", "ImageSummary", "AudioSummary",
-       "AudioSummaryV2", "TensorSummary", "TensorSummaryV2", "MergeSummary"},
-      0, SummaryRule);
+  for (absl::string_view op : HandleOps()) {
+    rules[std::string(op)] = Rule{0, HandleRule};
+  }
+  for (absl::string_view op : SummaryOps()) {
+    rules[std::string(op)] = Rule{0, SummaryRule};
+  }
   AddRule(rules, {"L2Loss"}, 1, ScalarOfInputTypeRule);
   AddRule(rules, {"RestoreV2"}, 3, RestoreRule);
   AddRule(rules, {"IteratorGetNext", "IteratorGetNextSync"}, 0,
