@@ -155,6 +155,13 @@ class GraphImporter {
                                   const std::string& name,
                                   const std::vector<const Value*>& inputs,
                                   ControlFlowParts parts);
+  // Runs the node's rule again with its run-time integer inputs replaced by
+  // bounded stand-ins (onnx_runtime_bounds.h), warning with `label`, what
+  // was assumed and `why` the value was unknown; nullopt when no input can
+  // be bounded or the rule still fails.
+  absl::StatusOr<std::optional<OpInference>> InferWithBoundedInputs(
+      const NodeProto& proto, const std::string& label,
+      const std::vector<const Value*>& inputs, const absl::Status& why);
   absl::StatusOr<std::vector<TensorType>> DeclaredOutputTypes(
       const NodeProto& node);
   int AddValueNode(Node node, const std::string& tensor, Value value);

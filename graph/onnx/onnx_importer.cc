@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/onnx/onnx_graph_importer.h"
 #include "graph/onnx/onnx_op_rules.h"
+#include "graph/onnx/onnx_runtime_bounds.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/op_catalog.h"
 #include "onnx/onnx.pb.h"
@@ -445,6 +446,31 @@ absl::StatusOr<std::vector<TensorType>> GraphImporter::DeclaredOutputTypes(
   return types;
 }
 
+absl::StatusOr<std::optional<OpInference>>
+GraphImporter::InferWithBoundedInputs(const NodeProto& proto,
+                                      const std::string& label,
+                                      const std::vector<const Value*>& inputs,
+                                      const absl::Status& why) {
+  const int64_t dim = state_->options->default_symbolic_dim;
+  std::optional<BoundedInputs> bounded = BoundRuntimeInputs(proto, inputs, dim);
+  if (!bounded.has_value()) return std::optional<OpInference>();
+  absl::StatusOr<OpInference> inferred =
+      InferOp(NodeContext(proto, state_->opset, bounded->inputs));
+  if (!inferred.ok()) return std::optional<OpInference>();
+  // Contents computed from stand-ins are not the run-time values.
+  std::vector<std::string> shapes;
+  for (Value& output : inferred->outputs) {
+    output.constant.reset();
+    output.literal = false;
+    shapes.push_back(output.type.ToString());
+  }
+  Warn(absl::StrCat(label, ": ", why.message(), "; bounded by assuming ",
+                    absl::StrJoin(bounded->assumed, ", "),
+                    " (the request's dimension ", dim, "), giving ",
+                    absl::StrJoin(shapes, ", ")));
+  return std::optional<OpInference>(*std::move(inferred));
+}
+
 absl::Status GraphImporter::ImportNode(const NodeProto& proto, int index) {
   const std::string& op = proto.op_type();
   const std::string name = UniqueName(
@@ -483,21 +509,29 @@ absl::Status GraphImporter::ImportNode(const NodeProto& proto, int index) {
   } else if (inferred.status().code() == absl::StatusCode::kUnimplemented) {
     absl::StatusOr<std::vector<TensorType>> declared =
         DeclaredOutputTypes(proto);
-    if (!declared.ok()) {
+    std::optional<OpInference> bounded;
+    if (!declared.ok() && default_domain) {
+      ASSIGN_OR_RETURN(bounded, InferWithBoundedInputs(proto, label, inputs,
+                                                       inferred.status()));
+    }
+    if (bounded.has_value()) {
+      inference = *std::move(bounded);
+    } else if (!declared.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           label, ": ", inferred.status().message(), ", and ",
           declared.status().message(),
           " (declare its output shapes in value_info to import it as an "
           "opaque op)"));
-    }
-    Warn(absl::StrCat(label, ": ", inferred.status().message(),
-                      "; imported as an opaque op with its declared output "
-                      "shapes, costed by bytes only"));
-    inference.kind = OpKind::kOther;
-    for (TensorType& type : *declared) {
-      Value value;
-      value.type = std::move(type);
-      inference.outputs.push_back(std::move(value));
+    } else {
+      Warn(absl::StrCat(label, ": ", inferred.status().message(),
+                        "; imported as an opaque op with its declared output "
+                        "shapes, costed by bytes only"));
+      inference.kind = OpKind::kOther;
+      for (TensorType& type : *declared) {
+        Value value;
+        value.type = std::move(type);
+        inference.outputs.push_back(std::move(value));
+      }
     }
   } else {
     return Annotate(inferred.status(), label);

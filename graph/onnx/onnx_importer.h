@@ -35,7 +35,13 @@ namespace gopt::graph {
 //  - An op without a rule (or whose output shape depends on run-time data)
 //    imports as a kOther node costed by bytes only, with a warning, when
 //    value_info or the graph outputs declare the shape of all of its
-//    outputs; otherwise the import fails naming the node.
+//    outputs. Otherwise, when the run-time input is an integer shape-giving
+//    tensor (Reshape target, Pad amounts, Slice bounds, Range limit,
+//    ConstantOfShape shape, ...), it is bounded (onnx_runtime_bounds.h: the
+//    whole axis for slices, the request's default_symbolic_dim for sizes)
+//    and the node keeps its kind and cost, with a warning naming it and what
+//    was assumed. Only when neither applies does the import fail naming the
+//    node.
 //
 // Errors are InvalidArgument naming the node and field (e.g. "node 'Conv_12'
 // (Conv) input 1 names tensor 'W9', which no node, initializer or graph

@@ -854,6 +854,111 @@ TEST(OnnxImporterTest, StftFrontEndShapeArithmeticFolds) {
             (std::vector<int64_t>{1024}));
 }
 
+// Pad amounts that depend on data (a graph input's values): the Pad gets
+// the request's dimension as its amounts, with a warning naming it, instead
+// of refusing the model.
+TEST(OnnxImporterTest, DataDependentPadsAreBoundedWithAWarning) {
+  ModelBuilder m(/*opset=*/13);
+  m.Input("x", {-1, 100}, {"batch"});
+  m.Input("extra", {1}, {}, TensorProto::INT64);
+  m.Ints("zeros3", {0, 0, 0});
+  NodeProto* concat = m.Node("Concat", {"zeros3", "extra"}, {"pads"});
+  ModelBuilder::IntAttr(concat, "axis", 0);
+  m.Node("Pad", {"x", "pads"}, {"padded"}, "pad");
+  m.Node("Relu", {"padded"}, {"y"}, "relu");
+  m.Output("y");
+  ImportOptions options;
+  options.symbolic_dims["batch"] = 2;
+  options.default_symbolic_dim = 3;
+  absl::StatusOr<Graph> graph = Import(m.Serialize(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // 3 on each side of both dimensions.
+  EXPECT_EQ(NodeNamed(*graph, "pad").outputs[0].dims,
+            (std::vector<int64_t>{8, 106}));
+  EXPECT_EQ(NodeNamed(*graph, "pad").kind, OpKind::kPad);
+  EXPECT_FALSE(NodeNamed(*graph, "pad").cost_unknown);
+  EXPECT_DOUBLE_EQ(NodeNamed(*graph, "relu").flops, 8.0 * 106);
+  EXPECT_TRUE(HasWarning(*graph,
+                         "node 'pad' (Pad): input 'pads' is computed at run "
+                         "time, so the output shape is unknown at import; "
+                         "bounded by assuming input 1 = [3,3,3,3] (the "
+                         "request's dimension 3), giving f32[8,106]"));
+}
+
+TEST(OnnxImporterTest, DataDependentReshapeAndConstantOfShapeAreBounded) {
+  ModelBuilder m(/*opset=*/13);
+  m.Input("x", {4, 6});
+  m.Input("target", {3}, {}, TensorProto::INT64);
+  m.Node("Reshape", {"x", "target"}, {"r"}, "reshape");
+  m.Node("ConstantOfShape", {"target"}, {"c"}, "fill");
+  m.Output("r");
+  m.Output("c");
+  ImportOptions options;
+  options.default_symbolic_dim = 5;
+  absl::StatusOr<Graph> graph = Import(m.Serialize(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // The element count is kept: [1, 1, 24].
+  EXPECT_EQ(NodeNamed(*graph, "reshape").outputs[0].dims,
+            (std::vector<int64_t>{1, 1, 24}));
+  EXPECT_EQ(NodeNamed(*graph, "fill").outputs[0].dims,
+            (std::vector<int64_t>{5, 5, 5}));
+  EXPECT_TRUE(HasWarning(*graph, "node 'reshape' (Reshape)"));
+  EXPECT_TRUE(HasWarning(*graph, "node 'fill' (ConstantOfShape)"));
+}
+
+// Shapes computed inside If and Loop bodies: a branch pads by an amount
+// folded from the Shape of an outer input (the request's dims decide it);
+// a loop body's Range up to the iteration counter is data-dependent and
+// bounded by the request's dimension.
+TEST(OnnxImporterTest, RuntimeShapesAcrossIfAndLoopBodies) {
+  ModelBuilder m(/*opset=*/13);
+  m.Input("cond", {}, {}, TensorProto::BOOL);
+  m.Input("x", {1, -1}, {"", "samples"});
+  m.Ints("trips", {4}, /*scalar=*/true);
+  NodeProto* branch = m.Node("If", {"cond"}, {"y"}, "if");
+  GraphProto* then_branch = ModelBuilder::GraphAttr(branch, "then_branch");
+  ModelBuilder::Ints(then_branch, "one", {1}, /*scalar=*/true);
+  ModelBuilder::Ints(then_branch, "zeros", {0, 0, 0});
+  ModelBuilder::Ints(then_branch, "axes0", {0});
+  ModelBuilder::Node(then_branch, "Shape", {"x"}, {"shape"});
+  ModelBuilder::Node(then_branch, "Gather", {"shape", "one"}, {"n"});
+  ModelBuilder::Node(then_branch, "Unsqueeze", {"n", "axes0"}, {"n1"});
+  NodeProto* pads =
+      ModelBuilder::Node(then_branch, "Concat", {"zeros", "n1"}, {"pads"});
+  ModelBuilder::IntAttr(pads, "axis", 0);
+  ModelBuilder::Node(then_branch, "Pad", {"x", "pads"}, {"t"}, "then_pad");
+  ModelBuilder::Output(then_branch, "t");
+  GraphProto* else_branch = ModelBuilder::GraphAttr(branch, "else_branch");
+  ModelBuilder::Node(else_branch, "Concat", {"x", "x"}, {"e"});
+  ModelBuilder::IntAttr(else_branch->mutable_node(0), "axis", 1);
+  ModelBuilder::Output(else_branch, "e");
+
+  NodeProto* loop = m.Node("Loop", {"trips", ""}, {"ranges"}, "loop");
+  GraphProto* body = ModelBuilder::GraphAttr(loop, "body");
+  ModelBuilder::Input(body, "i", {}, {}, TensorProto::INT64);
+  ModelBuilder::Input(body, "cond_in", {}, {}, TensorProto::BOOL);
+  ModelBuilder::Ints(body, "start", {0}, /*scalar=*/true);
+  ModelBuilder::Ints(body, "step", {1}, /*scalar=*/true);
+  ModelBuilder::Node(body, "Identity", {"cond_in"}, {"cond_out"});
+  ModelBuilder::Node(body, "Range", {"start", "i", "step"}, {"r"}, "range");
+  ModelBuilder::Output(body, "cond_out");
+  ModelBuilder::Output(body, "r");
+  m.Output("y");
+  m.Output("ranges");
+  ImportOptions options;
+  options.symbolic_dims["samples"] = 160;
+  options.default_symbolic_dim = 7;
+  absl::StatusOr<Graph> graph = Import(m.Serialize(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // Pads [0, 0, 0, 160] from the Shape of the outer x: [1, 160] -> [1, 320],
+  // the same as the else branch's concatenation.
+  EXPECT_EQ(NodeNamed(*graph, "if").outputs[0].dims,
+            (std::vector<int64_t>{1, 320}));
+  EXPECT_EQ(NodeNamed(*graph, "loop").outputs[0].dims,
+            (std::vector<int64_t>{4, 7}));
+  EXPECT_TRUE(HasWarning(*graph, "node 'range' (Range)"));
+}
+
 // ---------------------------------------------------------------------------
 // Real models from ../shared/data/onnx.
 //

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "graph/op_catalog.h"
+#include "graph/tf/function_inlining.h"
 #include "graph/tf/op_lowering.h"
 #include "graph/tf/shape_rules.h"
 #include "util/status_macros.h"
@@ -297,8 +298,42 @@ class Lowering {
         }
       }
     }
+    if (IsGraphInput(node.op())) {
+      // Unknown dimensions of graph inputs (a batch of -1) take the
+      // request's value here, so that inference downstream (and the shape
+      // arithmetic tf.gradients emits) works with a known size.
+      for (TensorInfo& out : outputs) {
+        for (int64_t& dim : out.shape.dims) {
+          if (dim >= 0) continue;
+          dim = options_.default_symbolic_dim;
+          if (!with_back_edges) inputs_given_request_dim_.insert(node.name());
+        }
+      }
+    }
     state.outputs = std::move(outputs);
     return absl::OkStatus();
+  }
+
+  static bool IsGraphInput(absl::string_view op) {
+    return op == "Placeholder" || op == "PlaceholderWithDefault" ||
+           op == "IteratorGetNext" || op == "IteratorGetNextSync";
+  }
+
+  // Assign(ref, value) with validate_shape (the default) requires value to
+  // have the variable's shape: a value of unknown shape (a RestoreV2 output
+  // of the saver) takes it.
+  void BackfillAssignedShapes() {
+    for (int i : order_) {
+      const NodeState& state = nodes_[i];
+      if (def(i).op() != "Assign" || state.data_inputs.size() < 2) continue;
+      absl::StatusOr<bool> validate = BoolAttr(def(i), "validate_shape", true);
+      if (!validate.ok() || !*validate) continue;
+      const InputRef& var = state.data_inputs[0];
+      const InputRef& value = state.data_inputs[1];
+      TensorInfo& target = nodes_[value.node].outputs[value.output];
+      target.shape =
+          Prefer(target.shape, nodes_[var.node].outputs[var.output].shape);
+    }
   }
 
   absl::Status InferShapes() {
@@ -309,6 +344,7 @@ class Lowering {
       }
     }
     for (int i : order_) RETURN_IF_ERROR(InferNode(i, false));
+    BackfillAssignedShapes();
     if (!has_loops) return absl::OkStatus();
     for (int pass = 1; pass < kMaxInferencePasses; ++pass) {
       bool changed = false;
@@ -377,6 +413,20 @@ class Lowering {
           " (unknown ranks as "
           "scalars): ",
           absl::StrJoin(assumed, ", "), more));
+    }
+    if (!inputs_given_request_dim_.empty()) {
+      std::vector<std::string> names(inputs_given_request_dim_.begin(),
+                                     inputs_given_request_dim_.end());
+      std::sort(names.begin(), names.end());
+      if (names.size() > kMaxNamedNodesInWarning) {
+        names.resize(kMaxNamedNodesInWarning);
+        names.push_back("...");
+      }
+      warnings_.push_back(absl::StrCat(
+          inputs_given_request_dim_.size(),
+          " graph input(s) have unknown dimensions (e.g. the batch); they take "
+          "the request's dimension ",
+          options_.default_symbolic_dim, ": ", absl::StrJoin(names, ", ")));
     }
     for (const auto& [op, entry] : ops_without_rule_) {
       warnings_.push_back(
@@ -683,6 +733,8 @@ class Lowering {
   // Op -> (nodes without a shape rule, first such node).
   std::map<std::string, std::pair<int, std::string>> ops_without_rule_;
   absl::flat_hash_map<int, std::string> merge_frame_;
+  // Graph inputs whose unknown dimensions took the request's value.
+  absl::flat_hash_set<std::string> inputs_given_request_dim_;
   absl::flat_hash_map<int, int64_t> frame_trip_count_;
   std::vector<LoopInfo> loops_;
 };
@@ -693,7 +745,11 @@ absl::StatusOr<Graph> LowerGraphDef(const GraphDef& graph_def,
                                     absl::string_view format,
                                     const ImportOptions& options,
                                     const TfjsHints* hints) {
-  return Lowering(graph_def, format, options, hints).Run();
+  ASSIGN_OR_RETURN(std::optional<GraphDef> inlined,
+                   InlineFunctionCalls(graph_def, options.limits.max_nodes));
+  return Lowering(inlined.has_value() ? *inlined : graph_def, format, options,
+                  hints)
+      .Run();
 }
 
 }  // namespace gopt::graph::tf

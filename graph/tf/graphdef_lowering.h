@@ -28,6 +28,8 @@ struct TfjsHints {
 // Lowers a GraphDef into a Graph named options.source_name with the given
 // format ("graphdef" or "tfjs"). `hints` may be null.
 //
+// - Calls of functions in the GraphDef's library (StatefulPartitionedCall,
+//   PartitionedCall) are inlined first (function_inlining.h).
 // - Inputs "name", "name:k" and "^name" become data and control edges; a
 //   node's output count comes from its op (Split: num_split, FusedBatchNormV3:
 //   6, ...) or, for unknown ops, from the highest output its consumers read.
@@ -38,9 +40,13 @@ struct TfjsHints {
 //   of one iteration; the frame's Merge nodes carry trip_count. Any other
 //   cycle is an error naming its nodes.
 // - Output shapes: `_output_shapes` when present, else the op's shape rule
-//   (constant-folding small integer tensors), with TF.js hints. Dimensions
-//   that stay unknown take options.default_symbolic_dim, with a warning
-//   naming the nodes.
+//   (constant-folding small integer tensors), with TF.js hints. Unknown
+//   dimensions of graph inputs (Placeholder, IteratorGetNext: an unknown
+//   batch) take options.default_symbolic_dim before inference runs on, with
+//   one warning naming them; dimensions that stay unknown further down take
+//   it too, with a warning naming the nodes. A tensor assigned into a
+//   variable (Assign with validate_shape, e.g. a saver's RestoreV2 output)
+//   takes the variable's shape.
 // - Kinds, attributes (XLA conventions) and costs via ComputeOpCost; host-only
 //   ops (audio/image decoding, strings) are kCpuOnly; `_class` "loc:@x"
 //   attributes become colocation groups named after x.

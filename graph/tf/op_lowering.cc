@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/tf/attr_util.h"
+#include "graph/tf/training_costs.h"
 #include "util/status_macros.h"
 
 namespace gopt::graph::tf {
@@ -277,6 +278,7 @@ std::optional<std::vector<int64_t>> Known(const TensorInfo* info) {
 }  // namespace
 
 OpKind TfOpKind(absl::string_view op) {
+  if (std::optional<OpKind> kind = TrainingOpKind(op)) return *kind;
   auto it = KindTable().find(std::string(op));
   return it == KindTable().end() ? OpKind::kOther : it->second;
 }
@@ -339,6 +341,9 @@ absl::StatusOr<LoweredOp> LowerOp(
   };
   const int64_t rank0 = input_types.empty() ? 0 : input_types[0]->rank();
   OpAttributes& attrs = lowered.attributes;
+  // Training ops (gradient kernels, optimizer updates) share a kind with
+  // forward ops but not their operands: training_costs.cc costs them.
+  if (TrainingOpKind(op).has_value()) return lowered;
   switch (lowered.kind) {
     case OpKind::kConvolution:
       if (input_types.size() >= 2) {
@@ -428,6 +433,10 @@ absl::StatusOr<OpCost> CostOfLoweredOp(
     const NodeDef& node, const LoweredOp& lowered,
     absl::Span<const TensorType* const> input_types,
     absl::Span<const TensorType> output_types) {
+  if (std::optional<OpCost> training =
+          TrainingOpCost(node, input_types, output_types)) {
+    return *training;
+  }
   OpCostQuery query;
   query.kind = lowered.kind;
   query.attributes = &lowered.attributes;

@@ -62,6 +62,10 @@ void AddNeuralNetRules(RuleTable& rules);
 // Shape-computing and shape-manipulating ops (Shape ... Reshape, Concat,
 // StridedSlice, Gather, reductions, Range, OneHot): shape_op_rules.cc.
 void AddShapeRules(RuleTable& rules);
+// Gradient kernels, optimizer updates, variables, random initializers,
+// input pipelines and summaries: training_rules.cc.
+void AddTrainingRules(RuleTable& rules);
+
 // Switch/Merge loops, graph inputs, constants, TensorArray and TensorList
 // ops: control_rules.cc.
 void AddControlFlowRules(RuleTable& rules);

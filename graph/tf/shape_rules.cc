@@ -18,6 +18,7 @@ const RuleTable& Rules() {
     AddNeuralNetRules(*rules);
     AddShapeRules(*rules);
     AddControlFlowRules(*rules);
+    AddTrainingRules(*rules);
     return rules;
   }();
   return *kRules;
@@ -62,8 +63,29 @@ absl::StatusOr<std::optional<int>> KnownOutputCount(
     return std::optional<int>(5);
   }
   if (op == "FusedBatchNormV3") return std::optional<int>(6);
-  if (op == "IdentityN") {
-    auto it = node.attr().find("T");
+  if (absl::StartsWith(op, "FusedBatchNormGrad")) {
+    return std::optional<int>(5);
+  }
+  if (op == "SoftmaxCrossEntropyWithLogits" ||
+      op == "SparseSoftmaxCrossEntropyWithLogits" ||
+      op == "BroadcastGradientArgs") {
+    return std::optional<int>(2);
+  }
+  if (op == "ConcatOffset") return from_attr("N");
+  if (absl::StartsWith(op, "ResourceApply") ||
+      absl::StartsWith(op, "ResourceSparseApply") || op == "AssignVariableOp" ||
+      op == "AssignAddVariableOp" || op == "AssignSubVariableOp" ||
+      op == "MakeIterator" || op == "Assert" || op == "SaveV2") {
+    return std::optional<int>(0);
+  }
+  // Ops with one output per entry of a type-list attribute.
+  const char* type_list =
+      op == "IdentityN"                                        ? "T"
+      : op == "RestoreV2"                                      ? "dtypes"
+      : op == "IteratorGetNext" || op == "IteratorGetNextSync" ? "output_types"
+                                                               : nullptr;
+  if (type_list != nullptr) {
+    auto it = node.attr().find(type_list);
     if (it != node.attr().end()) {
       const int n = it->second.list().type_size();
       if (n > max_outputs) {

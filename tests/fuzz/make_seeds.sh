@@ -27,6 +27,11 @@ encode gopt.onnx.ModelProto onnx/onnx.proto < "$seeds/onnx_model.txtpb" \
 encode gopt.tensorflow.GraphDef tensorflow/graph.proto \
   < "$seeds/graphdef.txtpb" > "$corpus/graphdef/seed_graph.pb"
 cp "$seeds/graphdef.txtpb" "$corpus/graphdef/seed_graph.pbtxt"
+encode gopt.tensorflow.GraphDef tensorflow/graph.proto \
+  < "$seeds/graphdef_training.txtpb" > "$corpus/graphdef/seed_training.pb"
+cp "$seeds/graphdef_training.txtpb" "$corpus/graphdef/seed_training.pbtxt"
+encode gopt.onnx.ModelProto onnx/onnx.proto \
+  < "$seeds/onnx_runtime_shapes.txtpb" > "$corpus/onnx/seed_runtime_shapes.onnx"
 cp "$seeds/tfjs_model.json" "$corpus/tfjs/seed_model.json"
 "$build/bin/gopt" convert --out="$corpus/gopt/seed_graph.json" \
   "$seeds/small.hlo" 2>/dev/null
