@@ -22,6 +22,8 @@ constexpr int64_t kStringObjectBytes = 32;
 constexpr int64_t kSmallStringCapacity = 15;
 constexpr int64_t kRepeatedSlotBytes = 16;
 constexpr int64_t kUnknownFieldBytes = 48;
+// A map entry's node in the parsed map (hash node, key and value slots).
+constexpr int64_t kMapNodeBytes = 64;
 // Repeated scalars grow by doubling: up to twice their element bytes.
 constexpr int64_t kRepeatedScalarSlack = 2;
 
@@ -171,11 +173,15 @@ class ProtoScanner {
   int64_t ObjectBytes(const Descriptor* type) {
     auto [it, inserted] = object_bytes_.try_emplace(type, 0);
     if (inserted) {
+      // A map entry is parsed into the map's own node (key, value), not a
+      // message object; its prototype cannot even report its size.
       const google::protobuf::Message* prototype =
-          google::protobuf::MessageFactory::generated_factory()->GetPrototype(
-              type);
+          type->options().map_entry()
+              ? nullptr
+              : google::protobuf::MessageFactory::generated_factory()
+                    ->GetPrototype(type);
       it->second = prototype == nullptr
-                       ? 64
+                       ? kMapNodeBytes
                        : static_cast<int64_t>(prototype->SpaceUsedLong());
     }
     return it->second;

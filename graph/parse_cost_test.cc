@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gopt/v1/graph.pb.h"
+#include "gopt/v1/optimizer.pb.h"
 #include "gtest/gtest.h"
 
 namespace gopt::graph {
@@ -107,6 +108,17 @@ TEST(ProtoParseCostTest, ChargesUnknownFields) {
   absl::StatusOr<ParseCost> cost = GraphCost(bytes, ParseCostLimits());
   ASSERT_TRUE(cost.ok()) << cost.status();
   EXPECT_GE(cost->bytes, 100 * 16);
+}
+
+TEST(ProtoParseCostTest, ChargesMapEntries) {
+  gopt::v1::OptimizeOptions options;
+  (*options.mutable_symbolic_dims())["batch"] = 8;
+  (*options.mutable_symbolic_dims())["sequence"] = 128;
+  absl::StatusOr<ParseCost> cost = ProtoParseCost(
+      options.SerializeAsString(), gopt::v1::OptimizeOptions::descriptor(),
+      NodeTypes(), ParseCostLimits());
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_EQ(cost->messages, 3);
 }
 
 TEST(JsonParseCostTest, RefusesDeepNestingAtOnce) {
