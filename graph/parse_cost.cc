@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/message.h"
 #include "util/status_macros.h"
 
