@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "util/huge_pages.h"
 #include "util/status_macros.h"
@@ -21,6 +22,101 @@ bool IsNameChar(char c) {
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Element types of current XLA that the graph IR has no value for, read as
+// the IR type of the same width (so sizes and bytes stay right): the 8-bit
+// float variants as f8e4m3fn, 4-bit floats as u4.
+absl::StatusOr<DType> NarrowFloatStandIn(absl::string_view name) {
+  if (name == "f8e4m3" || name == "f8e4m3fnuz" || name == "f8e4m3b11fnuz" ||
+      name == "f8e5m2fnuz" || name == "f8e3m4" || name == "f8e8m0fnu") {
+    return DType::kF8E4M3FN;
+  }
+  if (name == "f4e2m1fn") return DType::kU4;
+  return absl::InvalidArgumentError(absl::StrCat("unknown type ", name));
+}
+
+// Instruction attributes that XLA's printer writes and that do not change
+// the cost gopt gives an op: read past without a warning. Any other unknown
+// attribute is skipped with one warning per name.
+bool IsKnownSkippedAttribute(absl::string_view key) {
+  static const auto* const kKnown = new absl::flat_hash_set<absl::string_view>{
+      "frontend_attributes",
+      "origin",
+      "original_value",
+      "statistics",
+      "control-predecessors",
+      "result_accuracy",
+      "custom_call_schedule",
+      "schedule",
+      "custom_call_has_side_effect",
+      "api_version",
+      "operand_layout_constraints",
+      "output_to_operand_aliasing",
+      "literal",
+      "padding_type",
+      "precision_config",
+      "operand_precision",
+      "algorithm",
+      "sparsity",
+      "lhs_ragged_dims",
+      "rhs_group_dims",
+      "padding",
+      "kind",
+      "replica_groups",
+      "channel_id",
+      "use_global_device_ids",
+      "constrain_layout",
+      "source_target_pairs",
+      "slice_sizes",
+      "offset_dims",
+      "collapsed_slice_dims",
+      "start_index_map",
+      "index_vector_dim",
+      "operand_batching_dims",
+      "start_indices_batching_dims",
+      "indices_are_sorted",
+      "unique_indices",
+      "update_window_dims",
+      "inserted_window_dims",
+      "scatter_dims_to_operand_dims",
+      "input_batching_dims",
+      "scatter_indices_batching_dims",
+      "type",
+      "distribution",
+      "rng_algorithm",
+      "exponent_bits",
+      "mantissa_bits",
+      "fft_type",
+      "fft_length",
+      "infeed_config",
+      "outfeed_config",
+      "outfeed_shape",
+      "is_host_transfer",
+      "left_side",
+      "lower",
+      "unit_diagonal",
+      "transpose_a",
+      "async_execution_thread",
+      "async_group_id",
+      "async_wait_on",
+      "k",
+      "largest",
+      "is_cross_program_prefetch",
+      "cross_program_prefetch_index",
+      "entry",
+      "exit",
+      "domain",
+      "split_count",
+      "split_dimension",
+      "concat_dimension",
+      "serialized_call",
+      "is_composite",
+      "composite_attributes",
+      "scheduling_group_id",
+      "execution_thread",
+      "to_apply_sharding"};
+  return kKnown->contains(key);
+}
 
 // A name used before the computation or module is complete, resolved once
 // everything is parsed (so definition order does not matter).
@@ -89,22 +185,18 @@ class Parser {
     SkipSpace();
     module_.name = std::string(ParseName());
     if (module_.name.empty()) return Error(pos_, "expected the module name");
-    // Module attributes (input_output_alias, entry_computation_layout, ...)
-    // do not affect the graph.
     while (true) {
       SkipSpace();
       if (!Consume(',')) break;
-      SkipSpace();
-      if (ParseName().empty()) return Error(pos_, "expected an attribute name");
-      SkipSpace();
-      if (!Consume('=')) return Error(pos_, "expected '=' after attribute");
-      RETURN_IF_ERROR(SkipValue());
+      RETURN_IF_ERROR(ParseModuleAttribute());
     }
     int32_t entry = -1;
     size_t entry_pos = 0;
     while (true) {
       SkipSpace();
       if (AtEnd()) break;
+      ASSIGN_OR_RETURN(bool was_table, ParseStackFrameTable());
+      if (was_table) continue;
       const size_t start = pos_;
       const bool is_entry = ConsumeWord("ENTRY");
       if (is_entry) {
@@ -124,6 +216,7 @@ class Parser {
                         ? entry
                         : static_cast<int32_t>(module_.computations.size()) - 1;
     RETURN_IF_ERROR(ResolveCalls());
+    module_.warnings = std::move(warnings_);
     // The module passes ValidateHloModule by construction (every array
     // shape was validated as it was read, nesting is bounded the same way,
     // operands and calls were resolved by name and the root and entry set),
@@ -303,6 +396,196 @@ class Parser {
     return text_.substr(start, pos_ - start);
   }
 
+  // Notes an attribute the reader does not know, once per name and kind:
+  // it is skipped, never an error, so that text from a newer XLA imports.
+  void WarnUnknown(absl::string_view kind, absl::string_view key, size_t pos) {
+    if (!unknown_attributes_.insert(absl::StrCat(kind, "/", key)).second) {
+      return;
+    }
+    warnings_.push_back(absl::StrCat("unknown ", kind, " attribute '", key,
+                                     "' skipped (first at ", Position(pos),
+                                     ")"));
+  }
+
+  // "true" / "false" (XLA also prints module booleans as "{true}").
+  absl::StatusOr<bool> ParseBool() {
+    const size_t start = pos_;
+    const bool braced = Consume('{');
+    bool value = false;
+    if (ConsumeWord("true")) {
+      value = true;
+    } else if (!ConsumeWord("false")) {
+      return Error(start, "expected true or false");
+    }
+    if (braced && !Consume('}')) return Error(pos_, "expected '}'");
+    return value;
+  }
+
+  // One `, key=value` of the HloModule line (the ',' already consumed).
+  absl::Status ParseModuleAttribute() {
+    SkipSpace();
+    const size_t key_pos = pos_;
+    const absl::string_view key = ParseName();
+    if (key.empty()) return Error(key_pos, "expected an attribute name");
+    SkipSpace();
+    if (!Consume('=')) return Error(pos_, "expected '=' after attribute");
+    SkipSpace();
+    HloModuleConfig& config = module_.config;
+    if (key == "is_scheduled") {
+      ASSIGN_OR_RETURN(config.is_scheduled, ParseBool());
+    } else if (key == "use_auto_spmd_partitioning") {
+      ASSIGN_OR_RETURN(config.use_auto_spmd_partitioning, ParseBool());
+    } else if (key == "replica_count" || key == "num_partitions") {
+      const size_t value_pos = pos_;
+      ASSIGN_OR_RETURN(int64_t value, ParseInt());
+      if (value < 1) {
+        return Error(value_pos, absl::StrCat(key, " must be at least 1"));
+      }
+      (key == "replica_count" ? config.replica_count : config.num_partitions) =
+          value;
+    } else {
+      // Layouts, aliasing, donors and sharding propagation settings do not
+      // change the cost of the program.
+      static const auto* const kKnown =
+          new absl::flat_hash_set<absl::string_view>{
+              "entry_computation_layout",
+              "input_output_alias",
+              "buffer_donor",
+              "alias_passthrough_params",
+              "allow_spmd_sharding_propagation_to_parameters",
+              "allow_spmd_sharding_propagation_to_output",
+              "spmd_output_sharding",
+              "spmd_parameters_shardings",
+              "frontend_attributes",
+              "exec_time_optimization_effort",
+              "memory_fitting_effort",
+              "optimization_level",
+              "memory_fitting_level",
+              "cross_program_prefetches",
+              "launch_bounds"};
+      if (!kKnown->contains(key)) WarnUnknown("module", key, key_pos);
+      return SkipValue();
+    }
+    return absl::OkStatus();
+  }
+
+  // A stack-frame table (FileNames, FunctionNames, FileLocations or
+  // StackFrames) at the current position: parses it into
+  // module_.stack_frames and returns true; returns false, consuming
+  // nothing, when the text is a computation (even one named like a table).
+  absl::StatusOr<bool> ParseStackFrameTable() {
+    const size_t start = pos_;
+    const absl::string_view table = ParseName();
+    const bool strings = table == "FileNames" || table == "FunctionNames";
+    if (!strings && table != "FileLocations" && table != "StackFrames") {
+      pos_ = start;
+      return false;
+    }
+    SkipSpace();
+    if (!IsDigit(Peek())) {
+      pos_ = start;
+      return false;
+    }
+    HloStackFrameIndex& index = module_.stack_frames;
+    while (IsDigit(Peek())) {
+      ASSIGN_OR_RETURN(const int64_t id, ParseInt());
+      SkipSpace();
+      if (strings) {
+        ASSIGN_OR_RETURN(std::string value, ParseString());
+        (table == "FileNames" ? index.file_names : index.function_names)[id] =
+            std::move(value);
+      } else if (table == "FileLocations") {
+        HloStackFrameIndex::FileLocation location;
+        RETURN_IF_ERROR(
+            ParseTableEntry(table, [&](absl::string_view key, int64_t value) {
+              if (key == "file_name_id") {
+                location.file_name_id = value;
+              } else if (key == "function_name_id") {
+                location.function_name_id = value;
+              } else if (key == "line") {
+                location.line = static_cast<int32_t>(value);
+              } else if (key == "column") {
+                location.column = static_cast<int32_t>(value);
+              } else {
+                return key == "end_line" || key == "end_column";
+              }
+              return true;
+            }));
+        index.file_locations[id] = location;
+      } else {
+        HloStackFrameIndex::Frame frame;
+        RETURN_IF_ERROR(
+            ParseTableEntry(table, [&](absl::string_view key, int64_t value) {
+              if (key == "file_location_id") {
+                frame.file_location_id = value;
+              } else if (key == "parent_frame_id") {
+                frame.parent_frame_id = value;
+              } else {
+                return false;
+              }
+              return true;
+            }));
+        index.frames[id] = frame;
+      }
+      SkipSpace();
+    }
+    return true;
+  }
+
+  // "{key=int key=int ...}" of a FileLocations / StackFrames row. `field`
+  // takes each pair and returns false for a key it does not know (skipped
+  // with a warning).
+  template <typename Field>
+  absl::Status ParseTableEntry(absl::string_view table, Field field) {
+    if (!Consume('{')) return Error(pos_, "expected '{' to start a table row");
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) return absl::OkStatus();
+      if (Consume(',')) continue;
+      const size_t key_pos = pos_;
+      const absl::string_view key = ParseName();
+      if (key.empty()) return Error(key_pos, "expected 'key=' in table row");
+      if (!Consume('=')) return Error(pos_, "expected '=' in table row");
+      if (IsDigit(Peek()) || Peek() == '-') {
+        ASSIGN_OR_RETURN(const int64_t value, ParseInt());
+        if (field(key, value)) continue;
+      } else {
+        RETURN_IF_ERROR(SkipValue());
+      }
+      WarnUnknown(table, key, key_pos);
+    }
+  }
+
+  // "{op_name=\"...\" source_file=\"...\" source_line=N stack_frame_id=N
+  // ...}"; other fields (op_type, deduplicated_name, scheduling_name,
+  // profile_type, ...) are skipped.
+  absl::Status ParseMetadata(HloMetadata* metadata) {
+    if (!Consume('{')) return Error(pos_, "expected '{' to start metadata");
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) return absl::OkStatus();
+      if (Consume(',')) continue;
+      const size_t key_pos = pos_;
+      const absl::string_view key = ParseName();
+      if (key.empty() || !Consume('=')) {
+        return Error(key_pos, "expected 'key=' in metadata");
+      }
+      if (key == "op_name") {
+        ASSIGN_OR_RETURN(metadata->op_name, ParseString());
+      } else if (key == "source_file") {
+        ASSIGN_OR_RETURN(metadata->source_file, ParseString());
+      } else if (key == "source_line") {
+        ASSIGN_OR_RETURN(const int64_t line, ParseInt());
+        metadata->source_line = static_cast<int32_t>(
+            std::clamp<int64_t>(line, 0, std::numeric_limits<int32_t>::max()));
+      } else if (key == "stack_frame_id") {
+        ASSIGN_OR_RETURN(metadata->stack_frame_id, ParseInt());
+      } else {
+        RETURN_IF_ERROR(SkipValue());
+      }
+    }
+  }
+
   absl::Status ParseShape(HloShape* shape, int depth) {
     SkipSpace();
     const size_t start = pos_;
@@ -334,6 +617,7 @@ class Parser {
   absl::Status ParseArrayShape(absl::string_view type_name, size_t start,
                                HloShape* shape) {
     absl::StatusOr<DType> dtype = DTypeFromName(type_name);
+    if (!dtype.ok()) dtype = NarrowFloatStandIn(type_name);
     if (!dtype.ok()) {
       return Error(start, absl::StrCat("expected a shape, found '",
                                        type_name.substr(0, 40), "'"));
@@ -730,6 +1014,14 @@ class Parser {
     if (NamesComputations(key)) {
       return ParseCallAttribute(key, &CallsOf(pending, index, name_pos));
     }
+    if (key == "metadata")
+      return ParseMetadata(instruction->metadata.mutable_get());
+    if (key == "sharding") {
+      ASSIGN_OR_RETURN(absl::string_view value, RawValue());
+      *instruction->sharding.mutable_get() = std::string(value);
+      return absl::OkStatus();
+    }
+    if (!IsKnownSkippedAttribute(key)) WarnUnknown("instruction", key, key_pos);
     return SkipValue();
   }
 
@@ -839,7 +1131,7 @@ class Parser {
     if (instruction.opcode == "while") {
       CallsOf(pending_computation, index, name_pos);
     }
-    if (instruction.opcode == "dot") {
+    if (instruction.opcode == "dot" || instruction.opcode == "ragged-dot") {
       instruction.attributes.has_dot_dimensions = true;
     }
     if (is_root) {
@@ -1025,6 +1317,9 @@ class Parser {
   std::vector<int32_t> operand_scratch_;
   std::vector<PendingComputation> pending_computations_;
   absl::flat_hash_map<absl::string_view, int32_t> computation_index_;
+  // "kind/name" of every unknown attribute warned about, and the warnings.
+  absl::flat_hash_set<std::string> unknown_attributes_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace
