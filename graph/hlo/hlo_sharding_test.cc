@@ -64,8 +64,9 @@ TEST(HloShardingTest, BadShardingsAreErrorsNamingTheOffset) {
               HasSubstr("expected 4 devices"));
   EXPECT_THAT(ParseHloSharding("{devices=[4]<=[8]}").status().message(),
               HasSubstr("iota of 8 devices for 4 tiles"));
-  EXPECT_THAT(ParseHloSharding("{devices=[2,2]<=[4]T(0,0)}").status().message(),
-              HasSubstr("not a permutation"));
+  EXPECT_THAT(
+      ParseHloSharding("{devices=[2,2]<=[2,2]T(0,0)}").status().message(),
+      HasSubstr("not a permutation"));
   EXPECT_THAT(ParseHloSharding("{sideways}").status().message(),
               HasSubstr("at offset 1: expected replicated"));
   EXPECT_FALSE(ParseHloSharding("{devices=[99999999999]<=[1]}").ok());
