@@ -218,6 +218,38 @@ TEST(HloLoweringTest, AsyncStartIsTheOpItWraps) {
   EXPECT_EQ(graph->total_flops(), 2.0 * 8 * 128 * 128 + 8 * 128);
 }
 
+// A module the SPMD partitioner already split 8 ways (the shape of a real
+// JAX Megatron feed-forward dump: x[4,1024] @ ff1[1024,4096] @ ff2[4096,1024]
+// over a 2x4 mesh): shapes are per device, so costs are per device.
+TEST(HloLoweringTest, PartitionedModuleIsCostedPerDevice) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule jit_f, num_partitions=8
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY main {
+  x = s32[2,256]{1,0} parameter(0), sharding={devices=[2,4]<=[8]}
+  ff1 = s32[1024,1024]{1,0} parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  ff2 = s32[1024,1024]{1,0} parameter(2), sharding={devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  ag = s32[2,1024]{1,0} all-gather(x), channel_id=1, replica_groups=[2,4]<=[8], dimensions={1}, use_global_device_ids=true
+  d0 = s32[2,1024]{1,0} dot(ag, ff1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d1 = s32[2,1024]{1,0} dot(d0, ff2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT ar = s32[2,1024]{1,0} all-reduce(d1), channel_id=2, replica_groups=[2,4]<=[8], use_global_device_ids=true, to_apply=add
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // Global: 2 * 4*1024*4096 * 2 dots = 67,108,864 FLOPs; per device / 8.
+  const double global_dot_flops = 2.0 * 4 * 1024 * 4096 * 2;
+  EXPECT_EQ(NodeNamed(*graph, "d0").flops + NodeNamed(*graph, "d1").flops,
+            global_dot_flops / 8);
+  // All-gather sends its output (2x1024 s32), all-reduce its operand.
+  EXPECT_EQ(NodeNamed(*graph, "ag").bytes_communicated, 2 * 1024 * 4);
+  EXPECT_EQ(NodeNamed(*graph, "ar").bytes_communicated, 2 * 1024 * 4);
+  EXPECT_EQ(NodeNamed(*graph, "ff1").source.get().sharding,
+            "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}");
+}
+
 TEST(HloLoweringTest, FusionIsPreFusedWithItsBodyAsSubgraph) {
   absl::StatusOr<Graph> graph = Lower(R"(HloModule fused
 fused_computation {
