@@ -291,7 +291,9 @@ class Parser : private HloTextScanner {
       return false;
     }
     SkipSpace();
-    if (!IsDigit(Peek())) {
+    // A computation's name is followed by its parameters or body; a table's
+    // by its rows (none when the table is empty).
+    if (Peek() == '(' || Peek() == '{' || Peek() == ',' || Peek() == '-') {
       pos_ = start;
       return false;
     }

@@ -193,6 +193,21 @@ StackFrames {
   EXPECT_EQ(module->entry_computation().name, "StackFrames");
 }
 
+TEST(HloTextParserTest, AnEmptyTableIsATable) {
+  absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
+FunctionNames
+
+StackFrames
+1 {file_location_id=1}
+ENTRY e {
+  ROOT c = f32[] constant(1)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ(module->stack_frames.frames.size(), 1u);
+  EXPECT_EQ(module->entry_computation().name, "e");
+}
+
 TEST(HloTextParserTest, BadStackFrameTableNamesLineAndColumn) {
   absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
 
