@@ -409,6 +409,23 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   graph.loops_ = std::move(loops_);
   graph.colocation_groups_ = std::move(colocation_groups_);
   graph.warnings_ = std::move(warnings_);
+  // Only an importer that records source elements is held to it: graphs
+  // built in code (generators, tests) record none.
+  if (graph.format_ != "generated") {
+    std::vector<absl::string_view> unsourced;
+    for (const Node& node : graph.nodes_) {
+      if (node.source.empty()) unsourced.push_back(node.name);
+    }
+    if (!unsourced.empty() && unsourced.size() < graph.nodes_.size()) {
+      constexpr size_t kNamed = 5;
+      const size_t named = std::min(unsourced.size(), kNamed);
+      graph.warnings_.push_back(absl::StrCat(
+          unsourced.size(), " node(s) have no source element in the file ",
+          "(created by the importer; their decisions are not written back): ",
+          absl::StrJoin(unsourced.begin(), unsourced.begin() + named, ", "),
+          unsourced.size() > named ? ", ..." : ""));
+    }
+  }
   return graph;
 }
 

@@ -57,6 +57,10 @@ struct EngineOptions {
   // (OptimizeOptions.reward = REWARD_MEASURED; InvalidArgument above it).
   // Default 2000.
   int64_t max_measured_reward_nodes = policy::kDefaultMeasuredRewardMaxNodes;
+  // Largest response an OptimizeRequest.return_graph may make, in bytes
+  // (gopt-server: its message limit); larger is ResourceExhausted naming
+  // it. 0 (default; the CLI): no limit.
+  int64_t max_response_bytes = 0;
 };
 
 // What the transport knows about one request.

@@ -384,6 +384,8 @@ class Lowering {
 
     Node node;
     node.name = absl::StrCat(prefix, instruction.name);
+    node.source.scope = module_.computations[computation_index].name;
+    node.source.name = instruction.name;
     node.op = opcode;
     node.kind = HloOpcodeToOpKind(opcode);
     node.outputs = instruction.shape.ToNodeOutputs();

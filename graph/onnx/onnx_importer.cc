@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/onnx/onnx_graph_importer.h"
 #include "graph/onnx/onnx_op_rules.h"
+#include "graph/onnx/onnx_source.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/op_catalog.h"
 #include "onnx/onnx.pb.h"
@@ -262,6 +263,7 @@ absl::Status GraphImporter::AddInputsAndInitializers(
     RETURN_IF_ERROR(CountNode());
     Node node;
     node.name = UniqueName(info.name());
+    node.source = {"", info.name(), /*is_tensor=*/true};
     node.op = "Input";
     node.kind = OpKind::kParameter;
     node.attributes.parameter_number = next_parameter_++;
@@ -286,6 +288,7 @@ absl::Status GraphImporter::AddInputsAndInitializers(
     RETURN_IF_ERROR(CountNode());
     Node node;
     node.name = UniqueName(init.name());
+    node.source = {"", init.name(), /*is_tensor=*/true};
     node.op = "Initializer";
     node.kind = OpKind::kConstant;
     node.outputs = {type};
@@ -311,6 +314,7 @@ absl::Status GraphImporter::AddInputsAndInitializers(
     RETURN_IF_ERROR(CountNode());
     Node node;
     node.name = UniqueName(name);
+    node.source = {"", name, /*is_tensor=*/true};
     node.op = "SparseInitializer";
     node.kind = OpKind::kConstant;
     node.outputs = {type};
@@ -511,6 +515,7 @@ absl::Status GraphImporter::ImportNode(const NodeProto& proto, int index) {
 
   Node node;
   node.name = name;
+  node.source = {"", OnnxSourceName(proto), /*is_tensor=*/false};
   node.op = op;
   node.kind = inference.kind;
   node.attributes = std::move(inference.attributes);
