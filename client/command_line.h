@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/apply.h"
 #include "client/calibrate.h"
 #include "client/local_commands.h"
 #include "client/measure.h"
@@ -33,7 +34,8 @@ using CommandOptions =
     std::variant<HelpOptions, InspectOptions, ConvertOptions, SimulateOptions,
                  BenchCommandOptions, GenerateOptions, OptimizeOptions,
                  EvaluateOptions, PoliciesOptions, HealthOptions,
-                 LoadCommandOptions, CalibrateOptions, MeasureOptions>;
+                 LoadCommandOptions, CalibrateOptions, MeasureOptions,
+                 ApplyOptions>;
 
 // One parsed command line: name ("inspect", ..., or "help") and options.
 using Command = util::ParsedCommand<CommandOptions>;

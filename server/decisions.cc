@@ -129,6 +129,26 @@ absl::Status AddDecisions(const gopt::v1::OptimizeRequest& request,
            graph, response->plan(), DeviceNames(topology))) {
     *response->add_decisions() = std::move(decision);
   }
+  const std::vector<std::string> names = DeviceNames(topology);
+  for (int d = 0; d < topology.num_devices(); ++d) {
+    gopt::v1::DeviceSummary* summary = response->add_device_summaries();
+    summary->set_device(d);
+    summary->set_device_name(names[d]);
+  }
+  const gopt::v1::Plan& plan = response->plan();
+  for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const int device = plan.device_size() > 0 ? plan.device(id) : 0;
+    if (device < 0 || device >= topology.num_devices()) continue;
+    gopt::v1::DeviceSummary* summary = response->mutable_device_summaries(device);
+    const graph::Node& node = graph.node(id);
+    summary->set_ops(summary->ops() + 1);
+    summary->set_flops(summary->flops() + node.flops);
+    if (node.kind == graph::OpKind::kParameter ||
+        node.kind == graph::OpKind::kConstant) {
+      summary->set_parameter_bytes(summary->parameter_bytes() +
+                                   node.output_bytes());
+    }
+  }
   if (!request.return_graph()) return absl::OkStatus();
   ASSIGN_OR_RETURN(const graph::ScheduleAs schedule_as,
                    ParseScheduleAs(request.schedule_as()));

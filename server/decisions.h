@@ -52,7 +52,8 @@ absl::StatusOr<std::optional<gopt::v1::Plan>> ReadEmbeddedPlan(
     const SourceFile& file, const graph::Graph& graph,
     const simulator::Topology& topology);
 
-// Fills response->decisions from response->plan, and with
+// Fills response->decisions and response->device_summaries from
+// response->plan, and with
 // request.return_graph() response->optimized_graph (and its format; export
 // warnings join response->warnings). ResourceExhausted naming the limit
 // when the response would then be larger than `max_response_bytes`
