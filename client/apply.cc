@@ -35,9 +35,9 @@ absl::StatusOr<ImportedFile> ImportFile(const std::string& path,
   }
   graph::ImportOptions import = read.import;
   import.source_name = path;
-  ASSIGN_OR_RETURN(imported.graph,
-                   importers.Import(imported.file.contents,
-                                    imported.file.format, import));
+  ASSIGN_OR_RETURN(
+      imported.graph,
+      importers.Import(imported.file.contents, imported.file.format, import));
   return imported;
 }
 
@@ -58,11 +58,10 @@ absl::Status RunApply(const ApplyOptions& options, std::ostream& out) {
                         simulator::PlanToProto(plan), topology, schedule_as));
   RETURN_IF_ERROR(WriteFileBytes(options.write_path, exported.contents));
   if (options.json) {
-    nlohmann::ordered_json report = {
-        {"path", options.write_path},
-        {"format", imported.file.format},
-        {"bytes", exported.contents.size()},
-        {"warnings", exported.warnings}};
+    nlohmann::ordered_json report = {{"path", options.write_path},
+                                     {"format", imported.file.format},
+                                     {"bytes", exported.contents.size()},
+                                     {"warnings", exported.warnings}};
     out << report.dump(2) << "\n";
     return absl::OkStatus();
   }

@@ -53,10 +53,9 @@ void AppendDeviceSummaries(const gopt::v1::OptimizeResponse& response,
   absl::StrAppendFormat(text, "\n%-28s %10s %14s %14s\n", "device", "ops",
                         "GFLOPs", "parameters");
   for (const gopt::v1::DeviceSummary& device : response.device_summaries()) {
-    absl::StrAppendFormat(text, "%-28s %10d %14.3f %14s\n",
-                          device.device_name(), device.ops(),
-                          device.flops() / 1e9,
-                          Mebibytes(device.parameter_bytes()));
+    absl::StrAppendFormat(
+        text, "%-28s %10d %14.3f %14s\n", device.device_name(), device.ops(),
+        device.flops() / 1e9, Mebibytes(device.parameter_bytes()));
   }
 }
 

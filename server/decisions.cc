@@ -139,7 +139,8 @@ absl::Status AddDecisions(const gopt::v1::OptimizeRequest& request,
   for (graph::NodeId id = 0; id < graph.num_nodes(); ++id) {
     const int device = plan.device_size() > 0 ? plan.device(id) : 0;
     if (device < 0 || device >= topology.num_devices()) continue;
-    gopt::v1::DeviceSummary* summary = response->mutable_device_summaries(device);
+    gopt::v1::DeviceSummary* summary =
+        response->mutable_device_summaries(device);
     const graph::Node& node = graph.node(id);
     summary->set_ops(summary->ops() + 1);
     summary->set_flops(summary->flops() + node.flops);

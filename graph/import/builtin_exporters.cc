@@ -1,5 +1,6 @@
 #include "graph/import/builtin_exporters.h"
 
+#include "graph/hlo/hlo_exporter.h"
 #include "graph/native/native_exporter.h"
 #include "graph/onnx/onnx_exporter.h"
 #include "graph/tf/tf_exporter.h"
@@ -11,6 +12,7 @@ void RegisterBuiltinExporters(ExporterRegistry* registry) {
   registry->Register(NewOnnxExporter());
   registry->Register(NewGraphDefExporter());
   registry->Register(NewTfjsExporter());
+  registry->Register(NewHloTextExporter());
 }
 
 }  // namespace gopt::graph

@@ -6,7 +6,7 @@
 namespace gopt::graph {
 
 // Registers every exporter gopt ships, by the importer format it writes:
-// gopt, onnx, graphdef, tfjs.
+// gopt, onnx, graphdef, tfjs, hlo (text).
 //
 //   ExporterRegistry exporters;
 //   RegisterBuiltinExporters(&exporters);

@@ -169,7 +169,9 @@ TEST(SourceDecisionsTest, MixedSourcesWarnAboutMadeUpNodes) {
   Node b = a;
   b.name = "made_up";
   b.source = {};
-  builder.AddEdge(builder.AddNode(a), 0, builder.AddNode(b), 0);
+  const int first = builder.AddNode(a);
+  const int second = builder.AddNode(b);
+  builder.AddEdge(first, 0, second, 0);
   absl::StatusOr<Graph> graph = std::move(builder).Build(GraphLimits());
   ASSERT_TRUE(graph.ok()) << graph.status();
   ASSERT_EQ(graph->warnings().size(), 1u);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/decisions.h"
 #include "graph/onnx/onnx_source.h"
@@ -136,11 +137,12 @@ class OnnxExporter final : public Exporter {
     model.set_ir_version(std::max(model.ir_version(), kMultiDeviceIrVersion));
 
     gopt::onnx::GraphProto* main = model.mutable_graph();
-    int written = 0;
+    // An initializer may also be listed as a graph input: one element.
+    absl::flat_hash_set<std::pair<std::string, bool>> written;
     for (NodeProto& node : *main->mutable_node()) {
       auto it = decisions.find(Key({"", OnnxSourceName(node), false}));
       if (it == decisions.end()) continue;
-      ++written;
+      written.insert(it->first);
       const OnnxDecision& decision = it->second;
       gopt::onnx::NodeDeviceConfigurationProto* placement = nullptr;
       for (auto& existing : *node.mutable_device_configurations()) {
@@ -161,18 +163,18 @@ class OnnxExporter final : public Exporter {
     for (auto& init : *main->mutable_initializer()) {
       auto it = decisions.find(Key({"", init.name(), true}));
       if (it == decisions.end()) continue;
-      ++written;
+      written.insert(it->first);
       SetDecisionProps(it->second, /*with_device=*/true,
                        init.mutable_metadata_props());
     }
     for (auto& input : *main->mutable_input()) {
       auto it = decisions.find(Key({"", input.name(), true}));
       if (it == decisions.end()) continue;
-      ++written;
+      written.insert(it->first);
       SetDecisionProps(it->second, /*with_device=*/true,
                        input.mutable_metadata_props());
     }
-    if (written != static_cast<int>(decisions.size())) {
+    if (written.size() != decisions.size()) {
       result.warnings.push_back(absl::StrCat(
           decisions.size() - written,
           " decision(s) name elements the model's main graph does not have "

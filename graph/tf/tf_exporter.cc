@@ -199,11 +199,12 @@ class GraphDefExporter final : public Exporter {
       node.set_device(TfDeviceString(options.devices, d.device));
       auto& attrs = *node.mutable_attr();
       if (d.kernel >= 0) {
-        attrs[kClusterAttr].set_s(absl::StrCat(kClusterPrefix, d.kernel));
+        attrs[std::string(kClusterAttr)].set_s(
+            absl::StrCat(kClusterPrefix, d.kernel));
       } else {
-        attrs.erase(kClusterAttr);
+        attrs.erase(std::string(kClusterAttr));
       }
-      attrs[kPriorityAttr].set_i(d.priority);
+      attrs[std::string(kPriorityAttr)].set_i(d.priority);
       if (auto c = annotations.control_inputs.find(node.name());
           c != annotations.control_inputs.end()) {
         for (const std::string& input : c->second) {
@@ -229,14 +230,16 @@ class GraphDefExporter final : public Exporter {
     absl::flat_hash_map<std::string, TfDecision> decisions;
     for (const NodeDef& node : graph_def.node()) {
       // A device the file had before gopt wrote into it is not a decision.
-      if (!node.attr().contains(kPriorityAttr)) continue;
+      if (node.attr().count(std::string(kPriorityAttr)) == 0) continue;
       TfDecision& d = decisions[node.name()];
       ASSIGN_OR_RETURN(d.device,
                        ParseTfDevice(node.device(), devices, node.name()));
-      if (auto it = node.attr().find(kClusterAttr); it != node.attr().end()) {
+      if (auto it = node.attr().find(std::string(kClusterAttr));
+          it != node.attr().end()) {
         ASSIGN_OR_RETURN(d.kernel, ParseCluster(it->second.s(), node.name()));
       }
-      if (auto it = node.attr().find(kPriorityAttr); it != node.attr().end()) {
+      if (auto it = node.attr().find(std::string(kPriorityAttr));
+          it != node.attr().end()) {
         d.priority = static_cast<int32_t>(it->second.i());
       }
     }
