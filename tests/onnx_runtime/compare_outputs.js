@@ -83,7 +83,8 @@ async function main() {
   if (!original || !exported) {
     throw new Error('usage: compare_outputs.js ORIGINAL.onnx EXPORTED.onnx');
   }
-  const options = {intraOpNumThreads: 1, interOpNumThreads: 1};
+  const options = {intraOpNumThreads: 1, interOpNumThreads: 1,
+                   logSeverityLevel: 3};
   const before = await ort.InferenceSession.create(original, options);
   const after = await ort.InferenceSession.create(exported, options);
   let feeds;
