@@ -220,6 +220,13 @@ absl::Status ComputeNodeCost(
   return absl::OkStatus();
 }
 
+// A node's source element; a node without one is its own.
+SourceElement SourceFromProto(const gopt::v1::Node& pn) {
+  return {pn.source_scope(),
+          pn.source_name().empty() ? pn.name() : pn.source_name(),
+          pn.source_is_tensor()};
+}
+
 absl::StatusOr<Graph> GraphFromProtoAtDepth(const gopt::v1::Graph& proto,
                                             const GraphLimits& limits,
                                             int depth) {
@@ -252,9 +259,7 @@ absl::StatusOr<Graph> GraphFromProtoAtDepth(const gopt::v1::Graph& proto,
     const std::string context = absl::StrCat("node '", pn.name(), "'");
     Node node;
     node.name = pn.name();
-    node.source = {pn.source_scope(),
-                   pn.source_name().empty() ? pn.name() : pn.source_name(),
-                   pn.source_is_tensor()};
+    node.source = SourceFromProto(pn);
     node.op = pn.op();
     std::optional<OpKind> kind = OpKindFromName(pn.kind());
     if (!kind.has_value()) {
