@@ -59,14 +59,23 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
   for (int32_t& priority : plan.priority) {
     priority = static_cast<int32_t>(rng() % 16);
   }
+  // Nodes that share their source element with another node share its
+  // decision and run unfused (MakePlanSourceConsistent).
+  gopt::v1::Plan proto = simulator::PlanToProto(plan);
+  MakePlanSourceConsistent(graph, &proto);
+  plan = simulator::PlanFromProto(proto);
+  std::vector<bool> shared(graph.num_nodes(), false);
+  for (const SourceGroup& group : GroupBySource(graph)) {
+    for (NodeId id : group.nodes) shared[id] = group.nodes.size() > 1;
+  }
   plan.fusion_group.assign(graph.num_nodes(), -1);
-  std::vector<bool> has_heavy(graph.num_nodes(), false);
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     const auto in = graph.in_edges(id);
     if (in.size() != 1 || in[0].control) continue;
     const NodeId producer = in[0].src;
     if (graph.out_edges(producer).size() != 1 ||
-        plan.device[producer] != plan.device[id]) {
+        plan.device[producer] != plan.device[id] || shared[id] ||
+        shared[producer]) {
       continue;
     }
     const auto role = simulator::FusionRoleOf(graph.node(id).kind);
@@ -81,9 +90,7 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
     if (plan.fusion_group[producer] < 0) plan.fusion_group[producer] = producer;
     plan.fusion_group[id] = plan.fusion_group[producer];
   }
-  gopt::v1::Plan proto = simulator::PlanToProto(plan);
-  MakePlanSourceConsistent(graph, &proto);
-  return proto;
+  return simulator::PlanToProto(plan);
 }
 
 double StepTime(const Graph& graph, const simulator::Topology& topology,
