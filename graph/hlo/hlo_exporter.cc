@@ -135,7 +135,7 @@ void SetAttribute(std::string* line, absl::string_view key,
   const size_t at = FindAttribute(*line, key);
   if (at != absl::string_view::npos) {
     const size_t end = ValueEnd(*line, at + key.size());
-    line->replace(at + key.size(), end - at - key.size(), value);
+    line->replace(at + key.size(), end - at - key.size(), std::string(value));
     return;
   }
   while (!line->empty() && absl::ascii_isspace(line->back())) line->pop_back();

@@ -85,7 +85,10 @@ void SetDecisionProps(const OnnxDecision& decision, bool with_device,
 
 absl::StatusOr<ModelProto> ParseModel(absl::string_view contents) {
   ModelProto model;
-  if (!model.ParseFromString(contents) || !model.has_graph()) {
+  if (contents.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(contents.data(),
+                            static_cast<int>(contents.size())) ||
+      !model.has_graph()) {
     return absl::InvalidArgumentError(
         "not an ONNX model (ModelProto with a graph)");
   }
@@ -176,7 +179,7 @@ class OnnxExporter final : public Exporter {
     }
     if (written.size() != decisions.size()) {
       result.warnings.push_back(absl::StrCat(
-          decisions.size() - written,
+          decisions.size() - written.size(),
           " decision(s) name elements the model's main graph does not have "
           "(sparse initializers carry no metadata) and were not written"));
     }
