@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "graph/fingerprint.h"
 
 namespace gopt::client {
 namespace {
@@ -76,6 +77,7 @@ InspectReport Inspect(const graph::Graph& graph) {
     if (node.cost_unknown) ++report.cost_unknown_nodes;
   }
   report.warnings = graph.warnings();
+  report.fingerprint = graph::GraphFingerprint(graph);
   return report;
 }
 
@@ -97,6 +99,7 @@ nlohmann::json InspectReportToJson(const InspectReport& report) {
   json["ops"] = report.ops;
   json["source_ops"] = report.source_ops;
   json["warnings"] = report.warnings;
+  json["fingerprint"] = report.fingerprint;
   return json;
 }
 

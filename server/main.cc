@@ -21,8 +21,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "engine/plan_store.h"
 #include "policy/go/go_model.h"
 #include "server/builtin_policies.h"
 #include "server/container_limits.h"
@@ -103,10 +105,55 @@ ABSL_FLAG(double, worker_eject_seconds, 30,
 ABSL_FLAG(double, worker_health_interval_seconds, 5,
           "seconds between grpc.health.v1 checks of remote workers (and "
           "re-resolutions of dns:/// names)");
+ABSL_FLAG(std::string, state_dir, "",
+          "directory of the server's persistent state; the default plan "
+          "store is STATE_DIR/plans.sqlite. Empty: no state (and no plan "
+          "store unless --plan_store names one)");
+ABSL_FLAG(std::string, plan_store, "",
+          "the plan store: a SQLite file path, redis://HOST:PORT[/DB] for a "
+          "store shared by replicas, or none. Empty: STATE_DIR/plans.sqlite "
+          "when --state_dir is set (docs/plan-store.md)");
+ABSL_FLAG(int64_t, plan_store_max_bytes, int64_t{256} << 20,
+          "size cap of a SQLite plan store's values; least recently used "
+          "entries are evicted past it");
 
 namespace {
 
 constexpr int kExitUsage = 64;
+
+// The plan store the flags name; null for none. A malformed spec is
+// InvalidArgument (a usage error); a store that cannot be opened is logged
+// and the server runs without one (a store never fails a request).
+absl::StatusOr<std::shared_ptr<gopt::engine::PlanStore>> OpenPlanStoreFromFlags() {
+  std::string spec = absl::GetFlag(FLAGS_plan_store);
+  if (spec == "none") return nullptr;
+  if (spec.empty()) {
+    if (absl::GetFlag(FLAGS_state_dir).empty()) return nullptr;
+    spec = absl::StrCat(absl::GetFlag(FLAGS_state_dir), "/plans.sqlite");
+  }
+  gopt::engine::PlanStoreOptions options;
+  options.max_bytes = absl::GetFlag(FLAGS_plan_store_max_bytes);
+  absl::StatusOr<std::unique_ptr<gopt::engine::PlanStore>> store =
+      gopt::engine::OpenPlanStore(spec, options);
+  if (absl::IsInvalidArgument(store.status())) return store.status();
+  if (!store.ok()) {
+    LOG(WARNING) << "--plan_store: " << store.status().message()
+                 << "; running without a plan store";
+    return nullptr;
+  }
+  LOG(INFO) << "plan store: " << (*store)->Describe();
+  return std::shared_ptr<gopt::engine::PlanStore>(*std::move(store));
+}
+
+// Sets the plan store's size gauges every 30 s until `stop` is notified.
+void ReportPlanStoreSize(gopt::engine::PlanStore* store,
+                         gopt::server::Metrics* metrics,
+                         absl::Notification* stop) {
+  do {
+    absl::StatusOr<gopt::engine::PlanStoreStats> stats = store->Stats();
+    if (stats.ok()) metrics->SetPlanStoreSize(stats->entries, stats->bytes);
+  } while (!stop->WaitForNotificationWithTimeout(absl::Seconds(30)));
+}
 
 // The flags of this binary, in the order the effective config is logged.
 constexpr const char* kFlagNames[] = {
@@ -138,6 +185,9 @@ constexpr const char* kFlagNames[] = {
     "worker_failures_to_eject",
     "worker_eject_seconds",
     "worker_health_interval_seconds",
+    "state_dir",
+    "plan_store",
+    "plan_store_max_bytes",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -316,6 +366,21 @@ int main(int argc, char** argv) {
   }
   engine_options.measurer = *std::move(pool);
   LOG(INFO) << "worker pool: " << absl::GetFlag(FLAGS_workers);
+  absl::StatusOr<std::shared_ptr<gopt::engine::PlanStore>> plan_store =
+      OpenPlanStoreFromFlags();
+  if (!plan_store.ok()) {
+    LOG(ERROR) << "--plan_store: " << plan_store.status().message();
+    (*server)->Shutdown(absl::Now());
+    return kExitUsage;
+  }
+  engine_options.plan_store = *plan_store;
+  absl::Notification stop_store_gauges;
+  std::thread store_gauges;
+  if (engine_options.plan_store != nullptr) {
+    store_gauges = std::thread(ReportPlanStoreSize,
+                               engine_options.plan_store.get(), &metrics,
+                               &stop_store_gauges);
+  }
   (*server)->SetEngine(
       std::make_shared<gopt::server::Engine>(engine_options, *policies));
   LOG(INFO) << "SERVING";
@@ -330,6 +395,8 @@ int main(int argc, char** argv) {
       Seconds(absl::GetFlag(FLAGS_shutdown_timeout_seconds));
   LOG(INFO) << "refusing new calls; calls in flight have " << grace;
   (*server)->Shutdown(absl::Now() + grace);
+  stop_store_gauges.Notify();
+  if (store_gauges.joinable()) store_gauges.join();
   LOG(INFO) << "stopped";
   return 0;
 }

@@ -315,7 +315,7 @@ TEST(DeployTest, KustomizationsListExistingFiles) {
 TEST(DeployTest, BaseHasOnlyCoreKinds) {
   const std::set<std::string> core = {"ConfigMap", "Deployment", "Service",
                                       "HorizontalPodAutoscaler",
-                                      "PodDisruptionBudget"};
+                                      "PodDisruptionBudget", "StatefulSet"};
   const YAML::Node kustomization =
       YAML::LoadFile(SourcePath("deploy/base/kustomization.yaml"));
   for (const YAML::Node& resource : kustomization["resources"]) {
