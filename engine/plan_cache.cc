@@ -60,6 +60,7 @@ std::optional<PlanCache::Answer> PlanCache::FindAnswer(
 }
 
 void PlanCache::KeepAnswer(const std::string& exact_key, Answer answer) {
+  if (max_answers_ <= 0) return;
   absl::MutexLock lock(&mutex_);
   if (answers_.insert_or_assign(exact_key, std::move(answer)).second) {
     answer_order_.push_back(exact_key);
@@ -130,6 +131,7 @@ std::optional<StoredPlan> PlanCacheRequest::AfterImport(
     const graph::Graph& graph, const simulator::Topology& topology,
     const gopt::v1::Tasks& tasks, const simulator::Simulator& simulator,
     OptimizeResponse* response) {
+  if (cache_ == nullptr) return std::nullopt;
   fingerprint_ = graph::GraphFingerprint(graph);
   response->set_fingerprint(fingerprint_);
   if (!reads() && !writes()) {

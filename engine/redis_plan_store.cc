@@ -10,7 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "util/status_macros.h"
 
 namespace gopt::engine {
@@ -35,8 +35,6 @@ return 1
 std::string PlanKey(absl::string_view key) {
   return absl::StrCat(kPlanPrefix, key);
 }
-
-timeval ToTimeval(absl::Duration duration) { return absl::ToTimeval(duration); }
 
 std::string ReplyString(const redisReply* reply) {
   if (reply == nullptr ||
@@ -142,11 +140,11 @@ absl::Status RedisPlanStore::EnsureConnectedLocked() {
                      absl::FormatDuration(next_attempt_ - now)));
   }
   context_ = redisConnectWithTimeout(host_.c_str(), port_,
-                                     ToTimeval(options_.redis_timeout));
+                                     absl::ToTimeval(options_.redis_timeout));
   if (context_ == nullptr || context_->err != 0) {
     return FailLocked("connecting");
   }
-  redisSetTimeout(context_, ToTimeval(options_.redis_timeout));
+  redisSetTimeout(context_, absl::ToTimeval(options_.redis_timeout));
   if (db_ != 0) {
     Reply reply(
         static_cast<redisReply*>(redisCommand(context_, "SELECT %d", db_)));
@@ -205,7 +203,7 @@ absl::StatusOr<std::optional<PlanStoreEntry>> RedisPlanStore::ReadLocked(
       DecodeEntryValue(ReplyString(fields->element[0]), plan_key);
   if (!entry.ok()) {
     // Never read again as an entry; the next Put writes a good one.
-    CommandLocked({"DEL", PlanKey(plan_key)}).IgnoreError();
+    CommandLocked({"DEL", PlanKey(plan_key)}).status().IgnoreError();
     return entry.status();
   }
   entry->set_hits(ReplyInt(fields->element[1]));
@@ -237,7 +235,7 @@ absl::StatusOr<bool> RedisPlanStore::Put(const PlanStoreEntry& entry,
     absl::StatusOr<std::optional<PlanStoreEntry>> stored =
         ReadLocked(entry.key());
     if (!stored.ok() && !absl::IsDataLoss(stored.status())) {
-      CommandLocked({"UNWATCH"}).IgnoreError();
+      CommandLocked({"UNWATCH"}).status().IgnoreError();
       return stored.status();
     }
     const int64_t now_us = absl::ToUnixMicros(options_.clock->Now());
@@ -271,7 +269,7 @@ absl::StatusOr<bool> RedisPlanStore::Put(const PlanStoreEntry& entry,
     for (const std::vector<std::string>& command : commands) {
       absl::StatusOr<Reply> queued = CommandLocked(command);
       if (!queued.ok()) {
-        CommandLocked({"DISCARD"}).IgnoreError();
+        CommandLocked({"DISCARD"}).status().IgnoreError();
         return queued.status();
       }
     }

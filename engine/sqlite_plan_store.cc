@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -348,18 +349,21 @@ absl::Status SqlitePlanStore::EvictLocked(absl::string_view keep) {
   if (bytes <= options_.max_bytes) return absl::OkStatus();
   Transaction transaction(db_);
   RETURN_IF_ERROR(transaction.Begin());
-  Statement oldest(db_,
-                   "SELECT key, value_bytes FROM entries "
-                   "ORDER BY last_used_us ASC");
-  RETURN_IF_ERROR(oldest.status("finding the least recently used plans"));
   std::vector<std::string> evict;
-  while (bytes > options_.max_bytes) {
-    ASSIGN_OR_RETURN(bool more,
-                     oldest.Step("finding the least recently used plans"));
-    if (!more) break;
-    if (oldest.Text(0) == keep) continue;
-    evict.emplace_back(oldest.Text(0));
-    bytes -= oldest.Int(1);
+  {
+    // Finalized before the deletes and the commit.
+    Statement oldest(db_,
+                     "SELECT key, value_bytes FROM entries "
+                     "ORDER BY last_used_us ASC");
+    RETURN_IF_ERROR(oldest.status("finding the least recently used plans"));
+    while (bytes > options_.max_bytes) {
+      ASSIGN_OR_RETURN(bool more,
+                       oldest.Step("finding the least recently used plans"));
+      if (!more) break;
+      if (oldest.Text(0) == keep) continue;
+      evict.emplace_back(oldest.Text(0));
+      bytes -= oldest.Int(1);
+    }
   }
   for (const std::string& key : evict) {
     Statement remove(db_, "DELETE FROM entries WHERE key = ?");

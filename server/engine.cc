@@ -929,7 +929,7 @@ Engine::Engine(const EngineOptions& options,
                std::shared_ptr<const PolicyRegistry> policies)
     : options_(options),
       policies_(std::move(policies)),
-      plan_cache_(options.plan_store) {
+      plan_cache_(options.plan_store, options.plan_store_kept_answers) {
   graph::RegisterBuiltinImporters(&importers_);
   simulator::baselines::RegisterBuiltinBaselines(&baselines_);
 }

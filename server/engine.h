@@ -63,6 +63,10 @@ struct EngineOptions {
   // or warm-starts it, and better plans are written back; shared,
   // thread-safe. Null (default): no store.
   std::shared_ptr<engine::PlanStore> plan_store;
+  // Answers from the store kept in memory, so that an identical request
+  // skips the import (engine::PlanCache); 0 = import every request.
+  // Default 64.
+  int plan_store_kept_answers = 64;
 };
 
 // What the transport knows about one request.

@@ -116,6 +116,9 @@ ABSL_FLAG(std::string, plan_store, "",
 ABSL_FLAG(int64_t, plan_store_max_bytes, int64_t{256} << 20,
           "size cap of a SQLite plan store's values; least recently used "
           "entries are evicted past it");
+ABSL_FLAG(int32_t, plan_store_kept_answers, 64,
+          "answers from the plan store kept in memory, so that an identical "
+          "request skips the import; 0 = import every request");
 
 namespace {
 
@@ -188,6 +191,7 @@ constexpr const char* kFlagNames[] = {
     "state_dir",
     "plan_store",
     "plan_store_max_bytes",
+    "plan_store_kept_answers",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -374,6 +378,8 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   engine_options.plan_store = *plan_store;
+  engine_options.plan_store_kept_answers =
+      absl::GetFlag(FLAGS_plan_store_kept_answers);
   absl::Notification stop_store_gauges;
   std::thread store_gauges;
   if (engine_options.plan_store != nullptr) {
