@@ -86,8 +86,8 @@ r = json.load(sys.stdin)
 t = {x["stage"]: x["seconds"] for x in r.get("timings", [])}
 print("  method=%s step_time_s=%s store_result=%s from_store=%s stored=%s "
       "import_ms=%.1f total_ms=%.1f" % (
-    r.get("method"), r.get("stepTimeS"), r.get("storeResult"),
-    r.get("fromStore", False), r.get("stored", False),
+    r.get("method"), r.get("step_time_s"), r.get("store_result"),
+    r.get("from_store"), r.get("stored"),
     1e3 * t.get("import", 0), 1e3 * t.get("total", 0)))'
 }
 
