@@ -61,14 +61,14 @@ TEST(PlansTest, ListShowExportImportPrune) {
     absl::StatusOr<std::shared_ptr<engine::PlanStore>> store =
         OpenCliPlanStore(options.plan_store);
     ASSERT_TRUE(store.ok()) << store.status();
-    ASSERT_TRUE((*store)
-                    ->Put(Entry("k1-aaaa", 0.002), "",
-                          engine::PutMode::kKeepBest)
-                    .ok());
-    ASSERT_TRUE((*store)
-                    ->Put(Entry("k1-abbb", 0.003), "",
-                          engine::PutMode::kKeepBest)
-                    .ok());
+    ASSERT_TRUE(
+        (*store)
+            ->Put(Entry("k1-aaaa", 0.002), "", engine::PutMode::kKeepBest)
+            .ok());
+    ASSERT_TRUE(
+        (*store)
+            ->Put(Entry("k1-abbb", 0.003), "", engine::PutMode::kKeepBest)
+            .ok());
   }
   options.action = "list";
   std::ostringstream listed;

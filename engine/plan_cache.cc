@@ -189,6 +189,21 @@ std::optional<StoredPlan> PlanCacheRequest::AfterImport(
   return stored;
 }
 
+void PlanCacheRequest::KeepRequest(OptimizeResponse* response) {
+  OptimizeRequest kept = request_;
+  kept.clear_budget();
+  kept.clear_verify();
+  kept.clear_store();
+  kept.clear_allow_partial_result();
+  const std::string bytes = kept.SerializeAsString();
+  if (static_cast<int64_t>(bytes.size()) > kMaxKeptRequestBytes) return;
+  absl::Status status = cache_->store()->PutRequest(plan_key_, bytes);
+  // Evicted or pruned in between: nothing to refine.
+  if (!status.ok() && !absl::IsNotFound(status)) {
+    Warn(status, "keeping the request for refinement", response);
+  }
+}
+
 void PlanCacheRequest::AfterAnswer(OptimizeResponse* response) {
   if (!reads() && !writes()) return;
   const bool from_store =
@@ -250,6 +265,7 @@ void PlanCacheRequest::AfterAnswer(OptimizeResponse* response) {
     return;
   }
   response->set_stored(*stored);
+  if (!entry_.has_value()) KeepRequest(response);
   absl::StatusOr<PlanStoreEntry> current = cache_->store()->Lookup(plan_key_);
   if (current.ok()) *response->mutable_store_entry() = WithoutPlan(*current);
 }

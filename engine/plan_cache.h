@@ -20,6 +20,10 @@
 
 namespace gopt::engine {
 
+// Largest request kept beside its entry for idle refinement (bigger ones
+// are not refined).
+inline constexpr int64_t kMaxKeptRequestBytes = int64_t{64} << 20;
+
 // The Engine's use of a PlanStore (the "store" stage of DESIGN.md's data
 // flow), shared by all its requests. Holds the store and the answers it
 // recently gave from it, so that an identical request (same exact key, same
@@ -100,7 +104,8 @@ class PlanCacheRequest {
   // With the response complete (plan, step time, method, partial): counts
   // a hit, or writes the plan back (keep-best; replace for REFRESH or a
   // stored plan that no longer fits), and fills from_store, store_entry and
-  // stored.
+  // stored. A new entry keeps the request (without its budget) beside it,
+  // for idle refinement (plan_refiner.h).
   void AfterAnswer(gopt::v1::OptimizeResponse* response);
 
  private:
@@ -108,6 +113,7 @@ class PlanCacheRequest {
   bool writes() const;
   void Warn(const absl::Status& status, absl::string_view what,
             gopt::v1::OptimizeResponse* response);
+  void KeepRequest(gopt::v1::OptimizeResponse* response);
 
   PlanCache* const cache_;
   const gopt::v1::OptimizeRequest& request_;

@@ -63,23 +63,18 @@ void MergeEffort(const gopt::v1::PlanProvenance& other,
 
 }  // namespace
 
-std::string EncodeEntryValue(const PlanStoreEntry& entry) {
-  PlanStoreEntry stored = entry;
-  stored.clear_hits();
-  stored.clear_last_used_unix_micros();
-  stored.clear_value_bytes();
-  const std::string payload = stored.SerializeAsString();
+std::string SealValue(absl::string_view payload) {
   Sha256 hash;
   hash.Update(payload);
   return absl::StrCat(kValueTag, hash.Digest(), payload);
 }
 
-absl::StatusOr<PlanStoreEntry> DecodeEntryValue(absl::string_view value,
-                                                absl::string_view key) {
+absl::StatusOr<absl::string_view> OpenValue(absl::string_view value,
+                                            absl::string_view what) {
   if (value.size() < kValueTag.size() + kDigestBytes ||
       !absl::StartsWith(value, kValueTag)) {
     return absl::DataLossError(
-        absl::StrCat("plan store entry '", key, "': ", value.size(),
+        absl::StrCat("plan store ", what, ": ", value.size(),
                      "-byte value without the ", kValueTag, " format tag"));
   }
   const absl::string_view digest = value.substr(kValueTag.size(), kDigestBytes);
@@ -89,13 +84,30 @@ absl::StatusOr<PlanStoreEntry> DecodeEntryValue(absl::string_view value,
   hash.Update(payload);
   if (hash.Digest() != digest) {
     return absl::DataLossError(absl::StrCat(
-        "plan store entry '", key, "': checksum mismatch over its ",
-        payload.size(), "-byte value (a torn write or a corrupt store)"));
+        "plan store ", what, ": checksum mismatch over its ", payload.size(),
+        "-byte value (a torn write or a corrupt store)"));
   }
+  return payload;
+}
+
+std::string EncodeEntryValue(const PlanStoreEntry& entry) {
+  PlanStoreEntry stored = entry;
+  stored.clear_hits();
+  stored.clear_last_used_unix_micros();
+  stored.clear_value_bytes();
+  return SealValue(stored.SerializeAsString());
+}
+
+absl::StatusOr<PlanStoreEntry> DecodeEntryValue(absl::string_view value,
+                                                absl::string_view key) {
+  const std::string what = absl::StrCat("entry '", key, "'");
+  absl::StatusOr<absl::string_view> payload = OpenValue(value, what);
+  if (!payload.ok()) return payload.status();
   PlanStoreEntry entry;
-  if (!entry.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-    return absl::DataLossError(absl::StrCat(
-        "plan store entry '", key, "': value is not a PlanStoreEntry"));
+  if (!entry.ParseFromArray(payload->data(),
+                            static_cast<int>(payload->size()))) {
+    return absl::DataLossError(
+        absl::StrCat("plan store ", what, ": value is not a PlanStoreEntry"));
   }
   entry.set_value_bytes(static_cast<int64_t>(value.size()));
   return entry;

@@ -91,6 +91,15 @@ class PlanStore {
 
   virtual absl::StatusOr<PlanStoreStats> Stats() = 0;
 
+  // Keeps `request` (a serialized OptimizeRequest) beside the entry `key`,
+  // so an idle refinement (plan_refiner.h) can continue its search; it goes
+  // when the entry goes. NotFound when there is no such entry.
+  virtual absl::Status PutRequest(absl::string_view key,
+                                  absl::string_view request) = 0;
+  // The request kept beside `key`. NotFound when there is none, DataLoss
+  // when it fails its checksum.
+  virtual absl::StatusOr<std::string> LookupRequest(absl::string_view key) = 0;
+
   // Where the store lives, for messages ("sqlite:/path", "redis://h:p/0").
   virtual std::string Describe() const = 0;
 
@@ -117,6 +126,13 @@ struct PlanStoreOptions {
 };
 absl::StatusOr<std::unique_ptr<PlanStore>> OpenPlanStore(
     absl::string_view spec, const PlanStoreOptions& options = {});
+
+// `payload` behind a format tag and its SHA-256; OpenValue checks both and
+// returns the payload, DataLoss naming `what` otherwise (a torn write, a
+// corrupt store). Stores keep every value so.
+std::string SealValue(absl::string_view payload);
+absl::StatusOr<absl::string_view> OpenValue(absl::string_view value,
+                                            absl::string_view what);
 
 // The value a store keeps for `entry`: a format tag, the SHA-256 of the
 // serialized entry, then the entry (its hits and last-use fields cleared:

@@ -238,6 +238,22 @@ TEST_P(PlanStoreTest, ExportThenImportIntoAnotherStore) {
   EXPECT_EQ((*other)->Lookup("k1-b")->step_time_s(), 2.0);
 }
 
+TEST_P(PlanStoreTest, KeepsTheRequestBesideTheEntryAcrossPuts) {
+  ASSERT_NE(store_, nullptr);
+  EXPECT_TRUE(absl::IsNotFound(store_->PutRequest("k1-a", "request bytes")));
+  ASSERT_TRUE(store_->Put(MakeEntry("k1-a", 2.0), "", PutMode::kKeepBest).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->LookupRequest("k1-a").status()));
+  ASSERT_TRUE(store_->PutRequest("k1-a", "request bytes").ok());
+  ASSERT_TRUE(store_->Put(MakeEntry("k1-a", 1.0), "", PutMode::kKeepBest).ok());
+  absl::StatusOr<std::string> request = store_->LookupRequest("k1-a");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(*request, "request bytes");
+  PlanStoreFilter all;
+  ASSERT_TRUE(store_->Prune(all).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->LookupRequest("k1-a").status()));
+  EXPECT_EQ(store_->Stats()->bytes, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, PlanStoreTest,
                          ::testing::Values("sqlite", "redis"),
                          [](const auto& info) { return info.param; });

@@ -32,6 +32,14 @@ redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
 return 1
 )lua";
 
+// PutRequest: keeps the request beside an existing entry only.
+constexpr absl::string_view kPutRequestScript = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'r', ARGV[1])
+redis.call('INCRBY', KEYS[2], string.len(ARGV[1]))
+return 1
+)lua";
+
 std::string PlanKey(absl::string_view key) {
   return absl::StrCat(kPlanPrefix, key);
 }
@@ -340,15 +348,19 @@ absl::StatusOr<int64_t> RedisPlanStore::Prune(const PlanStoreFilter& filter) {
   absl::MutexLock lock(&mutex_);
   int64_t removed = 0;
   for (const PlanStoreEntry& entry : entries) {
+    ASSIGN_OR_RETURN(Reply request_bytes,
+                     CommandLocked({"HSTRLEN", PlanKey(entry.key()), "r"}));
     ASSIGN_OR_RETURN(Reply deleted,
                      CommandLocked({"DEL", PlanKey(entry.key())}));
     ASSIGN_OR_RETURN(
         Reply unlisted,
         CommandLocked({"ZREM", std::string(kPlansByUse), entry.key()}));
     if (ReplyInt(deleted.get()) == 0) continue;
-    ASSIGN_OR_RETURN(Reply bytes,
-                     CommandLocked({"DECRBY", std::string(kBytes),
-                                    absl::StrCat(entry.value_bytes())}));
+    ASSIGN_OR_RETURN(
+        Reply bytes,
+        CommandLocked({"DECRBY", std::string(kBytes),
+                       absl::StrCat(entry.value_bytes() +
+                                    ReplyInt(request_bytes.get()))}));
     ++removed;
   }
   return removed;
@@ -363,6 +375,34 @@ absl::StatusOr<PlanStoreStats> RedisPlanStore::Stats() {
   stats.entries = ReplyInt(count.get());
   stats.bytes = ReplyInt(bytes.get());
   return stats;
+}
+
+absl::Status RedisPlanStore::PutRequest(absl::string_view key,
+                                        absl::string_view request) {
+  const std::string value = SealValue(request);
+  absl::MutexLock lock(&mutex_);
+  ASSIGN_OR_RETURN(Reply stored,
+                   CommandLocked({"EVAL", std::string(kPutRequestScript), "2",
+                                  PlanKey(key), std::string(kBytes), value}));
+  if (ReplyInt(stored.get()) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("plan store ", url_, ": no entry '", key, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RedisPlanStore::LookupRequest(
+    absl::string_view key) {
+  absl::MutexLock lock(&mutex_);
+  ASSIGN_OR_RETURN(Reply request, CommandLocked({"HGET", PlanKey(key), "r"}));
+  if (request->type != REDIS_REPLY_STRING) {
+    return absl::NotFoundError(
+        absl::StrCat("plan store ", url_, ": no request beside '", key, "'"));
+  }
+  const std::string value = ReplyString(request.get());
+  ASSIGN_OR_RETURN(absl::string_view payload,
+                   OpenValue(value, absl::StrCat("request '", key, "'")));
+  return std::string(payload);
 }
 
 }  // namespace gopt::engine

@@ -17,7 +17,8 @@ namespace gopt::engine {
 // A PlanStore in a Redis server, shared by many gopt-server replicas.
 //
 // Layout (every key under "gopt:"): "gopt:plan:KEY" is a hash with the
-// checksummed value (v), its step time (step), hits and last use (used);
+// checksummed value (v), its step time (step), hits and last use (used)
+// and the request kept for refinement (r);
 // "gopt:alias:EXACT" names the plan key of an exact request key;
 // "gopt:plans" is a sorted set of plan keys by last use, and "gopt:bytes"
 // counts the bytes of the values. Put is a compare-and-set: WATCH the
@@ -48,6 +49,9 @@ class RedisPlanStore final : public PlanStore {
       const PlanStoreFilter& filter) override;
   absl::StatusOr<int64_t> Prune(const PlanStoreFilter& filter) override;
   absl::StatusOr<PlanStoreStats> Stats() override;
+  absl::Status PutRequest(absl::string_view key,
+                          absl::string_view request) override;
+  absl::StatusOr<std::string> LookupRequest(absl::string_view key) override;
   std::string Describe() const override;
 
  private:

@@ -137,7 +137,9 @@ CREATE TABLE IF NOT EXISTS entries(
   value_bytes INTEGER NOT NULL,
   step_time_s REAL NOT NULL,
   hits INTEGER NOT NULL DEFAULT 0,
-  last_used_us INTEGER NOT NULL);
+  last_used_us INTEGER NOT NULL,
+  request BLOB,
+  request_bytes INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS entries_by_last_used ON entries(last_used_us);
 CREATE TABLE IF NOT EXISTS aliases(exact_key TEXT PRIMARY KEY,
                                    key TEXT NOT NULL);
@@ -318,8 +320,12 @@ absl::StatusOr<bool> SqlitePlanStore::PutLocked(const PlanStoreEntry& entry,
       stored.ok() ? *stored : std::nullopt, incoming, mode, &replaced);
   const std::string value = EncodeEntryValue(merged);
   Statement write(db_,
-                  "INSERT OR REPLACE INTO entries(key, value, value_bytes, "
-                  "step_time_s, hits, last_used_us) VALUES(?, ?, ?, ?, ?, ?)");
+                  "INSERT INTO entries(key, value, value_bytes, step_time_s, "
+                  "hits, last_used_us) VALUES(?, ?, ?, ?, ?, ?) "
+                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                  "value_bytes = excluded.value_bytes, "
+                  "step_time_s = excluded.step_time_s, hits = excluded.hits, "
+                  "last_used_us = excluded.last_used_us");
   RETURN_IF_ERROR(write.status("storing a plan"));
   write.Bind(1, merged.key());
   write.BindBlob(2, value);
@@ -342,7 +348,9 @@ absl::StatusOr<bool> SqlitePlanStore::PutLocked(const PlanStoreEntry& entry,
 }
 
 absl::Status SqlitePlanStore::EvictLocked(absl::string_view keep) {
-  Statement total(db_, "SELECT COALESCE(SUM(value_bytes), 0) FROM entries");
+  Statement total(db_,
+                  "SELECT COALESCE(SUM(value_bytes + request_bytes), 0) "
+                  "FROM entries");
   RETURN_IF_ERROR(total.status("summing the store's size"));
   ASSIGN_OR_RETURN(bool row, total.Step("summing the store's size"));
   int64_t bytes = row ? total.Int(0) : 0;
@@ -353,7 +361,7 @@ absl::Status SqlitePlanStore::EvictLocked(absl::string_view keep) {
   {
     // Finalized before the deletes and the commit.
     Statement oldest(db_,
-                     "SELECT key, value_bytes FROM entries "
+                     "SELECT key, value_bytes + request_bytes FROM entries "
                      "ORDER BY last_used_us ASC");
     RETURN_IF_ERROR(oldest.status("finding the least recently used plans"));
     while (bytes > options_.max_bytes) {
@@ -444,7 +452,9 @@ absl::StatusOr<int64_t> SqlitePlanStore::Prune(const PlanStoreFilter& filter) {
 absl::StatusOr<PlanStoreStats> SqlitePlanStore::Stats() {
   absl::MutexLock lock(&mutex_);
   Statement select(
-      db_, "SELECT COUNT(*), COALESCE(SUM(value_bytes), 0) FROM entries");
+      db_,
+      "SELECT COUNT(*), COALESCE(SUM(value_bytes + request_bytes), 0) "
+      "FROM entries");
   RETURN_IF_ERROR(select.status("counting plans"));
   ASSIGN_OR_RETURN(bool row, select.Step("counting plans"));
   PlanStoreStats stats;
@@ -453,6 +463,42 @@ absl::StatusOr<PlanStoreStats> SqlitePlanStore::Stats() {
     stats.bytes = select.Int(1);
   }
   return stats;
+}
+
+absl::Status SqlitePlanStore::PutRequest(absl::string_view key,
+                                         absl::string_view request) {
+  const std::string value = SealValue(request);
+  absl::MutexLock lock(&mutex_);
+  Statement write(db_,
+                  "UPDATE entries SET request = ?, request_bytes = ? "
+                  "WHERE key = ?");
+  RETURN_IF_ERROR(write.status("storing a request"));
+  write.BindBlob(1, value);
+  write.Bind(2, static_cast<int64_t>(value.size()));
+  write.Bind(3, key);
+  RETURN_IF_ERROR(write.Run("storing a request"));
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("plan store ", Describe(), ": no entry '", key, "'"));
+  }
+  return EvictLocked(key);
+}
+
+absl::StatusOr<std::string> SqlitePlanStore::LookupRequest(
+    absl::string_view key) {
+  absl::MutexLock lock(&mutex_);
+  Statement select(db_, "SELECT request FROM entries WHERE key = ?");
+  RETURN_IF_ERROR(select.status("looking up a request"));
+  select.Bind(1, key);
+  ASSIGN_OR_RETURN(bool found, select.Step("looking up a request"));
+  if (!found || select.Text(0).empty()) {
+    return absl::NotFoundError(absl::StrCat("plan store ", Describe(),
+                                            ": no request beside '", key, "'"));
+  }
+  ASSIGN_OR_RETURN(
+      absl::string_view request,
+      OpenValue(select.Text(0), absl::StrCat("request '", key, "'")));
+  return std::string(request);
 }
 
 }  // namespace gopt::engine

@@ -45,6 +45,9 @@ class SqlitePlanStore final : public PlanStore {
       const PlanStoreFilter& filter) override;
   absl::StatusOr<int64_t> Prune(const PlanStoreFilter& filter) override;
   absl::StatusOr<PlanStoreStats> Stats() override;
+  absl::Status PutRequest(absl::string_view key,
+                          absl::string_view request) override;
+  absl::StatusOr<std::string> LookupRequest(absl::string_view key) override;
   std::string Describe() const override;
 
   // Set when Open had to move a corrupt file aside; empty otherwise.
