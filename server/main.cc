@@ -24,6 +24,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "engine/plan_refiner.h"
 #include "engine/plan_store.h"
 #include "policy/go/go_model.h"
 #include "server/builtin_policies.h"
@@ -116,6 +117,13 @@ ABSL_FLAG(std::string, plan_store, "",
 ABSL_FLAG(int64_t, plan_store_max_bytes, int64_t{256} << 20,
           "size cap of a SQLite plan store's values; least recently used "
           "entries are evicted past it");
+ABSL_FLAG(bool, refine_idle, false,
+          "in idle time, continue the plan search on the most asked-for "
+          "plan store entries and write back better plans (yields to "
+          "requests; needs a plan store)");
+ABSL_FLAG(double, refine_cpu_share, 0.25,
+          "with --refine_idle: the share of one CPU the refinement takes "
+          "over time, in (0, 1]");
 ABSL_FLAG(int32_t, plan_store_kept_answers, 64,
           "answers from the plan store kept in memory, so that an identical "
           "request skips the import; 0 = import every request");
@@ -192,6 +200,8 @@ constexpr const char* kFlagNames[] = {
     "plan_store",
     "plan_store_max_bytes",
     "plan_store_kept_answers",
+    "refine_idle",
+    "refine_cpu_share",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -387,14 +397,51 @@ int main(int argc, char** argv) {
                                engine_options.plan_store.get(), &metrics,
                                &stop_store_gauges);
   }
-  (*server)->SetEngine(
-      std::make_shared<gopt::server::Engine>(engine_options, *policies));
+  const auto engine =
+      std::make_shared<gopt::server::Engine>(engine_options, *policies);
+  (*server)->SetEngine(engine);
+  std::unique_ptr<gopt::engine::PlanRefiner> refiner;
+  if (absl::GetFlag(FLAGS_refine_idle)) {
+    const double share = absl::GetFlag(FLAGS_refine_cpu_share);
+    if (!(share > 0 && share <= 1)) {
+      LOG(ERROR) << "--refine_cpu_share must be in (0, 1], got " << share;
+      (*server)->Shutdown(absl::Now());
+      return kExitUsage;
+    }
+    if (engine_options.plan_store == nullptr) {
+      LOG(WARNING) << "--refine_idle: no plan store (--plan_store or "
+                      "--state_dir); not refining";
+    } else {
+      gopt::engine::PlanRefinerOptions refine;
+      refine.cpu_share = share;
+      refiner = std::make_unique<gopt::engine::PlanRefiner>(
+          engine_options.plan_store.get(),
+          [engine, &metrics](const gopt::v1::OptimizeRequest& request,
+                             absl::Time deadline,
+                             const std::atomic<bool>* cancelled) {
+            gopt::server::RequestContext context;
+            context.deadline = deadline;
+            context.cancelled = cancelled;
+            absl::StatusOr<gopt::v1::OptimizeResponse> response =
+                engine->Optimize(request, context);
+            if (response.ok() && response->stored()) {
+              metrics.AddPlanStoreImprovement();
+            }
+            return response;
+          },
+          [&metrics] { return metrics.InflightRequests() > 0; }, refine);
+      refiner->Start();
+      LOG(INFO) << "refining plan store entries in idle time (" << share
+                << " of a CPU)";
+    }
+  }
   LOG(INFO) << "SERVING";
 
   const int signal = signals.Wait();
   const absl::Duration drain = Seconds(absl::GetFlag(FLAGS_drain_seconds));
   LOG(INFO) << "signal " << signal << ": health NOT_SERVING, draining for "
             << drain;
+  if (refiner != nullptr) refiner->Stop();
   (*server)->BeginDrain();
   absl::SleepFor(drain);
   const absl::Duration grace =

@@ -330,6 +330,12 @@ void Metrics::RecordPlanStore(absl::string_view result, double lookup_seconds,
   if (improved) plan_store_improvements_.Increment();
 }
 
+void Metrics::AddPlanStoreImprovement() { plan_store_improvements_.Increment(); }
+
+int64_t Metrics::InflightRequests() const {
+  return static_cast<int64_t>(inflight_.Value());
+}
+
 void Metrics::SetPlanStoreSize(int64_t entries, int64_t bytes) {
   plan_store_entries_.Set(static_cast<double>(entries));
   plan_store_bytes_.Set(static_cast<double>(bytes));

@@ -80,6 +80,11 @@ class Metrics {
   // gopt_plan_store_improvements_total when the answer improved the store.
   void RecordPlanStore(absl::string_view result, double lookup_seconds,
                        bool improved);
+  // gopt_plan_store_improvements_total, for an idle refinement (not a
+  // request) that stored a faster plan.
+  void AddPlanStoreImprovement();
+  // RPCs between arrival and answer now (gopt_inflight_requests).
+  int64_t InflightRequests() const;
   // gopt_plan_store_entries and gopt_plan_store_bytes.
   void SetPlanStoreSize(int64_t entries, int64_t bytes);
 
