@@ -156,15 +156,73 @@ absl::StatusOr<std::shared_ptr<gopt::engine::PlanStore>> OpenPlanStoreFromFlags(
   return std::shared_ptr<gopt::engine::PlanStore>(*std::move(store));
 }
 
-// Sets the plan store's size gauges every 30 s until `stop` is notified.
-void ReportPlanStoreSize(gopt::engine::PlanStore* store,
-                         gopt::server::Metrics* metrics,
-                         absl::Notification* stop) {
-  do {
-    absl::StatusOr<gopt::engine::PlanStoreStats> stats = store->Stats();
-    if (stats.ok()) metrics->SetPlanStoreSize(stats->entries, stats->bytes);
-  } while (!stop->WaitForNotificationWithTimeout(absl::Seconds(30)));
-}
+// The plan store's background work while the server runs: its size gauges
+// (every 30 s) and, with --refine_idle, the idle refinement of its entries.
+// Stops both when destroyed.
+class PlanStoreBackground {
+ public:
+  // Nothing runs without a store. InvalidArgument for a bad
+  // --refine_cpu_share.
+  static absl::StatusOr<std::unique_ptr<PlanStoreBackground>> Start(
+      std::shared_ptr<gopt::engine::PlanStore> store,
+      std::shared_ptr<const gopt::server::Engine> engine,
+      gopt::server::Metrics* metrics) {
+    const double share = absl::GetFlag(FLAGS_refine_cpu_share);
+    if (!(share > 0 && share <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--refine_cpu_share must be in (0, 1], got ", share));
+    }
+    auto background = std::make_unique<PlanStoreBackground>();
+    if (store == nullptr) {
+      if (absl::GetFlag(FLAGS_refine_idle)) {
+        LOG(WARNING) << "--refine_idle: no plan store (--plan_store or "
+                        "--state_dir); not refining";
+      }
+      return background;
+    }
+    background->gauges_ = std::thread([store, metrics,
+                                       stop = &background->stop_] {
+      do {
+        absl::StatusOr<gopt::engine::PlanStoreStats> stats = store->Stats();
+        if (stats.ok()) metrics->SetPlanStoreSize(stats->entries, stats->bytes);
+      } while (!stop->WaitForNotificationWithTimeout(absl::Seconds(30)));
+    });
+    if (!absl::GetFlag(FLAGS_refine_idle)) return background;
+    gopt::engine::PlanRefinerOptions refine;
+    refine.cpu_share = share;
+    background->refiner_ = std::make_unique<gopt::engine::PlanRefiner>(
+        store.get(),
+        [engine, metrics](const gopt::v1::OptimizeRequest& request,
+                          absl::Time deadline,
+                          const std::atomic<bool>* cancelled) {
+          gopt::server::RequestContext context;
+          context.deadline = deadline;
+          context.cancelled = cancelled;
+          absl::StatusOr<gopt::v1::OptimizeResponse> response =
+              engine->Optimize(request, context);
+          if (response.ok() && response->stored()) {
+            metrics->AddPlanStoreImprovement();
+          }
+          return response;
+        },
+        [metrics] { return metrics->InflightRequests() > 0; }, refine);
+    background->refiner_->Start();
+    LOG(INFO) << "refining plan store entries in idle time (" << share
+              << " of a CPU)";
+    return background;
+  }
+
+  ~PlanStoreBackground() {
+    if (refiner_ != nullptr) refiner_->Stop();
+    stop_.Notify();
+    if (gauges_.joinable()) gauges_.join();
+  }
+
+ private:
+  absl::Notification stop_;
+  std::thread gauges_;
+  std::unique_ptr<gopt::engine::PlanRefiner> refiner_;
+};
 
 // The flags of this binary, in the order the effective config is logged.
 constexpr const char* kFlagNames[] = {
@@ -390,50 +448,16 @@ int main(int argc, char** argv) {
   engine_options.plan_store = *plan_store;
   engine_options.plan_store_kept_answers =
       absl::GetFlag(FLAGS_plan_store_kept_answers);
-  absl::Notification stop_store_gauges;
-  std::thread store_gauges;
-  if (engine_options.plan_store != nullptr) {
-    store_gauges = std::thread(ReportPlanStoreSize,
-                               engine_options.plan_store.get(), &metrics,
-                               &stop_store_gauges);
-  }
+
   const auto engine =
       std::make_shared<gopt::server::Engine>(engine_options, *policies);
   (*server)->SetEngine(engine);
-  std::unique_ptr<gopt::engine::PlanRefiner> refiner;
-  if (absl::GetFlag(FLAGS_refine_idle)) {
-    const double share = absl::GetFlag(FLAGS_refine_cpu_share);
-    if (!(share > 0 && share <= 1)) {
-      LOG(ERROR) << "--refine_cpu_share must be in (0, 1], got " << share;
-      (*server)->Shutdown(absl::Now());
-      return kExitUsage;
-    }
-    if (engine_options.plan_store == nullptr) {
-      LOG(WARNING) << "--refine_idle: no plan store (--plan_store or "
-                      "--state_dir); not refining";
-    } else {
-      gopt::engine::PlanRefinerOptions refine;
-      refine.cpu_share = share;
-      refiner = std::make_unique<gopt::engine::PlanRefiner>(
-          engine_options.plan_store.get(),
-          [engine, &metrics](const gopt::v1::OptimizeRequest& request,
-                             absl::Time deadline,
-                             const std::atomic<bool>* cancelled) {
-            gopt::server::RequestContext context;
-            context.deadline = deadline;
-            context.cancelled = cancelled;
-            absl::StatusOr<gopt::v1::OptimizeResponse> response =
-                engine->Optimize(request, context);
-            if (response.ok() && response->stored()) {
-              metrics.AddPlanStoreImprovement();
-            }
-            return response;
-          },
-          [&metrics] { return metrics.InflightRequests() > 0; }, refine);
-      refiner->Start();
-      LOG(INFO) << "refining plan store entries in idle time (" << share
-                << " of a CPU)";
-    }
+  absl::StatusOr<std::unique_ptr<PlanStoreBackground>> store_background =
+      PlanStoreBackground::Start(engine_options.plan_store, engine, &metrics);
+  if (!store_background.ok()) {
+    LOG(ERROR) << store_background.status().message();
+    (*server)->Shutdown(absl::Now());
+    return kExitUsage;
   }
   LOG(INFO) << "SERVING";
 
@@ -441,15 +465,13 @@ int main(int argc, char** argv) {
   const absl::Duration drain = Seconds(absl::GetFlag(FLAGS_drain_seconds));
   LOG(INFO) << "signal " << signal << ": health NOT_SERVING, draining for "
             << drain;
-  if (refiner != nullptr) refiner->Stop();
+  store_background->reset();
   (*server)->BeginDrain();
   absl::SleepFor(drain);
   const absl::Duration grace =
       Seconds(absl::GetFlag(FLAGS_shutdown_timeout_seconds));
   LOG(INFO) << "refusing new calls; calls in flight have " << grace;
   (*server)->Shutdown(absl::Now() + grace);
-  stop_store_gauges.Notify();
-  if (store_gauges.joinable()) store_gauges.join();
   LOG(INFO) << "stopped";
   return 0;
 }
