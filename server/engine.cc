@@ -462,9 +462,8 @@ absl::Status OptimizeRun::Prepare() {
   }
   AddTiming("default", default_start);
   // The plan store: a stored plan answers or joins the candidates.
-  if (std::optional<engine::StoredPlan> stored =
-          store_->AfterImport(*graph_, *topology_, TasksToProto(tasks_),
-                              *simulator_, &response_)) {
+  if (std::optional<engine::StoredPlan> stored = store_->AfterImport(
+          *graph_, *topology_, TasksToProto(tasks_), *simulator_, &response_)) {
     answered_from_store_ = stored->answers;
     Offer(Candidate{std::move(stored->plan), stored->method,
                     stored->step_time_s});

@@ -23,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "glog/logging.h"
 #include "engine/plan_refiner.h"
 #include "engine/plan_store.h"
+#include "glog/logging.h"
 #include "policy/go/go_model.h"
 #include "server/builtin_policies.h"
 #include "server/container_limits.h"
@@ -135,7 +135,8 @@ constexpr int kExitUsage = 64;
 // The plan store the flags name; null for none. A malformed spec is
 // InvalidArgument (a usage error); a store that cannot be opened is logged
 // and the server runs without one (a store never fails a request).
-absl::StatusOr<std::shared_ptr<gopt::engine::PlanStore>> OpenPlanStoreFromFlags() {
+absl::StatusOr<std::shared_ptr<gopt::engine::PlanStore>>
+OpenPlanStoreFromFlags() {
   std::string spec = absl::GetFlag(FLAGS_plan_store);
   if (spec == "none") return nullptr;
   if (spec.empty()) {
@@ -169,8 +170,8 @@ class PlanStoreBackground {
       gopt::server::Metrics* metrics) {
     const double share = absl::GetFlag(FLAGS_refine_cpu_share);
     if (!(share > 0 && share <= 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--refine_cpu_share must be in (0, 1], got ", share));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--refine_cpu_share must be in (0, 1], got ", share));
     }
     auto background = std::make_unique<PlanStoreBackground>();
     if (store == nullptr) {
@@ -180,13 +181,14 @@ class PlanStoreBackground {
       }
       return background;
     }
-    background->gauges_ = std::thread([store, metrics,
-                                       stop = &background->stop_] {
-      do {
-        absl::StatusOr<gopt::engine::PlanStoreStats> stats = store->Stats();
-        if (stats.ok()) metrics->SetPlanStoreSize(stats->entries, stats->bytes);
-      } while (!stop->WaitForNotificationWithTimeout(absl::Seconds(30)));
-    });
+    background->gauges_ =
+        std::thread([store, metrics, stop = &background->stop_] {
+          do {
+            absl::StatusOr<gopt::engine::PlanStoreStats> stats = store->Stats();
+            if (stats.ok())
+              metrics->SetPlanStoreSize(stats->entries, stats->bytes);
+          } while (!stop->WaitForNotificationWithTimeout(absl::Seconds(30)));
+        });
     if (!absl::GetFlag(FLAGS_refine_idle)) return background;
     gopt::engine::PlanRefinerOptions refine;
     refine.cpu_share = share;

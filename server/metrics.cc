@@ -210,14 +210,14 @@ Metrics::Metrics(const std::string& version, const std::string& revision)
               .Help("Optimize requests that used the plan store, by "
                     "result (hit, miss, warm_start, error).")
               .Register(*registry_)),
-      plan_store_lookup_(
-          prometheus::BuildHistogram()
-              .Name("gopt_plan_store_lookup_seconds")
-              .Help("Plan store lookup latency, in seconds.")
-              .Register(*registry_)
-              .Add({}, prometheus::Histogram::BucketBoundaries{
-                           0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                           0.05, 0.1, 0.5})),
+      plan_store_lookup_(prometheus::BuildHistogram()
+                             .Name("gopt_plan_store_lookup_seconds")
+                             .Help("Plan store lookup latency, in seconds.")
+                             .Register(*registry_)
+                             .Add({},
+                                  prometheus::Histogram::BucketBoundaries{
+                                      0.0001, 0.0005, 0.001, 0.0025, 0.005,
+                                      0.01, 0.025, 0.05, 0.1, 0.5})),
       plan_store_improvements_(
           prometheus::BuildCounter()
               .Name("gopt_plan_store_improvements_total")
@@ -330,7 +330,9 @@ void Metrics::RecordPlanStore(absl::string_view result, double lookup_seconds,
   if (improved) plan_store_improvements_.Increment();
 }
 
-void Metrics::AddPlanStoreImprovement() { plan_store_improvements_.Increment(); }
+void Metrics::AddPlanStoreImprovement() {
+  plan_store_improvements_.Increment();
+}
 
 int64_t Metrics::InflightRequests() const {
   return static_cast<int64_t>(inflight_.Value());
