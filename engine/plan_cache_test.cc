@@ -21,20 +21,23 @@ using server::RequestContext;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-// Two independent matmul chains joined by an add.
-constexpr char kTwoBranches[] = R"(HloModule two_branches
+// Three convolution-free branches of matmuls and activations, summed:
+// worth spreading over two devices.
+constexpr char kBranches[] = R"(HloModule branches
 ENTRY main {
-  a = f32[2048,2048]{1,0} parameter(0)
-  b = f32[2048,2048]{1,0} parameter(1)
-  d0 = f32[2048,2048]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  r0 = f32[2048,2048]{1,0} tanh(d0)
-  d1 = f32[2048,2048]{1,0} dot(b, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  r1 = f32[2048,2048]{1,0} tanh(d1)
-  ROOT s = f32[2048,2048]{1,0} add(r0, r1)
+  x = f32[1024,4096]{1,0} parameter(0)
+  w = f32[4096,4096]{1,0} parameter(1)
+  m0 = f32[1024,4096]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e0 = f32[1024,4096]{1,0} exponential(m0)
+  m1 = f32[1024,4096]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e1 = f32[1024,4096]{1,0} tanh(m1)
+  m2 = f32[1024,4096]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s0 = f32[1024,4096]{1,0} add(e0, e1)
+  ROOT s1 = f32[1024,4096]{1,0} add(s0, m2)
 }
 )";
 
-gopt::v1::OptimizeRequest Request(const std::string& hlo = kTwoBranches) {
+gopt::v1::OptimizeRequest Request(const std::string& hlo = kBranches) {
   gopt::v1::OptimizeRequest request;
   request.mutable_graph()->set_serialized(hlo);
   request.mutable_graph()->set_format("hlo");
@@ -103,8 +106,8 @@ TEST(PlanCacheTest, RenamedNodesHitThroughTheFingerprint) {
   const Engine engine = EngineWith(SqliteStore());
   const gopt::v1::OptimizeResponse miss = Optimize(engine, Request());
   const std::string renamed = absl::StrReplaceAll(
-      kTwoBranches,
-      {{"d0", "matmul_0"}, {"r0", "tanh_0"}, {"ROOT s", "ROOT sum"}});
+      kBranches,
+      {{"m0", "matmul_0"}, {"e1", "tanh_1"}, {"ROOT s1", "ROOT sum"}});
   const gopt::v1::OptimizeResponse hit = Optimize(engine, Request(renamed));
   EXPECT_EQ(hit.store_result(), "hit");
   EXPECT_EQ(hit.fingerprint(), miss.fingerprint());
@@ -151,7 +154,7 @@ TEST(PlanCacheTest, StalePlanIsIgnoredAndReplaced) {
   const gopt::v1::OptimizeResponse second = Optimize(engine, refresh_kept);
   EXPECT_THAT(second.warnings(), Contains(HasSubstr("no longer fits")));
   EXPECT_TRUE(second.stored());
-  EXPECT_EQ(store->Lookup(first.store_entry().key())->plan().device_size(), 7);
+  EXPECT_EQ(store->Lookup(first.store_entry().key())->plan().device_size(), 9);
 }
 
 // Neither an unreachable Redis nor one killed mid-use fails a request.
@@ -171,7 +174,7 @@ TEST(PlanCacheTest, StoreFaultsBecomeWarnings) {
     EXPECT_EQ(response.store_result(), "error");
     EXPECT_THAT(response.warnings(),
                 Contains(HasSubstr("answering without the store")));
-    EXPECT_EQ(response.plan().device_size(), 7);
+    EXPECT_EQ(response.plan().device_size(), 9);
   }
 }
 

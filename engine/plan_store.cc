@@ -141,6 +141,31 @@ PlanStoreEntry MergeForPut(const std::optional<PlanStoreEntry>& stored,
   return merged;
 }
 
+absl::Status CheckEntryToPut(const PlanStoreEntry& entry) {
+  if (entry.key().empty() || !entry.has_plan()) {
+    return absl::InvalidArgumentError(
+        "plan store: an entry needs a key and a plan");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NoEntryError(absl::string_view store, absl::string_view key) {
+  return absl::NotFoundError(
+      absl::StrCat("plan store ", store, ": no entry '", key, "'"));
+}
+
+PlanStoreEntry StampIncoming(const PlanStoreEntry& entry,
+                             int64_t now_unix_micros) {
+  PlanStoreEntry incoming = entry;
+  gopt::v1::PlanProvenance* provenance = incoming.mutable_provenance();
+  if (provenance->created_unix_micros() == 0) {
+    provenance->set_created_unix_micros(now_unix_micros);
+  }
+  provenance->set_updated_unix_micros(now_unix_micros);
+  incoming.set_last_used_unix_micros(now_unix_micros);
+  return incoming;
+}
+
 bool EffortAtLeast(const gopt::v1::PlanProvenance& provenance, int32_t mode,
                    int32_t fine_tune_steps, double seconds) {
   const int have = EffortRank(provenance.budget_mode());

@@ -151,6 +151,15 @@ PlanStoreEntry MergeForPut(const std::optional<PlanStoreEntry>& stored,
                            const PlanStoreEntry& incoming, PutMode mode,
                            bool* replaced);
 
+// InvalidArgument unless `entry` has a key and a plan (what Put needs).
+absl::Status CheckEntryToPut(const PlanStoreEntry& entry);
+// NotFound: "plan store STORE: no entry 'KEY'".
+absl::Status NoEntryError(absl::string_view store, absl::string_view key);
+// `entry` as written at `now_unix_micros`: created then (unless it was
+// before), updated and used then.
+PlanStoreEntry StampIncoming(const PlanStoreEntry& entry,
+                             int64_t now_unix_micros);
+
 // True when the effort recorded in `provenance` is at least what `mode`
 // (a Budget.Mode), `fine_tune_steps` and `seconds` ask for: modes rank
 // BASELINES_ONLY < ZERO_SHOT (= unspecified) < FINE_TUNE; within

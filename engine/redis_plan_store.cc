@@ -223,8 +223,7 @@ absl::StatusOr<PlanStoreEntry> RedisPlanStore::Lookup(absl::string_view key) {
   absl::MutexLock lock(&mutex_);
   ASSIGN_OR_RETURN(std::optional<PlanStoreEntry> entry, ReadLocked(key));
   if (!entry.has_value()) {
-    return absl::NotFoundError(
-        absl::StrCat("plan store ", url_, ": no entry '", key, "'"));
+    return NoEntryError(url_, key);
   }
   return *std::move(entry);
 }
@@ -232,10 +231,7 @@ absl::StatusOr<PlanStoreEntry> RedisPlanStore::Lookup(absl::string_view key) {
 absl::StatusOr<bool> RedisPlanStore::Put(const PlanStoreEntry& entry,
                                          absl::string_view exact_key,
                                          PutMode mode) {
-  if (entry.key().empty() || !entry.has_plan()) {
-    return absl::InvalidArgumentError(
-        "plan store: an entry needs a key and a plan");
-  }
+  RETURN_IF_ERROR(CheckEntryToPut(entry));
   absl::MutexLock lock(&mutex_);
   const std::string plan_key = PlanKey(entry.key());
   for (int attempt = 0; attempt < kMaxPutAttempts; ++attempt) {
@@ -247,12 +243,7 @@ absl::StatusOr<bool> RedisPlanStore::Put(const PlanStoreEntry& entry,
       return stored.status();
     }
     const int64_t now_us = absl::ToUnixMicros(options_.clock->Now());
-    PlanStoreEntry incoming = entry;
-    if (incoming.provenance().created_unix_micros() == 0) {
-      incoming.mutable_provenance()->set_created_unix_micros(now_us);
-    }
-    incoming.mutable_provenance()->set_updated_unix_micros(now_us);
-    incoming.set_last_used_unix_micros(now_us);
+    const PlanStoreEntry incoming = StampIncoming(entry, now_us);
     bool replaced = false;
     const std::optional<PlanStoreEntry> current =
         stored.ok() ? *stored : std::nullopt;
@@ -300,8 +291,7 @@ absl::Status RedisPlanStore::Touch(absl::string_view key) {
                      absl::StrCat(absl::ToUnixMicros(options_.clock->Now())),
                      std::string(key)}));
   if (ReplyInt(touched.get()) == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("plan store ", url_, ": no entry '", key, "'"));
+    return NoEntryError(url_, key);
   }
   return absl::OkStatus();
 }
@@ -385,8 +375,7 @@ absl::Status RedisPlanStore::PutRequest(absl::string_view key,
                    CommandLocked({"EVAL", std::string(kPutRequestScript), "2",
                                   PlanKey(key), std::string(kBytes), value}));
   if (ReplyInt(stored.get()) == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("plan store ", url_, ": no entry '", key, "'"));
+    return NoEntryError(url_, key);
   }
   return absl::OkStatus();
 }

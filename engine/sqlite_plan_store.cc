@@ -278,8 +278,7 @@ absl::StatusOr<PlanStoreEntry> SqlitePlanStore::Lookup(absl::string_view key) {
   absl::MutexLock lock(&mutex_);
   ASSIGN_OR_RETURN(std::optional<PlanStoreEntry> entry, ReadLocked(key));
   if (!entry.has_value()) {
-    return absl::NotFoundError(
-        absl::StrCat("plan store ", Describe(), ": no entry '", key, "'"));
+    return NoEntryError(Describe(), key);
   }
   return *std::move(entry);
 }
@@ -287,10 +286,7 @@ absl::StatusOr<PlanStoreEntry> SqlitePlanStore::Lookup(absl::string_view key) {
 absl::StatusOr<bool> SqlitePlanStore::Put(const PlanStoreEntry& entry,
                                           absl::string_view exact_key,
                                           PutMode mode) {
-  if (entry.key().empty() || !entry.has_plan()) {
-    return absl::InvalidArgumentError(
-        "plan store: an entry needs a key and a plan");
-  }
+  RETURN_IF_ERROR(CheckEntryToPut(entry));
   absl::MutexLock lock(&mutex_);
   ASSIGN_OR_RETURN(bool replaced, PutLocked(entry, exact_key, mode));
   RETURN_IF_ERROR(EvictLocked(entry.key()));
@@ -309,12 +305,7 @@ absl::StatusOr<bool> SqlitePlanStore::PutLocked(const PlanStoreEntry& entry,
     return stored.status();
   }
   const int64_t now_us = absl::ToUnixMicros(options_.clock->Now());
-  PlanStoreEntry incoming = entry;
-  if (incoming.provenance().created_unix_micros() == 0) {
-    incoming.mutable_provenance()->set_created_unix_micros(now_us);
-  }
-  incoming.mutable_provenance()->set_updated_unix_micros(now_us);
-  incoming.set_last_used_unix_micros(now_us);
+  const PlanStoreEntry incoming = StampIncoming(entry, now_us);
   bool replaced = false;
   const PlanStoreEntry merged = MergeForPut(
       stored.ok() ? *stored : std::nullopt, incoming, mode, &replaced);
@@ -395,8 +386,7 @@ absl::Status SqlitePlanStore::Touch(absl::string_view key) {
   touch.Bind(2, key);
   RETURN_IF_ERROR(touch.Run("counting a hit"));
   if (sqlite3_changes(db_) == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("plan store ", Describe(), ": no entry '", key, "'"));
+    return NoEntryError(Describe(), key);
   }
   return absl::OkStatus();
 }
@@ -478,8 +468,7 @@ absl::Status SqlitePlanStore::PutRequest(absl::string_view key,
   write.Bind(3, key);
   RETURN_IF_ERROR(write.Run("storing a request"));
   if (sqlite3_changes(db_) == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("plan store ", Describe(), ": no entry '", key, "'"));
+    return NoEntryError(Describe(), key);
   }
   return EvictLocked(key);
 }
