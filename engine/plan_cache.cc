@@ -1,5 +1,6 @@
 #include "engine/plan_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,15 +13,21 @@ namespace {
 using gopt::v1::OptimizeRequest;
 using gopt::v1::OptimizeResponse;
 
+bool SameInts(const google::protobuf::RepeatedField<int32_t>& a,
+              const google::protobuf::RepeatedField<int32_t>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
 bool SamePlan(const gopt::v1::Plan& a, const gopt::v1::Plan& b) {
   if (a.layout_size() != b.layout_size()) return false;
   for (int i = 0; i < a.layout_size(); ++i) {
-    if (a.layout(i).minor_to_major() != b.layout(i).minor_to_major()) {
+    if (!SameInts(a.layout(i).minor_to_major(), b.layout(i).minor_to_major())) {
       return false;
     }
   }
-  return a.device() == b.device() && a.priority() == b.priority() &&
-         a.fusion_group() == b.fusion_group();
+  return SameInts(a.device(), b.device()) &&
+         SameInts(a.priority(), b.priority()) &&
+         SameInts(a.fusion_group(), b.fusion_group());
 }
 
 void AddTiming(absl::string_view stage, double seconds,

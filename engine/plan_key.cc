@@ -11,11 +11,13 @@ namespace {
 // give equal keys in every process.
 std::string DeterministicBytes(const google::protobuf::Message& message) {
   std::string bytes;
-  google::protobuf::io::StringOutputStream stream(&bytes);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  message.SerializeToCodedStream(&coded);
-  coded.Trim();
+  {
+    // Flushed into `bytes` when the streams go.
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
   return bytes;
 }
 

@@ -62,6 +62,7 @@ std::string TempPath(const std::string& name) {
 class PlanStoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    clock_.Advance(absl::Hours(24 * 365));  // well after the epoch
     options_.clock = &clock_;
     if (GetParam() == "redis") {
       redis_ = std::make_unique<testing::RedisServer>();
