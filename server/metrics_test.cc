@@ -76,7 +76,8 @@ TEST(MetricsTest, PlanStoreResultsImprovementsAndSize) {
               HasSubstr("gopt_plan_store_requests_total{result=\"hit\"} 1"));
   EXPECT_THAT(text,
               HasSubstr("gopt_plan_store_requests_total{result=\"miss\"} 1"));
-  EXPECT_THAT(text, HasSubstr("gopt_plan_store_requests_total{result=\"error\"} 0"));
+  EXPECT_THAT(text,
+              HasSubstr("gopt_plan_store_requests_total{result=\"error\"} 0"));
   EXPECT_THAT(text, HasSubstr("gopt_plan_store_lookup_seconds_count 1"));
   EXPECT_THAT(text, HasSubstr("gopt_plan_store_improvements_total 2"));
   EXPECT_THAT(text, HasSubstr("gopt_plan_store_entries 3"));
