@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_replace.h"
 #include "engine/plan_store.h"
-#include "engine/testing/redis_server.h"
+#include "engine/testing/test_stores.h"
 #include "server/engine.h"
 
 namespace gopt::engine {
@@ -46,18 +46,6 @@ gopt::v1::OptimizeRequest Request(const std::string& hlo = kBranches) {
   return request;
 }
 
-std::shared_ptr<PlanStore> SqliteStore() {
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / "plan_cache_test" /
-       ::testing::UnitTest::GetInstance()->current_test_info()->name() /
-       "plans.sqlite")
-          .string();
-  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
-  absl::StatusOr<std::unique_ptr<PlanStore>> store = OpenPlanStore(path);
-  EXPECT_TRUE(store.ok()) << store.status();
-  return store.ok() ? std::shared_ptr<PlanStore>(*std::move(store)) : nullptr;
-}
-
 Engine EngineWith(std::shared_ptr<PlanStore> store) {
   EngineOptions options;
   options.plan_store = std::move(store);
@@ -73,7 +61,7 @@ gopt::v1::OptimizeResponse Optimize(const Engine& engine,
 }
 
 TEST(PlanCacheTest, MissStoresThenTheSameRequestHits) {
-  const Engine engine = EngineWith(SqliteStore());
+  const Engine engine = EngineWith(testing::FreshSqliteStore());
   const gopt::v1::OptimizeResponse miss = Optimize(engine, Request());
   EXPECT_EQ(miss.store_result(), "miss");
   EXPECT_TRUE(miss.stored());
@@ -103,7 +91,7 @@ TEST(PlanCacheTest, MissStoresThenTheSameRequestHits) {
 }
 
 TEST(PlanCacheTest, RenamedNodesHitThroughTheFingerprint) {
-  const Engine engine = EngineWith(SqliteStore());
+  const Engine engine = EngineWith(testing::FreshSqliteStore());
   const gopt::v1::OptimizeResponse miss = Optimize(engine, Request());
   const std::string renamed = absl::StrReplaceAll(
       kBranches,
@@ -115,7 +103,7 @@ TEST(PlanCacheTest, RenamedNodesHitThroughTheFingerprint) {
 }
 
 TEST(PlanCacheTest, MoreEffortWarmStartsAndRecordsTheEffort) {
-  const Engine engine = EngineWith(SqliteStore());
+  const Engine engine = EngineWith(testing::FreshSqliteStore());
   Optimize(engine, Request());
   gopt::v1::OptimizeRequest zero_shot = Request();
   zero_shot.mutable_budget()->set_mode(gopt::v1::Budget::ZERO_SHOT);
@@ -128,7 +116,7 @@ TEST(PlanCacheTest, MoreEffortWarmStartsAndRecordsTheEffort) {
 }
 
 TEST(PlanCacheTest, SkipAndReadOnlyNeverWrite) {
-  const std::shared_ptr<PlanStore> store = SqliteStore();
+  const std::shared_ptr<PlanStore> store = testing::FreshSqliteStore();
   const Engine engine = EngineWith(store);
   gopt::v1::OptimizeRequest request = Request();
   request.set_store(gopt::v1::OptimizeRequest::SKIP);
@@ -141,7 +129,7 @@ TEST(PlanCacheTest, SkipAndReadOnlyNeverWrite) {
 }
 
 TEST(PlanCacheTest, StalePlanIsIgnoredAndReplaced) {
-  const std::shared_ptr<PlanStore> store = SqliteStore();
+  const std::shared_ptr<PlanStore> store = testing::FreshSqliteStore();
   const Engine engine = EngineWith(store);
   const gopt::v1::OptimizeResponse first = Optimize(engine, Request());
   PlanStoreEntry stale = *store->Lookup(first.store_entry().key());

@@ -9,21 +9,10 @@
 #include <vector>
 
 #include "engine/plan_store.h"
+#include "engine/testing/test_stores.h"
 
 namespace gopt::engine {
 namespace {
-
-std::shared_ptr<PlanStore> Store() {
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / "plan_refiner_test" /
-       ::testing::UnitTest::GetInstance()->current_test_info()->name() /
-       "plans.sqlite")
-          .string();
-  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
-  absl::StatusOr<std::unique_ptr<PlanStore>> store = OpenPlanStore(path);
-  EXPECT_TRUE(store.ok()) << store.status();
-  return std::shared_ptr<PlanStore>(*std::move(store));
-}
 
 // An entry made zero-shot, with its request kept.
 void AddEntry(PlanStore* store, const std::string& key, bool keep_request) {
@@ -42,7 +31,7 @@ void AddEntry(PlanStore* store, const std::string& key, bool keep_request) {
 }
 
 TEST(PlanRefinerTest, RefinesEntriesWithRequestsWithMoreEffort) {
-  const std::shared_ptr<PlanStore> store = Store();
+  const std::shared_ptr<PlanStore> store = testing::FreshSqliteStore();
   AddEntry(store.get(), "k1-with", /*keep_request=*/true);
   AddEntry(store.get(), "k1-without", /*keep_request=*/false);
   std::vector<gopt::v1::OptimizeRequest> sent;
@@ -90,7 +79,7 @@ TEST(PlanRefinerTest, AsksForMoreThanTheEntryRecords) {
 
 // A request arriving mid-refinement cancels it; nothing counts as refined.
 TEST(PlanRefinerTest, YieldsToRequests) {
-  const std::shared_ptr<PlanStore> store = Store();
+  const std::shared_ptr<PlanStore> store = testing::FreshSqliteStore();
   AddEntry(store.get(), "k1-with", /*keep_request=*/true);
   std::atomic<bool> busy{false};
   PlanRefinerOptions options;

@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/redis_plan_store.h"
 #include "engine/sqlite_plan_store.h"
-#include "engine/testing/redis_server.h"
+#include "engine/testing/test_stores.h"
 #include "gopt/v1/optimizer.pb.h"
 
 namespace gopt::engine {

@@ -1,12 +1,18 @@
-#ifndef GOPT_ENGINE_TESTING_REDIS_SERVER_H_
-#define GOPT_ENGINE_TESTING_REDIS_SERVER_H_
+#ifndef GOPT_ENGINE_TESTING_TEST_STORES_H_
+#define GOPT_ENGINE_TESTING_TEST_STORES_H_
 
 #include <memory>
 #include <string>
 
+#include "engine/plan_store.h"
 #include "tests/util/child_process.h"
 
 namespace gopt::engine::testing {
+
+// An empty SQLite plan store in a folder of its own under the test's temp
+// directory, named after the running test. Fails the test (and returns
+// null) when it cannot be opened.
+std::shared_ptr<PlanStore> FreshSqliteStore();
 
 // A real redis-server (the Debian package's /usr/bin/redis-server) on a
 // free loopback port, without persistence, for tests; killed when
@@ -37,4 +43,4 @@ class RedisServer {
 
 }  // namespace gopt::engine::testing
 
-#endif  // GOPT_ENGINE_TESTING_REDIS_SERVER_H_
+#endif  // GOPT_ENGINE_TESTING_TEST_STORES_H_

@@ -1,4 +1,4 @@
-#include "engine/testing/redis_server.h"
+#include "engine/testing/test_stores.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -30,6 +30,19 @@ int FreeLoopbackPort() {
 }
 
 }  // namespace
+
+std::shared_ptr<PlanStore> FreshSqliteStore() {
+  const ::testing::TestInfo* test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "plan_stores" /
+      test->test_suite_name() / test->name();
+  std::filesystem::remove_all(dir);
+  absl::StatusOr<std::unique_ptr<PlanStore>> store =
+      OpenPlanStore((dir / "plans.sqlite").string());
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::shared_ptr<PlanStore>(*std::move(store)) : nullptr;
+}
 
 RedisServer::RedisServer() : port_(FreeLoopbackPort()) { Start(); }
 
