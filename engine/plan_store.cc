@@ -222,7 +222,10 @@ absl::StatusOr<int64_t> ImportEntries(std::istream* in, PlanStore* store) {
     bool clean_eof = false;
     if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(
             &entry, &stream, &clean_eof)) {
-      if (clean_eof) break;
+      // A malformed length can read as a clean end: only an empty rest is.
+      const void* rest = nullptr;
+      int rest_size = 0;
+      if (clean_eof && !stream.Next(&rest, &rest_size)) break;
       return absl::InvalidArgumentError(
           absl::StrCat("plan import: record ", record,
                        " is not a length-delimited PlanStoreEntry"));
