@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "policy/go/fine_tuning.h"
 #include "policy/go/go_model.h"
+#include "policy/go/train_log.h"
 #include "policy/go/ppo_trainer.h"
 #include "simulator/topology.h"
 #include "training/commands/common.h"

@@ -19,6 +19,7 @@
 #include "policy/card.h"
 #include "policy/checkpoint_integrity.h"
 #include "policy/go/go_model.h"
+#include "policy/go/train_log.h"
 #include "policy/go/ppo_trainer.h"
 #include "simulator/topology.h"
 #include "training/commands/common.h"
