@@ -40,6 +40,10 @@ COPY policy/cost_model policy/cost_model
 COPY policy/eval policy/eval
 COPY server server
 COPY client client
+# Configured (CMakeLists) though the image builds none of their targets.
+COPY training training
+COPY benchmarks benchmarks
+COPY tools tools
 COPY tests/CMakeLists.txt tests/CMakeLists.txt
 COPY tests/fuzz/CMakeLists.txt tests/fuzz/CMakeLists.txt
 # Everything but gopt-server's main.cc, which alone carries the revision: a

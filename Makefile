@@ -64,9 +64,9 @@ pretrained-go-v2:
 	$(GO_TRAIN) finetune --policy_dir=$(GO_DIR) --graph=gen:transformer_xl-small \
 	  --topologies=v100x4-nvlink --max_steps=50 --max_seconds=60 \
 	  --csv=$(GO_DIR)/finetune_transformer_xl-small.csv
-	policy/go/plot_training.sh $(GO_DIR)/train.csv $(GO_DIR)/train.png \
+	tools/plot_training.sh $(GO_DIR)/train.csv $(GO_DIR)/train.png \
 	  "go-multitask-v2 pre-training (seed 1)"
-	policy/go/plot_training.sh $(GO_DIR)/finetune_transformer_xl-small.csv \
+	tools/plot_training.sh $(GO_DIR)/finetune_transformer_xl-small.csv \
 	  $(GO_DIR)/finetune_transformer_xl-small.png \
 	  "fine-tune on held-out transformer_xl-small, v100x4-nvlink"
 
@@ -95,24 +95,15 @@ pretrained-go-v2:
 GO_V4_NAME = go-multitask-v4
 GO_V4_DIR = policy/pretrained/$(GO_V4_NAME)
 GO_HELD_OUT = ../shared/data/hlo/mixer_b16_jax_unopt.hlo,../shared/data/hlo/llama2_ptxla_neuron_train_tp1.hlo,../shared/data/onnx/light_shufflenet.onnx,../shared/data/hlo/efficientnet_jax_lambda256.hlo,../shared/data/tfjs/movenet-multipose.json,gen:transformer_xl-small
-GO_VALIDATION = hlo/jaxrl_td_target.hlo,gen:bert-small
-GO_SELECTION = hlo/jaxmd_apply_fn.hlo,hlo/maml_flax_train_step.hlo,hlo/nux_flow_jit_loss9581.hlo,onnx/light_resnet50.onnx,onnx/light_squeezenet.onnx,tf_graphdef/kws_DS_CNN_S.pb,tf_graphdef/kws_LSTM_S.pb,tfjs/handtrack.json
-GO_EXPERT_FLAGS = --data_dir=../shared/data --seed=1 --max_nodes=3000 \
-	  --topologies=v100x4-nvlink,h100x8-nvlink --random_topologies=8 \
-	  --random_graphs=24 --instances_per_round=4 --search_rounds=4 \
-	  --distill_steps=2 --distill_learning_rate=0.0003 --ppo_steps=0 \
-	  --eval_every=25 --fusion_fusible_only --keep_best --replay_targets=8 \
-	  --co_location_head --placement_weight=0 --average_decay=0.95 \
-	  --validation_graph=$(GO_VALIDATION) --selection_graph=$(GO_SELECTION) \
-	  --init_policy_dir=$(GO_DIR) --policy_version=4 --rounds=50 \
-	  --max_seconds=3600
+# The recipe (every training choice, the data and the starting weights) is
+# the checkpoint's recipe.json; gopt-train expert --help lists its keys.
+GO_V4_RECIPE = $(GO_V4_DIR)/recipe.json
 
 pretrained-go:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train gopt
-	$(GO_TRAIN) expert --out_dir=$(GO_V4_DIR) --graph=$(GO_HELD_OUT) \
-	  $(GO_EXPERT_FLAGS)
-	policy/go/plot_expert.sh $(GO_V4_DIR)/train.csv $(GO_V4_DIR)/held_out.png \
+	$(GO_TRAIN) expert --recipe=$(GO_V4_RECIPE) --out_dir=$(GO_V4_DIR)
+	tools/plot_expert.sh $(GO_V4_DIR)/train.csv $(GO_V4_DIR)/held_out.png \
 	  "go-multitask-v4 expert iteration (seed 1)"
 	for t in v100x4-nvlink h100x8-nvlink; do \
 	  OMP_WAIT_POLICY=PASSIVE $(BUILD_DIR)/bin/gopt bench --topology=$$t \

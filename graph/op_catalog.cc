@@ -247,30 +247,18 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
   cost.bytes_read = operand_bytes;
   cost.bytes_written = output_bytes;
 
+  // The free kinds (op_kind.h's one list) launch no kernel; the elementwise
+  // category costs 1 FLOP per output element.
+  if (IsFreeOpKind(query.kind)) return OpCost{};
+  if (OpKindCategory(query.kind) == OpCategory::kElementwise) {
+    cost.flops = output_elements;
+    return cost;
+  }
   switch (query.kind) {
-    case OpKind::kParameter:
-    case OpKind::kConstant:
-    case OpKind::kReshape:
-    case OpKind::kBitcast:
-    case OpKind::kTuple:
-    case OpKind::kGetTupleElement:
-    case OpKind::kIdentity:
-    case OpKind::kShapeOf:
-    case OpKind::kLoopControl:
-      return OpCost{};
     case OpKind::kIota:
       cost.bytes_read = 0;
       return cost;
     case OpKind::kRandom:
-      cost.flops = output_elements;
-      return cost;
-    case OpKind::kElementwiseUnary:
-    case OpKind::kTranscendental:
-    case OpKind::kElementwiseBinary:
-    case OpKind::kCompare:
-    case OpKind::kSelect:
-    case OpKind::kClamp:
-    case OpKind::kConvert:
       cost.flops = output_elements;
       return cost;
     case OpKind::kDot:
@@ -342,8 +330,9 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
     case OpKind::kOther:
       cost.unknown = true;
       return cost;
+    default:  // the free and elementwise kinds, costed above
+      return cost;
   }
-  return cost;
 }
 
 OpCost SubgraphCost(absl::Span<const Graph* const> bodies, int64_t iterations) {

@@ -56,8 +56,8 @@ inline constexpr int32_t kMaxRewardMeasurements = 1024;
 
 // Plans a policy decodes for zero-shot best-of-K besides its greedy decode,
 // unless a caller says otherwise (the GO policy: one-device, hint and
-// affinity placements, then samples; go/fine_tuning.h). 16: the GO policy's
-// one-device placement, 2 hints and 13 affinity placements all fit.
+// co-location placements, then samples; go/fine_tuning.h). 16: the GO policy's
+// one-device placement, 2 hints and 13 co-location placements all fit.
 inline constexpr int32_t kDefaultZeroShotSamples = 16;
 
 struct ProposeOptions {

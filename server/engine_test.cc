@@ -10,7 +10,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/test_util/fake_policy.h"
+#include "server/testing/fake_policy.h"
 
 namespace gopt::server {
 namespace {

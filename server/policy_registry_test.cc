@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/test_util/fake_policy.h"
+#include "server/testing/fake_policy.h"
 
 namespace gopt::server {
 namespace {

@@ -27,7 +27,7 @@
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/policy_registry.h"
-#include "server/test_util/fake_policy.h"
+#include "server/testing/fake_policy.h"
 #include "tests/util/http_get.h"
 #include "tests/util/shared_data.h"
 

@@ -16,7 +16,7 @@
 #include "server/engine.h"
 #include "simulator/topology.h"
 #include "tests/util/shared_data.h"
-#include "worker/test_util/fake_executor.h"
+#include "worker/testing/fake_executor.h"
 #include "worker/worker_service.h"
 
 namespace gopt::server {

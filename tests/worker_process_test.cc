@@ -28,7 +28,7 @@
 #include "simulator/topology.h"
 #include "tests/util/child_process.h"
 #include "tests/util/shared_data.h"
-#include "worker/test_util/node_executions.h"
+#include "worker/testing/node_executions.h"
 
 namespace gopt::server {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef GOPT_POLICY_CLOCK_H_
-#define GOPT_POLICY_CLOCK_H_
+#ifndef GOPT_UTIL_CLOCK_H_
+#define GOPT_UTIL_CLOCK_H_
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -82,4 +82,4 @@ class FakeClock final : public Clock {
 
 }  // namespace gopt
 
-#endif  // GOPT_POLICY_CLOCK_H_
+#endif  // GOPT_UTIL_CLOCK_H_

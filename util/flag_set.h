@@ -104,6 +104,17 @@ class FlagSet {
     return *this;
   }
 
+  // Adds every flag of `other`, parsed as this set's own but left out of
+  // Help(): a command's advanced flags, which its help lists elsewhere
+  // (gopt-train expert's recipe keys).
+  FlagSet& AddUnlisted(const FlagSet& other) {
+    for (Flag flag : other.flags_) {
+      flag.listed = false;
+      flags_.push_back(std::move(flag));
+    }
+    return *this;
+  }
+
   // True when the set has a flag of that name.
   bool Has(absl::string_view name) const {
     for (const Flag& flag : flags_) {
@@ -166,10 +177,11 @@ class FlagSet {
     return absl::OkStatus();
   }
 
-  // One line per flag: "  --name (default: D)  help".
+  // One line per listed flag: "  --name (default: D)  help".
   std::string Help() const {
     std::string out;
     for (const Flag& flag : flags_) {
+      if (!flag.listed) continue;
       out += "  --" + flag.name;
       if (!flag.default_text.empty()) {
         out += " (default " + flag.default_text + ")";
@@ -185,6 +197,7 @@ class FlagSet {
     std::string help;
     std::string default_text;
     bool is_bool = false;
+    bool listed = true;  // in Help()
     // Applies one value; `first`: the flag's first occurrence in a Parse.
     std::function<absl::Status(Options*, absl::string_view, bool first)> set;
   };

@@ -111,5 +111,25 @@ TEST(FlagSetTest, HelpShowsDefaults) {
   EXPECT_NE(help.find("--verbose (default false)"), std::string::npos) << help;
 }
 
+TEST(FlagSetTest, UnlistedFlagsParseButStayOutOfHelp) {
+  FlagSet<Options> advanced;
+  advanced.Add(
+      "items", "a list", [](Options & o) -> auto& { return o.items; });
+  FlagSet<Options> flags;
+  flags.Add(
+      "name", "a name", [](Options & o) -> auto& { return o.name; });
+  flags.AddUnlisted(advanced);
+  Options options;
+  std::vector<std::string> operands;
+  ASSERT_TRUE(
+      flags.Parse({"--name=x", "--items=a,b"}, &options, &operands).ok());
+  EXPECT_EQ(options.name, "x");
+  EXPECT_EQ(options.items, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(flags.Has("items"));
+  EXPECT_NE(flags.Help().find("--name"), std::string::npos);
+  EXPECT_EQ(flags.Help().find("--items"), std::string::npos);
+  EXPECT_NE(advanced.Help().find("--items"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gopt::util

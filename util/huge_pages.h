@@ -1,5 +1,5 @@
-#ifndef GOPT_GRAPH_HUGE_PAGES_H_
-#define GOPT_GRAPH_HUGE_PAGES_H_
+#ifndef GOPT_UTIL_HUGE_PAGES_H_
+#define GOPT_UTIL_HUGE_PAGES_H_
 
 #include <cstddef>
 #include <vector>
@@ -26,4 +26,4 @@ void AdviseHugePagesForCapacity(const std::vector<T>& values) {
 
 }  // namespace gopt
 
-#endif  // GOPT_GRAPH_HUGE_PAGES_H_
+#endif  // GOPT_UTIL_HUGE_PAGES_H_

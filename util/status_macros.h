@@ -1,5 +1,5 @@
-#ifndef GOPT_GRAPH_STATUS_MACROS_H_
-#define GOPT_GRAPH_STATUS_MACROS_H_
+#ifndef GOPT_UTIL_STATUS_MACROS_H_
+#define GOPT_UTIL_STATUS_MACROS_H_
 
 // Early-return helpers for absl::Status / absl::StatusOr, which abseil
 // 20220623 does not ship.
@@ -41,4 +41,4 @@ inline absl::Status Annotate(const absl::Status& status,
 
 }  // namespace gopt
 
-#endif  // GOPT_GRAPH_STATUS_MACROS_H_
+#endif  // GOPT_UTIL_STATUS_MACROS_H_

@@ -10,10 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "policy/card.h"
-#include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/features.h"
+#include "policy/cost_model/policy_loading.h"
 #include "util/status_macros.h"
 
 namespace gopt::policy {
@@ -165,30 +164,12 @@ std::vector<std::vector<int32_t>> LayoutCandidates(int rank, uint64_t seed) {
 PolicyFactory LayoutCostModelFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    ASSIGN_OR_RETURN(const PolicyCard fields, ParseCard(card));
-    if (fields.kind != "cost-model-layout") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(directory, "/card.json: kind '", fields.kind,
-                       "' is not cost-model-layout"));
-    }
-    ASSIGN_OR_RETURN(const std::string checkpoint,
-                     VerifiedCheckpointPath(directory, card));
-    ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
-                     CostModel::Load(checkpoint));
-    if (model->options().task != cost_model::Task::kLayout) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          checkpoint, " is a ", cost_model::TaskName(model->options().task),
-          " model, not a layout model"));
-    }
-    PolicyInfo info;
-    info.name = fields.name.empty() ? "costmodel-layout" : fields.name;
-    info.version = fields.version.empty() ? "1" : fields.version;
-    info.kind = "cost-model-layout";
-    info.tasks = TaskSet{false, false, false, true};
-    info.directory = directory;
-    info.card = card;
-    return std::unique_ptr<Policy>(
-        new LayoutCostModelPolicy(std::move(info), std::move(model)));
+    ASSIGN_OR_RETURN(cost_model::LoadedCostModel loaded,
+                     cost_model::LoadCostModelPolicy(
+                         directory, card, cost_model::Task::kLayout,
+                         TaskSet{false, false, false, true}));
+    return std::unique_ptr<Policy>(new LayoutCostModelPolicy(
+        std::move(loaded.info), std::move(loaded.model)));
   };
 }
 

@@ -10,10 +10,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "policy/card.h"
-#include "policy/checkpoint_integrity.h"
 #include "policy/cost_model/cost_model.h"
 #include "policy/cost_model/metrics.h"
+#include "policy/cost_model/policy_loading.h"
 #include "util/status_macros.h"
 
 namespace gopt::policy {
@@ -263,21 +262,10 @@ absl::StatusOr<std::vector<KernelTile>> TileCostModelPolicy::ProposeKernelTiles(
 PolicyFactory TileCostModelFactory() {
   return [](const std::string& directory, const nlohmann::json& card)
              -> absl::StatusOr<std::unique_ptr<Policy>> {
-    ASSIGN_OR_RETURN(const PolicyCard fields, ParseCard(card));
-    if (fields.kind != "cost-model-tile") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(directory, "/card.json: kind '", fields.kind,
-                       "' is not cost-model-tile"));
-    }
-    ASSIGN_OR_RETURN(const std::string checkpoint,
-                     VerifiedCheckpointPath(directory, card));
-    ASSIGN_OR_RETURN(std::unique_ptr<CostModel> model,
-                     CostModel::Load(checkpoint));
-    if (model->options().task != cost_model::Task::kTile) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          checkpoint, " is a ", cost_model::TaskName(model->options().task),
-          " model, not a tile model"));
-    }
+    ASSIGN_OR_RETURN(cost_model::LoadedCostModel loaded,
+                     cost_model::LoadCostModelPolicy(
+                         directory, card, cost_model::Task::kTile,
+                         TaskSet{false, false, false, false}));
     double margin = 0;
     const auto decision = card.find("decision");
     if (decision != card.end() && decision->is_object()) {
@@ -291,15 +279,8 @@ PolicyFactory TileCostModelFactory() {
         margin = m->get<double>();
       }
     }
-    PolicyInfo info;
-    info.name = fields.name.empty() ? "costmodel-tile" : fields.name;
-    info.version = fields.version.empty() ? "1" : fields.version;
-    info.kind = "cost-model-tile";
-    info.tasks = TaskSet{false, false, false, false};
-    info.directory = directory;
-    info.card = card;
-    return std::unique_ptr<Policy>(
-        new TileCostModelPolicy(std::move(info), std::move(model), margin));
+    return std::unique_ptr<Policy>(new TileCostModelPolicy(
+        std::move(loaded.info), std::move(loaded.model), margin));
   };
 }
 

@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "policy/go/affinity_decode.h"
+#include "policy/go/co_location_decode.h"
 #include "policy/go/plan_search.h"
 #include "simulator/plan.h"
 #include "util/status_macros.h"
@@ -257,7 +257,7 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
   }
   if (tasks.placement && !output->co_location.empty() && samples > 0) {
     ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
-                     AffinityPlacements(instance, output->co_location));
+                     CoLocationPlacements(instance, output->co_location));
     try_placements(std::move(placements), "affinity", "affinity+greedy-join");
   }
   std::mt19937_64 rng(seed);

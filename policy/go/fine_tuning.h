@@ -30,8 +30,8 @@ namespace gopt::policy::go {
 // simulator::KeepDeviceConstraints moves it), then
 // the heuristic placements the network's placement priors read (HEFT, then
 // METIS: at most 2, those in use, GoModel::PlacementHintsUsed, complete),
-// then, when the network has a co-location head, the affinity placements
-// (AffinityPlacements, affinity_decode.h: at most 13), all with the greedy
+// then, when the network has a co-location head, the co-location placements
+// (CoLocationPlacements, co_location_decode.h: at most 13), all with the greedy
 // decode's priorities and fusion, each placement only when unlike the
 // greedy one and every one tried before (a repeat costs no sample); the
 // rest are sampled. When
@@ -45,7 +45,9 @@ struct ZeroShotResult {
   double inference_s = 0;  // network forward pass
   // Which decode gave `best`: "greedy", "greedy-join", "one-device",
   // "one-device+greedy-join", "hint", "hint+greedy-join", "affinity",
-  // "affinity+greedy-join" or "sampled".
+  // "affinity+greedy-join" or "sampled". ("affinity" names the co-location
+  // placements; the label is kept: OptimizeResponse and `gopt bench` print
+  // it.)
   std::string decode = "greedy";
   // The rule that grouped `best`'s fusion levels (for a plan search that
   // starts from it: FineTuneOptions::fusion_join).

@@ -13,8 +13,8 @@
 #include "policy/go/actions.h"
 #include "policy/go/features.h"
 #include "policy/go/network.h"
-#include "simulator/baselines/test_graphs.h"
 #include "simulator/generators/generators.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::policy::go {
 namespace {

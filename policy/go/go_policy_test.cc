@@ -13,8 +13,8 @@
 #include "policy/go/go_model.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
-#include "simulator/baselines/test_graphs.h"
 #include "simulator/simulator.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::policy {
 namespace {

@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "policy/go/actions.h"
 #include "policy/go/ppo_trainer.h"
-#include "simulator/baselines/test_graphs.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::policy::go {
 namespace {

@@ -342,7 +342,7 @@ int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& nodes,
     // its mean co-location with the neighbours already there beyond a
     // uniform guess's (so an uninformed network draws uniformly).
     std::vector<double> weight(num_devices, 0);
-    std::vector<double> affinity(num_devices, 0);
+    std::vector<double> co_location(num_devices, 0);
     int64_t outside = 0;
     for (const NodeId id : nodes) {
       for (int d = 0; d < num_devices; ++d) {
@@ -355,7 +355,7 @@ int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& nodes,
               plan.device[other] == current) {
             continue;
           }
-          affinity[plan.device[other]] +=
+          co_location[plan.device[other]] +=
               std::max(0.0, CoLocation(id, other) - 1.0 / num_devices);
           ++outside;
         }
@@ -364,7 +364,7 @@ int32_t PlanSearch::RegionTarget(const std::vector<NodeId>& nodes,
     std::vector<float> logp(num_devices);
     for (int d = 0; d < num_devices; ++d) {
       const double w =
-          0.01 + weight[d] + (outside > 0 ? affinity[d] / outside : 0.0);
+          0.01 + weight[d] + (outside > 0 ? co_location[d] / outside : 0.0);
       logp[d] = static_cast<float>(std::log(w));
     }
     return DrawOtherDevice(logp.data(), num_devices, current, &rng_);

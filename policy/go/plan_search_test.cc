@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "policy/go/ppo_trainer.h"
-#include "policy/go/test_instance.h"
+#include "policy/testing/go_instance.h"
 #include "simulator/baselines/greedy_fusion.h"
-#include "simulator/baselines/test_graphs.h"
 #include "simulator/generators/generators.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::policy::go {
 namespace {

@@ -10,8 +10,8 @@
 #include "gtest/gtest.h"
 #include "policy/go/fine_tuning.h"
 #include "policy/go/go_model.h"
-#include "policy/go/test_instance.h"
-#include "simulator/baselines/test_graphs.h"
+#include "policy/testing/go_instance.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::policy::go {
 namespace {

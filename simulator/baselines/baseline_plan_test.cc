@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "simulator/baselines/test_graphs.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::simulator::baselines {
 namespace {

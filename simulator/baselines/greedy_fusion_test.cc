@@ -6,9 +6,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "simulator/baselines/test_graphs.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::simulator::baselines {
 namespace {

@@ -3,9 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "simulator/baselines/test_graphs.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::simulator::baselines {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <limits>
 
-#include "simulator/baselines/test_graphs.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::simulator::baselines {
 namespace {

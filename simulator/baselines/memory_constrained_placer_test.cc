@@ -9,10 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/baselines/metis_placer.h"
-#include "simulator/baselines/test_graphs.h"
 #include "simulator/generators/generators.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::simulator::baselines {
 namespace {

@@ -45,7 +45,7 @@ using MetisEdgeFactor = std::function<double(graph::NodeId, graph::NodeId)>;
 // dependency's bytes multiplied by `edge_factor` before parallel edges merge
 // and weights scale to integers (a weight still stays at least 1). A null
 // `edge_factor` gives MetisPlacer::Place's placement. Used by the GO
-// network's affinity decode (policy/go/affinity_decode.h), whose learned
+// network's co-location decode (policy/go/co_location_decode.h), whose learned
 // factors say which edges to keep inside a part. `costs` (borrowed) must
 // price context's graph on context's topology (so callers that partition
 // one graph several times build it once). Errors: Place's, and

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "simulator/baselines/cost_table.h"
-#include "simulator/baselines/test_graphs.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::simulator::baselines {
 namespace {

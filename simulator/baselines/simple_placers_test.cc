@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "simulator/baselines/test_graphs.h"
+#include "simulator/testing/baseline_graphs.h"
 
 namespace gopt::simulator::baselines {
 namespace {
