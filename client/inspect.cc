@@ -29,6 +29,17 @@ std::string HumanCount(double value, absl::string_view unit) {
   return absl::StrFormat("%.0f %s", value, unit);
 }
 
+nlohmann::json CountToJson(const graph::GraphCoverage::Count& count) {
+  return {
+      {"count", count.count}, {"total", count.total}, {"share", count.share()}};
+}
+
+// "98.5% (985/1000)".
+std::string ShareText(const graph::GraphCoverage::Count& count) {
+  return absl::StrFormat("%.1f%% (%d/%d)", 100.0 * count.share(), count.count,
+                         count.total);
+}
+
 std::string HumanBytes(int64_t bytes) {
   static constexpr std::pair<double, absl::string_view> kScales[] = {
       {1024.0 * 1024 * 1024 * 1024, "TiB"},
@@ -61,7 +72,8 @@ InspectReport Inspect(const graph::Graph& graph) {
   report.total_flops = graph.total_flops();
   report.total_bytes = graph.total_bytes();
   report.subgraphs = CountSubgraphs(graph);
-  report.loops = static_cast<int64_t>(graph.loops().size());
+  report.coverage = graph::ComputeCoverage(graph);
+  report.loops = report.coverage.known_trip_counts.total;
   for (const graph::Node& node : graph.nodes()) {
     ++report.ops[std::string(graph::OpKindName(node.kind))];
     ++report.source_ops[node.op];
@@ -97,6 +109,13 @@ nlohmann::json InspectReportToJson(const InspectReport& report) {
   json["ops"] = report.ops;
   json["source_ops"] = report.source_ops;
   json["warnings"] = report.warnings;
+  const graph::GraphCoverage& coverage = report.coverage;
+  json["coverage"] = {
+      {"known_shapes", CountToJson(coverage.known_shapes)},
+      {"cost_rules", CountToJson(coverage.cost_rules)},
+      {"known_trip_counts", CountToJson(coverage.known_trip_counts)},
+      {"bytes_only", CountToJson(coverage.bytes_only)},
+      {"ops_lacking_rules", coverage.ops_lacking_rules}};
   return json;
 }
 
@@ -116,11 +135,21 @@ std::string InspectReportToText(const InspectReport& report) {
   row("total bytes (read+write)", HumanBytes(report.total_bytes));
   row("parameters + constants", HumanBytes(report.parameter_bytes));
   row("subgraphs", absl::StrCat(report.subgraphs));
-  row("loops (cut back edges)", absl::StrCat(report.loops));
+  row("loops", absl::StrCat(report.loops));
   row("layout-configurable nodes",
       absl::StrCat(report.layout_configurable_nodes));
   row("cpu-only nodes", absl::StrCat(report.cpu_only_nodes));
   row("bytes-only (unknown) nodes", absl::StrCat(report.cost_unknown_nodes));
+  const graph::GraphCoverage& coverage = report.coverage;
+  std::string lacking;
+  for (const auto& [op, count] : coverage.ops_lacking_rules) {
+    absl::StrAppend(&lacking, lacking.empty() ? "; lacking rules: " : ", ", op,
+                    " x", count);
+  }
+  row("coverage",
+      absl::StrCat("shapes ", ShareText(coverage.known_shapes), ", cost rules ",
+                   ShareText(coverage.cost_rules), ", trip counts ",
+                   ShareText(coverage.known_trip_counts), lacking));
 
   std::vector<std::pair<std::string, int64_t>> ops(report.ops.begin(),
                                                    report.ops.end());

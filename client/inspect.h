@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/coverage.h"
 #include "graph/graph.h"
 #include "nlohmann/json.hpp"
 
@@ -23,13 +24,16 @@ struct InspectReport {
   // Bytes of parameters and constants (what stays resident on a device).
   int64_t parameter_bytes = 0;
   int64_t subgraphs = 0;  // attached bodies, counted recursively
-  int64_t loops = 0;      // cut loop back edges
+  // Loops anywhere in the graph: while nodes (HLO while, ONNX Loop) and
+  // cut loop back edges (TF1 frames), attached bodies included.
+  int64_t loops = 0;
   int64_t layout_configurable_nodes = 0;
   int64_t cpu_only_nodes = 0;
   int64_t cost_unknown_nodes = 0;
   std::map<std::string, int64_t> ops;         // canonical kind -> count
   std::map<std::string, int64_t> source_ops;  // original op name -> count
   std::vector<std::string> warnings;
+  graph::GraphCoverage coverage;
 };
 
 // Summarises `graph`. Pure function of the graph.
@@ -38,7 +42,9 @@ InspectReport Inspect(const graph::Graph& graph);
 // The report as one JSON object; keys: name, format, nodes, edges,
 // control_edges, total_flops, total_bytes, parameter_bytes, subgraphs, loops,
 // layout_configurable_nodes, cpu_only_nodes, cost_unknown_nodes, ops,
-// source_ops, warnings.
+// source_ops, warnings, coverage. `coverage` holds known_shapes, cost_rules,
+// known_trip_counts and bytes_only, each {"count", "total", "share"}, and
+// ops_lacking_rules (source op name -> nodes).
 nlohmann::json InspectReportToJson(const InspectReport& report);
 
 // The report as a human-readable table (units scaled: GFLOP, MiB).

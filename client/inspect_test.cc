@@ -50,6 +50,21 @@ TEST(InspectTest, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(json["warnings"].size(), 1u);
 }
 
+TEST(InspectTest, CoverageCountsBytesOnlyNodesAndLoops) {
+  const InspectReport report = Inspect(MakeGraph());
+  EXPECT_EQ(report.coverage.cost_rules.count, 1);
+  EXPECT_EQ(report.coverage.bytes_only.count, 1);
+  EXPECT_EQ(report.coverage.known_shapes.count, 2);
+  EXPECT_EQ(report.loops, 0);
+  const nlohmann::json json = InspectReportToJson(report);
+  EXPECT_EQ(json["coverage"]["bytes_only"]["share"], 0.5);
+  EXPECT_EQ(json["coverage"]["ops_lacking_rules"]["custom-call"], 1);
+  EXPECT_THAT(InspectReportToText(report),
+              HasSubstr("coverage                   shapes 100.0% (2/2), "
+                        "cost rules 50.0% (1/2), trip counts 100.0% (0/0); "
+                        "lacking rules: custom-call x1"));
+}
+
 TEST(InspectTest, TextNamesWarnings) {
   const std::string text = InspectReportToText(Inspect(MakeGraph()));
   EXPECT_THAT(text, HasSubstr("custom-call 'foo' costed by bytes only"));

@@ -30,6 +30,23 @@ enum class DeviceConstraint : uint8_t {
 
 absl::string_view DeviceConstraintName(DeviceConstraint constraint);
 
+// Where a node came from in the user's program, as its source format
+// records it: the framework's op name ("jit(step)/dot_general"), the
+// source file, function and line, and the SPMD sharding annotation as
+// written ("{devices=[8,1]<=[8]}"). Empty fields: not recorded.
+struct NodeSource {
+  std::string op_name;
+  std::string file;
+  std::string function;
+  int32_t line = 0;
+  std::string sharding;
+
+  bool operator==(const NodeSource& o) const {
+    return op_name == o.op_name && file == o.file && function == o.function &&
+           line == o.line && sharding == o.sharding;
+  }
+};
+
 // One operation. Costs are for one execution of the node (a loop node's cost
 // already includes all iterations of its body).
 struct Node {
@@ -46,6 +63,9 @@ struct Node {
   int64_t bytes_written = 0;       // to memory
   int64_t bytes_communicated = 0;  // collectives: bytes each device sends
   bool cost_unknown = false;       // costed by bytes only (e.g. custom-call)
+  // An output type was assumed (an importer found no shape for it), not
+  // derived from the model.
+  bool shape_assumed = false;
 
   DeviceConstraint device_constraint = DeviceConstraint::kAny;
   int32_t colocation_group = -1;  // index into Graph::colocation_groups()
@@ -53,6 +73,8 @@ struct Node {
   // Indices into Graph::subgraphs(): loop bodies/conditions, branches,
   // fusion computations.
   std::vector<int32_t> subgraphs;
+  // Source metadata; out of line (one pointer) when the format has none.
+  OutOfLine<NodeSource> source;
 
   // Sum of the sizes of all outputs.
   int64_t output_bytes() const;

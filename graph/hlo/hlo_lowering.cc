@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/hlo/while_trip_count.h"
 #include "graph/op_catalog.h"
 #include "graph/shape_inference.h"
 #include "util/status_macros.h"
@@ -192,6 +193,7 @@ class Lowering {
     // Names are recorded only when locations are asked for: a record is a
     // copy of every node name.
     record_locations_ = locations != nullptr;
+    warnings_ = module_.warnings;
     GraphRecord record;
     Target target;
     target.builder = &builder;
@@ -202,6 +204,12 @@ class Lowering {
     active_[entry] = 0;
     if (root.node >= 0)
       builder.mutable_node(root.node).attributes.is_root = true;
+    if (unknown_trip_counts_ > 0) {
+      warnings_.push_back(absl::StrCat(
+          unknown_trip_counts_, " of ", while_loops_,
+          " while loops have no known trip count (each costed as 1 "
+          "iteration)"));
+    }
     for (std::string& warning : warnings_) {
       builder.AddWarning(std::move(warning));
     }
@@ -389,6 +397,7 @@ class Lowering {
     node.outputs = instruction.shape.ToNodeOutputs();
     node.attributes = instruction.attributes;
     node.attributes.is_root = false;
+    SetSource(instruction, &node);
     node.layout_configurable =
         options_.layout_configurable.has_value()
             ? options_.layout_configurable->contains(
@@ -406,8 +415,9 @@ class Lowering {
     }
     RETURN_IF_ERROR(CheckDeclaredShape(instruction, node.kind, operand_shapes));
     ASSIGN_OR_RETURN(OpCost cost, OperandsCost(*target, node, operands));
-    RETURN_IF_ERROR(
-        AttachCalledComputations(target, instruction, depth, &node, &cost));
+    RETURN_IF_ERROR(AttachCalledComputations(
+        target, module_.computations[computation_index], instruction, depth,
+        &node, &cost));
     SetNodeCost(cost, &node);
 
     if (target->record != nullptr) {
@@ -425,6 +435,27 @@ class Lowering {
     *value = Value{id, instruction.shape.is_tuple ? Edge::kAllOutputs : 0,
                    &instruction.shape};
     return absl::OkStatus();
+  }
+
+  // Copies the instruction's metadata (op name; source file, function and
+  // line, from the stack-frame tables when it names a frame) and sharding
+  // onto `node`; allocates nothing when the instruction has neither.
+  void SetSource(const HloInstruction& instruction, Node* node) const {
+    const HloMetadata& metadata = instruction.metadata.get();
+    const std::string& sharding = instruction.sharding.get();
+    if (metadata.op_name.empty() && metadata.source_file.empty() &&
+        metadata.stack_frame_id == 0 && sharding.empty()) {
+      return;
+    }
+    NodeSource* source = node->source.mutable_get();
+    source->op_name = metadata.op_name;
+    source->file = metadata.source_file;
+    source->line = metadata.source_line;
+    source->sharding = sharding;
+    if (metadata.stack_frame_id != 0) {
+      module_.stack_frames.Resolve(metadata.stack_frame_id, &source->file,
+                                   &source->function, &source->line);
+    }
   }
 
   // The tuple element a get-tuple-element reads, checked against its operand
@@ -484,11 +515,15 @@ class Lowering {
   // subgraphs of `node` and adds their cost to `cost`. Custom calls: warns
   // once per target that they are costed by bytes only.
   absl::Status AttachCalledComputations(Target* target,
+                                        const HloComputation& parent,
                                         const HloInstruction& instruction,
                                         int depth, Node* node, OpCost* cost) {
+    if (instruction.opcode == "async-start") {
+      return AttachAsync(target, instruction, depth, node, cost);
+    }
     switch (node->kind) {
       case OpKind::kWhile:
-        return AttachWhile(target, instruction, depth, node, cost);
+        return AttachWhile(target, parent, instruction, depth, node, cost);
       case OpKind::kConditional:
         return AttachConditional(target, instruction, depth, node, cost);
       case OpKind::kFusion:
@@ -501,8 +536,32 @@ class Lowering {
     }
   }
 
-  absl::Status AttachWhile(Target* target, const HloInstruction& instruction,
+  // An async-start is the op it wraps: its node takes the wrapped
+  // computation's kind (an all-gather, a fusion, ...) when that computation
+  // is one op, and its cost; async-update and async-done cost nothing.
+  absl::Status AttachAsync(Target* target, const HloInstruction& instruction,
                            int depth, Node* node, OpCost* cost) {
+    const std::vector<int32_t>& called = instruction.called_computations;
+    if (called.size() != 1) {
+      return absl::InvalidArgumentError(
+          "async-start needs exactly one called computation");
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const Graph> wrapped,
+                     Standalone(called[0], depth + 1));
+    node->subgraphs = {Attach(target, wrapped)};
+    const Graph* bodies[] = {wrapped.get()};
+    *cost = SubgraphCost(bodies, 1);
+    for (const Node& inner : wrapped->nodes()) {
+      if (inner.attributes.is_root && inner.kind != OpKind::kTuple) {
+        node->kind = inner.kind;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AttachWhile(Target* target, const HloComputation& parent,
+                           const HloInstruction& instruction, int depth,
+                           Node* node, OpCost* cost) {
     const std::vector<int32_t>& called = instruction.called_computations;
     if (called.size() != 2) {
       return absl::InvalidArgumentError(
@@ -513,10 +572,15 @@ class Lowering {
     ASSIGN_OR_RETURN(std::shared_ptr<const Graph> condition,
                      Standalone(called[1], depth + 1));
     node->subgraphs = {Attach(target, body), Attach(target, condition)};
-    const std::optional<int64_t> trip =
+    std::optional<int64_t> trip =
         KnownTripCount(instruction.backend_config.get());
-    node->attributes.trip_count = trip.value_or(-1);
     if (!trip.has_value()) {
+      trip = DeriveWhileTripCount(module_, parent, instruction);
+    }
+    node->attributes.trip_count = trip.value_or(-1);
+    ++while_loops_;
+    if (!trip.has_value()) {
+      ++unknown_trip_counts_;
       warnings_.push_back(
           absl::StrCat("while '", node->name,
                        "' has no known trip count; costed as 1 iteration"));
@@ -616,6 +680,9 @@ class Lowering {
   std::vector<std::string> warnings_;
   absl::flat_hash_set<std::string> custom_call_targets_;
   int64_t total_nodes_ = 0;
+  // While instructions lowered, and those whose trip count stayed unknown.
+  int64_t while_loops_ = 0;
+  int64_t unknown_trip_counts_ = 0;
 };
 
 }  // namespace

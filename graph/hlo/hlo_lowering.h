@@ -51,8 +51,17 @@ struct HloLoweringOptions {
 //    branches are attached subgraphs (lowered by these same rules, parameters
 //    as nodes) and whose cost is SubgraphCost(body, condition; trip count)
 //    or MaxBranchCost(branches). The trip count comes from the backend
-//    config's known_trip_count {"n": ...}; without it the loop is costed once
-//    and the graph gets a warning naming the node;
+//    config's known_trip_count {"n": ...}, else from the loop's counter
+//    (DeriveWhileTripCount); without either the loop is costed once, the
+//    graph gets a warning naming the node and one saying how many loops
+//    stayed unknown;
+//  - async-start is the op its wrapped computation holds (that op's kind
+//    and cost, the computation kept as a subgraph); async-update and
+//    async-done are free;
+//  - every node keeps the instruction's metadata (op_name; source file,
+//    function and line, resolved through the module's stack-frame tables)
+//    and its sharding text in Node::source;
+//  - the module's warnings (unknown attributes) become graph warnings;
 //  - `fusion` is a pre-fused node: FLOPs of its fused computation (kept as a
 //    subgraph), bytes of its own operands and outputs;
 //  - scalar computations of reduce, sort, scatter, map, select-and-scatter,

@@ -107,18 +107,147 @@ TEST(HloLoweringTest, WhileIsOneNodeCostedByItsBodyTimesTripCount) {
   EXPECT_EQ(graph->in_edges(loop_id)[0].src_output, Edge::kAllOutputs);
 }
 
-TEST(HloLoweringTest, WhileWithoutTripCountIsCostedOnceWithAWarning) {
+// kLoop without its backend config.
+std::string LoopWithoutConfig() {
   std::string text(kLoop);
   const std::string config =
       R"(, backend_config={"known_trip_count":{"n":"5"}})";
   text.erase(text.find(config), config.size());
+  return text;
+}
+
+TEST(HloLoweringTest, WhileTripCountIsDerivedFromItsCounter) {
+  absl::StatusOr<Graph> graph = Lower(LoopWithoutConfig());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Node& loop = NodeNamed(*graph, "loop");
+  EXPECT_EQ(loop.attributes.trip_count, 5);
+  EXPECT_EQ(loop.flops, 50);
+  EXPECT_TRUE(graph->warnings().empty());
+}
+
+TEST(HloLoweringTest, KnownTripCountInTheBackendConfigWins) {
+  std::string text(kLoop);
+  text.replace(text.find(R"("n":"5")"), 7, R"("n":"7")");
+  absl::StatusOr<Graph> graph = Lower(text);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(NodeNamed(*graph, "loop").attributes.trip_count, 7);
+}
+
+TEST(HloLoweringTest, WhileWithoutTripCountIsCostedOnceWithAWarning) {
+  // The counter starts at a value known only at run time.
+  std::string text = LoopWithoutConfig();
+  text.replace(text.find("zero = s32[] constant(0)"), 24,
+               "zero = s32[] parameter(1)");
   absl::StatusOr<Graph> graph = Lower(text);
   ASSERT_TRUE(graph.ok()) << graph.status();
   const Node& loop = NodeNamed(*graph, "loop");
   EXPECT_EQ(loop.attributes.trip_count, -1);
   EXPECT_EQ(loop.flops, 10);
+  EXPECT_THAT(
+      graph->warnings(),
+      ElementsAre(HasSubstr("while 'loop' has no known trip count"),
+                  "1 of 1 while loops have no known trip count (each costed "
+                  "as 1 iteration)"));
+}
+
+constexpr absl::string_view kCurrentXla =
+    R"(HloModule jit_step, is_scheduled=true, num_partitions=2
+
+FileNames
+1 "/home/u/model.py"
+2 "/site-packages/flax/linen/linear.py"
+
+FunctionNames
+1 "train_step"
+2 "Dense.__call__"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=42 end_line=42 column=4 end_column=30}
+2 {file_name_id=2 function_name_id=2 line=255 end_line=257 column=8 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=2 parent_frame_id=1}
+
+%wrapped_dot (p0: f32[8,128], p1: f32[128,128]) -> f32[8,128] {
+  %p0 = f32[8,128]{1,0} parameter(0)
+  %p1 = f32[128,128]{1,0} parameter(1)
+  ROOT %d = f32[8,128]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+ENTRY %main (x: f32[8,128], w: f32[128,128]) -> f32[8,128] {
+  %x = f32[8,128]{1,0:T(8,128)S(1)} parameter(0), sharding={devices=[2,1]<=[2]}, metadata={op_name="x"}
+  %w = f32[128,128]{1,0} parameter(1), sharding={replicated}
+  %start = ((f32[8,128]{1,0}, f32[128,128]{1,0}), f32[8,128]{1,0}, u32[]) async-start(%x, %w), calls=%wrapped_dot, metadata={op_name="jit(step)/dot_general" stack_frame_id=2}
+  %done = f32[8,128]{1,0} async-done(%start), metadata={op_name="jit(step)/dot_general" stack_frame_id=2}
+  ROOT %s = f32[8,128]{1,0} sinh(%done), metadata={op_name="jit(step)/sinh" source_file="/home/u/model.py" source_line=50}, future_attribute=3
+}
+)";
+
+TEST(HloLoweringTest, NodesKeepOpNameSourceLineAndSharding) {
+  absl::StatusOr<Graph> graph = Lower(kCurrentXla);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const NodeSource& done = NodeNamed(*graph, "done").source.get();
+  EXPECT_EQ(done.op_name, "jit(step)/dot_general");
+  EXPECT_EQ(done.file, "/site-packages/flax/linen/linear.py");
+  EXPECT_EQ(done.function, "Dense.__call__");
+  EXPECT_EQ(done.line, 255);
+  const NodeSource& sinh = NodeNamed(*graph, "s").source.get();
+  EXPECT_EQ(sinh.file, "/home/u/model.py");
+  EXPECT_EQ(sinh.line, 50);
+  EXPECT_EQ(NodeNamed(*graph, "x").source.get().sharding,
+            "{devices=[2,1]<=[2]}");
+  EXPECT_EQ(NodeNamed(*graph, "w").source.get().sharding, "{replicated}");
   EXPECT_THAT(graph->warnings(),
-              ElementsAre(HasSubstr("while 'loop' has no known trip count")));
+              ElementsAre(HasSubstr(
+                  "unknown instruction attribute 'future_attribute' skipped")));
+}
+
+TEST(HloLoweringTest, AsyncStartIsTheOpItWraps) {
+  absl::StatusOr<Graph> graph = Lower(kCurrentXla);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Node& start = NodeNamed(*graph, "start");
+  EXPECT_EQ(start.kind, OpKind::kDot);
+  EXPECT_EQ(start.flops, 2.0 * 8 * 128 * 128);
+  ASSERT_EQ(start.subgraphs.size(), 1u);
+  const Node& done = NodeNamed(*graph, "done");
+  EXPECT_EQ(done.kind, OpKind::kIdentity);
+  EXPECT_EQ(done.flops, 0);
+  // sinh: one transcendental per element.
+  EXPECT_EQ(NodeNamed(*graph, "s").kind, OpKind::kTranscendental);
+  EXPECT_EQ(graph->total_flops(), 2.0 * 8 * 128 * 128 + 8 * 128);
+}
+
+// A module the SPMD partitioner already split 8 ways (the shape of a real
+// JAX Megatron feed-forward dump: x[4,1024] @ ff1[1024,4096] @ ff2[4096,1024]
+// over a 2x4 mesh): shapes are per device, so costs are per device.
+TEST(HloLoweringTest, PartitionedModuleIsCostedPerDevice) {
+  absl::StatusOr<Graph> graph = Lower(R"(HloModule jit_f, num_partitions=8
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY main {
+  x = s32[2,256]{1,0} parameter(0), sharding={devices=[2,4]<=[8]}
+  ff1 = s32[1024,1024]{1,0} parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  ff2 = s32[1024,1024]{1,0} parameter(2), sharding={devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  ag = s32[2,1024]{1,0} all-gather(x), channel_id=1, replica_groups=[2,4]<=[8], dimensions={1}, use_global_device_ids=true
+  d0 = s32[2,1024]{1,0} dot(ag, ff1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d1 = s32[2,1024]{1,0} dot(d0, ff2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT ar = s32[2,1024]{1,0} all-reduce(d1), channel_id=2, replica_groups=[2,4]<=[8], use_global_device_ids=true, to_apply=add
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // Global: 2 * 4*1024*4096 * 2 dots = 67,108,864 FLOPs; per device / 8.
+  const double global_dot_flops = 2.0 * 4 * 1024 * 4096 * 2;
+  EXPECT_EQ(NodeNamed(*graph, "d0").flops + NodeNamed(*graph, "d1").flops,
+            global_dot_flops / 8);
+  // All-gather sends its output (2x1024 s32), all-reduce its operand.
+  EXPECT_EQ(NodeNamed(*graph, "ag").bytes_communicated, 2 * 1024 * 4);
+  EXPECT_EQ(NodeNamed(*graph, "ar").bytes_communicated, 2 * 1024 * 4);
+  EXPECT_EQ(NodeNamed(*graph, "ff1").source.get().sharding,
+            "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}");
 }
 
 TEST(HloLoweringTest, FusionIsPreFusedWithItsBodyAsSubgraph) {

@@ -176,6 +176,21 @@ absl::Status ValidateHloModule(const HloModule& module) {
   return absl::OkStatus();
 }
 
+bool HloStackFrameIndex::Resolve(int64_t frame_id, std::string* file,
+                                 std::string* function, int32_t* line) const {
+  auto frame = frames.find(frame_id);
+  if (frame == frames.end()) return false;
+  auto location = file_locations.find(frame->second.file_location_id);
+  if (location == file_locations.end()) return false;
+  auto file_name = file_names.find(location->second.file_name_id);
+  auto function_name = function_names.find(location->second.function_name_id);
+  *file = file_name != file_names.end() ? file_name->second : "";
+  *function =
+      function_name != function_names.end() ? function_name->second : "";
+  *line = location->second.line;
+  return true;
+}
+
 OpKind HloOpcodeToOpKind(absl::string_view opcode) {
   static const auto* const kKinds =
       new absl::flat_hash_map<absl::string_view, OpKind>({
@@ -214,12 +229,21 @@ OpKind HloOpcodeToOpKind(absl::string_view opcode) {
           {"sine", OpKind::kTranscendental},
           {"cosine", OpKind::kTranscendental},
           {"tan", OpKind::kTranscendental},
+          {"acos", OpKind::kTranscendental},
+          {"acosh", OpKind::kTranscendental},
+          {"asin", OpKind::kTranscendental},
+          {"asinh", OpKind::kTranscendental},
+          {"atan", OpKind::kTranscendental},
+          {"atanh", OpKind::kTranscendental},
+          {"cosh", OpKind::kTranscendental},
+          {"sinh", OpKind::kTranscendental},
           {"erf", OpKind::kTranscendental},
           {"atan2", OpKind::kTranscendental},
           {"power", OpKind::kTranscendental},
           {"add", OpKind::kElementwiseBinary},
           {"subtract", OpKind::kElementwiseBinary},
           {"multiply", OpKind::kElementwiseBinary},
+          {"mulhi", OpKind::kElementwiseBinary},
           {"divide", OpKind::kElementwiseBinary},
           {"remainder", OpKind::kElementwiseBinary},
           {"maximum", OpKind::kElementwiseBinary},
@@ -239,6 +263,7 @@ OpKind HloOpcodeToOpKind(absl::string_view opcode) {
           {"stochastic-convert", OpKind::kConvert},
           {"bitcast-convert", OpKind::kBitcast},
           {"dot", OpKind::kDot},
+          {"ragged-dot", OpKind::kDot},
           {"convolution", OpKind::kConvolution},
           {"fft", OpKind::kFft},
           {"triangular-solve", OpKind::kTriangularSolve},
@@ -283,6 +308,9 @@ OpKind HloOpcodeToOpKind(absl::string_view opcode) {
           {"all-gather-done", OpKind::kIdentity},
           {"reduce-scatter", OpKind::kReduceScatter},
           {"all-to-all", OpKind::kAllToAll},
+          {"ragged-all-to-all", OpKind::kAllToAll},
+          {"collective-broadcast", OpKind::kCollectivePermute},
+          {"collective-reduce", OpKind::kAllReduce},
           {"collective-permute", OpKind::kCollectivePermute},
           {"collective-permute-start", OpKind::kCollectivePermute},
           {"collective-permute-done", OpKind::kIdentity},
@@ -293,6 +321,12 @@ OpKind HloOpcodeToOpKind(absl::string_view opcode) {
           {"while", OpKind::kWhile},
           {"conditional", OpKind::kConditional},
           {"call", OpKind::kCall},
+          // The op an async pair runs is costed at its start (the lowering
+          // takes the wrapped computation's kind and cost); update and done
+          // only hand the value on.
+          {"async-start", OpKind::kCall},
+          {"async-update", OpKind::kIdentity},
+          {"async-done", OpKind::kIdentity},
           {"fusion", OpKind::kFusion},
           {"custom-call", OpKind::kCustomCall},
           {"infeed", OpKind::kInfeedOutfeed},

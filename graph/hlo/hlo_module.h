@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "graph/op_attributes.h"
@@ -44,6 +45,22 @@ struct HloShape {
   bool operator==(const HloShape& other) const;
 };
 
+// What `metadata={...}` says about an instruction's source: the framework
+// op name and either an inline source file and line (older XLA) or a
+// stack_frame_id into HloModule::stack_frames (current XLA).
+struct HloMetadata {
+  std::string op_name;
+  std::string source_file;
+  int32_t source_line = 0;
+  int64_t stack_frame_id = 0;  // 0 = none (XLA's frame ids start at 1)
+
+  bool operator==(const HloMetadata& other) const {
+    return op_name == other.op_name && source_file == other.source_file &&
+           source_line == other.source_line &&
+           stack_frame_id == other.stack_frame_id;
+  }
+};
+
 // One HLO instruction. Attributes that the graph IR knows (dimensions,
 // window, convolution/dot dimension numbers, slices, padding, parameter
 // number, tuple index, is_stable, is_root, custom-call target, comparison
@@ -66,9 +83,13 @@ struct HloInstruction {
   OutOfLine<std::string> backend_config;
   // "kLoop", "kOutput", ... for fusion,
   OutOfLine<std::string> fusion_kind;
-  // and a constant's literal as written in HLO text ("0", "{1, 2}"); empty
-  // when read from a proto (literals are not kept).
+  // a constant's literal as written in HLO text ("0", "{1, 2}"); empty
+  // when read from a proto (literals are not kept),
   OutOfLine<std::string> literal;
+  // the source metadata,
+  OutOfLine<HloMetadata> metadata;
+  // and the SPMD sharding as written ("{devices=[8,1]<=[8]}").
+  OutOfLine<std::string> sharding;
   int64_t id = -1;  // the proto's unique id; -1 for text
 };
 
@@ -80,12 +101,54 @@ struct HloComputation {
   int64_t id = -1;  // the proto's id; -1 for text
 };
 
+// The stack-frame tables current XLA prints after the HloModule line
+// (FileNames, FunctionNames, FileLocations, StackFrames). Ids are 1-based,
+// as XLA prints them; a table maps id -> entry, and an id the text never
+// defined resolves to nothing.
+struct HloStackFrameIndex {
+  struct FileLocation {
+    int64_t file_name_id = 0;
+    int64_t function_name_id = 0;
+    int32_t line = 0;
+    int32_t column = 0;
+  };
+  struct Frame {
+    int64_t file_location_id = 0;
+    int64_t parent_frame_id = 0;
+  };
+  absl::flat_hash_map<int64_t, std::string> file_names;
+  absl::flat_hash_map<int64_t, std::string> function_names;
+  absl::flat_hash_map<int64_t, FileLocation> file_locations;
+  absl::flat_hash_map<int64_t, Frame> frames;
+
+  bool empty() const { return frames.empty(); }
+
+  // The innermost source location of frame `frame_id`: file name, function
+  // and line. False when the frame or its location is not in the tables.
+  bool Resolve(int64_t frame_id, std::string* file, std::string* function,
+               int32_t* line) const;
+};
+
+// Module-level settings from the HloModule line that change how the
+// program is costed.
+struct HloModuleConfig {
+  bool is_scheduled = false;
+  int64_t replica_count = 1;
+  int64_t num_partitions = 1;
+  bool use_auto_spmd_partitioning = false;
+};
+
 // A whole HLO program. A module is a plain value: not thread-safe to mutate,
 // safe to read from many threads.
 struct HloModule {
   std::string name;
   std::vector<HloComputation> computations;
   int32_t entry = -1;  // index into computations
+  HloModuleConfig config;
+  HloStackFrameIndex stack_frames;
+  // What a reader skipped and the user should know (unknown attributes,
+  // one entry per distinct name).
+  std::vector<std::string> warnings;
 
   const HloComputation& entry_computation() const {
     return computations[entry];

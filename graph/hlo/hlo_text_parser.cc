@@ -8,19 +8,109 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/hlo/hlo_text_scanner.h"
 #include "util/huge_pages.h"
 #include "util/status_macros.h"
 
 namespace gopt::graph::hlo {
 namespace {
 
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' || c == '$';
+// Element types of current XLA that the graph IR has no value for, read as
+// the IR type of the same width (so sizes and bytes stay right): the 8-bit
+// float variants as f8e4m3fn, 4-bit floats as u4.
+absl::StatusOr<DType> NarrowFloatStandIn(absl::string_view name) {
+  if (name == "f8e4m3" || name == "f8e4m3fnuz" || name == "f8e4m3b11fnuz" ||
+      name == "f8e5m2fnuz" || name == "f8e3m4" || name == "f8e8m0fnu") {
+    return DType::kF8E4M3FN;
+  }
+  if (name == "f4e2m1fn") return DType::kU4;
+  return absl::InvalidArgumentError(absl::StrCat("unknown type ", name));
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+// Instruction attributes that XLA's printer writes and that do not change
+// the cost gopt gives an op: read past without a warning. Any other unknown
+// attribute is skipped with one warning per name.
+bool IsKnownSkippedAttribute(absl::string_view key) {
+  static const auto* const kKnown = new absl::flat_hash_set<absl::string_view>{
+      "frontend_attributes",
+      "origin",
+      "original_value",
+      "statistics",
+      "control-predecessors",
+      "result_accuracy",
+      "custom_call_schedule",
+      "schedule",
+      "custom_call_has_side_effect",
+      "api_version",
+      "operand_layout_constraints",
+      "output_to_operand_aliasing",
+      "literal",
+      "padding_type",
+      "precision_config",
+      "operand_precision",
+      "algorithm",
+      "sparsity",
+      "lhs_ragged_dims",
+      "rhs_group_dims",
+      "padding",
+      "kind",
+      "replica_groups",
+      "channel_id",
+      "use_global_device_ids",
+      "constrain_layout",
+      "source_target_pairs",
+      "slice_sizes",
+      "offset_dims",
+      "collapsed_slice_dims",
+      "start_index_map",
+      "index_vector_dim",
+      "operand_batching_dims",
+      "start_indices_batching_dims",
+      "indices_are_sorted",
+      "unique_indices",
+      "update_window_dims",
+      "inserted_window_dims",
+      "scatter_dims_to_operand_dims",
+      "input_batching_dims",
+      "scatter_indices_batching_dims",
+      "type",
+      "distribution",
+      "rng_algorithm",
+      "exponent_bits",
+      "mantissa_bits",
+      "fft_type",
+      "fft_length",
+      "infeed_config",
+      "outfeed_config",
+      "outfeed_shape",
+      "is_host_transfer",
+      "left_side",
+      "lower",
+      "unit_diagonal",
+      "transpose_a",
+      "async_execution_thread",
+      "async_group_id",
+      "async_wait_on",
+      "k",
+      "largest",
+      "is_cross_program_prefetch",
+      "cross_program_prefetch_index",
+      "entry",
+      "exit",
+      "domain",
+      "split_count",
+      "split_dimension",
+      "concat_dimension",
+      "serialized_call",
+      "is_composite",
+      "composite_attributes",
+      "scheduling_group_id",
+      "execution_thread",
+      "to_apply_sharding"};
+  return kKnown->contains(key);
+}
 
 // A name used before the computation or module is complete, resolved once
 // everything is parsed (so definition order does not matter).
@@ -77,9 +167,9 @@ class LineCounter {
 
 // Recursive-descent scanner over the text. Every loop consumes input, and
 // recursion (tuple shapes) is depth-bounded, so it terminates on any bytes.
-class Parser {
+class Parser : private HloTextScanner {
  public:
-  explicit Parser(absl::string_view text) : text_(text) {}
+  explicit Parser(absl::string_view text) : HloTextScanner(text) {}
 
   absl::StatusOr<HloModule> Parse() {
     SkipSpace();
@@ -89,22 +179,18 @@ class Parser {
     SkipSpace();
     module_.name = std::string(ParseName());
     if (module_.name.empty()) return Error(pos_, "expected the module name");
-    // Module attributes (input_output_alias, entry_computation_layout, ...)
-    // do not affect the graph.
     while (true) {
       SkipSpace();
       if (!Consume(',')) break;
-      SkipSpace();
-      if (ParseName().empty()) return Error(pos_, "expected an attribute name");
-      SkipSpace();
-      if (!Consume('=')) return Error(pos_, "expected '=' after attribute");
-      RETURN_IF_ERROR(SkipValue());
+      RETURN_IF_ERROR(ParseModuleAttribute());
     }
     int32_t entry = -1;
     size_t entry_pos = 0;
     while (true) {
       SkipSpace();
       if (AtEnd()) break;
+      ASSIGN_OR_RETURN(bool was_table, ParseStackFrameTable());
+      if (was_table) continue;
       const size_t start = pos_;
       const bool is_entry = ConsumeWord("ENTRY");
       if (is_entry) {
@@ -124,6 +210,7 @@ class Parser {
                         ? entry
                         : static_cast<int32_t>(module_.computations.size()) - 1;
     RETURN_IF_ERROR(ResolveCalls());
+    module_.warnings = std::move(warnings_);
     // The module passes ValidateHloModule by construction (every array
     // shape was validated as it was read, nesting is bounded the same way,
     // operands and calls were resolved by name and the root and entry set),
@@ -132,175 +219,182 @@ class Parser {
   }
 
  private:
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  char Peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
-  char PeekAt(size_t offset) const {
-    return pos_ + offset < text_.size() ? text_[pos_ + offset] : '\0';
-  }
-
-  std::string Position(size_t pos) const {
-    int64_t line = 1;
-    size_t line_start = 0;
-    const size_t end = std::min(pos, text_.size());
-    for (size_t i = 0; i < end; ++i) {
-      if (text_[i] == '\n') {
-        ++line;
-        line_start = i + 1;
-      }
+  // Notes an attribute the reader does not know, once per name and kind:
+  // it is skipped, never an error, so that text from a newer XLA imports.
+  void WarnUnknown(absl::string_view kind, absl::string_view key, size_t pos) {
+    if (!unknown_attributes_.insert(absl::StrCat(kind, "/", key)).second) {
+      return;
     }
-    return absl::StrCat("line ", line, " col ", end - line_start + 1);
+    warnings_.push_back(absl::StrCat("unknown ", kind, " attribute '", key,
+                                     "' skipped (first at ", Position(pos),
+                                     ")"));
   }
 
-  absl::Status Error(size_t pos, absl::string_view message) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hlo text ", Position(pos), ": ", message));
-  }
-
-  // Skips whitespace, /* block */ comments and // line comments.
-  void SkipSpace() {
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-        ++pos_;
-      } else if (c == '/' && PeekAt(1) == '*') {
-        const size_t end = text_.find("*/", pos_ + 2);
-        pos_ = end == absl::string_view::npos ? text_.size() : end + 2;
-      } else if (c == '/' && PeekAt(1) == '/') {
-        const size_t end = text_.find('\n', pos_);
-        pos_ = end == absl::string_view::npos ? text_.size() : end + 1;
-      } else {
-        break;
-      }
-    }
-  }
-
-  bool Consume(char c) {
-    if (Peek() != c) return false;
-    ++pos_;
-    return true;
-  }
-
-  // Consumes `word` when it is followed by a non-name character.
-  bool ConsumeWord(absl::string_view word) {
-    if (text_.substr(pos_, word.size()) != word) return false;
-    if (pos_ + word.size() < text_.size() &&
-        IsNameChar(text_[pos_ + word.size()])) {
-      return false;
-    }
-    pos_ += word.size();
-    return true;
-  }
-
-  // A name, with the optional leading '%' dropped; empty when none.
-  absl::string_view ParseName() {
-    Consume('%');
-    const size_t start = pos_;
-    while (pos_ < text_.size() && IsNameChar(text_[pos_])) ++pos_;
-    return text_.substr(start, pos_ - start);
-  }
-
-  absl::StatusOr<int64_t> ParseInt() {
-    const size_t start = pos_;
-    const bool negative = Consume('-');
-    if (!IsDigit(Peek())) return Error(start, "expected an integer");
-    int64_t value = 0;
-    while (IsDigit(Peek())) {
-      const int digit = text_[pos_] - '0';
-      if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) {
-        return Error(start, "integer overflows 64 bits");
-      }
-      value = value * 10 + digit;
-      ++pos_;
-    }
-    return negative ? -value : value;
-  }
-
-  // Skips a string literal starting at the current '"'.
-  absl::Status SkipString() {
-    const size_t start = pos_;
-    ++pos_;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_++];
-      if (c == '\\') {
-        ++pos_;
-      } else if (c == '"') {
-        return absl::OkStatus();
-      }
-    }
-    return Error(start, "unterminated string");
-  }
-
-  // Reads a string literal and unescapes it.
-  absl::StatusOr<std::string> ParseString() {
-    const size_t start = pos_;
-    if (!Consume('"')) return Error(start, "expected a string");
-    std::string out;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_++];
-      if (c == '"') return out;
-      if (c == '\\' && pos_ < text_.size()) {
-        const char e = text_[pos_++];
-        out.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
-      } else {
-        out.push_back(c);
-      }
-    }
-    return Error(start, "unterminated string");
-  }
-
-  // Skips a bracketed group starting at the current opener, honouring
-  // strings and comments. Depth is a counter, not recursion.
-  absl::Status SkipBalanced() {
-    const size_t start = pos_;
-    int64_t depth = 0;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      if (c == '"') {
-        RETURN_IF_ERROR(SkipString());
-        continue;
-      }
-      if (c == '/' && PeekAt(1) == '*') {
-        SkipSpace();
-        continue;
-      }
-      ++pos_;
-      if (c == '{' || c == '(' || c == '[') {
-        ++depth;
-      } else if (c == '}' || c == ')' || c == ']') {
-        if (--depth == 0) return absl::OkStatus();
-      }
-    }
-    return Error(start, "unbalanced brackets (text ends inside them)");
-  }
-
-  // Skips one attribute value: atoms (bracketed groups, strings, bare
-  // characters) up to a ',' or whitespace or an unmatched closer.
-  absl::Status SkipValue() {
+  // One `, key=value` of the HloModule line (the ',' already consumed).
+  absl::Status ParseModuleAttribute() {
     SkipSpace();
-    const size_t start = pos_;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      if (c == '{' || c == '(' || c == '[') {
-        RETURN_IF_ERROR(SkipBalanced());
-      } else if (c == '"') {
-        RETURN_IF_ERROR(SkipString());
-      } else if (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t' ||
-                 c == '}' || c == ')' || c == ']') {
-        break;
-      } else {
-        ++pos_;
+    const size_t key_pos = pos_;
+    const absl::string_view key = ParseName();
+    if (key.empty()) return Error(key_pos, "expected an attribute name");
+    SkipSpace();
+    if (!Consume('=')) return Error(pos_, "expected '=' after attribute");
+    SkipSpace();
+    HloModuleConfig& config = module_.config;
+    if (key == "is_scheduled") {
+      ASSIGN_OR_RETURN(config.is_scheduled, ParseBool());
+    } else if (key == "use_auto_spmd_partitioning") {
+      ASSIGN_OR_RETURN(config.use_auto_spmd_partitioning, ParseBool());
+    } else if (key == "replica_count" || key == "num_partitions") {
+      const size_t value_pos = pos_;
+      ASSIGN_OR_RETURN(int64_t value, ParseInt());
+      if (value < 1) {
+        return Error(value_pos, absl::StrCat(key, " must be at least 1"));
       }
+      (key == "replica_count" ? config.replica_count : config.num_partitions) =
+          value;
+    } else {
+      // Layouts, aliasing, donors and sharding propagation settings do not
+      // change the cost of the program.
+      static const auto* const kKnown =
+          new absl::flat_hash_set<absl::string_view>{
+              "entry_computation_layout",
+              "input_output_alias",
+              "buffer_donor",
+              "alias_passthrough_params",
+              "allow_spmd_sharding_propagation_to_parameters",
+              "allow_spmd_sharding_propagation_to_output",
+              "spmd_output_sharding",
+              "spmd_parameters_shardings",
+              "frontend_attributes",
+              "exec_time_optimization_effort",
+              "memory_fitting_effort",
+              "optimization_level",
+              "memory_fitting_level",
+              "cross_program_prefetches",
+              "launch_bounds"};
+      if (!kKnown->contains(key)) WarnUnknown("module", key, key_pos);
+      return SkipValue();
     }
-    if (pos_ == start) return Error(start, "expected an attribute value");
     return absl::OkStatus();
   }
 
-  // The text of one value (as SkipValue), for raw attributes.
-  absl::StatusOr<absl::string_view> RawValue() {
-    SkipSpace();
+  // A stack-frame table (FileNames, FunctionNames, FileLocations or
+  // StackFrames) at the current position: parses it into
+  // module_.stack_frames and returns true; returns false, consuming
+  // nothing, when the text is a computation (even one named like a table).
+  absl::StatusOr<bool> ParseStackFrameTable() {
     const size_t start = pos_;
-    RETURN_IF_ERROR(SkipValue());
-    return text_.substr(start, pos_ - start);
+    const absl::string_view table = ParseName();
+    const bool strings = table == "FileNames" || table == "FunctionNames";
+    if (!strings && table != "FileLocations" && table != "StackFrames") {
+      pos_ = start;
+      return false;
+    }
+    SkipSpace();
+    // A computation's name is followed by its parameters or body; a table's
+    // by its rows (none when the table is empty).
+    if (Peek() == '(' || Peek() == '{' || Peek() == ',' || Peek() == '-') {
+      pos_ = start;
+      return false;
+    }
+    HloStackFrameIndex& index = module_.stack_frames;
+    while (IsDigit(Peek())) {
+      ASSIGN_OR_RETURN(const int64_t id, ParseInt());
+      SkipSpace();
+      if (strings) {
+        ASSIGN_OR_RETURN(std::string value, ParseString());
+        (table == "FileNames" ? index.file_names : index.function_names)[id] =
+            std::move(value);
+      } else if (table == "FileLocations") {
+        HloStackFrameIndex::FileLocation location;
+        RETURN_IF_ERROR(
+            ParseTableEntry(table, [&](absl::string_view key, int64_t value) {
+              if (key == "file_name_id") {
+                location.file_name_id = value;
+              } else if (key == "function_name_id") {
+                location.function_name_id = value;
+              } else if (key == "line") {
+                location.line = static_cast<int32_t>(value);
+              } else if (key == "column") {
+                location.column = static_cast<int32_t>(value);
+              } else {
+                return key == "end_line" || key == "end_column";
+              }
+              return true;
+            }));
+        index.file_locations[id] = location;
+      } else {
+        HloStackFrameIndex::Frame frame;
+        RETURN_IF_ERROR(
+            ParseTableEntry(table, [&](absl::string_view key, int64_t value) {
+              if (key == "file_location_id") {
+                frame.file_location_id = value;
+              } else if (key == "parent_frame_id") {
+                frame.parent_frame_id = value;
+              } else {
+                return false;
+              }
+              return true;
+            }));
+        index.frames[id] = frame;
+      }
+      SkipSpace();
+    }
+    return true;
+  }
+
+  // "{key=int key=int ...}" of a FileLocations / StackFrames row. `field`
+  // takes each pair and returns false for a key it does not know (skipped
+  // with a warning).
+  template <typename Field>
+  absl::Status ParseTableEntry(absl::string_view table, Field field) {
+    if (!Consume('{')) return Error(pos_, "expected '{' to start a table row");
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) return absl::OkStatus();
+      if (Consume(',')) continue;
+      const size_t key_pos = pos_;
+      const absl::string_view key = ParseName();
+      if (key.empty()) return Error(key_pos, "expected 'key=' in table row");
+      if (!Consume('=')) return Error(pos_, "expected '=' in table row");
+      if (IsDigit(Peek()) || Peek() == '-') {
+        ASSIGN_OR_RETURN(const int64_t value, ParseInt());
+        if (field(key, value)) continue;
+      } else {
+        RETURN_IF_ERROR(SkipValue());
+      }
+      WarnUnknown(table, key, key_pos);
+    }
+  }
+
+  // "{op_name=\"...\" source_file=\"...\" source_line=N stack_frame_id=N
+  // ...}"; other fields (op_type, deduplicated_name, scheduling_name,
+  // profile_type, ...) are skipped.
+  absl::Status ParseMetadata(HloMetadata* metadata) {
+    if (!Consume('{')) return Error(pos_, "expected '{' to start metadata");
+    while (true) {
+      SkipSpace();
+      if (Consume('}')) return absl::OkStatus();
+      if (Consume(',')) continue;
+      const size_t key_pos = pos_;
+      const absl::string_view key = ParseName();
+      if (key.empty() || !Consume('=')) {
+        return Error(key_pos, "expected 'key=' in metadata");
+      }
+      if (key == "op_name") {
+        ASSIGN_OR_RETURN(metadata->op_name, ParseString());
+      } else if (key == "source_file") {
+        ASSIGN_OR_RETURN(metadata->source_file, ParseString());
+      } else if (key == "source_line") {
+        ASSIGN_OR_RETURN(const int64_t line, ParseInt());
+        metadata->source_line = static_cast<int32_t>(
+            std::clamp<int64_t>(line, 0, std::numeric_limits<int32_t>::max()));
+      } else if (key == "stack_frame_id") {
+        ASSIGN_OR_RETURN(metadata->stack_frame_id, ParseInt());
+      } else {
+        RETURN_IF_ERROR(SkipValue());
+      }
+    }
   }
 
   absl::Status ParseShape(HloShape* shape, int depth) {
@@ -334,6 +428,7 @@ class Parser {
   absl::Status ParseArrayShape(absl::string_view type_name, size_t start,
                                HloShape* shape) {
     absl::StatusOr<DType> dtype = DTypeFromName(type_name);
+    if (!dtype.ok()) dtype = NarrowFloatStandIn(type_name);
     if (!dtype.ok()) {
       return Error(start, absl::StrCat("expected a shape, found '",
                                        type_name.substr(0, 40), "'"));
@@ -388,23 +483,6 @@ class Parser {
         ValidateArrayShape(shape->dtype, shape->dims, shape->minor_to_major);
     if (!status.ok()) return Error(start, status.message());
     return absl::OkStatus();
-  }
-
-  // "{1,2,3}" (whitespace allowed).
-  absl::Status ParseIntList(std::vector<int64_t>* out) {
-    SkipSpace();
-    if (!Consume('{')) return Error(pos_, "expected '{' to start a list");
-    out->clear();
-    while (true) {
-      SkipSpace();
-      if (Consume('}')) return absl::OkStatus();
-      ASSIGN_OR_RETURN(int64_t value, ParseInt());
-      out->push_back(value);
-      SkipSpace();
-      if (!Consume(',') && Peek() != '}') {
-        return Error(pos_, "expected ',' or '}' in list");
-      }
-    }
   }
 
   // "AxBxC" for window sizes; "a_b[_c]xd_e[_f]" groups for padding.
@@ -730,6 +808,14 @@ class Parser {
     if (NamesComputations(key)) {
       return ParseCallAttribute(key, &CallsOf(pending, index, name_pos));
     }
+    if (key == "metadata")
+      return ParseMetadata(instruction->metadata.mutable_get());
+    if (key == "sharding") {
+      ASSIGN_OR_RETURN(absl::string_view value, RawValue());
+      *instruction->sharding.mutable_get() = std::string(value);
+      return absl::OkStatus();
+    }
+    if (!IsKnownSkippedAttribute(key)) WarnUnknown("instruction", key, key_pos);
     return SkipValue();
   }
 
@@ -839,7 +925,7 @@ class Parser {
     if (instruction.opcode == "while") {
       CallsOf(pending_computation, index, name_pos);
     }
-    if (instruction.opcode == "dot") {
+    if (instruction.opcode == "dot" || instruction.opcode == "ragged-dot") {
       instruction.attributes.has_dot_dimensions = true;
     }
     if (is_root) {
@@ -1007,8 +1093,6 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::string_view text_;
-  size_t pos_ = 0;
   HloModule module_;
   // For ExpectedInstructions: the end of the body being estimated, and
   // newline counts up to body starts and up to body ends.
@@ -1025,6 +1109,9 @@ class Parser {
   std::vector<int32_t> operand_scratch_;
   std::vector<PendingComputation> pending_computations_;
   absl::flat_hash_map<absl::string_view, int32_t> computation_index_;
+  // "kind/name" of every unknown attribute warned about, and the warnings.
+  absl::flat_hash_set<std::string> unknown_attributes_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace

@@ -94,6 +94,157 @@ ENTRY %main.7 (a: s32[], b: f32[4]) -> (s32[], f32[4]) {
 }
 )";
 
+// What a current XLA prints (HloModule::ToString with stack frames): module
+// settings, the four stack-frame tables, metadata with stack_frame_id,
+// frontend attributes, origin, statistics, backend configs as JSON and as
+// strings, tiled layouts with memory spaces, control predecessors, an async
+// pair with its wrapped computation, custom_call_schedule, shardings, and
+// one attribute no XLA prints (skipped with a warning).
+constexpr absl::string_view kCurrentXla =
+    R"(HloModule jit_step, is_scheduled=true, entry_computation_layout={(f32[8,128]{1,0:T(8,128)}, f32[128,128]{1,0})->f32[8,128]{1,0}}, input_output_alias={ {}: (0, {}, may-alias) }, buffer_donor={ (1, {}) }, replica_count=2, num_partitions=4, use_auto_spmd_partitioning=true, spmd_output_sharding={replicated}, allow_spmd_sharding_propagation_to_output={true}, frontend_attributes={fingerprint_before_lhs="abc"}
+
+FileNames
+1 "/home/u/model.py"
+2 "/usr/lib/python3/site-packages/flax/linen/linear.py"
+
+FunctionNames
+1 "train_step"
+2 "Dense.__call__"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=42 end_line=42 column=4 end_column=30}
+2 {file_name_id=2 function_name_id=2 line=255 end_line=257 column=8 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=2 parent_frame_id=1}
+
+
+%wrapped_dot (p0: f32[8,128], p1: f32[128,128]) -> f32[8,128] {
+  %p0 = f32[8,128]{1,0} parameter(0)
+  %p1 = f32[128,128]{1,0} parameter(1)
+  ROOT %d = f32[8,128]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={default,default}
+}
+
+ENTRY %main.7 (x.1: f32[8,128], w.1: f32[128,128]) -> f32[8,128] {
+  %x.1 = f32[8,128]{1,0:T(8,128)S(1)} parameter(0), sharding={devices=[4,1]<=[4]}, metadata={op_name="x"}
+  %w.1 = f32[128,128]{1,0:T(8,128)(2,1)} parameter(1), sharding={replicated}
+  %start = ((f32[8,128]{1,0}, f32[128,128]{1,0}), f32[8,128]{1,0}, u32[]{:S(2)}) async-start(%x.1, %w.1), calls=%wrapped_dot, metadata={op_name="jit(step)/dot_general" stack_frame_id=2}, frontend_attributes={_xla_stream_annotation="1"}
+  %update = ((f32[8,128]{1,0}, f32[128,128]{1,0}), f32[8,128]{1,0}, u32[]{:S(2)}) async-update(%start)
+  %done = f32[8,128]{1,0} async-done(%update), metadata={op_name="jit(step)/dot_general" stack_frame_id=2}
+  %cc = f32[8,128]{1,0} custom-call(%done), custom_call_target="Sharding", custom_call_schedule=SCHEDULE_LATEST, custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI, backend_config="opaque \"string\" config"
+  %t = f32[8,128]{1,0} tanh(%cc), origin={{"tanh.3"}}, statistics={visualizing_index=1,stat-index-0=0.5}, control-predecessors={%done}, backend_config={"flag_configs":[],"scoped_memory_configs":[{"size":"1"}]}, result_accuracy={tolerance={atol=0,rtol=0,ulps=1}}
+  ROOT %s = f32[8,128]{1,0} sinh(%t), metadata={op_name="jit(step)/sinh" source_file="/home/u/model.py" source_line=50}, some_future_attribute={a=1}, another_one=7
+}
+)";
+
+TEST(HloTextParserTest, ParsesWhatCurrentXlaPrints) {
+  absl::StatusOr<HloModule> module = ParseHloText(kCurrentXla);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_TRUE(module->config.is_scheduled);
+  EXPECT_EQ(module->config.replica_count, 2);
+  EXPECT_EQ(module->config.num_partitions, 4);
+  EXPECT_TRUE(module->config.use_auto_spmd_partitioning);
+  ASSERT_EQ(module->computations.size(), 2u);
+  EXPECT_EQ(module->entry_computation().name, "main.7");
+  EXPECT_EQ(module->entry_computation().instructions.size(), 8u);
+
+  const HloInstruction& x = Find(*module, "x.1");
+  EXPECT_EQ(x.shape.minor_to_major, (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(x.sharding.get(), "{devices=[4,1]<=[4]}");
+  EXPECT_EQ(x.metadata.get().op_name, "x");
+  const HloInstruction& start = Find(*module, "start");
+  EXPECT_EQ(start.metadata.get().op_name, "jit(step)/dot_general");
+  EXPECT_EQ(start.metadata.get().stack_frame_id, 2);
+  ASSERT_EQ(start.called_computations.size(), 1u);
+  EXPECT_EQ(module->computations[start.called_computations[0]].name,
+            "wrapped_dot");
+  EXPECT_EQ(Find(*module, "cc").backend_config.get(),
+            "opaque \"string\" config");
+  EXPECT_THAT(Find(*module, "t").backend_config.get(),
+              HasSubstr("scoped_memory_configs"));
+  const HloMetadata& s = Find(*module, "s").metadata.get();
+  EXPECT_EQ(s.source_file, "/home/u/model.py");
+  EXPECT_EQ(s.source_line, 50);
+
+  std::string file, function;
+  int32_t line = 0;
+  ASSERT_TRUE(module->stack_frames.Resolve(2, &file, &function, &line));
+  EXPECT_EQ(file, "/usr/lib/python3/site-packages/flax/linen/linear.py");
+  EXPECT_EQ(function, "Dense.__call__");
+  EXPECT_EQ(line, 255);
+  EXPECT_FALSE(module->stack_frames.Resolve(9, &file, &function, &line));
+
+  // Unknown attributes are skipped, one warning each, naming where.
+  ASSERT_EQ(module->warnings.size(), 2u);
+  EXPECT_THAT(module->warnings[0],
+              HasSubstr("unknown instruction attribute 'some_future_attribute'"
+                        " skipped (first at line 34 col"));
+  EXPECT_THAT(module->warnings[1], HasSubstr("'another_one'"));
+}
+
+TEST(HloTextParserTest, AComputationNamedLikeATableIsAComputation) {
+  absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
+StackFrames {
+  ROOT c = f32[] constant(1)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ(module->entry_computation().name, "StackFrames");
+}
+
+TEST(HloTextParserTest, AnEmptyTableIsATable) {
+  absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
+FunctionNames
+
+StackFrames
+1 {file_location_id=1}
+ENTRY e {
+  ROOT c = f32[] constant(1)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ(module->stack_frames.frames.size(), 1u);
+  EXPECT_EQ(module->entry_computation().name, "e");
+}
+
+TEST(HloTextParserTest, BadStackFrameTableNamesLineAndColumn) {
+  absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
+
+FileLocations
+1 {file_name_id=1 line=}
+
+ENTRY e {
+  ROOT c = f32[] constant(1)
+}
+)");
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(module.status().message(),
+              HasSubstr("line 4 col 24: expected an attribute value"));
+
+  module = ParseHloText("HloModule m\nFileNames\n1 \"unterminated\n");
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(module.status().message(),
+              HasSubstr("line 3 col 3: unterminated string"));
+
+  module = ParseHloText("HloModule m, num_partitions=0\nENTRY e {\n}\n");
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(module.status().message(),
+              HasSubstr("line 1 col 29: num_partitions must be at least 1"));
+}
+
+TEST(HloTextParserTest, ReadsCurrentNarrowFloatTypesAtTheirWidth) {
+  absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
+ENTRY e {
+  a = f8e4m3fnuz[16]{0} parameter(0)
+  ROOT b = f4e2m1fn[16]{0} convert(a)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ(Find(*module, "a").shape.dtype, DType::kF8E4M3FN);
+  EXPECT_EQ(Find(*module, "b").shape.dtype, DType::kU4);
+}
+
 TEST(HloTextParserTest, ParsesOlderSyntax) {
   absl::StatusOr<HloModule> module = ParseHloText(kOlderSyntax);
   ASSERT_TRUE(module.ok()) << module.status();
