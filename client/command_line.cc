@@ -183,6 +183,10 @@ void AddRequestFlags(FlagSet<O>* flags, Request request) {
 }
 
 constexpr char kJsonHelp[] = "print one JSON object instead of tables";
+constexpr char kPlanStoreHelp[] =
+    "without --server: the plan store (a SQLite file, redis://HOST:PORT/DB, "
+    "or none); empty = $XDG_CACHE_HOME/gopt/plans.sqlite or "
+    "~/.cache/gopt/plans.sqlite";
 constexpr char kPolicyDirHelp[] =
     "without --server: load policies from this directory (one "
     "sub-directory with a card.json per policy)";
@@ -452,6 +456,11 @@ FlagSet<OptimizeOptions> Flags(OptimizeOptions*) {
   flags.Add("trace", "write a Chrome trace of the chosen plan",
             [](O& o) -> std::string& { return o.trace_path; });
   flags.Add("json", kJsonHelp, [](O& o) -> bool& { return o.json; });
+  flags.Add("plan_store", kPlanStoreHelp,
+            [](O& o) -> std::string& { return o.plan_store; });
+  flags.Add("store",
+            "use of the plan store: default, skip, read_only or refresh",
+            [](O& o) -> std::string& { return o.request.store; });
   return flags;
 }
 
@@ -538,6 +547,31 @@ FlagSet<PoliciesOptions> Flags(PoliciesOptions*) {
 absl::Status Finish(std::vector<std::string> operands, PoliciesOptions* o) {
   RETURN_IF_ERROR(ExpectOperands(operands, 0, "no operands"));
   return Require(o->remote.server, "server");
+}
+
+FlagSet<PlansOptions> Flags(PlansOptions*) {
+  using O = PlansOptions;
+  FlagSet<O> flags;
+  flags.Add("plan_store", kPlanStoreHelp,
+            [](O& o) -> std::string& { return o.plan_store; });
+  flags.Add("limit", "list: at most this many entries (0 = all)",
+            [](O& o) -> int& { return o.limit; });
+  flags.Add("unused_days",
+            "prune: entries unused for this many days (0 = every entry)",
+            [](O& o) -> double& { return o.unused_days; });
+  flags.Add("json", kJsonHelp, [](O& o) -> bool& { return o.json; });
+  return flags;
+}
+
+absl::Status Finish(std::vector<std::string> operands, PlansOptions* o) {
+  if (operands.empty() || operands.size() > 2) {
+    return absl::InvalidArgumentError(
+        "gopt plans: expected list, show KEY, export FILE, import FILE or "
+        "prune");
+  }
+  o->action = operands[0];
+  if (operands.size() == 2) o->argument = operands[1];
+  return absl::OkStatus();
 }
 
 FlagSet<HealthOptions> Flags(HealthOptions*) {
@@ -643,6 +677,10 @@ const Table& Commands() {
         table, "load", "load --server=HOST:PORT --graph=FILE",
         "send the graph with --concurrency N for --duration S: throughput, "
         "p50/p90/p99, errors by code");
+    AddCommand<PlansOptions>(
+        table, "plans", "plans list|show KEY|export FILE|import FILE|prune",
+        "look inside the plan store (--plan_store, default "
+        "~/.cache/gopt/plans.sqlite) and move entries between stores");
     AddCommand<CalibrateOptions>(
         table, "calibrate", "calibrate --out=FILE",
         "measure this host's executors (matmul, convolution, bandwidth, "
@@ -689,6 +727,9 @@ absl::Status RunOptions(const HealthOptions& o, std::ostream& out) {
 }
 absl::Status RunOptions(const LoadCommandOptions& o, std::ostream& out) {
   return RunLoadCommand(o, out);
+}
+absl::Status RunOptions(const PlansOptions& o, std::ostream& out) {
+  return RunPlans(o, out);
 }
 absl::Status RunOptions(const CalibrateOptions& o, std::ostream& out) {
   return RunCalibrate(o, out);

@@ -21,6 +21,7 @@
 #include "client/calibrate.h"
 #include "client/local_commands.h"
 #include "client/measure.h"
+#include "client/plans.h"
 #include "client/remote_commands.h"
 #include "util/command_table.h"
 
@@ -33,7 +34,8 @@ using CommandOptions =
     std::variant<HelpOptions, InspectOptions, ConvertOptions, SimulateOptions,
                  BenchCommandOptions, GenerateOptions, OptimizeOptions,
                  EvaluateOptions, PoliciesOptions, HealthOptions,
-                 LoadCommandOptions, CalibrateOptions, MeasureOptions>;
+                 LoadCommandOptions, CalibrateOptions, MeasureOptions,
+                 PlansOptions>;
 
 // One parsed command line: name ("inspect", ..., or "help") and options.
 using Command = util::ParsedCommand<CommandOptions>;

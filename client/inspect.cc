@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "graph/fingerprint.h"
 
 namespace gopt::client {
 namespace {
@@ -88,6 +89,7 @@ InspectReport Inspect(const graph::Graph& graph) {
     if (node.cost_unknown) ++report.cost_unknown_nodes;
   }
   report.warnings = graph.warnings();
+  report.fingerprint = graph::GraphFingerprint(graph);
   return report;
 }
 
@@ -116,6 +118,7 @@ nlohmann::json InspectReportToJson(const InspectReport& report) {
       {"known_trip_counts", CountToJson(coverage.known_trip_counts)},
       {"bytes_only", CountToJson(coverage.bytes_only)},
       {"ops_lacking_rules", coverage.ops_lacking_rules}};
+  json["fingerprint"] = report.fingerprint;
   return json;
 }
 

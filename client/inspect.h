@@ -34,6 +34,7 @@ struct InspectReport {
   std::map<std::string, int64_t> source_ops;  // original op name -> count
   std::vector<std::string> warnings;
   graph::GraphCoverage coverage;
+  std::string fingerprint;  // graph/fingerprint.h: the plan store's key part
 };
 
 // Summarises `graph`. Pure function of the graph.

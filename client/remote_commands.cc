@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +14,7 @@
 #include "client/measure.h"
 #include "client/optimize_report.h"
 #include "client/optimizer_client.h"
+#include "client/plans.h"
 #include "server/builtin_policies.h"
 #include "server/engine.h"
 #include "simulator/plan.h"
@@ -87,7 +89,8 @@ class Backend {
                                       const std::string& policy_dir,
                                       bool load_policies,
                                       int64_t max_graph_nodes,
-                                      const std::string& workers = "") {
+                                      const std::string& workers = "",
+                                      const std::string& plan_store = "none") {
     Backend backend;
     if (!remote.server.empty()) {
       ASSIGN_OR_RETURN(backend.client_, Connect(remote, /*max_attempts=*/3));
@@ -101,6 +104,14 @@ class Backend {
     }
     if (!workers.empty()) {
       ASSIGN_OR_RETURN(options.measurer, MakeCliMeasurer(workers));
+    }
+    absl::StatusOr<std::shared_ptr<engine::PlanStore>> store =
+        OpenCliPlanStore(plan_store);
+    if (store.ok()) {
+      options.plan_store = *std::move(store);
+    } else {
+      std::cerr << "gopt: warning: " << store.status().message()
+                << "; optimizing without a plan store\n";
     }
     backend.engine_ =
         std::make_shared<server::Engine>(options, std::move(policies));
@@ -204,6 +215,14 @@ absl::StatusOr<gopt::v1::OptimizeRequest> MakeOptimizeRequest(
   }
   request.mutable_options()->set_max_reward_measurements(
       options.max_reward_measurements);
+  gopt::v1::OptimizeRequest::StoreMode store;
+  std::string store_name = absl::AsciiStrToUpper(options.store);
+  if (!gopt::v1::OptimizeRequest::StoreMode_Parse(store_name, &store)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--store: expected default, skip, read_only or refresh, got '",
+        options.store, "'"));
+  }
+  request.set_store(store);
   return request;
 }
 
@@ -217,7 +236,8 @@ absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
           options.request.read.import.limits.max_nodes,
           options.request.verify > 0 || options.request.reward == "measured"
               ? options.workers
-              : ""));
+              : "",
+          options.plan_store));
   ASSIGN_OR_RETURN(gopt::v1::OptimizeResponse response,
                    backend.Optimize(request, options.progress));
   if (!options.out_path.empty()) {

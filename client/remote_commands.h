@@ -58,6 +58,8 @@ struct OptimizeRequestOptions {
   // plans measured for it (0 = the server's default, 64).
   std::string reward = "simulated";
   int max_reward_measurements = 0;
+  // OptimizeRequest.store: "default", "skip", "read_only" or "refresh".
+  std::string store = "default";
 };
 
 // The request `options` describe: the graph file read into it, the
@@ -80,6 +82,10 @@ struct OptimizeOptions {
   std::string out_path;    // "" = do not write the chosen plan's JSON
   std::string trace_path;  // "" = no Chrome trace of the chosen plan
   bool json = false;
+  // In-process: the plan store (OpenCliPlanStore: "" = the default under
+  // ~/.cache/gopt, "none" = none). A store that cannot be opened is a
+  // warning on stderr, never an error.
+  std::string plan_store;
 };
 absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out);
 

@@ -17,6 +17,9 @@ PACKAGES=(
   nlohmann-json3-dev libmetis-dev libzip-dev libyaml-cpp-dev
   libopenblas0-pthread
   openssl
+  # The plan store (engine/): SQLite files, Redis for replicas (hiredis),
+  # SHA-256 keys (libssl-dev); redis-server for its tests.
+  libsqlite3-dev libhiredis-dev libssl-dev redis-server
   python3  # scripts/check-structure.sh, run by ctest
 )
 if [[ "${GOPT_DEBIAN_LIBTORCH:-1}" != "0" ]]; then

@@ -295,7 +295,8 @@ class OptimizeRun {
               const simulator::baselines::BaselineRegistry& baselines,
               const simulator::OpCostModel& cost_model,
               const PolicyRegistry* policies, PolicyTimeEstimates* policy_times,
-              const OptimizeRequest& request, const RequestContext& context)
+              const OptimizeRequest& request, const RequestContext& context,
+              engine::PlanCacheRequest* store)
       : options_(options),
         importers_(importers),
         baselines_(baselines),
@@ -306,7 +307,8 @@ class OptimizeRun {
         context_(context),
         start_(context.clock->Now()),
         work_deadline_(WorkDeadline(options, context.deadline, start_)),
-        memory_(context.memory, WorkOf(request.budget()), /*trace=*/false) {}
+        memory_(context.memory, WorkOf(request.budget()), /*trace=*/false),
+        store_(store) {}
 
   absl::StatusOr<OptimizeResponse> Run();
 
@@ -375,6 +377,7 @@ class OptimizeRun {
   const absl::Time start_;
   const absl::Time work_deadline_;
   RequestMemory memory_;
+  engine::PlanCacheRequest* const store_;
 
   policy::TaskSet tasks_;
   std::optional<graph::Graph> graph_;
@@ -385,6 +388,8 @@ class OptimizeRun {
   std::optional<Candidate> best_;
   std::optional<Candidate> best_baseline_;  // for Verify
   bool partial_ = false;
+  // The plan store's entry answers: no baselines, no policies.
+  bool answered_from_store_ = false;
   OptimizeResponse response_;
 };
 
@@ -474,6 +479,13 @@ absl::Status OptimizeRun::Prepare() {
                                         result.status().message()));
   }
   AddTiming("default", default_start);
+  // The plan store: a stored plan answers or joins the candidates.
+  if (std::optional<engine::StoredPlan> stored = store_->AfterImport(
+          *graph_, *topology_, TasksToProto(tasks_), *simulator_, &response_)) {
+    answered_from_store_ = stored->answers;
+    Offer(Candidate{std::move(stored->plan), stored->method,
+                    stored->step_time_s});
+  }
   Progress("import", 0);
   return absl::OkStatus();
 }
@@ -764,6 +776,7 @@ absl::Status OptimizeRun::Stop(const absl::Status& stop) {
 
 absl::StatusOr<OptimizeResponse> OptimizeRun::Run() {
   RETURN_IF_ERROR(Prepare());
+  if (answered_from_store_) return Finish();
   RETURN_IF_ERROR(RunBaselines());
   if (!partial_) RETURN_IF_ERROR(RunPolicies());
   return Finish();
@@ -820,6 +833,7 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   }
   AddKernelTiles();
   response_.set_partial(partial_);
+  store_->AfterAnswer(&response_);
   gopt::v1::StageTiming* total = response_.add_timings();
   total->set_stage("total");
   total->set_seconds(SecondsSince(*context_.clock, start_));
@@ -938,15 +952,21 @@ policy::TaskSet RequestedTasks(const gopt::v1::Tasks& tasks) {
 
 Engine::Engine(const EngineOptions& options,
                std::shared_ptr<const PolicyRegistry> policies)
-    : options_(options), policies_(std::move(policies)) {
+    : options_(options),
+      policies_(std::move(policies)),
+      plan_cache_(options.plan_store, options.plan_store_kept_answers) {
   graph::RegisterBuiltinImporters(&importers_);
   simulator::baselines::RegisterBuiltinBaselines(&baselines_);
 }
 
 absl::StatusOr<OptimizeResponse> Engine::Optimize(
     const OptimizeRequest& request, const RequestContext& context) const {
+  engine::PlanCacheRequest store(&plan_cache_, request, *context.clock);
+  if (std::optional<OptimizeResponse> answer = store.AnswerBeforeImport()) {
+    return *std::move(answer);
+  }
   OptimizeRun run(options_, importers_, baselines_, cost_model_,
-                  policies_.get(), &policy_times_, request, context);
+                  policies_.get(), &policy_times_, request, context, &store);
   return run.Run();
 }
 

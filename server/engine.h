@@ -13,6 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "engine/plan_cache.h"
+#include "engine/plan_store.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
 #include "policy/policy.h"
@@ -63,6 +65,14 @@ struct EngineOptions {
   // (OptimizeOptions.reward = REWARD_MEASURED; InvalidArgument above it).
   // Default 2000.
   int64_t max_measured_reward_nodes = policy::kDefaultMeasuredRewardMaxNodes;
+  // The plan store (engine/plan_cache.h): a stored plan answers a request
+  // or warm-starts it, and better plans are written back; shared,
+  // thread-safe. Null (default): no store.
+  std::shared_ptr<engine::PlanStore> plan_store;
+  // Answers from the store kept in memory, so that an identical request
+  // skips the import (engine::PlanCache); 0 = import every request.
+  // Default 64.
+  int plan_store_kept_answers = 64;
 };
 
 // What the transport knows about one request.
@@ -172,6 +182,8 @@ class Engine {
   simulator::RooflineCostModel cost_model_;
   // Learned from requests; the only state that changes after construction.
   mutable PolicyTimeEstimates policy_times_;
+  // The plan store and the answers recently given from it (thread-safe).
+  mutable engine::PlanCache plan_cache_;
 };
 
 // The tasks a request asks for; none set means placement, scheduling and

@@ -21,7 +21,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "engine/plan_refiner.h"
+#include "engine/plan_store.h"
 #include "glog/logging.h"
 #include "policy/go/go_model.h"
 #include "server/builtin_policies.h"
@@ -128,10 +131,125 @@ ABSL_FLAG(int64_t, worker_memory_bytes, 0,
 ABSL_FLAG(std::string, worker_binary, "",
           "gopt-worker binary of --workers=local; empty = the gopt-worker "
           "beside this gopt-server");
+ABSL_FLAG(std::string, state_dir, "",
+          "directory of the server's persistent state; the default plan "
+          "store is STATE_DIR/plans.sqlite. Empty: no state (and no plan "
+          "store unless --plan_store names one)");
+ABSL_FLAG(std::string, plan_store, "",
+          "the plan store: a SQLite file path, redis://HOST:PORT[/DB] for a "
+          "store shared by replicas, or none. Empty: STATE_DIR/plans.sqlite "
+          "when --state_dir is set (docs/plan-store.md)");
+ABSL_FLAG(int64_t, plan_store_max_bytes, int64_t{256} << 20,
+          "size cap of a SQLite plan store's values; least recently used "
+          "entries are evicted past it");
+ABSL_FLAG(bool, refine_idle, false,
+          "in idle time, continue the plan search on the most asked-for "
+          "plan store entries and write back better plans (yields to "
+          "requests; needs a plan store)");
+ABSL_FLAG(double, refine_cpu_share, 0.25,
+          "with --refine_idle: the share of one CPU the refinement takes "
+          "over time, in (0, 1]");
+ABSL_FLAG(int32_t, plan_store_kept_answers, 64,
+          "answers from the plan store kept in memory, so that an identical "
+          "request skips the import; 0 = import every request");
 
 namespace {
 
 constexpr int kExitUsage = 64;
+
+// The plan store the flags name; null for none. A malformed spec is
+// InvalidArgument (a usage error); a store that cannot be opened is logged
+// and the server runs without one (a store never fails a request).
+absl::StatusOr<std::shared_ptr<gopt::engine::PlanStore>>
+OpenPlanStoreFromFlags() {
+  std::string spec = absl::GetFlag(FLAGS_plan_store);
+  if (spec == "none") return nullptr;
+  if (spec.empty()) {
+    if (absl::GetFlag(FLAGS_state_dir).empty()) return nullptr;
+    spec = absl::StrCat(absl::GetFlag(FLAGS_state_dir), "/plans.sqlite");
+  }
+  gopt::engine::PlanStoreOptions options;
+  options.max_bytes = absl::GetFlag(FLAGS_plan_store_max_bytes);
+  absl::StatusOr<std::unique_ptr<gopt::engine::PlanStore>> store =
+      gopt::engine::OpenPlanStore(spec, options);
+  if (absl::IsInvalidArgument(store.status())) return store.status();
+  if (!store.ok()) {
+    LOG(WARNING) << "--plan_store: " << store.status().message()
+                 << "; running without a plan store";
+    return nullptr;
+  }
+  LOG(INFO) << "plan store: " << (*store)->Describe();
+  return std::shared_ptr<gopt::engine::PlanStore>(*std::move(store));
+}
+
+// The plan store's background work while the server runs: its size gauges
+// (every 30 s) and, with --refine_idle, the idle refinement of its entries.
+// Stops both when destroyed.
+class PlanStoreBackground {
+ public:
+  // Nothing runs without a store. InvalidArgument for a bad
+  // --refine_cpu_share.
+  static absl::StatusOr<std::unique_ptr<PlanStoreBackground>> Start(
+      std::shared_ptr<gopt::engine::PlanStore> store,
+      std::shared_ptr<const gopt::server::Engine> engine,
+      gopt::server::Metrics* metrics) {
+    const double share = absl::GetFlag(FLAGS_refine_cpu_share);
+    if (!(share > 0 && share <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--refine_cpu_share must be in (0, 1], got ", share));
+    }
+    auto background = std::make_unique<PlanStoreBackground>();
+    if (store == nullptr) {
+      if (absl::GetFlag(FLAGS_refine_idle)) {
+        LOG(WARNING) << "--refine_idle: no plan store (--plan_store or "
+                        "--state_dir); not refining";
+      }
+      return background;
+    }
+    background->gauges_ =
+        std::thread([store, metrics, stop = &background->stop_] {
+          do {
+            absl::StatusOr<gopt::engine::PlanStoreStats> stats = store->Stats();
+            if (stats.ok())
+              metrics->SetPlanStoreSize(stats->entries, stats->bytes);
+          } while (!stop->WaitForNotificationWithTimeout(absl::Seconds(30)));
+        });
+    if (!absl::GetFlag(FLAGS_refine_idle)) return background;
+    gopt::engine::PlanRefinerOptions refine;
+    refine.cpu_share = share;
+    background->refiner_ = std::make_unique<gopt::engine::PlanRefiner>(
+        store.get(),
+        [engine, metrics](const gopt::v1::OptimizeRequest& request,
+                          absl::Time deadline,
+                          const std::atomic<bool>* cancelled) {
+          gopt::server::RequestContext context;
+          context.deadline = deadline;
+          context.cancelled = cancelled;
+          absl::StatusOr<gopt::v1::OptimizeResponse> response =
+              engine->Optimize(request, context);
+          if (response.ok() && response->stored()) {
+            metrics->AddPlanStoreImprovement();
+          }
+          return response;
+        },
+        [metrics] { return metrics->InflightRequests() > 0; }, refine);
+    background->refiner_->Start();
+    LOG(INFO) << "refining plan store entries in idle time (" << share
+              << " of a CPU)";
+    return background;
+  }
+
+  ~PlanStoreBackground() {
+    if (refiner_ != nullptr) refiner_->Stop();
+    stop_.Notify();
+    if (gauges_.joinable()) gauges_.join();
+  }
+
+ private:
+  absl::Notification stop_;
+  std::thread gauges_;
+  std::unique_ptr<gopt::engine::PlanRefiner> refiner_;
+};
 
 // The flags of this binary, in the order the effective config is logged.
 constexpr const char* kFlagNames[] = {
@@ -169,6 +287,12 @@ constexpr const char* kFlagNames[] = {
     "worker_health_interval_seconds",
     "worker_memory_bytes",
     "worker_binary",
+    "state_dir",
+    "plan_store",
+    "plan_store_max_bytes",
+    "plan_store_kept_answers",
+    "refine_idle",
+    "refine_cpu_share",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -369,14 +493,34 @@ int main(int argc, char** argv) {
   }
   engine_options.measurer = *std::move(pool);
   LOG(INFO) << "worker pool: " << absl::GetFlag(FLAGS_workers);
-  (*server)->SetEngine(
-      std::make_shared<gopt::server::Engine>(engine_options, *policies));
+  absl::StatusOr<std::shared_ptr<gopt::engine::PlanStore>> plan_store =
+      OpenPlanStoreFromFlags();
+  if (!plan_store.ok()) {
+    LOG(ERROR) << "--plan_store: " << plan_store.status().message();
+    (*server)->Shutdown(absl::Now());
+    return kExitUsage;
+  }
+  engine_options.plan_store = *plan_store;
+  engine_options.plan_store_kept_answers =
+      absl::GetFlag(FLAGS_plan_store_kept_answers);
+
+  const auto engine =
+      std::make_shared<gopt::server::Engine>(engine_options, *policies);
+  (*server)->SetEngine(engine);
+  absl::StatusOr<std::unique_ptr<PlanStoreBackground>> store_background =
+      PlanStoreBackground::Start(engine_options.plan_store, engine, &metrics);
+  if (!store_background.ok()) {
+    LOG(ERROR) << store_background.status().message();
+    (*server)->Shutdown(absl::Now());
+    return kExitUsage;
+  }
   LOG(INFO) << "SERVING";
 
   const int signal = signals.Wait();
   const absl::Duration drain = Seconds(absl::GetFlag(FLAGS_drain_seconds));
   LOG(INFO) << "signal " << signal << ": health NOT_SERVING, draining for "
             << drain;
+  store_background->reset();
   (*server)->BeginDrain();
   absl::SleepFor(drain);
   const absl::Duration grace =

@@ -112,6 +112,11 @@ std::vector<std::string> MetricNames() {
       "gopt_build_info",
       "gopt_graph_nodes",
       "gopt_inflight_requests",
+      "gopt_plan_store_bytes",
+      "gopt_plan_store_entries",
+      "gopt_plan_store_improvements_total",
+      "gopt_plan_store_lookup_seconds",
+      "gopt_plan_store_requests_total",
       "gopt_policy_inference_seconds",
       "gopt_predicted_speedup_ratio",
       "gopt_queued_requests",
@@ -198,7 +203,37 @@ Metrics::Metrics(const std::string& version, const std::string& revision)
                   .Name("gopt_queued_requests")
                   .Help("Admitted requests waiting for a worker thread.")
                   .Register(*registry_)
-                  .Add({})) {
+                  .Add({})),
+      plan_store_requests_(
+          prometheus::BuildCounter()
+              .Name("gopt_plan_store_requests_total")
+              .Help("Optimize requests that used the plan store, by "
+                    "result (hit, miss, warm_start, error).")
+              .Register(*registry_)),
+      plan_store_lookup_(prometheus::BuildHistogram()
+                             .Name("gopt_plan_store_lookup_seconds")
+                             .Help("Plan store lookup latency, in seconds.")
+                             .Register(*registry_)
+                             .Add({},
+                                  prometheus::Histogram::BucketBoundaries{
+                                      0.0001, 0.0005, 0.001, 0.0025, 0.005,
+                                      0.01, 0.025, 0.05, 0.1, 0.5})),
+      plan_store_improvements_(
+          prometheus::BuildCounter()
+              .Name("gopt_plan_store_improvements_total")
+              .Help("Answers that stored a new plan or a faster one.")
+              .Register(*registry_)
+              .Add({})),
+      plan_store_entries_(prometheus::BuildGauge()
+                              .Name("gopt_plan_store_entries")
+                              .Help("Entries in the plan store.")
+                              .Register(*registry_)
+                              .Add({})),
+      plan_store_bytes_(prometheus::BuildGauge()
+                            .Name("gopt_plan_store_bytes")
+                            .Help("Bytes of the plan store's values.")
+                            .Register(*registry_)
+                            .Add({})) {
   prometheus::BuildGauge()
       .Name("gopt_build_info")
       .Help("Always 1; labels name the build.")
@@ -209,6 +244,9 @@ Metrics::Metrics(const std::string& version, const std::string& revision)
   for (const char* status :
        {"ok", "failed", "timeout", "invalid", "cancelled"}) {
     worker_executions_.Add({{"status", status}});
+  }
+  for (const char* result : {"hit", "miss", "warm_start", "error"}) {
+    plan_store_requests_.Add({{"result", result}});
   }
 }
 
@@ -282,6 +320,27 @@ void Metrics::RequestFinished() { inflight_.Decrement(); }
 
 void Metrics::SetQueuedRequests(int64_t queued) {
   queued_.Set(static_cast<double>(queued));
+}
+
+void Metrics::RecordPlanStore(absl::string_view result, double lookup_seconds,
+                              bool improved) {
+  const std::string label = result == "refresh" ? "miss" : std::string(result);
+  plan_store_requests_.Add({{"result", label}}).Increment();
+  if (lookup_seconds > 0) plan_store_lookup_.Observe(lookup_seconds);
+  if (improved) plan_store_improvements_.Increment();
+}
+
+void Metrics::AddPlanStoreImprovement() {
+  plan_store_improvements_.Increment();
+}
+
+int64_t Metrics::InflightRequests() const {
+  return static_cast<int64_t>(inflight_.Value());
+}
+
+void Metrics::SetPlanStoreSize(int64_t entries, int64_t bytes) {
+  plan_store_entries_.Set(static_cast<double>(entries));
+  plan_store_bytes_.Set(static_cast<double>(bytes));
 }
 
 }  // namespace gopt::server

@@ -74,6 +74,20 @@ class Metrics {
   // gopt_queued_requests: admitted requests waiting for a worker thread.
   void SetQueuedRequests(int64_t queued);
 
+  // One Optimize's use of the plan store (OptimizeResponse.store_result):
+  // gopt_plan_store_requests_total{result} (hit, miss, warm_start, error;
+  // a REFRESH counts as a miss), gopt_plan_store_lookup_seconds, and
+  // gopt_plan_store_improvements_total when the answer improved the store.
+  void RecordPlanStore(absl::string_view result, double lookup_seconds,
+                       bool improved);
+  // gopt_plan_store_improvements_total, for an idle refinement (not a
+  // request) that stored a faster plan.
+  void AddPlanStoreImprovement();
+  // RPCs between arrival and answer now (gopt_inflight_requests).
+  int64_t InflightRequests() const;
+  // gopt_plan_store_entries and gopt_plan_store_bytes.
+  void SetPlanStoreSize(int64_t entries, int64_t bytes);
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> process_;
@@ -90,6 +104,11 @@ class Metrics {
   prometheus::Gauge& worker_queue_depth_;
   prometheus::Gauge& inflight_;
   prometheus::Gauge& queued_;
+  prometheus::Family<prometheus::Counter>& plan_store_requests_;
+  prometheus::Histogram& plan_store_lookup_;
+  prometheus::Counter& plan_store_improvements_;
+  prometheus::Gauge& plan_store_entries_;
+  prometheus::Gauge& plan_store_bytes_;
 };
 
 }  // namespace gopt::server

@@ -65,6 +65,25 @@ TEST(MetricsTest, CountersAndLabels) {
   EXPECT_THAT(text, HasSubstr("process_resident_memory_bytes "));
 }
 
+TEST(MetricsTest, PlanStoreResultsImprovementsAndSize) {
+  Metrics metrics("1.2.3", "abc");
+  metrics.RecordPlanStore("hit", /*lookup_seconds=*/0.001, /*improved=*/false);
+  metrics.RecordPlanStore("refresh", /*lookup_seconds=*/0, /*improved=*/true);
+  metrics.AddPlanStoreImprovement();
+  metrics.SetPlanStoreSize(/*entries=*/3, /*bytes=*/4096);
+  const std::string text = metrics.Scrape();
+  EXPECT_THAT(text,
+              HasSubstr("gopt_plan_store_requests_total{result=\"hit\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("gopt_plan_store_requests_total{result=\"miss\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("gopt_plan_store_requests_total{result=\"error\"} 0"));
+  EXPECT_THAT(text, HasSubstr("gopt_plan_store_lookup_seconds_count 1"));
+  EXPECT_THAT(text, HasSubstr("gopt_plan_store_improvements_total 2"));
+  EXPECT_THAT(text, HasSubstr("gopt_plan_store_entries 3"));
+  EXPECT_THAT(text, HasSubstr("gopt_plan_store_bytes 4096"));
+}
+
 TEST(MetricsTest, ExposerOnFreePort) {
   Metrics metrics("1", "r");
   ASSERT_TRUE(metrics.StartExposer("127.0.0.1:0").ok());

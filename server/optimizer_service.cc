@@ -304,6 +304,14 @@ void OptimizerService::RecordOptimize(
   if (response.policy_results_size() > 0) {
     metrics_->RecordPolicyInference(response.policy_inference_seconds());
   }
+  if (!response.store_result().empty() && response.store_result() != "skip") {
+    double lookup_seconds = 0;
+    for (const gopt::v1::StageTiming& timing : response.timings()) {
+      if (timing.stage() == "store") lookup_seconds = timing.seconds();
+    }
+    metrics_->RecordPlanStore(response.store_result(), lookup_seconds,
+                              response.stored());
+  }
 }
 
 void OptimizerService::RecordEvaluate(

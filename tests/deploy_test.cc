@@ -313,9 +313,9 @@ TEST(DeployTest, KustomizationsListExistingFiles) {
 // Base must apply on any cluster: only core Kubernetes kinds, no CRDs such
 // as the Prometheus Operator's ServiceMonitor.
 TEST(DeployTest, BaseHasOnlyCoreKinds) {
-  const std::set<std::string> core = {"ConfigMap", "Deployment", "Service",
-                                      "HorizontalPodAutoscaler",
-                                      "PodDisruptionBudget"};
+  const std::set<std::string> core = {
+      "ConfigMap",           "Deployment", "Service", "HorizontalPodAutoscaler",
+      "PodDisruptionBudget", "StatefulSet"};
   const YAML::Node kustomization =
       YAML::LoadFile(SourcePath("deploy/base/kustomization.yaml"));
   for (const YAML::Node& resource : kustomization["resources"]) {
