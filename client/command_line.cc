@@ -187,6 +187,13 @@ constexpr char kPlanStoreHelp[] =
     "without --server: the plan store (a SQLite file, redis://HOST:PORT/DB, "
     "or none); empty = $XDG_CACHE_HOME/gopt/plans.sqlite or "
     "~/.cache/gopt/plans.sqlite";
+constexpr char kWriteHelp[] =
+    "write FILE with the plan's decisions in it, in FILE's own format "
+    "(docs/applying.md)";
+constexpr char kScheduleAsHelp[] =
+    "how a TF GraphDef / TF.js file gets the schedule: priority (a "
+    "_gopt_priority attribute, default) or control-deps (also control "
+    "inputs between consecutive ops of a device)";
 constexpr char kPolicyDirHelp[] =
     "without --server: load policies from this directory (one "
     "sub-directory with a card.json per policy)";
@@ -455,6 +462,10 @@ FlagSet<OptimizeOptions> Flags(OptimizeOptions*) {
             [](O& o) -> std::string& { return o.workers; });
   flags.Add("trace", "write a Chrome trace of the chosen plan",
             [](O& o) -> std::string& { return o.trace_path; });
+  flags.Add("write", kWriteHelp,
+            [](O& o) -> std::string& { return o.write_path; });
+  flags.Add("schedule_as", kScheduleAsHelp,
+            [](O& o) -> std::string& { return o.schedule_as; });
   flags.Add("json", kJsonHelp, [](O& o) -> bool& { return o.json; });
   flags.Add("plan_store", kPlanStoreHelp,
             [](O& o) -> std::string& { return o.plan_store; });
@@ -477,7 +488,9 @@ FlagSet<EvaluateOptions> Flags(EvaluateOptions*) {
       &flags, [](auto& o) -> auto& { return o.read; });
   flags.Add("topology", kTopologyHelp,
             [](O& o) -> std::string& { return o.topology; });
-  flags.Add("plan", "the plan JSON file (gopt.v1.Plan); required",
+  flags.Add("plan",
+            "the plan JSON file (gopt.v1.Plan); default: the plan embedded "
+            "in FILE (written by --write or apply)",
             [](O& o) -> std::string& { return o.plan_path; });
   flags.Add("seed", "seed of the request",
             [](O& o) -> uint64_t& { return o.seed; });
@@ -495,7 +508,31 @@ FlagSet<EvaluateOptions> Flags(EvaluateOptions*) {
 absl::Status Finish(std::vector<std::string> operands, EvaluateOptions* o) {
   RETURN_IF_ERROR(ExpectOperands(operands, 1, "exactly one FILE"));
   o->path = operands[0];
+  return CheckRead(o->read);
+}
+
+FlagSet<ApplyOptions> Flags(ApplyOptions*) {
+  using O = ApplyOptions;
+  FlagSet<O> flags;
+  AddReadFlags(
+      &flags, [](auto& o) -> auto& { return o.read; });
+  flags.Add("topology", kTopologyHelp,
+            [](O& o) -> std::string& { return o.topology; });
+  flags.Add("plan", "the plan JSON file (gopt.v1.Plan); required",
+            [](O& o) -> std::string& { return o.plan_path; });
+  flags.Add("write", kWriteHelp,
+            [](O& o) -> std::string& { return o.write_path; });
+  flags.Add("schedule_as", kScheduleAsHelp,
+            [](O& o) -> std::string& { return o.schedule_as; });
+  flags.Add("json", kJsonHelp, [](O& o) -> bool& { return o.json; });
+  return flags;
+}
+
+absl::Status Finish(std::vector<std::string> operands, ApplyOptions* o) {
+  RETURN_IF_ERROR(ExpectOperands(operands, 1, "exactly one FILE"));
+  o->path = operands[0];
   RETURN_IF_ERROR(Require(o->plan_path, "plan"));
+  RETURN_IF_ERROR(Require(o->write_path, "write"));
   return CheckRead(o->read);
 }
 
@@ -661,8 +698,14 @@ const Table& Commands() {
         "decide placement, scheduling, fusion (--tasks) on --topology: "
         "default vs every baseline vs the chosen plan (in-process, or on "
         "--server)");
-    AddCommand<EvaluateOptions>(table, "evaluate", "evaluate FILE --plan=PLAN",
-                                "simulate a plan on --topology (--server)");
+    AddCommand<EvaluateOptions>(
+        table, "evaluate", "evaluate FILE [--plan=PLAN]",
+        "simulate a plan (default: the one embedded in FILE) on --topology "
+        "(--server)");
+    AddCommand<ApplyOptions>(
+        table, "apply", "apply FILE --plan=PLAN --write=OUT",
+        "write a saved plan's decisions into FILE's own format (HLO "
+        "shardings, TF devices, ONNX device configurations) as OUT");
     AddCommand<MeasureOptions>(
         table, "measure", "measure FILE",
         "run one plan (--method or --plan) for real on a worker (--workers, "
@@ -715,6 +758,9 @@ absl::Status RunOptions(const OptimizeOptions& o, std::ostream& out) {
 }
 absl::Status RunOptions(const EvaluateOptions& o, std::ostream& out) {
   return RunEvaluate(o, out);
+}
+absl::Status RunOptions(const ApplyOptions& o, std::ostream& out) {
+  return RunApply(o, out);
 }
 absl::Status RunOptions(const MeasureOptions& o, std::ostream& out) {
   return RunMeasure(o, out);

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/apply.h"
 #include "client/calibrate.h"
 #include "client/local_commands.h"
 #include "client/measure.h"
@@ -35,7 +36,8 @@ using CommandOptions =
                  BenchCommandOptions, GenerateOptions, OptimizeOptions,
                  EvaluateOptions, PoliciesOptions, HealthOptions,
                  LoadCommandOptions, CalibrateOptions, MeasureOptions,
-                 PlansOptions>;
+                 PlansOptions,
+                 ApplyOptions>;
 
 // One parsed command line: name ("inspect", ..., or "help") and options.
 using Command = util::ParsedCommand<CommandOptions>;

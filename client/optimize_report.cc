@@ -45,6 +45,20 @@ std::string RowLabel(const gopt::v1::MethodResult& row) {
                                : absl::StrCat(row.method(), "@", row.version());
 }
 
+// The chosen plan per device: ops, FLOPs, parameter bytes (the table's
+// last lines).
+void AppendDeviceSummaries(const gopt::v1::OptimizeResponse& response,
+                           std::string* text) {
+  if (response.device_summaries().empty()) return;
+  absl::StrAppendFormat(text, "\n%-28s %10s %14s %14s\n", "device", "ops",
+                        "GFLOPs", "parameters");
+  for (const gopt::v1::DeviceSummary& device : response.device_summaries()) {
+    absl::StrAppendFormat(
+        text, "%-28s %10d %14.3f %14s\n", device.device_name(), device.ops(),
+        device.flops() / 1e9, Mebibytes(device.parameter_bytes()));
+  }
+}
+
 }  // namespace
 
 std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
@@ -130,6 +144,7 @@ std::string OptimizeResponseToText(const gopt::v1::OptimizeResponse& response) {
         absl::StrFormat("%s %.3f s", timing.stage(), timing.seconds()));
   }
   absl::StrAppend(&text, "timings: ", absl::StrJoin(timings, ", "), "\n");
+  AppendDeviceSummaries(response, &text);
   return text;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "client/apply.h"
 #include "client/load_generator.h"
 #include "client/measure.h"
 #include "client/optimize_report.h"
@@ -229,6 +230,8 @@ absl::StatusOr<gopt::v1::OptimizeRequest> MakeOptimizeRequest(
 absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
   ASSIGN_OR_RETURN(gopt::v1::OptimizeRequest request,
                    MakeOptimizeRequest(options.request));
+  request.set_return_graph(!options.write_path.empty());
+  request.set_schedule_as(options.schedule_as);
   ASSIGN_OR_RETURN(
       Backend backend,
       Backend::Make(
@@ -240,6 +243,11 @@ absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
           options.plan_store));
   ASSIGN_OR_RETURN(gopt::v1::OptimizeResponse response,
                    backend.Optimize(request, options.progress));
+  if (!options.write_path.empty()) {
+    RETURN_IF_ERROR(
+        WriteFileBytes(options.write_path, response.optimized_graph()));
+    response.clear_optimized_graph();
+  }
   if (!options.out_path.empty()) {
     RETURN_IF_ERROR(
         WriteFileBytes(options.out_path, MessageToJson(response.plan())));
@@ -257,8 +265,15 @@ absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
 }
 
 absl::Status RunEvaluate(const EvaluateOptions& options, std::ostream& out) {
-  ASSIGN_OR_RETURN(simulator::Plan plan,
-                   simulator::LoadPlan(options.plan_path));
+  simulator::Plan plan;
+  if (options.plan_path.empty()) {
+    ASSIGN_OR_RETURN(
+        gopt::v1::Plan embedded,
+        EmbeddedPlanOf(options.path, options.read, options.topology));
+    plan = simulator::PlanFromProto(embedded);
+  } else {
+    ASSIGN_OR_RETURN(plan, simulator::LoadPlan(options.plan_path));
+  }
   gopt::v1::EvaluateRequest request;
   ASSIGN_OR_RETURN(*request.mutable_graph(),
                    GraphInputFromFile(options.path, options.read.format));

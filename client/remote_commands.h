@@ -81,6 +81,10 @@ struct OptimizeOptions {
   bool progress = false;   // progress events to stderr
   std::string out_path;    // "" = do not write the chosen plan's JSON
   std::string trace_path;  // "" = no Chrome trace of the chosen plan
+  // "" = none; else the graph file with the chosen plan's decisions in it
+  // (OptimizeRequest.return_graph), written here.
+  std::string write_path;
+  std::string schedule_as;  // with write_path: "priority" or "control-deps"
   bool json = false;
   // In-process: the plan store (OpenCliPlanStore: "" = the default under
   // ~/.cache/gopt, "none" = none). A store that cannot be opened is a
@@ -94,7 +98,9 @@ struct EvaluateOptions {
   std::string path;
   GraphReadOptions read;
   std::string topology = "v100x4-nvlink";
-  std::string plan_path;  // required
+  // "" = the plan embedded in the file (an export of `gopt optimize
+  // --write` or `gopt apply`).
+  std::string plan_path;
   uint64_t seed = 0;
   RemoteOptions remote;
   std::string policy_dir = DefaultPolicyDir();  // in-process engine

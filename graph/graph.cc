@@ -267,6 +267,29 @@ absl::Status ValidateNodeCost(const Node& node) {
   return absl::OkStatus();
 }
 
+// `warnings` plus one for the nodes an importer made up (no source element)
+// among nodes it did not. Graphs where no node has a source element (built
+// in code: generators, tests) and "generated" graphs get none.
+std::vector<std::string> AddSourceWarning(const Graph& graph,
+                                          std::vector<std::string> warnings) {
+  std::vector<absl::string_view> unsourced;
+  for (const Node& node : graph.nodes()) {
+    if (node.source.empty()) unsourced.push_back(node.name);
+  }
+  if (graph.format() == "generated" || unsourced.empty() ||
+      unsourced.size() == static_cast<size_t>(graph.num_nodes())) {
+    return warnings;
+  }
+  constexpr size_t kNamed = 5;
+  const size_t named = std::min(unsourced.size(), kNamed);
+  warnings.push_back(absl::StrCat(
+      unsourced.size(), " node(s) have no source element in the file ",
+      "(created by the importer; their decisions are not written back): ",
+      absl::StrJoin(unsourced.begin(), unsourced.begin() + named, ", "),
+      unsourced.size() > named ? ", ..." : ""));
+  return warnings;
+}
+
 }  // namespace
 
 absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
@@ -416,7 +439,7 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   graph.subgraphs_ = std::move(subgraphs_);
   graph.loops_ = std::move(loops_);
   graph.colocation_groups_ = std::move(colocation_groups_);
-  graph.warnings_ = std::move(warnings_);
+  graph.warnings_ = AddSourceWarning(graph, std::move(warnings_));
   return graph;
 }
 

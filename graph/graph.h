@@ -34,16 +34,37 @@ absl::string_view DeviceConstraintName(DeviceConstraint constraint);
 // records it: the framework's op name ("jit(step)/dot_general"), the
 // source file, function and line, and the SPMD sharding annotation as
 // written ("{devices=[8,1]<=[8]}"). Empty fields: not recorded.
-struct NodeSource {
+struct NodeMetadata {
   std::string op_name;
   std::string file;
   std::string function;
   int32_t line = 0;
   std::string sharding;
 
-  bool operator==(const NodeSource& o) const {
+  bool operator==(const NodeMetadata& o) const {
     return op_name == o.op_name && file == o.file && function == o.function &&
            line == o.line && sharding == o.sharding;
+  }
+};
+
+// The element of the caller's file a node came from, so that gopt's
+// decisions can be named in the caller's terms and written back into the
+// caller's file (graph/exporter.h). Several nodes may share one source
+// element (an HLO instruction of a computation called twice); a node the
+// importer made up (an ONNX outer-scope capture) has none (empty `name`).
+struct SourceElement {
+  // HLO: the computation holding the instruction; empty for other formats.
+  std::string scope;
+  // HLO instruction name; ONNX node name (its first output when the node is
+  // unnamed), initializer or graph input name; TF / TF.js NodeDef name;
+  // gopt.v1.Graph node name.
+  std::string name;
+  // True for an ONNX initializer or graph input (a tensor, not a node).
+  bool is_tensor = false;
+
+  bool empty() const { return name.empty(); }
+  bool operator==(const SourceElement& o) const {
+    return scope == o.scope && name == o.name && is_tensor == o.is_tensor;
   }
 };
 
@@ -73,8 +94,11 @@ struct Node {
   // Indices into Graph::subgraphs(): loop bodies/conditions, branches,
   // fusion computations.
   std::vector<int32_t> subgraphs;
-  // Source metadata; out of line (one pointer) when the format has none.
-  OutOfLine<NodeSource> source;
+  // Source metadata (HLO OpMetadata, sharding); out of line (one pointer)
+  // when the format has none.
+  OutOfLine<NodeMetadata> metadata;
+  // Where in the caller's file this node came from.
+  SourceElement source;
 
   // Sum of the sizes of all outputs.
   int64_t output_bytes() const;
@@ -278,6 +302,9 @@ class GraphBuilder {
   //    kMaxNodeBytes (e.g. a loop whose trip count times its body
   //    overflows), or graph totals over kMaxGraphFlops / kMaxGraphBytes,
   //  - a cycle (the message lists the nodes on it).
+  // A graph (any format but "generated") where some nodes have a source
+  // element and others do not gets a warning naming how many have none and
+  // the first few (the nodes its importer made up).
   // Nodes come out in a topological order that keeps insertion order where
   // the dependencies allow. Loop infos are renumbered alongside.
   absl::StatusOr<Graph> Build(const GraphLimits& limits) &&;

@@ -60,3 +60,24 @@ if [[ "$blas" != *openblas* ]]; then
   exit 1
 fi
 echo "install-deps: libblas.so.3 -> $blas"
+
+# ONNX Runtime for the exporter's consumer check (tests/onnx_runtime): the
+# onnxruntime-node package from npm, into an ignored folder. Its install
+# script only downloads GPU binaries from a host outside the registry, so it
+# is skipped; the CPU binaries ship inside the package.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "install-deps: installing nodejs npm"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm
+fi
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NPM_DIR="${GOPT_NPM_DIR:-$ROOT/build/npm}"
+ORT_VERSION=1.30.0
+if [[ ! -f "$NPM_DIR/node_modules/onnxruntime-node/package.json" ]] ||
+   ! grep -q "\"version\": \"$ORT_VERSION\"" \
+       "$NPM_DIR/node_modules/onnxruntime-node/package.json"; then
+  mkdir -p "$NPM_DIR"
+  npm install --ignore-scripts --no-audit --no-fund --prefix "$NPM_DIR" \
+    "onnxruntime-node@$ORT_VERSION"
+fi
+echo "install-deps: onnxruntime-node $ORT_VERSION in $NPM_DIR"

@@ -13,6 +13,7 @@
 #include "graph/import/builtin_importers.h"
 #include "graph/native/graph_proto.h"
 #include "policy/eval/baseline_comparison.h"
+#include "server/decisions.h"
 #include "server/verify.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
@@ -832,6 +833,8 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
                                        result.step_time_s);
   }
   AddKernelTiles();
+  RETURN_IF_ERROR(AddDecisions(request_, importers_, *graph_, *topology_,
+                               options_.max_response_bytes, &response_));
   response_.set_partial(partial_);
   store_->AfterAnswer(&response_);
   gopt::v1::StageTiming* total = response_.add_timings();

@@ -73,6 +73,10 @@ struct EngineOptions {
   // skips the import (engine::PlanCache); 0 = import every request.
   // Default 64.
   int plan_store_kept_answers = 64;
+  // Largest response an OptimizeRequest.return_graph may make, in bytes
+  // (gopt-server: its message limit); larger is ResourceExhausted naming
+  // it. 0 (default; the CLI): no limit.
+  int64_t max_response_bytes = 0;
 };
 
 // What the transport knows about one request.

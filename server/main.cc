@@ -484,6 +484,7 @@ int main(int argc, char** argv) {
   engine_options.max_baseline_methods =
       absl::GetFlag(FLAGS_max_baseline_methods);
   engine_options.max_trace_bytes = absl::GetFlag(FLAGS_max_trace_bytes);
+  engine_options.max_response_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> pool =
       MakeWorkerPool(&metrics, (*server)->memory_budget());
   if (!pool.ok()) {

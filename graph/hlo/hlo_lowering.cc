@@ -392,12 +392,14 @@ class Lowering {
 
     Node node;
     node.name = absl::StrCat(prefix, instruction.name);
+    node.source.scope = module_.computations[computation_index].name;
+    node.source.name = instruction.name;
     node.op = opcode;
     node.kind = HloOpcodeToOpKind(opcode);
     node.outputs = instruction.shape.ToNodeOutputs();
     node.attributes = instruction.attributes;
     node.attributes.is_root = false;
-    SetSource(instruction, &node);
+    SetMetadata(instruction, &node);
     node.layout_configurable =
         options_.layout_configurable.has_value()
             ? options_.layout_configurable->contains(
@@ -440,21 +442,23 @@ class Lowering {
   // Copies the instruction's metadata (op name; source file, function and
   // line, from the stack-frame tables when it names a frame) and sharding
   // onto `node`; allocates nothing when the instruction has neither.
-  void SetSource(const HloInstruction& instruction, Node* node) const {
+  void SetMetadata(const HloInstruction& instruction, Node* node) const {
     const HloMetadata& metadata = instruction.metadata.get();
     const std::string& sharding = instruction.sharding.get();
     if (metadata.op_name.empty() && metadata.source_file.empty() &&
         metadata.stack_frame_id == 0 && sharding.empty()) {
       return;
     }
-    NodeSource* source = node->source.mutable_get();
-    source->op_name = metadata.op_name;
-    source->file = metadata.source_file;
-    source->line = metadata.source_line;
-    source->sharding = sharding;
+    NodeMetadata* node_metadata = node->metadata.mutable_get();
+    node_metadata->op_name = metadata.op_name;
+    node_metadata->file = metadata.source_file;
+    node_metadata->line = metadata.source_line;
+    node_metadata->sharding = sharding;
     if (metadata.stack_frame_id != 0) {
-      module_.stack_frames.Resolve(metadata.stack_frame_id, &source->file,
-                                   &source->function, &source->line);
+      module_.stack_frames.Resolve(metadata.stack_frame_id,
+                                   &node_metadata->file,
+                                   &node_metadata->function,
+                                   &node_metadata->line);
     }
   }
 

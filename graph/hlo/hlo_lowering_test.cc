@@ -187,17 +187,17 @@ ENTRY %main (x: f32[8,128], w: f32[128,128]) -> f32[8,128] {
 TEST(HloLoweringTest, NodesKeepOpNameSourceLineAndSharding) {
   absl::StatusOr<Graph> graph = Lower(kCurrentXla);
   ASSERT_TRUE(graph.ok()) << graph.status();
-  const NodeSource& done = NodeNamed(*graph, "done").source.get();
+  const NodeMetadata& done = NodeNamed(*graph, "done").metadata.get();
   EXPECT_EQ(done.op_name, "jit(step)/dot_general");
   EXPECT_EQ(done.file, "/site-packages/flax/linen/linear.py");
   EXPECT_EQ(done.function, "Dense.__call__");
   EXPECT_EQ(done.line, 255);
-  const NodeSource& sinh = NodeNamed(*graph, "s").source.get();
+  const NodeMetadata& sinh = NodeNamed(*graph, "s").metadata.get();
   EXPECT_EQ(sinh.file, "/home/u/model.py");
   EXPECT_EQ(sinh.line, 50);
-  EXPECT_EQ(NodeNamed(*graph, "x").source.get().sharding,
+  EXPECT_EQ(NodeNamed(*graph, "x").metadata.get().sharding,
             "{devices=[2,1]<=[2]}");
-  EXPECT_EQ(NodeNamed(*graph, "w").source.get().sharding, "{replicated}");
+  EXPECT_EQ(NodeNamed(*graph, "w").metadata.get().sharding, "{replicated}");
   EXPECT_THAT(graph->warnings(),
               ElementsAre(HasSubstr(
                   "unknown instruction attribute 'future_attribute' skipped")));
@@ -246,7 +246,7 @@ ENTRY main {
   // All-gather sends its output (2x1024 s32), all-reduce its operand.
   EXPECT_EQ(NodeNamed(*graph, "ag").bytes_communicated, 2 * 1024 * 4);
   EXPECT_EQ(NodeNamed(*graph, "ar").bytes_communicated, 2 * 1024 * 4);
-  EXPECT_EQ(NodeNamed(*graph, "ff1").source.get().sharding,
+  EXPECT_EQ(NodeNamed(*graph, "ff1").metadata.get().sharding,
             "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}");
 }
 

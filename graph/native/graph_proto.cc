@@ -220,6 +220,13 @@ absl::Status ComputeNodeCost(
   return absl::OkStatus();
 }
 
+// A node's source element; a node without one is its own.
+SourceElement SourceFromProto(const gopt::v1::Node& pn) {
+  return {pn.source_scope(),
+          pn.source_name().empty() ? pn.name() : pn.source_name(),
+          pn.source_is_tensor()};
+}
+
 absl::StatusOr<Graph> GraphFromProtoAtDepth(const gopt::v1::Graph& proto,
                                             const GraphLimits& limits,
                                             int depth) {
@@ -252,6 +259,7 @@ absl::StatusOr<Graph> GraphFromProtoAtDepth(const gopt::v1::Graph& proto,
     const std::string context = absl::StrCat("node '", pn.name(), "'");
     Node node;
     node.name = pn.name();
+    node.source = SourceFromProto(pn);
     node.op = pn.op();
     std::optional<OpKind> kind = OpKindFromName(pn.kind());
     if (!kind.has_value()) {
@@ -414,6 +422,11 @@ gopt::v1::Graph GraphToProto(const Graph& graph) {
     }
     pn->set_layout_configurable(node.layout_configurable);
     for (int32_t index : node.subgraphs) pn->add_subgraphs(index);
+    if (node.source.name != node.name) {
+      pn->set_source_name(node.source.name);
+    }
+    pn->set_source_scope(node.source.scope);
+    pn->set_source_is_tensor(node.source.is_tensor);
   }
   for (const LoopInfo& loop : graph.loops()) {
     gopt::v1::Loop* pl = proto.add_loops();

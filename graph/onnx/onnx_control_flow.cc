@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/onnx/onnx_graph_importer.h"
 #include "graph/onnx/onnx_op_rules.h"
+#include "graph/onnx/onnx_source.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/op_catalog.h"
 #include "util/status_macros.h"
@@ -325,6 +326,7 @@ absl::Status GraphImporter::AddControlFlowNode(
   outputs.resize(static_cast<size_t>(proto.output_size()));
   Node node;
   node.name = name;
+  node.source = {"", OnnxSourceName(proto), /*is_tensor=*/false};
   node.op = proto.op_type();
   node.kind = parts.kind;
   if (parts.trip_count.has_value()) {

@@ -18,6 +18,7 @@
 #include "graph/onnx/onnx_graph_importer.h"
 #include "graph/onnx/onnx_op_rules.h"
 #include "graph/onnx/onnx_runtime_bounds.h"
+#include "graph/onnx/onnx_source.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/op_catalog.h"
 #include "onnx/onnx.pb.h"
@@ -263,6 +264,7 @@ absl::Status GraphImporter::AddInputsAndInitializers(
     RETURN_IF_ERROR(CountNode());
     Node node;
     node.name = UniqueName(info.name());
+    node.source = {"", info.name(), /*is_tensor=*/true};
     node.op = "Input";
     node.kind = OpKind::kParameter;
     node.attributes.parameter_number = next_parameter_++;
@@ -287,6 +289,7 @@ absl::Status GraphImporter::AddInputsAndInitializers(
     RETURN_IF_ERROR(CountNode());
     Node node;
     node.name = UniqueName(init.name());
+    node.source = {"", init.name(), /*is_tensor=*/true};
     node.op = "Initializer";
     node.kind = OpKind::kConstant;
     node.outputs = {type};
@@ -312,6 +315,7 @@ absl::Status GraphImporter::AddInputsAndInitializers(
     RETURN_IF_ERROR(CountNode());
     Node node;
     node.name = UniqueName(name);
+    node.source = {"", name, /*is_tensor=*/true};
     node.op = "SparseInitializer";
     node.kind = OpKind::kConstant;
     node.outputs = {type};
@@ -545,6 +549,7 @@ absl::Status GraphImporter::ImportNode(const NodeProto& proto, int index) {
 
   Node node;
   node.name = name;
+  node.source = {"", OnnxSourceName(proto), /*is_tensor=*/false};
   node.op = op;
   node.kind = inference.kind;
   node.attributes = std::move(inference.attributes);

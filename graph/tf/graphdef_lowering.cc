@@ -665,6 +665,7 @@ class Lowering {
       }
       Node out;
       out.name = node.name();
+      out.source.name = node.name();
       out.op = node.op();
       out.kind = lowered->kind;
       out.outputs = state.types;

@@ -1,0 +1,37 @@
+#include "graph/exporter.h"
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gopt::graph {
+
+void ExporterRegistry::Register(std::unique_ptr<Exporter> exporter) {
+  exporters_.push_back(std::move(exporter));
+}
+
+absl::StatusOr<const Exporter*> ExporterRegistry::Find(
+    absl::string_view format) const {
+  std::vector<absl::string_view> formats;
+  for (const auto& exporter : exporters_) {
+    if (exporter->format() == format) return exporter.get();
+    formats.push_back(exporter->format());
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("no exporter writes format '", format,
+                   "' (formats with one: ", absl::StrJoin(formats, ", "), ")"));
+}
+
+absl::StatusOr<int32_t> ParseDecisionInt(absl::string_view text,
+                                         absl::string_view what) {
+  int32_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": '", text, "' is not an integer >= -1"));
+  }
+  return value;
+}
+
+}  // namespace gopt::graph

@@ -1,0 +1,349 @@
+// Round trip of every exporter on the real graphs of ../shared/data: a plan
+// written into the caller's file comes back from the export unchanged, on a
+// graph equal to the original, so the export simulates to the same step
+// time; and everything the exporter did not set is as it was.
+
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "graph/decisions.h"
+#include "graph/import/builtin_exporters.h"
+#include "graph/import/builtin_importers.h"
+#include "graph/native/graph_proto.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx.pb.h"
+#include "simulator/fusion_rules.h"
+#include "simulator/plan.h"
+#include "simulator/simulator.h"
+#include "simulator/topology.h"
+#include "tensorflow/graph.pb.h"
+#include "tests/util/shared_data.h"
+
+namespace gopt::graph {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<ExportDevice> DevicesOf(const simulator::Topology& topology) {
+  std::vector<ExportDevice> devices;
+  for (int i = 0; i < topology.num_devices(); ++i) {
+    const auto kind = topology.devices[i].kind;
+    devices.push_back({absl::StrCat(topology.devices[i].name, ":", i),
+                       kind == simulator::DeviceKind::kCpu   ? "cpu"
+                       : kind == simulator::DeviceKind::kTpu ? "tpu"
+                                                             : "gpu"});
+  }
+  return devices;
+}
+
+// A seeded plan that uses every decision an exporter writes: devices
+// spread over the topology (kept to the graph's device constraints),
+// priorities 0..15, and fusion of single-consumer producer -> consumer
+// pairs that the kernel rules allow (a chain of such pairs cannot close a
+// cycle).
+gopt::v1::Plan SeededPlan(const Graph& graph,
+                          const simulator::Topology& topology, int seed) {
+  std::mt19937 rng(seed);
+  simulator::Plan plan = simulator::DefaultPlan(graph, topology);
+  for (int32_t& device : plan.device) {
+    device = static_cast<int32_t>(rng() % topology.num_devices());
+  }
+  simulator::KeepDeviceConstraints(graph, topology, &plan.device);
+  plan.priority.resize(graph.num_nodes());
+  for (int32_t& priority : plan.priority) {
+    priority = static_cast<int32_t>(rng() % 16);
+  }
+  // Nodes that share their source element with another node share its
+  // decision and run unfused (MakePlanSourceConsistent).
+  gopt::v1::Plan proto = simulator::PlanToProto(plan);
+  MakePlanSourceConsistent(graph, &proto);
+  plan = simulator::PlanFromProto(proto);
+  std::vector<bool> shared(graph.num_nodes(), false);
+  for (const SourceGroup& group : GroupBySource(graph)) {
+    for (NodeId id : group.nodes) shared[id] = group.nodes.size() > 1;
+  }
+  plan.fusion_group.assign(graph.num_nodes(), -1);
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const auto in = graph.in_edges(id);
+    if (in.size() != 1 || in[0].control) continue;
+    const NodeId producer = in[0].src;
+    if (graph.out_edges(producer).size() != 1 ||
+        plan.device[producer] != plan.device[id] || shared[id] ||
+        shared[producer]) {
+      continue;
+    }
+    const auto role = simulator::FusionRoleOf(graph.node(id).kind);
+    const auto producer_role =
+        simulator::FusionRoleOf(graph.node(producer).kind);
+    if (role != simulator::FusionRole::kCheap ||
+        producer_role == simulator::FusionRole::kAlone ||
+        graph.node(producer).kind == OpKind::kParameter ||
+        graph.node(producer).kind == OpKind::kConstant) {
+      continue;
+    }
+    if (plan.fusion_group[producer] < 0) plan.fusion_group[producer] = producer;
+    plan.fusion_group[id] = plan.fusion_group[producer];
+  }
+  return simulator::PlanToProto(plan);
+}
+
+double StepTime(const Graph& graph, const simulator::Topology& topology,
+                const gopt::v1::Plan& plan) {
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator simulator(graph, topology, cost_model);
+  absl::StatusOr<simulator::SimulationResult> result =
+      simulator.Simulate(simulator::PlanFromProto(plan));
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? result->step_time_s : -1;
+}
+
+struct RoundTrip {
+  std::string original;
+  std::string exported;
+  std::vector<std::string> warnings;
+};
+
+// Imports `contents`, exports a seeded plan, re-imports the export and
+// checks that the graph, the plan and its step time come back.
+RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
+                         const std::string& format) {
+  ImporterRegistry importers;
+  RegisterBuiltinImporters(&importers);
+  ExporterRegistry exporters;
+  RegisterBuiltinExporters(&exporters);
+  absl::StatusOr<simulator::Topology> topology =
+      simulator::PresetTopology("v100x4-nvlink");
+  EXPECT_TRUE(topology.ok());
+  const std::vector<ExportDevice> devices = DevicesOf(*topology);
+
+  ImportOptions options;
+  options.source_name = what;
+  absl::StatusOr<Graph> graph = importers.Import(contents, format, options);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  if (!graph.ok()) return {};
+  const gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  EXPECT_TRUE(CheckPlanFitsGraph(*graph, plan, topology->num_devices()).ok());
+
+  absl::StatusOr<const Exporter*> exporter = exporters.Find(format);
+  EXPECT_TRUE(exporter.ok()) << exporter.status();
+  ExportOptions export_options;
+  export_options.topology_name = topology->name;
+  export_options.devices = devices;
+  absl::StatusOr<ExportResult> exported =
+      (*exporter)->Export(contents, *graph, plan, export_options);
+  EXPECT_TRUE(exported.ok()) << exported.status();
+  if (!exported.ok()) return {};
+
+  absl::StatusOr<Graph> again =
+      importers.Import(exported->contents, format, options);
+  EXPECT_TRUE(again.ok()) << again.status();
+  if (!again.ok()) return {};
+  EXPECT_TRUE(CompareGraphs(*graph, *again).ok())
+      << what << ": " << CompareGraphs(*graph, *again);
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      (*exporter)->ReadPlan(exported->contents, *again, devices);
+  EXPECT_TRUE(read.ok()) << read.status();
+  if (!read.ok() || !read->has_value()) {
+    ADD_FAILURE() << what << ": the export carries no plan";
+    return {};
+  }
+  EXPECT_THAT((*read)->device(), ::testing::ElementsAreArray(plan.device()))
+      << what;
+  EXPECT_THAT((*read)->priority(), ::testing::ElementsAreArray(plan.priority()))
+      << what;
+  EXPECT_THAT((*read)->fusion_group(),
+              ::testing::ElementsAreArray(plan.fusion_group()))
+      << what;
+  const double before = StepTime(*graph, *topology, plan);
+  const double after = StepTime(*again, *topology, **read);
+  EXPECT_GT(before, 0);
+  EXPECT_EQ(before, after) << what;
+  // The original has no plan in it.
+  absl::StatusOr<std::optional<gopt::v1::Plan>> none =
+      (*exporter)->ReadPlan(contents, *graph, devices);
+  EXPECT_TRUE(none.ok() && !none->has_value()) << what;
+  return {contents, exported->contents, exported->warnings};
+}
+
+// Clears every field the ONNX exporter sets, so that what remains must be
+// the original field for field.
+void ClearOnnxDecisions(onnx::ModelProto* model) {
+  model->clear_ir_version();
+  model->clear_configuration();
+  model->clear_metadata_props();
+  auto strip = [](auto* props) {
+    for (int i = props->size() - 1; i >= 0; --i) {
+      if (absl::StartsWith(props->Get(i).key(), "gopt.")) {
+        props->DeleteSubrange(i, 1);
+      }
+    }
+  };
+  for (auto& node : *model->mutable_graph()->mutable_node()) {
+    node.clear_device_configurations();
+    strip(node.mutable_metadata_props());
+  }
+  for (auto& init : *model->mutable_graph()->mutable_initializer()) {
+    strip(init.mutable_metadata_props());
+  }
+  for (auto& input : *model->mutable_graph()->mutable_input()) {
+    strip(input.mutable_metadata_props());
+  }
+}
+
+std::string Canonical(const google::protobuf::MessageLite& message) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+class OnnxRoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnnxRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
+  const std::string contents = testing::ReadSharedData(GetParam());
+  const RoundTrip trip = CheckRoundTrip(GetParam(), contents, "onnx");
+  onnx::ModelProto original;
+  onnx::ModelProto exported;
+  ASSERT_TRUE(original.ParseFromString(trip.original));
+  ASSERT_TRUE(exported.ParseFromString(trip.exported));
+  EXPECT_EQ(exported.ir_version(),
+            std::max<int64_t>(original.ir_version(), 11));
+  ASSERT_EQ(exported.configuration_size(), 1);
+  EXPECT_EQ(exported.configuration(0).name(), "v100x4-nvlink");
+  EXPECT_EQ(exported.configuration(0).device_size(), 4);
+  ClearOnnxDecisions(&original);
+  ClearOnnxDecisions(&exported);
+  EXPECT_TRUE(Canonical(original) == Canonical(exported))
+      << GetParam() << ": a field the exporter does not own changed";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedData, OnnxRoundTripTest,
+    ::testing::Values("onnx/light_resnet50.onnx", "onnx/light_shufflenet.onnx",
+                      "onnx/light_squeezenet.onnx",
+                      "onnx/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+                      "onnx/silero_vad_legacy.onnx"));
+
+class GraphDefRoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GraphDefRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
+  const std::string contents = testing::ReadSharedData(GetParam());
+  const RoundTrip trip = CheckRoundTrip(GetParam(), contents, "graphdef");
+  tensorflow::GraphDef original;
+  tensorflow::GraphDef exported;
+  ASSERT_TRUE(original.ParseFromString(trip.original));
+  ASSERT_TRUE(exported.ParseFromString(trip.exported));
+  ASSERT_EQ(original.node_size(), exported.node_size());
+  for (int i = 0; i < exported.node_size(); ++i) {
+    tensorflow::NodeDef* node = exported.mutable_node(i);
+    EXPECT_THAT(node->device(),
+                HasSubstr("/job:localhost/replica:0/task:0/device:GPU:"));
+    node->clear_device();
+    node->mutable_attr()->erase(std::string("_XlaCluster"));
+    node->mutable_attr()->erase(std::string("_gopt_priority"));
+  }
+  EXPECT_TRUE(Canonical(original) == Canonical(exported))
+      << GetParam() << ": a field the exporter does not own changed";
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedData, GraphDefRoundTripTest,
+                         ::testing::Values("tf_graphdef/kws_LSTM_S.pb",
+                                           "tf_graphdef/kws_DS_CNN_S.pb"));
+
+class TfjsRoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TfjsRoundTripTest, SamePlanSameStepTime) {
+  const std::string contents = testing::ReadSharedData(GetParam());
+  const RoundTrip trip = CheckRoundTrip(GetParam(), contents, "tfjs");
+  EXPECT_THAT(trip.exported, HasSubstr("\"_XlaCluster\""));
+  EXPECT_THAT(trip.exported, HasSubstr("\"weightsManifest\""));
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedData, TfjsRoundTripTest,
+                         ::testing::Values("tfjs/handtrack.json",
+                                           "tfjs/movenet-multipose.json"));
+
+class HloRoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HloRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
+  const std::string contents = testing::ReadSharedData(GetParam());
+  const RoundTrip trip = CheckRoundTrip(GetParam(), contents, "hlo");
+  EXPECT_THAT(trip.exported, HasSubstr("sharding={maximal device="));
+  if (absl::StrContains(contents, "frontend_attributes")) return;
+  // Without gopt's two attributes every line is the original's.
+  const std::regex ours(
+      R"(, sharding=\{maximal device=\d+\}|, frontend_attributes=\{_gopt_priority="\d+"(,_gopt_kernel="\d+")?\})");
+  EXPECT_TRUE(std::regex_replace(trip.exported, ours, "") == contents)
+      << GetParam() << ": a byte the exporter does not own changed";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedData, HloRoundTripTest,
+    ::testing::Values("hlo/maml_flax_train_step.hlo", "hlo/jaxrl_td_target.hlo",
+                      "hlo/mixer_b16_jax_unopt.hlo",
+                      "hlo/llama2_ptxla_neuron_train_tp1.hlo",
+                      "hlo/nux_flow_jit_loss9581.hlo"));
+
+TEST(GoptRoundTripTest, PlanEmbeddedInTheGraphMessage) {
+  ImporterRegistry importers;
+  RegisterBuiltinImporters(&importers);
+  absl::StatusOr<Graph> graph = importers.Import(
+      testing::ReadSharedData("onnx/light_squeezenet.onnx"), "onnx", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const std::string contents = GraphToProto(*graph).SerializeAsString();
+  CheckRoundTrip("squeezenet.gopt", contents, "gopt");
+}
+
+TEST(OnnxExporterTest, LayoutsAreAWarning) {
+  ImporterRegistry importers;
+  RegisterBuiltinImporters(&importers);
+  ExporterRegistry exporters;
+  RegisterBuiltinExporters(&exporters);
+  const std::string contents =
+      testing::ReadSharedData("onnx/light_squeezenet.onnx");
+  absl::StatusOr<Graph> graph = importers.Import(contents, "onnx", {});
+  ASSERT_TRUE(graph.ok());
+  gopt::v1::Plan plan;
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    plan.add_device(0);
+    auto* layout = plan.add_layout();
+    if (graph->node(id).outputs[0].dims.size() == 4) {
+      for (int d : {1, 3, 2, 0}) layout->add_minor_to_major(d);
+    }
+  }
+  ExportOptions options;
+  options.devices = {{"cpu:0", "cpu"}};
+  absl::StatusOr<ExportResult> exported =
+      (*exporters.Find("onnx"))->Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  ASSERT_EQ(exported->warnings.size(), 1u);
+  EXPECT_THAT(exported->warnings[0],
+              HasSubstr("ONNX cannot express tensor layouts"));
+}
+
+TEST(ExporterTest, BadFileIsInvalidArgument) {
+  ExporterRegistry exporters;
+  RegisterBuiltinExporters(&exporters);
+  Graph empty;
+  for (const char* format : {"onnx", "tfjs"}) {
+    absl::StatusOr<ExportResult> exported =
+        (*exporters.Find(format))->Export("{not a model", empty, {}, {});
+    EXPECT_EQ(exported.status().code(), absl::StatusCode::kInvalidArgument)
+        << format;
+  }
+  EXPECT_EQ(exporters.Find("hlo-proto").status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace gopt::graph
