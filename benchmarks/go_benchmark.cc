@@ -19,6 +19,7 @@
 #include "policy/go/co_location_decode.h"
 #include "policy/go/features.h"
 #include "policy/go/go_model.h"
+#include "util/malloc_tuning.h"
 #include "policy/go/ppo_trainer.h"
 #include "simulator/generators/generators.h"
 #include "simulator/topology.h"
@@ -165,7 +166,7 @@ BENCHMARK(BM_PpoStep)
 }  // namespace gopt::policy::go
 
 int main(int argc, char** argv) {
-  gopt::policy::go::KeepFreedMemory();
+  gopt::KeepFreedMemory();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

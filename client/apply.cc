@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/import/builtin_importers.h"
 #include "nlohmann/json.hpp"
-#include "server/decisions.h"
+#include "engine/decisions.h"
 #include "simulator/plan.h"
 #include "simulator/topology.h"
 #include "util/status_macros.h"
@@ -16,7 +16,7 @@ namespace {
 
 // The file at `path` as the importers see it, and its graph.
 struct ImportedFile {
-  server::SourceFile file;
+  engine::SourceFile file;
   graph::Graph graph;
 };
 
@@ -49,12 +49,12 @@ absl::Status RunApply(const ApplyOptions& options, std::ostream& out) {
   ASSIGN_OR_RETURN(const simulator::Topology topology,
                    simulator::LoadTopology(options.topology));
   ASSIGN_OR_RETURN(const graph::ScheduleAs schedule_as,
-                   server::ParseScheduleAs(options.schedule_as));
+                   engine::ParseScheduleAs(options.schedule_as));
   ASSIGN_OR_RETURN(ImportedFile imported,
                    ImportFile(options.path, options.read));
   ASSIGN_OR_RETURN(
       graph::ExportResult exported,
-      server::ApplyPlan(imported.file, imported.graph,
+      engine::ApplyPlan(imported.file, imported.graph,
                         simulator::PlanToProto(plan), topology, schedule_as));
   RETURN_IF_ERROR(WriteFileBytes(options.write_path, exported.contents));
   if (options.json) {
@@ -82,7 +82,7 @@ absl::StatusOr<gopt::v1::Plan> EmbeddedPlanOf(const std::string& path,
                    simulator::LoadTopology(topology));
   ASSIGN_OR_RETURN(
       std::optional<gopt::v1::Plan> plan,
-      server::ReadEmbeddedPlan(imported.file, imported.graph, loaded));
+      engine::ReadEmbeddedPlan(imported.file, imported.graph, loaded));
   if (!plan.has_value()) {
     return absl::NotFoundError(absl::StrCat(
         path, " carries no plan (write one with `gopt optimize FILE ",

@@ -8,7 +8,7 @@
 
 #include "client/command_line.h"
 #include "glog/logging.h"
-#include "policy/go/go_model.h"
+#include "util/malloc_tuning.h"
 
 int main(int argc, char** argv) {
   // Corrupt protobuf input makes libprotobuf log (e.g. invalid UTF-8) before
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   // optimize and bench fine-tune the GO network in-process (see
   // KeepFreedMemory: a PPO step on an 85k-node graph takes 3x as long
   // without it).
-  gopt::policy::go::KeepFreedMemory();
+  gopt::KeepFreedMemory();
   absl::StatusOr<gopt::client::Command> command =
       gopt::client::ParseCli(argc, argv);
   if (!command.ok()) {

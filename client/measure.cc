@@ -10,8 +10,8 @@
 #include "client/optimizer_client.h"
 #include "graph/import/builtin_importers.h"
 #include "nlohmann/json.hpp"
-#include "server/engine.h"
-#include "server/worker_pool.h"
+#include "engine/engine.h"
+#include "engine/worker_pool.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
@@ -122,17 +122,17 @@ void Report(const MeasureOptions& options, const std::string& method,
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<server::PlanMeasurer>> MakeCliMeasurer(
+absl::StatusOr<std::shared_ptr<engine::PlanMeasurer>> MakeCliMeasurer(
     const std::string& workers) {
-  server::WorkerPoolOptions options;
+  engine::WorkerPoolOptions options;
   options.health_check_interval_seconds = 0;
   // The CLI's 'local' is this process's executors (the user's own process:
   // nothing to isolate), not gopt-server's gopt-worker child.
-  absl::StatusOr<std::unique_ptr<server::WorkerPool>> pool =
-      server::WorkerPool::FromSpec(workers == "local" ? "in-process" : workers,
+  absl::StatusOr<std::unique_ptr<engine::WorkerPool>> pool =
+      engine::WorkerPool::FromSpec(workers == "local" ? "in-process" : workers,
                                    worker::ExecutorOptions(), options);
   if (!pool.ok()) return pool.status();
-  return std::shared_ptr<server::PlanMeasurer>(std::move(*pool));
+  return std::shared_ptr<engine::PlanMeasurer>(std::move(*pool));
 }
 
 absl::Status RunMeasure(const MeasureOptions& options, std::ostream& out) {
@@ -142,14 +142,14 @@ absl::Status RunMeasure(const MeasureOptions& options, std::ostream& out) {
   if (!request.ok()) return request.status();
   absl::StatusOr<gopt::v1::EvaluateResponse> response;
   if (options.server.empty()) {
-    server::EngineOptions engine_options;
+    engine::EngineOptions engine_options;
     engine_options.max_graph_nodes = options.read.import.limits.max_nodes;
-    absl::StatusOr<std::shared_ptr<server::PlanMeasurer>> measurer =
+    absl::StatusOr<std::shared_ptr<engine::PlanMeasurer>> measurer =
         MakeCliMeasurer(options.workers);
     if (!measurer.ok()) return measurer.status();
     engine_options.measurer = *std::move(measurer);
-    const server::Engine engine(engine_options, nullptr);
-    server::RequestContext context;
+    const engine::Engine engine(engine_options, nullptr);
+    engine::RequestContext context;
     context.deadline = absl::Now() + absl::Seconds(options.timeout_seconds);
     response = engine.Evaluate(*request, context);
   } else {

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/local_commands.h"
-#include "server/plan_measurer.h"
+#include "engine/plan_measurer.h"
 
 namespace gopt::client {
 
@@ -50,7 +50,7 @@ absl::Status RunMeasure(const MeasureOptions& options, std::ostream& out);
 // The PlanMeasurer behind the CLI's in-process engine for `--workers`
 // ("local" or a gopt-server --workers value). InvalidArgument for a bad
 // value; the executor's errors.
-absl::StatusOr<std::shared_ptr<server::PlanMeasurer>> MakeCliMeasurer(
+absl::StatusOr<std::shared_ptr<engine::PlanMeasurer>> MakeCliMeasurer(
     const std::string& workers);
 
 }  // namespace gopt::client

@@ -16,8 +16,8 @@
 #include "client/optimize_report.h"
 #include "client/optimizer_client.h"
 #include "client/plans.h"
-#include "server/builtin_policies.h"
-#include "server/engine.h"
+#include "engine/builtin_policies.h"
+#include "engine/engine.h"
 #include "simulator/plan.h"
 #include "simulator/topology.h"
 #include "util/status_macros.h"
@@ -97,11 +97,11 @@ class Backend {
       ASSIGN_OR_RETURN(backend.client_, Connect(remote, /*max_attempts=*/3));
       return backend;
     }
-    server::EngineOptions options;
+    engine::EngineOptions options;
     options.max_graph_nodes = max_graph_nodes;
-    std::shared_ptr<const server::PolicyRegistry> policies;
+    std::shared_ptr<const engine::PolicyRegistry> policies;
     if (load_policies) {
-      ASSIGN_OR_RETURN(policies, server::LoadBuiltinPolicies(policy_dir));
+      ASSIGN_OR_RETURN(policies, engine::LoadBuiltinPolicies(policy_dir));
     }
     if (!workers.empty()) {
       ASSIGN_OR_RETURN(options.measurer, MakeCliMeasurer(workers));
@@ -115,14 +115,14 @@ class Backend {
                 << "; optimizing without a plan store\n";
     }
     backend.engine_ =
-        std::make_shared<server::Engine>(options, std::move(policies));
+        std::make_shared<engine::Engine>(options, std::move(policies));
     return backend;
   }
 
   absl::StatusOr<gopt::v1::OptimizeResponse> Optimize(
       const gopt::v1::OptimizeRequest& request, bool progress) const {
     if (engine_ != nullptr) {
-      server::RequestContext context;
+      engine::RequestContext context;
       if (progress) context.on_progress = PrintProgress;
       return engine_->Optimize(request, context);
     }
@@ -137,7 +137,7 @@ class Backend {
   }
 
  private:
-  std::shared_ptr<const server::Engine> engine_;
+  std::shared_ptr<const engine::Engine> engine_;
   std::shared_ptr<const OptimizerClient> client_;
 };
 

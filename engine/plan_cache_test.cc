@@ -10,14 +10,14 @@
 #include "absl/strings/str_replace.h"
 #include "engine/plan_store.h"
 #include "engine/testing/test_stores.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 
 namespace gopt::engine {
 namespace {
 
-using server::Engine;
-using server::EngineOptions;
-using server::RequestContext;
+using engine::Engine;
+using engine::EngineOptions;
+using engine::RequestContext;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 

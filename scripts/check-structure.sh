@@ -5,7 +5,8 @@
 #   - no research in product folders: no benchmark (*_benchmark.cc),
 #     diagnostics or experiments source under graph/ simulator/ policy/
 #     worker/ server/ engine/ (they live in benchmarks/ and tools/, training
-#     code in training/).
+#     code in training/);
+#   - no client/ source includes a server/ header (the CLI runs engine/).
 #
 #   scripts/check-structure.sh [REPO_ROOT]
 #
@@ -42,8 +43,10 @@ def is_test(path):
 
 PRODUCT_FOLDERS = ("graph", "simulator", "policy", "worker", "server",
                    "engine")
-# Moves to benchmarks/ next (other work edits it now).
-RESEARCH_ALLOWED = {"graph/import/import_benchmark.cc"}
+# Folders client/ must not include from: the CLI runs the engine (engine/),
+# never the gRPC server.
+CLIENT_FORBIDDEN_INCLUDES = ("server/",)
+INCLUDE = re.compile(r"^#include \"([^\"]+)\"", re.M)
 
 def is_research(path):
     """A benchmark, diagnostics or experiments source."""
@@ -208,11 +211,16 @@ for path in sys.stdin.read().split():
     except OSError as error:
         print(f"check-structure: cannot read {path}: {error}", file=sys.stderr)
         sys.exit(2)
-    if (path.split("/", 1)[0] in PRODUCT_FOLDERS and is_research(path)
-            and path not in RESEARCH_ALLOWED):
+    if path.split("/", 1)[0] in PRODUCT_FOLDERS and is_research(path):
         print(f"{path}: research code in a product folder (benchmarks/, "
               "tools/ or training/)")
         failures += 1
+    if path.startswith("client/"):
+        for included in INCLUDE.findall(text):
+            if included.startswith(CLIENT_FORBIDDEN_INCLUDES):
+                print(f"{path}: includes {included} (client/ depends on "
+                      "engine/, never on server/)")
+                failures += 1
     num_lines = text.count("\n")
     if num_lines > MAX_FILE_LINES:
         print(f"{path}: {num_lines} lines (at most {MAX_FILE_LINES})")

@@ -34,7 +34,7 @@ constexpr bool kGlibcMalloc = true;
 #endif
 
 // Leaves over 64 MiB free in the heap, as gopt-server's malloc settings
-// (policy::go::KeepFreedMemory) do: nothing mapped on its own, no trim on
+// (gopt::KeepFreedMemory, util/malloc_tuning.h) do: nothing mapped on its own, no trim on
 // free.
 void LeaveFreeHeap() {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);

@@ -26,14 +26,14 @@
 #include "engine/plan_refiner.h"
 #include "engine/plan_store.h"
 #include "glog/logging.h"
-#include "policy/go/go_model.h"
-#include "server/builtin_policies.h"
+#include "util/malloc_tuning.h"
+#include "engine/builtin_policies.h"
 #include "server/container_limits.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 #include "server/metrics.h"
-#include "server/policy_registry.h"
+#include "engine/policy_registry.h"
 #include "server/server.h"
-#include "server/worker_pool.h"
+#include "engine/worker_pool.h"
 #include "util/service_main.h"
 #include "worker/executor.h"
 
@@ -191,7 +191,7 @@ class PlanStoreBackground {
   // --refine_cpu_share.
   static absl::StatusOr<std::unique_ptr<PlanStoreBackground>> Start(
       std::shared_ptr<gopt::engine::PlanStore> store,
-      std::shared_ptr<const gopt::server::Engine> engine,
+      std::shared_ptr<const gopt::engine::Engine> engine,
       gopt::server::Metrics* metrics) {
     const double share = absl::GetFlag(FLAGS_refine_cpu_share);
     if (!(share > 0 && share <= 1)) {
@@ -222,7 +222,7 @@ class PlanStoreBackground {
         [engine, metrics](const gopt::v1::OptimizeRequest& request,
                           absl::Time deadline,
                           const std::atomic<bool>* cancelled) {
-          gopt::server::RequestContext context;
+          gopt::engine::RequestContext context;
           context.deadline = deadline;
           context.cancelled = cancelled;
           absl::StatusOr<gopt::v1::OptimizeResponse> response =
@@ -331,11 +331,11 @@ int64_t DefaultMemoryBudgetBytes(const gopt::server::ContainerLimits& limits) {
 // The worker pool of --workers; null for 'none'. Its executions and queue
 // depth go to `metrics`; its measurements are charged to `memory_budget`
 // (may be null).
-absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> MakeWorkerPool(
-    gopt::server::Metrics* metrics, gopt::server::MemoryBudget* memory_budget) {
+absl::StatusOr<std::shared_ptr<gopt::engine::PlanMeasurer>> MakeWorkerPool(
+    gopt::server::Metrics* metrics, gopt::engine::MemoryBudget* memory_budget) {
   const std::string spec = absl::GetFlag(FLAGS_workers);
   if (spec == "none") return nullptr;
-  gopt::server::WorkerPoolOptions options;
+  gopt::engine::WorkerPoolOptions options;
   options.queue_length = absl::GetFlag(FLAGS_worker_queue_length);
   options.plan_timeout_seconds =
       absl::GetFlag(FLAGS_worker_plan_timeout_seconds);
@@ -358,11 +358,11 @@ absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> MakeWorkerPool(
   options.on_queue_depth = [metrics](int64_t waiting) {
     metrics->SetWorkerQueueDepth(waiting);
   };
-  absl::StatusOr<std::unique_ptr<gopt::server::WorkerPool>> pool =
-      gopt::server::WorkerPool::FromSpec(spec, gopt::worker::ExecutorOptions(),
+  absl::StatusOr<std::unique_ptr<gopt::engine::WorkerPool>> pool =
+      gopt::engine::WorkerPool::FromSpec(spec, gopt::worker::ExecutorOptions(),
                                          options);
   if (!pool.ok()) return pool.status();
-  return std::shared_ptr<gopt::server::PlanMeasurer>(std::move(*pool));
+  return std::shared_ptr<gopt::engine::PlanMeasurer>(std::move(*pool));
 }
 
 }  // namespace
@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
   // Fine-tuning runs the GO network in a loop; without this its large
   // temporaries are mapped and faulted in afresh on every pass (a PPO step
   // on an 85k-node graph takes 3x as long).
-  gopt::policy::go::KeepFreedMemory();
+  gopt::KeepFreedMemory();
 
   LOG(INFO) << "gopt-server " << GOPT_VERSION << " (" << GOPT_GIT_REVISION
             << ") starting with:";
@@ -457,8 +457,8 @@ int main(int argc, char** argv) {
             << "; health NOT_SERVING while policies load";
 
   const std::string policy_dir = absl::GetFlag(FLAGS_policy_dir);
-  absl::StatusOr<std::shared_ptr<const gopt::server::PolicyRegistry>> policies =
-      gopt::server::LoadBuiltinPolicies(policy_dir);
+  absl::StatusOr<std::shared_ptr<const gopt::engine::PolicyRegistry>> policies =
+      gopt::engine::LoadBuiltinPolicies(policy_dir);
   if (!policies.ok()) {
     LOG(ERROR) << "cannot load policies: " << policies.status().message();
     (*server)->Shutdown(absl::Now());
@@ -467,14 +467,14 @@ int main(int argc, char** argv) {
   for (const gopt::policy::Policy* policy : (*policies)->policies()) {
     LOG(INFO) << "policy " << policy->info().name << "@"
               << policy->info().version << " (" << policy->info().kind << ", "
-              << gopt::server::TaskSetName(policy->info().tasks) << ") from "
+              << gopt::engine::TaskSetName(policy->info().tasks) << ") from "
               << policy->info().directory;
   }
   if ((*policies)->policies().empty()) {
     LOG(WARNING) << "no policy in " << policy_dir
                  << ": Optimize answers with the best baseline plan";
   }
-  gopt::server::EngineOptions engine_options;
+  gopt::engine::EngineOptions engine_options;
   engine_options.max_graph_nodes = absl::GetFlag(FLAGS_max_graph_nodes);
   engine_options.max_fine_tune_steps = absl::GetFlag(FLAGS_max_fine_tune_steps);
   engine_options.default_fine_tune_steps =
@@ -485,7 +485,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_max_baseline_methods);
   engine_options.max_trace_bytes = absl::GetFlag(FLAGS_max_trace_bytes);
   engine_options.max_response_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-  absl::StatusOr<std::shared_ptr<gopt::server::PlanMeasurer>> pool =
+  absl::StatusOr<std::shared_ptr<gopt::engine::PlanMeasurer>> pool =
       MakeWorkerPool(&metrics, (*server)->memory_budget());
   if (!pool.ok()) {
     LOG(ERROR) << "--workers: " << pool.status().message();
@@ -506,7 +506,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_plan_store_kept_answers);
 
   const auto engine =
-      std::make_shared<gopt::server::Engine>(engine_options, *policies);
+      std::make_shared<gopt::engine::Engine>(engine_options, *policies);
   (*server)->SetEngine(engine);
   absl::StatusOr<std::unique_ptr<PlanStoreBackground>> store_background =
       PlanStoreBackground::Start(engine_options.plan_store, engine, &metrics);

@@ -269,7 +269,7 @@ OptimizerService::OptimizerService(const ServiceOptions& options,
                                    WorkQueue* queue, Metrics* metrics)
     : options_(options), queue_(queue), metrics_(metrics) {}
 
-void OptimizerService::SetEngine(std::shared_ptr<const Engine> engine) {
+void OptimizerService::SetEngine(std::shared_ptr<const engine::Engine> engine) {
   absl::MutexLock lock(&mutex_);
   engine_ = std::move(engine);
 }
@@ -279,7 +279,7 @@ void OptimizerService::StopAccepting() {
   accepting_ = false;
 }
 
-absl::StatusOr<std::shared_ptr<const Engine>> OptimizerService::Ready() const {
+absl::StatusOr<std::shared_ptr<const engine::Engine>> OptimizerService::Ready() const {
   absl::MutexLock lock(&mutex_);
   if (!accepting_) {
     return absl::UnavailableError("the server is shutting down");
@@ -323,11 +323,11 @@ void OptimizerService::RecordEvaluate(
 }
 
 template <typename Call, typename Request>
-absl::StatusOr<std::shared_ptr<const Engine>> OptimizerService::Admit(
+absl::StatusOr<std::shared_ptr<const engine::Engine>> OptimizerService::Admit(
     grpc::CallbackServerContext* context, Call* call,
     const grpc::ByteBuffer& bytes, absl::string_view type_name,
     Request* request) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const Engine> engine, Ready());
+  ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> engine, Ready());
   absl::Status parsed = ParseRequest(bytes, engine->options().max_graph_nodes,
                                      type_name, request);
   // The request now lives in `request`: hand gRPC's copy back at once, so
@@ -345,9 +345,9 @@ absl::StatusOr<std::shared_ptr<const Engine>> OptimizerService::Admit(
   return engine;
 }
 
-RequestContext OptimizerService::ContextFor(
+engine::RequestContext OptimizerService::ContextFor(
     absl::Time deadline, const std::atomic<bool>* cancelled) const {
-  RequestContext context;
+  engine::RequestContext context;
   context.deadline = deadline;
   context.cancelled = cancelled;
   context.memory = options_.memory;
@@ -358,14 +358,14 @@ template <typename Request, typename Response>
 grpc::ServerUnaryReactor* OptimizerService::ServeUnary(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
     grpc::ByteBuffer* response, const char* method, absl::string_view type_name,
-    absl::StatusOr<Response> (Engine::*run)(const Request&,
-                                            const RequestContext&) const,
+    absl::StatusOr<Response> (engine::Engine::*run)(const Request&,
+                                            const engine::RequestContext&) const,
     void (OptimizerService::*record)(const Request&, const Response&)) {
   auto* call = new UnaryCall(metrics_, method,
                              DeadlineOf(*context, options_.default_deadline),
                              &trimmer_, bytes->Valid() ? bytes->Length() : 0);
   auto request = std::make_shared<Request>();
-  absl::StatusOr<std::shared_ptr<const Engine>> engine =
+  absl::StatusOr<std::shared_ptr<const engine::Engine>> engine =
       Admit(context, call, *bytes, type_name, request.get());
   if (!engine.ok()) {
     call->Answer(engine.status());
@@ -396,7 +396,7 @@ grpc::ServerUnaryReactor* OptimizerService::Optimize(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
     grpc::ByteBuffer* response) {
   return ServeUnary(context, bytes, response, "Optimize",
-                    "gopt.v1.OptimizeRequest", &Engine::Optimize,
+                    "gopt.v1.OptimizeRequest", &engine::Engine::Optimize,
                     &OptimizerService::RecordOptimize);
 }
 
@@ -406,7 +406,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* OptimizerService::OptimizeStream(
       new StreamCall(metrics_, DeadlineOf(*context, options_.default_deadline),
                      &trimmer_, bytes->Valid() ? bytes->Length() : 0);
   auto request = std::make_shared<gopt::v1::OptimizeRequest>();
-  absl::StatusOr<std::shared_ptr<const Engine>> engine =
+  absl::StatusOr<std::shared_ptr<const engine::Engine>> engine =
       Admit(context, call, *bytes, "gopt.v1.OptimizeRequest", request.get());
   if (!engine.ok()) {
     call->Answer(engine.status(), std::nullopt);
@@ -414,7 +414,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* OptimizerService::OptimizeStream(
   }
   absl::Status admitted = queue_->Submit(
       [this, call, request, engine = *std::move(engine)] {
-        RequestContext request_context =
+        engine::RequestContext request_context =
             ContextFor(call->deadline(), call->cancelled());
         request_context.on_progress =
             [call](const gopt::v1::OptimizeProgress& progress) {
@@ -439,7 +439,7 @@ grpc::ServerUnaryReactor* OptimizerService::Evaluate(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
     grpc::ByteBuffer* response) {
   return ServeUnary(context, bytes, response, "Evaluate",
-                    "gopt.v1.EvaluateRequest", &Engine::Evaluate,
+                    "gopt.v1.EvaluateRequest", &engine::Engine::Evaluate,
                     &OptimizerService::RecordEvaluate);
 }
 
@@ -449,7 +449,7 @@ grpc::ServerUnaryReactor* OptimizerService::ListPolicies(
   auto* call = new UnaryCall(metrics_, "ListPolicies", absl::InfiniteFuture(),
                              &trimmer_, /*request_bytes=*/0);
   gopt::v1::ListPoliciesRequest request;
-  absl::StatusOr<std::shared_ptr<const Engine>> engine =
+  absl::StatusOr<std::shared_ptr<const engine::Engine>> engine =
       Admit(context, call, *bytes, "gopt.v1.ListPoliciesRequest", &request);
   absl::Status status = engine.status();
   if (engine.ok()) {

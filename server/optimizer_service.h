@@ -10,9 +10,9 @@
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.grpc.pb.h"
 #include "grpcpp/support/byte_buffer.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 #include "server/heap_trimmer.h"
-#include "server/memory_budget.h"
+#include "engine/memory_budget.h"
 #include "server/metrics.h"
 #include "server/work_queue.h"
 
@@ -25,7 +25,7 @@ struct ServiceOptions {
   absl::Duration default_deadline = absl::Minutes(10);
   // The server's memory budget, borrowed (must outlive the service); null
   // = unlimited.
-  MemoryBudget* memory = nullptr;
+  engine::MemoryBudget* memory = nullptr;
 };
 
 // The generated service with Optimize, OptimizeStream and Evaluate taking
@@ -57,7 +57,7 @@ class OptimizerService final : public GraphOptimizerRawService {
                    Metrics* metrics);
 
   // The engine that serves requests from now on.
-  void SetEngine(std::shared_ptr<const Engine> engine);
+  void SetEngine(std::shared_ptr<const engine::Engine> engine);
   // New calls get UNAVAILABLE; calls already admitted run to the end.
   void StopAccepting();
 
@@ -78,16 +78,16 @@ class OptimizerService final : public GraphOptimizerRawService {
 
  private:
   // The engine, or Unavailable while loading / shutting down.
-  absl::StatusOr<std::shared_ptr<const Engine>> Ready() const;
+  absl::StatusOr<std::shared_ptr<const engine::Engine>> Ready() const;
   // Ready() and ParseRequest; the call's abandonment status when its client
   // already gave up (a cancelled call's request bytes cannot be read: that
   // is Cancelled, not a parse error).
   template <typename Call, typename Request>
-  absl::StatusOr<std::shared_ptr<const Engine>> Admit(
+  absl::StatusOr<std::shared_ptr<const engine::Engine>> Admit(
       grpc::CallbackServerContext* context, Call* call,
       const grpc::ByteBuffer& bytes, absl::string_view type_name,
       Request* request);
-  RequestContext ContextFor(absl::Time deadline,
+  engine::RequestContext ContextFor(absl::Time deadline,
                             const std::atomic<bool>* cancelled) const;
   // Parses, admits and runs a unary call: `run` on a queue thread, then
   // `record` for a successful answer.
@@ -96,8 +96,8 @@ class OptimizerService final : public GraphOptimizerRawService {
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
       grpc::ByteBuffer* response, const char* method,
       absl::string_view type_name,
-      absl::StatusOr<Response> (Engine::*run)(const Request&,
-                                              const RequestContext&) const,
+      absl::StatusOr<Response> (engine::Engine::*run)(const Request&,
+                                              const engine::RequestContext&) const,
       void (OptimizerService::*record)(const Request&, const Response&));
   // Metrics for a finished Optimize: graph size, speedup, simulations.
   void RecordOptimize(const gopt::v1::OptimizeRequest& request,
@@ -112,7 +112,7 @@ class OptimizerService final : public GraphOptimizerRawService {
   // Trims the heap after each large request.
   HeapTrimmer trimmer_;
   mutable absl::Mutex mutex_;
-  std::shared_ptr<const Engine> engine_ ABSL_GUARDED_BY(mutex_);
+  std::shared_ptr<const engine::Engine> engine_ ABSL_GUARDED_BY(mutex_);
   bool accepting_ ABSL_GUARDED_BY(mutex_) = true;
 };
 

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 #include "server/metrics.h"
 #include "server/optimizer_service.h"
 #include "server/work_queue.h"
@@ -108,7 +108,7 @@ class OptimizerServer {
   int health_port() const { return health_port_; }
 
   // Serves requests with `engine` and reports SERVING.
-  void SetEngine(std::shared_ptr<const Engine> engine);
+  void SetEngine(std::shared_ptr<const engine::Engine> engine);
   // Reports NOT_SERVING; requests are still served.
   void BeginDrain();
   // Refuses new calls (UNAVAILABLE), lets calls in flight finish until
@@ -121,13 +121,13 @@ class OptimizerServer {
 
   // The requests' memory budget (null without one), for the worker pool to
   // charge its measurements to; lives as long as the server.
-  MemoryBudget* memory_budget() const { return memory_.get(); }
+  engine::MemoryBudget* memory_budget() const { return memory_.get(); }
 
  private:
   OptimizerServer(const ServerOptions& options, Metrics* metrics);
   void SetServing(bool serving);
 
-  std::unique_ptr<MemoryBudget> memory_;  // null: no budget
+  std::unique_ptr<engine::MemoryBudget> memory_;  // null: no budget
   WorkQueue queue_;
   OptimizerService service_;
   std::unique_ptr<grpc::Server> server_;

@@ -24,10 +24,10 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 #include "server/metrics.h"
-#include "server/policy_registry.h"
-#include "server/testing/fake_policy.h"
+#include "engine/policy_registry.h"
+#include "engine/testing/fake_policy.h"
 #include "tests/util/http_get.h"
 #include "tests/util/shared_data.h"
 

@@ -21,8 +21,8 @@
 #include "client/optimizer_client.h"
 #include "nlohmann/json.hpp"
 #include "policy/card.h"
-#include "server/builtin_policies.h"
-#include "server/engine.h"
+#include "engine/builtin_policies.h"
+#include "engine/engine.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "tests/util/shared_data.h"
@@ -50,12 +50,12 @@ class ShippedPoliciesTest : public ::testing::Test {
       return;
     }
     server_ = started->release();
-    auto policies = server::LoadBuiltinPolicies(kPolicyDir);
+    auto policies = engine::LoadBuiltinPolicies(kPolicyDir);
     if (!policies.ok()) {
       setup_error_ = new std::string(policies.status().ToString());
       return;
     }
-    server_->SetEngine(std::make_shared<server::Engine>(server::EngineOptions(),
+    server_->SetEngine(std::make_shared<engine::Engine>(engine::EngineOptions(),
                                                         *std::move(policies)));
     client::ClientOptions client_options;
     client_options.target = absl::StrCat("127.0.0.1:", server_->port());
@@ -210,7 +210,7 @@ TEST(ShippedPoliciesIntegrityTest, ChangedCheckpointIsRefusedNamingTheFile) {
     file.seekp(std::filesystem::file_size(checkpoint) / 2);
     file.put('\x7f');
   }
-  auto policies = server::LoadBuiltinPolicies(copy.string());
+  auto policies = engine::LoadBuiltinPolicies(copy.string());
   ASSERT_FALSE(policies.ok());
   EXPECT_EQ(policies.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(policies.status().message(), HasSubstr(checkpoint.string()));
@@ -244,7 +244,7 @@ TEST(ShippedPoliciesIntegrityTest, NewestGoPolicyIsTheServedOne) {
   absl::StatusOr<std::string> newest =
       policy::NewestPolicyDirectory(kPolicyDir, "go");
   ASSERT_TRUE(newest.ok()) << newest.status();
-  auto policies = server::LoadBuiltinPolicies(kPolicyDir);
+  auto policies = engine::LoadBuiltinPolicies(kPolicyDir);
   ASSERT_TRUE(policies.ok()) << policies.status();
   absl::StatusOr<const policy::Policy*> served =
       (*policies)->Find("go-multitask", "");

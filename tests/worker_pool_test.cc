@@ -1,4 +1,4 @@
-#include "server/worker_pool.h"
+#include "engine/worker_pool.h"
 
 #include <memory>
 #include <string>
@@ -13,7 +13,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 #include "simulator/topology.h"
 #include "tests/util/shared_data.h"
 #include "worker/testing/fake_executor.h"

@@ -24,7 +24,7 @@
 #include "graph/import/builtin_importers.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "server/worker_pool.h"
+#include "engine/worker_pool.h"
 #include "simulator/topology.h"
 #include "tests/util/child_process.h"
 #include "tests/util/shared_data.h"

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "glog/logging.h"
-#include "policy/go/go_model.h"
+#include "util/malloc_tuning.h"
 #include "training/train_command_line.h"
 
 int main(int argc, char** argv) {
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Training runs the networks in a loop (see KeepFreedMemory).
-  gopt::policy::go::KeepFreedMemory();
+  gopt::KeepFreedMemory();
   const absl::Status status =
       gopt::policy::RunTrainCommand(*command, std::cout);
   if (!status.ok()) {

@@ -1,33 +1,15 @@
 #ifndef GOPT_POLICY_EVAL_SUMMARY_H_
 #define GOPT_POLICY_EVAL_SUMMARY_H_
 
-#include <cmath>
 #include <string>
 #include <vector>
+
+#include "util/geometric_mean.h"
 
 // Summaries of method comparisons over many graphs: geometric means of
 // step-time ratios, and wins. One home for every comparison's summary
 // (`gopt bench`, `gopt-train eval`).
 namespace gopt::policy::eval {
-
-// The geometric mean of positive ratios, accumulated one at a time (as the
-// mean of their logarithms, so that long products neither overflow nor
-// underflow). Not thread-safe.
-class GeometricMean {
- public:
-  // Adds one ratio (> 0).
-  void Add(double ratio) {
-    log_sum_ += std::log(ratio);
-    ++count_;
-  }
-  int count() const { return count_; }
-  // The geometric mean; 0 when nothing was added.
-  double value() const { return count_ > 0 ? std::exp(log_sum_ / count_) : 0; }
-
- private:
-  double log_sum_ = 0;
-  int count_ = 0;
-};
 
 // One method's result on one graph, as a summary needs it.
 struct MethodOutcome {

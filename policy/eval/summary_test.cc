@@ -7,15 +7,6 @@
 namespace gopt::policy::eval {
 namespace {
 
-TEST(GeometricMeanTest, OfRatios) {
-  GeometricMean mean;
-  EXPECT_EQ(mean.value(), 0);
-  mean.Add(2.0);
-  mean.Add(8.0);
-  EXPECT_EQ(mean.count(), 2);
-  EXPECT_DOUBLE_EQ(mean.value(), 4.0);
-}
-
 TEST(SummariseMethodsTest, GeomeansWinsAndOrderOfFirstAppearance) {
   const std::vector<MethodOutcome> outcomes = {
       {"a", "single", true, 1.0, 1.0, 4.0}, {"a", "metis", true, 0.5, 0.5, 2.0},

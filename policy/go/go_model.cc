@@ -1,7 +1,6 @@
 #include "policy/go/go_model.h"
 
 #include <dlfcn.h>
-#include <malloc.h>
 
 #include <fstream>
 #include <mutex>
@@ -534,11 +533,6 @@ int64_t GoModel::num_parameters() const {
 void SetTorchThreads(int threads) {
   SetTorchIntraOpThreads(threads);
   KeepBlasOnCallingThread();
-}
-
-void KeepFreedMemory() {
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 }  // namespace gopt::policy::go

@@ -170,12 +170,6 @@ inline constexpr int64_t kCheckpointFormatVersion = 3;
 // workers burn the cores other processes need.
 void SetTorchThreads(int threads);
 
-// Keeps freed memory in the process for reuse (glibc mallopt): the network's
-// large temporary tensors are otherwise mapped and faulted in afresh on
-// every pass (measured: a PPO step takes half the time with it). For the
-// main() of programs that run the network in a loop; process-wide.
-void KeepFreedMemory();
-
 }  // namespace gopt::policy::go
 
 #endif  // GOPT_POLICY_GO_GO_MODEL_H_

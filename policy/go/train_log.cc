@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "policy/eval/summary.h"
+#include "util/geometric_mean.h"
 
 namespace gopt::policy::go {
 
@@ -30,7 +30,7 @@ TrainLogRow MakeTrainLogRow(int step, double seconds, const PpoStepStats& stats,
   row.kl = stats.kl;
   row.invalid_plans = stats.invalid_plans;
   std::vector<std::string> labels;
-  eval::GeometricMean best_step_ratio;
+  GeometricMean best_step_ratio;
   for (size_t i = 0; i < stats.graphs.size(); ++i) {
     labels.push_back(stats.graphs[i].label);
     const ScoredPlan& best = stats.graphs[i].best;

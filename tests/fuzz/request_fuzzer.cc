@@ -2,7 +2,7 @@
 // the transport: bytes -> server::ParseRequest (what the service does with
 // a request's bytes off the wire: count an inline graph's nodes on the wire,
 // refuse oversized graphs, parse) -> gopt.v1.OptimizeRequest or
-// EvaluateRequest -> server::Engine (validation, memory admission, import,
+// EvaluateRequest -> engine::Engine (validation, memory admission, import,
 // topology conversion, baselines, simulation, response). The engine has no
 // policy loaded (baselines only, no LibTorch), a small node cap, a 1 GiB
 // memory budget and a short deadline, so one input runs in milliseconds.
@@ -37,8 +37,8 @@
 #include "gopt/v1/optimizer.pb.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
-#include "server/engine.h"
-#include "server/memory_budget.h"
+#include "engine/engine.h"
+#include "engine/memory_budget.h"
 #include "server/request_wire.h"
 
 namespace {
@@ -47,20 +47,20 @@ namespace {
 // short enough that libFuzzer's -timeout only fires on a real hang.
 constexpr absl::Duration kDeadline = absl::Seconds(2);
 
-gopt::server::MemoryBudget& FuzzedMemoryBudget() {
-  static gopt::server::MemoryBudget* const budget =
-      new gopt::server::MemoryBudget(int64_t{1} << 30);
+gopt::engine::MemoryBudget& FuzzedMemoryBudget() {
+  static gopt::engine::MemoryBudget* const budget =
+      new gopt::engine::MemoryBudget(int64_t{1} << 30);
   return *budget;
 }
 
-const gopt::server::Engine& FuzzedEngine() {
-  static const gopt::server::Engine* const engine = [] {
+const gopt::engine::Engine& FuzzedEngine() {
+  static const gopt::engine::Engine* const engine = [] {
     // Mutated protobufs make libprotobuf log on every input; the engine's
     // Status is what is under test.
     google::protobuf::SetLogHandler(nullptr);
-    gopt::server::EngineOptions options;
+    gopt::engine::EngineOptions options;
     options.max_graph_nodes = 2'000;
-    return new gopt::server::Engine(options, /*policies=*/nullptr);
+    return new gopt::engine::Engine(options, /*policies=*/nullptr);
   }();
   return *engine;
 }
@@ -124,7 +124,7 @@ void PrintOutcome(const char* call, const absl::StatusOr<Response>& response) {
 // Parses the request the way the service does; false when it refuses the
 // bytes (the fuzzer then moves on).
 bool ParseLikeTheServer(const uint8_t* data, size_t size,
-                        const gopt::server::Engine& engine,
+                        const gopt::engine::Engine& engine,
                         google::protobuf::MessageLite* request) {
   grpc::Slice slice(data, size);
   const grpc::ByteBuffer buffer(&slice, 1);
@@ -139,12 +139,12 @@ bool ParseLikeTheServer(const uint8_t* data, size_t size,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const gopt::server::Engine& engine = FuzzedEngine();
+  const gopt::engine::Engine& engine = FuzzedEngine();
   const bool evaluate = (data[0] & 1) != 0;
   // The same context gopt-server builds for OptimizeStream: a deadline, a
   // cancellation flag, a progress callback and the memory budget.
   const std::atomic<bool> cancelled{false};
-  gopt::server::RequestContext context;
+  gopt::engine::RequestContext context;
   context.deadline = absl::Now() + kDeadline;
   context.cancelled = &cancelled;
   context.on_progress = [](const gopt::v1::OptimizeProgress& progress) {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/card.h"
-#include "policy/eval/summary.h"
+#include "util/geometric_mean.h"
 #include "training/go/corpus.h"
 
 namespace gopt::policy::go {
@@ -68,7 +68,7 @@ nlohmann::json TrainingMetrics(const std::vector<TrainLogRow>& log) {
   };
   auto reward = [](const TrainLogRow& r) { return r.reward; };
   auto geomean_ratio = [&](size_t begin, size_t end) {
-    eval::GeometricMean ratio;
+    GeometricMean ratio;
     for (size_t i = begin; i < end; ++i) ratio.Add(log[i].best_step_ratio);
     return ratio.value();
   };

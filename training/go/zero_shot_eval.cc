@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "policy/eval/summary.h"
+#include "util/geometric_mean.h"
 #include "policy/go/fine_tuning.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
@@ -59,8 +59,8 @@ absl::StatusOr<nlohmann::json> EvaluateZeroShot(
   simulator::baselines::BaselineRegistry registry;
   simulator::baselines::RegisterBuiltinBaselines(&registry);
   nlohmann::json rows = nlohmann::json::array();
-  eval::GeometricMean over_expert;
-  eval::GeometricMean over_best;
+  GeometricMean over_expert;
+  GeometricMean over_best;
   out << absl::StrFormat("%-40s %-14s %7s %11s %11s %11s %11s\n", "graph",
                          "topology", "nodes", "default ms", "expert ms",
                          "best-bl ms", "go-zs ms");

@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_PLAN_MEASURER_H_
-#define GOPT_SERVER_PLAN_MEASURER_H_
+#ifndef GOPT_ENGINE_PLAN_MEASURER_H_
+#define GOPT_ENGINE_PLAN_MEASURER_H_
 
 #include <atomic>
 #include <string>
@@ -10,7 +10,7 @@
 #include "graph/graph.h"
 #include "simulator/plan.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // One plan measured on a real device.
 struct PlanMeasurement {
@@ -42,6 +42,6 @@ class PlanMeasurer {
       absl::Time deadline, const std::atomic<bool>* cancelled) = 0;
 };
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_PLAN_MEASURER_H_
+#endif  // GOPT_ENGINE_PLAN_MEASURER_H_

@@ -1,14 +1,14 @@
-#ifndef GOPT_SERVER_BUILTIN_POLICIES_H_
-#define GOPT_SERVER_BUILTIN_POLICIES_H_
+#ifndef GOPT_ENGINE_BUILTIN_POLICIES_H_
+#define GOPT_ENGINE_BUILTIN_POLICIES_H_
 
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/policy_registry.h"
+#include "engine/policy_registry.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // Registers the factory of every policy kind gopt ships: "go" (the GO
 // placement/scheduling/fusion policy, policy/go), "cost-model-layout"
@@ -27,6 +27,6 @@ absl::Status RegisterBuiltinPolicies(PolicyRegistry* registry);
 absl::StatusOr<std::shared_ptr<const PolicyRegistry>> LoadBuiltinPolicies(
     const std::string& directory);
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_BUILTIN_POLICIES_H_
+#endif  // GOPT_ENGINE_BUILTIN_POLICIES_H_

@@ -1,5 +1,5 @@
-#ifndef GOPT_POLICY_EVAL_BASELINE_COMPARISON_H_
-#define GOPT_POLICY_EVAL_BASELINE_COMPARISON_H_
+#ifndef GOPT_ENGINE_BASELINE_COMPARISON_H_
+#define GOPT_ENGINE_BASELINE_COMPARISON_H_
 
 #include <cstdint>
 #include <functional>
@@ -19,7 +19,7 @@
 // The baseline side of a method comparison as gopt-server runs it: every
 // requested heuristic combination simulated, and the best one chosen.
 // Serving-safe (no training code).
-namespace gopt::policy::eval {
+namespace gopt::engine {
 
 // Whether a simulated step time may be compared and reported: finite and
 // positive. Topology and graph validation keep every time finite; this is
@@ -91,6 +91,6 @@ absl::StatusOr<BaselineComparison> CompareBaselines(
 // reference to compare with): the ratios a comparison reports.
 double RatioOrZero(double numerator, double denominator);
 
-}  // namespace gopt::policy::eval
+}  // namespace gopt::engine
 
-#endif  // GOPT_POLICY_EVAL_BASELINE_COMPARISON_H_
+#endif  // GOPT_ENGINE_BASELINE_COMPARISON_H_

@@ -1,4 +1,4 @@
-#include "server/policy_registry.h"
+#include "engine/policy_registry.h"
 
 #include <filesystem>
 #include <fstream>
@@ -6,9 +6,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/testing/fake_policy.h"
+#include "engine/testing/fake_policy.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -22,7 +22,7 @@ class PolicyRegistryTest : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
     ASSERT_TRUE(
-        registry_.RegisterFactory("fake", test_util::FakePolicyFactory()).ok());
+        registry_.RegisterFactory("fake", testing::FakePolicyFactory()).ok());
   }
 
   void WriteCard(const std::string& policy, const std::string& card) {
@@ -111,7 +111,7 @@ TEST_F(PolicyRegistryTest, DuplicatesAndMissingDirectory) {
   EXPECT_EQ(registry_.LoadDirectory((root_ / "missing").string()).code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(
-      registry_.RegisterFactory("fake", test_util::FakePolicyFactory()).code(),
+      registry_.RegisterFactory("fake", testing::FakePolicyFactory()).code(),
       absl::StatusCode::kAlreadyExists);
 }
 
@@ -123,4 +123,4 @@ TEST(TaskSetNameTest, JoinsInTaskOrder) {
 }
 
 }  // namespace
-}  // namespace gopt::server
+}  // namespace gopt::engine

@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_CHILD_WORKER_H_
-#define GOPT_SERVER_CHILD_WORKER_H_
+#ifndef GOPT_ENGINE_CHILD_WORKER_H_
+#define GOPT_ENGINE_CHILD_WORKER_H_
 
 #include <sys/types.h>
 
@@ -12,10 +12,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/worker_pool.h"
+#include "engine/worker_pool.h"
 #include "worker/executor.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // How a ChildWorker starts and supervises its gopt-worker process.
 struct ChildWorkerOptions {
@@ -121,6 +121,6 @@ class ChildWorker final : public PoolWorker {
   std::thread supervisor_;
 };
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_CHILD_WORKER_H_
+#endif  // GOPT_ENGINE_CHILD_WORKER_H_

@@ -1,4 +1,4 @@
-#include "server/engine.h"
+#include "engine/engine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "graph/import/builtin_importers.h"
 #include "graph/native/graph_proto.h"
-#include "policy/eval/baseline_comparison.h"
-#include "server/decisions.h"
-#include "server/verify.h"
+#include "engine/baseline_comparison.h"
+#include "engine/decisions.h"
+#include "engine/verify.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
 #include "simulator/lower_bound.h"
@@ -23,7 +23,7 @@
 #include "simulator/topology.h"
 #include "util/status_macros.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 using gopt::v1::EvaluateRequest;
@@ -31,7 +31,6 @@ using gopt::v1::EvaluateResponse;
 using gopt::v1::OptimizeProgress;
 using gopt::v1::OptimizeRequest;
 using gopt::v1::OptimizeResponse;
-using policy::eval::UsableStepTime;
 using simulator::Plan;
 using simulator::SimulationResult;
 
@@ -506,13 +505,13 @@ absl::Status OptimizeRun::RunBaselines() {
     methods.push_back(method);
   }
   if (methods.empty())
-    methods = policy::eval::BaselineMethodsFor(baselines_, tasks_);
-  policy::eval::BaselineComparisonOptions comparison_options;
+    methods = BaselineMethodsFor(baselines_, tasks_);
+  BaselineComparisonOptions comparison_options;
   comparison_options.methods = std::move(methods);
   comparison_options.check_stop = [this] { return CheckStop("the baselines"); };
   comparison_options.on_group =
       [this](int groups_done,
-             const std::optional<policy::eval::BaselineGroupWinner>& winner) {
+             const std::optional<BaselineGroupWinner>& winner) {
         if (winner.has_value()) {
           Candidate candidate{
               winner->plan, absl::StrCat("best-baseline:", winner->plan.method),
@@ -526,8 +525,8 @@ absl::Status OptimizeRun::RunBaselines() {
       };
   const simulator::baselines::BaselineContext baseline_context{
       *graph_, *topology_, cost_model_, request_.options().seed()};
-  absl::StatusOr<policy::eval::BaselineComparison> comparison =
-      policy::eval::CompareBaselines(baselines_, baseline_context, *simulator_,
+  absl::StatusOr<BaselineComparison> comparison =
+      CompareBaselines(baselines_, baseline_context, *simulator_,
                                      comparison_options);
   if (!comparison.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -824,7 +823,7 @@ absl::StatusOr<OptimizeResponse> OptimizeRun::Finish() {
   response_.set_method(best_->method);
   response_.set_step_time_s(result.step_time_s);
   response_.set_ratio_to_lower_bound(
-      policy::eval::RatioOrZero(result.step_time_s, response_.lower_bound_s()));
+      RatioOrZero(result.step_time_s, response_.lower_bound_s()));
   for (int64_t bytes : result.peak_memory_bytes) {
     response_.add_peak_memory_bytes(bytes);
   }
@@ -1080,4 +1079,4 @@ gopt::v1::ListPoliciesResponse Engine::ListPolicies() const {
   return response;
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine

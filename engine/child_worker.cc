@@ -1,4 +1,4 @@
-#include "server/child_worker.h"
+#include "engine/child_worker.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,7 +24,7 @@
 #include "glog/logging.h"
 #include "util/status_macros.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 constexpr char kPortLine[] = "listening on port ";
@@ -366,4 +366,4 @@ int64_t ChildWorker::starts() const {
   return starts_;
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine

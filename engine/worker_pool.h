@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_WORKER_POOL_H_
-#define GOPT_SERVER_WORKER_POOL_H_
+#ifndef GOPT_ENGINE_WORKER_POOL_H_
+#define GOPT_ENGINE_WORKER_POOL_H_
 
 #include <atomic>
 #include <cstdint>
@@ -15,12 +15,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "server/memory_budget.h"
-#include "server/plan_measurer.h"
+#include "engine/memory_budget.h"
+#include "engine/plan_measurer.h"
 #include "simulator/topology.h"
 #include "worker/executor.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // One worker the pool sends plans to: an in-process Executor or a remote
 // gopt-worker. Implementations are thread-safe; the pool sends a worker
@@ -240,6 +240,6 @@ class WorkerPool : public PlanMeasurer {
   std::thread health_thread_;
 };
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_WORKER_POOL_H_
+#endif  // GOPT_ENGINE_WORKER_POOL_H_

@@ -1,11 +1,11 @@
-#include "server/verify.h"
+#include "engine/verify.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 constexpr char kNoWorkers[] =
@@ -129,4 +129,4 @@ void MeasureForEvaluate(PlanMeasurer* measurer, const graph::Graph& graph,
   }
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine

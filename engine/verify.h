@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_VERIFY_H_
-#define GOPT_SERVER_VERIFY_H_
+#ifndef GOPT_ENGINE_VERIFY_H_
+#define GOPT_ENGINE_VERIFY_H_
 
 #include <atomic>
 #include <string>
@@ -8,10 +8,10 @@
 #include "absl/time/time.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/graph.h"
-#include "server/plan_measurer.h"
+#include "engine/plan_measurer.h"
 #include "simulator/plan.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // A plan Optimize may answer with, as OptimizeRequest.verify sees it.
 struct VerifyCandidate {
@@ -47,6 +47,6 @@ void MeasureForEvaluate(PlanMeasurer* measurer, const graph::Graph& graph,
                         const std::atomic<bool>* cancelled,
                         gopt::v1::EvaluateResponse* response);
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_VERIFY_H_
+#endif  // GOPT_ENGINE_VERIFY_H_

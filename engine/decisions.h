@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_DECISIONS_H_
-#define GOPT_SERVER_DECISIONS_H_
+#ifndef GOPT_ENGINE_DECISIONS_H_
+#define GOPT_ENGINE_DECISIONS_H_
 
 #include <cstdint>
 #include <optional>
@@ -12,7 +12,7 @@
 #include "graph/importer.h"
 #include "simulator/topology.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // The topology's devices as exporters name them: "<profile name>:<index>"
 // (unique even where every device has the same profile) and the kind.
@@ -65,6 +65,6 @@ absl::Status AddDecisions(const gopt::v1::OptimizeRequest& request,
                           int64_t max_response_bytes,
                           gopt::v1::OptimizeResponse* response);
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_DECISIONS_H_
+#endif  // GOPT_ENGINE_DECISIONS_H_

@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_POLICY_REGISTRY_H_
-#define GOPT_SERVER_POLICY_REGISTRY_H_
+#ifndef GOPT_ENGINE_POLICY_REGISTRY_H_
+#define GOPT_ENGINE_POLICY_REGISTRY_H_
 
 #include <map>
 #include <memory>
@@ -11,7 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "policy/policy.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // The policies a server serves, loaded from a directory of checkpoints.
 // Each sub-directory that holds a card.json (policy/card.h) is one policy,
@@ -84,6 +84,6 @@ absl::Status AddTaskByName(absl::string_view task, policy::TaskSet* tasks);
 // order; "none" for the empty set.
 std::string TaskSetName(const policy::TaskSet& tasks);
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_POLICY_REGISTRY_H_
+#endif  // GOPT_ENGINE_POLICY_REGISTRY_H_

@@ -1,15 +1,15 @@
-#include "server/testing/fake_policy.h"
+#include "engine/testing/fake_policy.h"
 
 #include <memory>
 
 #include "absl/time/clock.h"
 #include "policy/card.h"
-#include "server/policy_registry.h"
+#include "engine/policy_registry.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
 
-namespace gopt::server::test_util {
+namespace gopt::engine::testing {
 
 FakePolicy::FakePolicy(const FakePolicyOptions& options) : options_(options) {
   info_.name = options.name;
@@ -102,4 +102,4 @@ policy::PolicyFactory FakePolicyFactory() {
   };
 }
 
-}  // namespace gopt::server::test_util
+}  // namespace gopt::engine::testing

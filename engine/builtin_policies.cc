@@ -1,11 +1,11 @@
-#include "server/builtin_policies.h"
+#include "engine/builtin_policies.h"
 
 #include "policy/cost_model/layout_policy.h"
 #include "policy/cost_model/tile_policy.h"
 #include "policy/go/go_policy.h"
 #include "util/status_macros.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 absl::Status RegisterBuiltinPolicies(PolicyRegistry* registry) {
   RETURN_IF_ERROR(registry->RegisterFactory("go", policy::GoPolicyFactory()));
@@ -23,4 +23,4 @@ absl::StatusOr<std::shared_ptr<const PolicyRegistry>> LoadBuiltinPolicies(
   return registry;
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine

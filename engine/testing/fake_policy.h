@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_TESTING_FAKE_POLICY_H_
-#define GOPT_SERVER_TESTING_FAKE_POLICY_H_
+#ifndef GOPT_ENGINE_TESTING_FAKE_POLICY_H_
+#define GOPT_ENGINE_TESTING_FAKE_POLICY_H_
 
 #include <string>
 
@@ -7,7 +7,7 @@
 #include "absl/time/time.h"
 #include "policy/policy.h"
 
-namespace gopt::server::test_util {
+namespace gopt::engine::testing {
 
 struct FakePolicyOptions {
   std::string name = "fake";
@@ -54,6 +54,6 @@ class FakePolicy final : public policy::Policy {
 // the card, "method" (optional) as FakePolicyOptions::method.
 policy::PolicyFactory FakePolicyFactory();
 
-}  // namespace gopt::server::test_util
+}  // namespace gopt::engine::testing
 
-#endif  // GOPT_SERVER_TESTING_FAKE_POLICY_H_
+#endif  // GOPT_ENGINE_TESTING_FAKE_POLICY_H_

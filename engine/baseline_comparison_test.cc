@@ -1,4 +1,4 @@
-#include "policy/eval/baseline_comparison.h"
+#include "engine/baseline_comparison.h"
 
 #include <string>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "simulator/generators/generators.h"
 #include "simulator/topology.h"
 
-namespace gopt::policy::eval {
+namespace gopt::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -101,4 +101,4 @@ TEST(RatioOrZeroTest, ZeroWithoutAReference) {
 }
 
 }  // namespace
-}  // namespace gopt::policy::eval
+}  // namespace gopt::engine

@@ -1,4 +1,4 @@
-#include "server/policy_registry.h"
+#include "engine/policy_registry.h"
 
 #include <algorithm>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "policy/card.h"
 #include "util/status_macros.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 absl::Status AddTaskByName(absl::string_view task, policy::TaskSet* tasks) {
   if (task == "placement") {
@@ -136,4 +136,4 @@ std::vector<std::string> PolicyRegistry::kinds() const {
   return result;
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine

@@ -1,11 +1,11 @@
-#include "server/memory_budget.h"
+#include "engine/memory_budget.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
@@ -96,4 +96,4 @@ int64_t EstimateRequestBytes(int64_t nodes, RequestWork work, bool trace) {
   return kFixedBytes + nodes * per_node;
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine

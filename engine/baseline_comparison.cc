@@ -1,4 +1,4 @@
-#include "policy/eval/baseline_comparison.h"
+#include "engine/baseline_comparison.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace gopt::policy::eval {
+namespace gopt::engine {
 namespace {
 
 using simulator::baselines::BaselineTrial;
@@ -170,4 +170,4 @@ double RatioOrZero(double numerator, double denominator) {
   return denominator > 0 ? numerator / denominator : 0;
 }
 
-}  // namespace gopt::policy::eval
+}  // namespace gopt::engine

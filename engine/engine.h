@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_ENGINE_H_
-#define GOPT_SERVER_ENGINE_H_
+#ifndef GOPT_ENGINE_ENGINE_H_
+#define GOPT_ENGINE_ENGINE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -18,14 +18,14 @@
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/importer.h"
 #include "policy/policy.h"
-#include "server/memory_budget.h"
-#include "server/plan_measurer.h"
-#include "server/policy_registry.h"
+#include "engine/memory_budget.h"
+#include "engine/plan_measurer.h"
+#include "engine/policy_registry.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
 #include "util/clock.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 struct EngineOptions {
   // Largest graph accepted, in top-level nodes; larger graphs are
@@ -194,6 +194,6 @@ class Engine {
 // fusion (what GO decides jointly).
 policy::TaskSet RequestedTasks(const gopt::v1::Tasks& tasks);
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_ENGINE_H_
+#endif  // GOPT_ENGINE_ENGINE_H_

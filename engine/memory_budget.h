@@ -1,5 +1,5 @@
-#ifndef GOPT_SERVER_MEMORY_BUDGET_H_
-#define GOPT_SERVER_MEMORY_BUDGET_H_
+#ifndef GOPT_ENGINE_MEMORY_BUDGET_H_
+#define GOPT_ENGINE_MEMORY_BUDGET_H_
 
 #include <cstdint>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 
 // A server-wide budget of memory for the requests in flight: each request
 // reserves its estimated peak before the expensive work and releases it
@@ -76,6 +76,6 @@ enum class RequestWork {
 // measured peak RSS (docs/reliability.md, "Memory admission").
 int64_t EstimateRequestBytes(int64_t nodes, RequestWork work, bool trace);
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
 
-#endif  // GOPT_SERVER_MEMORY_BUDGET_H_
+#endif  // GOPT_ENGINE_MEMORY_BUDGET_H_

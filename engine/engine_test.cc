@@ -1,4 +1,4 @@
-#include "server/engine.h"
+#include "engine/engine.h"
 
 #include <atomic>
 #include <memory>
@@ -10,9 +10,9 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/testing/fake_policy.h"
+#include "engine/testing/fake_policy.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -41,10 +41,10 @@ gopt::v1::OptimizeRequest TwoBranchRequest() {
 }
 
 std::shared_ptr<PolicyRegistry> RegistryWith(
-    const test_util::FakePolicyOptions& options) {
+    const testing::FakePolicyOptions& options) {
   auto registry = std::make_shared<PolicyRegistry>();
   EXPECT_TRUE(
-      registry->Add(std::make_unique<test_util::FakePolicy>(options)).ok());
+      registry->Add(std::make_unique<testing::FakePolicy>(options)).ok());
   return registry;
 }
 
@@ -89,7 +89,7 @@ TEST(EngineTest, TasksLimitTheBaselineMethods) {
 }
 
 TEST(EngineTest, FasterPolicyPlanWins) {
-  test_util::FakePolicyOptions fake;
+  testing::FakePolicyOptions fake;
   fake.method = "heft+fifo+greedy";
   const Engine engine(EngineOptions(), RegistryWith(fake));
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
@@ -112,11 +112,11 @@ TEST(EngineTest, ARequestWithoutAPolicyRunsTheNewestVersionOfEach) {
   // beside the old): only version 2 runs, unless the request names 1.
   auto registry = std::make_shared<PolicyRegistry>();
   for (const char* version : {"1", "2"}) {
-    test_util::FakePolicyOptions fake;
+    testing::FakePolicyOptions fake;
     fake.method = "heft+fifo+greedy";
     fake.version = version;
     ASSERT_TRUE(
-        registry->Add(std::make_unique<test_util::FakePolicy>(fake)).ok());
+        registry->Add(std::make_unique<testing::FakePolicy>(fake)).ok());
   }
   const Engine engine(EngineOptions(), registry);
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
@@ -137,7 +137,7 @@ TEST(EngineTest, ARequestWithoutAPolicyRunsTheNewestVersionOfEach) {
 }
 
 TEST(EngineTest, NeverSlowerThanDefault) {
-  test_util::FakePolicyOptions fake;
+  testing::FakePolicyOptions fake;
   fake.method = "round-robin";
   const Engine engine(EngineOptions(), RegistryWith(fake));
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
@@ -176,7 +176,7 @@ TEST(EngineTest, NamedPolicyMustExist) {
 }
 
 TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
-  test_util::FakePolicyOptions blocking;  // blocks until the deadline
+  testing::FakePolicyOptions blocking;  // blocks until the deadline
   const Engine engine(EngineOptions(), RegistryWith(blocking));
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
   request.set_allow_partial_result(true);
@@ -200,7 +200,7 @@ TEST(EngineTest, DeadlineGivesPartialResultWhenAllowed) {
 }
 
 TEST(EngineTest, SkipsPolicyWhenDeadlineLeavesLessThanItsLastRun) {
-  test_util::FakePolicyOptions slow;
+  testing::FakePolicyOptions slow;
   slow.method = "heft+fifo+greedy";
   slow.delay = absl::Milliseconds(300);  // on the request's clock
   const Engine engine(EngineOptions(), RegistryWith(slow));
@@ -232,7 +232,7 @@ TEST(EngineTest, SkipsPolicyWhenDeadlineLeavesLessThanItsLastRun) {
 
 TEST(EngineTest, CancelledRequestStops) {
   absl::Notification started;
-  test_util::FakePolicyOptions blocking;
+  testing::FakePolicyOptions blocking;
   blocking.started = &started;
   const Engine engine(EngineOptions(), RegistryWith(blocking));
   std::atomic<bool> cancelled{false};
@@ -371,7 +371,7 @@ TEST(EngineTest, EvaluateSimulatesThePlanWithTrace) {
 }
 
 TEST(EngineTest, ListPoliciesShowsCardAndTasks) {
-  test_util::FakePolicyOptions fake;
+  testing::FakePolicyOptions fake;
   fake.card = {{"name", "fake"}, {"kind", "fake"}};
   fake.tasks.scheduling = false;
   const Engine engine(EngineOptions(), RegistryWith(fake));
@@ -466,7 +466,7 @@ TEST(EngineTest, FineTuneStepsAreCapped) {
 TEST(EngineTest, FineTuneWithoutStepsOrSecondsGetsTheDefaultBudget) {
   int32_t steps = -1;
   absl::Time deadline;
-  test_util::FakePolicyOptions fake;
+  testing::FakePolicyOptions fake;
   fake.method = "heft+fifo+greedy";
   fake.seen_fine_tune_steps = &steps;
   fake.seen_deadline = &deadline;
@@ -609,4 +609,4 @@ TEST(PolicyTimeEstimatesTest, EachRequestIsEstimatedFromItsOwnSize) {
 }
 
 }  // namespace
-}  // namespace gopt::server
+}  // namespace gopt::engine

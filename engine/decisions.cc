@@ -1,4 +1,4 @@
-#include "server/decisions.h"
+#include "engine/decisions.h"
 
 #include <utility>
 
@@ -10,7 +10,7 @@
 #include "simulator/simulator.h"
 #include "util/status_macros.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 const graph::ExporterRegistry& Exporters() {
@@ -174,4 +174,4 @@ absl::Status AddDecisions(const gopt::v1::OptimizeRequest& request,
   return absl::OkStatus();
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine

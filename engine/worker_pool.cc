@@ -1,4 +1,4 @@
-#include "server/worker_pool.h"
+#include "engine/worker_pool.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -23,14 +23,14 @@
 #include "graph/native/graph_proto.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "server/child_worker.h"
+#include "engine/child_worker.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
 #include "util/status_macros.h"
 #include "worker/worker_wire.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 constexpr char kDnsPrefix[] = "dns:///";
@@ -702,4 +702,4 @@ absl::StatusOr<PlanMeasurement> WorkerPool::Measure(
   return absl::UnavailableError(absl::StrJoin(failures, "; retried: "));
 }
 
-}  // namespace gopt::server
+}  // namespace gopt::engine
