@@ -19,10 +19,10 @@
 #include "policy/go/co_location_decode.h"
 #include "policy/go/features.h"
 #include "policy/go/go_model.h"
-#include "util/malloc_tuning.h"
 #include "policy/go/ppo_trainer.h"
 #include "simulator/generators/generators.h"
 #include "simulator/topology.h"
+#include "util/malloc_tuning.h"
 
 namespace gopt::policy::go {
 namespace {

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/decisions.h"
 #include "graph/import/builtin_importers.h"
 #include "nlohmann/json.hpp"
-#include "engine/decisions.h"
 #include "simulator/plan.h"
 #include "simulator/topology.h"
 #include "util/status_macros.h"

@@ -36,8 +36,7 @@ using CommandOptions =
                  BenchCommandOptions, GenerateOptions, OptimizeOptions,
                  EvaluateOptions, PoliciesOptions, HealthOptions,
                  LoadCommandOptions, CalibrateOptions, MeasureOptions,
-                 PlansOptions,
-                 ApplyOptions>;
+                 PlansOptions, ApplyOptions>;
 
 // One parsed command line: name ("inspect", ..., or "help") and options.
 using Command = util::ParsedCommand<CommandOptions>;

@@ -99,7 +99,7 @@ bool UsableStepTime(double seconds) {
 
 std::vector<std::string> BaselineMethodsFor(
     const simulator::baselines::BaselineRegistry& registry,
-    const TaskSet& tasks) {
+    const policy::TaskSet& tasks) {
   std::vector<std::string> methods;
   for (const simulator::baselines::BaselineMethod& method :
        simulator::baselines::BaselineCombinations(

@@ -30,7 +30,7 @@ bool UsableStepTime(double seconds);
 // tasks not in `tasks` keep the framework default.
 std::vector<std::string> BaselineMethodsFor(
     const simulator::baselines::BaselineRegistry& registry,
-    const TaskSet& tasks);
+    const policy::TaskSet& tasks);
 
 // The fastest plan that fits in memory of one group of methods that share
 // a placement (BestBaseline's winner).

@@ -36,7 +36,7 @@ class BaselineComparisonTest : public ::testing::Test {
 TEST_F(BaselineComparisonTest, BestOfEveryPlacementGroupIsTheBestBaseline) {
   BaselineComparisonOptions options;
   options.methods =
-      BaselineMethodsFor(registry_, TaskSet{true, false, false, false});
+      BaselineMethodsFor(registry_, policy::TaskSet{true, false, false, false});
   ASSERT_GT(options.methods.size(), 1u);
   std::vector<int> groups_seen;
   options.on_group = [&](int groups_done,
@@ -82,7 +82,7 @@ TEST_F(BaselineComparisonTest, UnknownMethodIsInvalidArgumentAndRunsNothing) {
 TEST_F(BaselineComparisonTest, StopKeepsWhatWasDone) {
   BaselineComparisonOptions options;
   options.methods =
-      BaselineMethodsFor(registry_, TaskSet{true, false, false, false});
+      BaselineMethodsFor(registry_, policy::TaskSet{true, false, false, false});
   int asked = 0;
   options.check_stop = [&] {
     return ++asked > 1 ? absl::DeadlineExceededError("out of time")

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/import/builtin_importers.h"
-#include "graph/native/graph_proto.h"
 #include "engine/baseline_comparison.h"
 #include "engine/decisions.h"
 #include "engine/verify.h"
+#include "graph/import/builtin_importers.h"
+#include "graph/native/graph_proto.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/chrome_trace.h"
 #include "simulator/lower_bound.h"
@@ -504,8 +504,7 @@ absl::Status OptimizeRun::RunBaselines() {
     }
     methods.push_back(method);
   }
-  if (methods.empty())
-    methods = BaselineMethodsFor(baselines_, tasks_);
+  if (methods.empty()) methods = BaselineMethodsFor(baselines_, tasks_);
   BaselineComparisonOptions comparison_options;
   comparison_options.methods = std::move(methods);
   comparison_options.check_stop = [this] { return CheckStop("the baselines"); };
@@ -525,9 +524,8 @@ absl::Status OptimizeRun::RunBaselines() {
       };
   const simulator::baselines::BaselineContext baseline_context{
       *graph_, *topology_, cost_model_, request_.options().seed()};
-  absl::StatusOr<BaselineComparison> comparison =
-      CompareBaselines(baselines_, baseline_context, *simulator_,
-                                     comparison_options);
+  absl::StatusOr<BaselineComparison> comparison = CompareBaselines(
+      baselines_, baseline_context, *simulator_, comparison_options);
   if (!comparison.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.baseline_methods: ", comparison.status().message()));

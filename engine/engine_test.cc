@@ -8,9 +8,9 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "engine/testing/fake_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "engine/testing/fake_policy.h"
 
 namespace gopt::engine {
 namespace {
@@ -506,7 +506,7 @@ TEST(EngineTest, WarnsOfDeviceConstraintsTheTopologyCannotKeep) {
       engine.Optimize(request, RequestContext());
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_THAT(response->warnings(),
-              testing::Contains(HasSubstr(
+              ::testing::Contains(HasSubstr(
                   "1 CPU-only node (first: 'decode', DecodeJpeg) cannot be "
                   "kept to their device kind: topology 'v100x2-pcie' has no "
                   "CPU device")));

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "absl/strings/str_replace.h"
+#include "engine/engine.h"
 #include "engine/plan_store.h"
 #include "engine/testing/test_stores.h"
-#include "engine/engine.h"
 
 namespace gopt::engine {
 namespace {

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <string>
 
+#include "engine/testing/fake_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "engine/testing/fake_policy.h"
 
 namespace gopt::engine {
 namespace {

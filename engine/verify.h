@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "engine/plan_measurer.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/graph.h"
-#include "engine/plan_measurer.h"
 #include "simulator/plan.h"
 
 namespace gopt::engine {

@@ -13,8 +13,8 @@ namespace gopt::server {
 
 // Hands free heap pages back to the system (glibc's malloc_trim) a moment
 // after it is asked to, on a thread of its own. gopt-server keeps freed
-// memory for reuse (gopt::KeepFreedMemory, util/malloc_tuning.h, raises glibc's trim
-// threshold to 1 GiB), so the copies of a large request would stay
+// memory for reuse (gopt::KeepFreedMemory, util/malloc_tuning.h, raises glibc's
+// trim threshold to 1 GiB), so the copies of a large request would stay
 // resident after it is refused; and gRPC frees a call's message after the
 // last hook the service sees, so the trim waits `delay` for it. Requests to
 // trim while one is pending are merged. Besides, every `idle_poll` it trims

@@ -34,8 +34,8 @@ constexpr bool kGlibcMalloc = true;
 #endif
 
 // Leaves over 64 MiB free in the heap, as gopt-server's malloc settings
-// (gopt::KeepFreedMemory, util/malloc_tuning.h) do: nothing mapped on its own, no trim on
-// free.
+// (gopt::KeepFreedMemory, util/malloc_tuning.h) do: nothing mapped on its own,
+// no trim on free.
 void LeaveFreeHeap() {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -23,17 +23,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "engine/builtin_policies.h"
+#include "engine/engine.h"
 #include "engine/plan_refiner.h"
 #include "engine/plan_store.h"
-#include "glog/logging.h"
-#include "util/malloc_tuning.h"
-#include "engine/builtin_policies.h"
-#include "server/container_limits.h"
-#include "engine/engine.h"
-#include "server/metrics.h"
 #include "engine/policy_registry.h"
-#include "server/server.h"
 #include "engine/worker_pool.h"
+#include "glog/logging.h"
+#include "server/container_limits.h"
+#include "server/metrics.h"
+#include "server/server.h"
+#include "util/malloc_tuning.h"
 #include "util/service_main.h"
 #include "worker/executor.h"
 
@@ -365,39 +365,9 @@ absl::StatusOr<std::shared_ptr<gopt::engine::PlanMeasurer>> MakeWorkerPool(
   return std::shared_ptr<gopt::engine::PlanMeasurer>(std::move(*pool));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Signals are taken synchronously by signals.Wait() below; blocked before
-  // any thread starts so that every thread inherits the mask.
-  const gopt::util::TerminationSignals signals;
-  gopt::util::SetServiceUsage(
-      "the gopt.v1.GraphOptimizer gRPC service.\n"
-      "usage: gopt-server [--listen=HOST:PORT] [--policy_dir=DIR] ...\n"
-      "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).",
-      "server/main.cc");
-  if (!ApplyEnvironment()) return kExitUsage;
-  if (!gopt::util::ParseServiceCommandLine(argc, argv, "gopt-server")) {
-    return kExitUsage;
-  }
-  if (absl::GetFlag(FLAGS_default_fine_tune_steps) < 1 ||
-      !(absl::GetFlag(FLAGS_default_fine_tune_seconds) > 0)) {
-    std::cerr << "gopt-server: --default_fine_tune_steps must be >= 1 and "
-                 "--default_fine_tune_seconds > 0\n";
-    return kExitUsage;
-  }
-  // Fine-tuning runs the GO network in a loop; without this its large
-  // temporaries are mapped and faulted in afresh on every pass (a PPO step
-  // on an 85k-node graph takes 3x as long).
-  gopt::KeepFreedMemory();
-
-  LOG(INFO) << "gopt-server " << GOPT_VERSION << " (" << GOPT_GIT_REVISION
-            << ") starting with:";
-  for (const char* name : kFlagNames) {
-    LOG(INFO) << "  --" << name << "="
-              << absl::FindCommandLineFlag(name)->CurrentValue();
-  }
-
+// gopt-server's ServerOptions from its flags and the container's limits
+// (threads and the memory budget default to what the container allows).
+gopt::server::ServerOptions ServerOptionsFromFlags() {
   gopt::server::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
@@ -433,6 +403,43 @@ int main(int argc, char** argv) {
                                     : DefaultMemoryBudgetBytes(limits);
   LOG(INFO) << "memory budget for requests: "
             << options.memory_budget_bytes / (1 << 20) << " MiB";
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Signals are taken synchronously by signals.Wait() below; blocked before
+  // any thread starts so that every thread inherits the mask.
+  const gopt::util::TerminationSignals signals;
+  gopt::util::SetServiceUsage(
+      "the gopt.v1.GraphOptimizer gRPC service.\n"
+      "usage: gopt-server [--listen=HOST:PORT] [--policy_dir=DIR] ...\n"
+      "Every flag can also be set by GOPT_<FLAG> (e.g. GOPT_LISTEN).",
+      "server/main.cc");
+  if (!ApplyEnvironment()) return kExitUsage;
+  if (!gopt::util::ParseServiceCommandLine(argc, argv, "gopt-server")) {
+    return kExitUsage;
+  }
+  if (absl::GetFlag(FLAGS_default_fine_tune_steps) < 1 ||
+      !(absl::GetFlag(FLAGS_default_fine_tune_seconds) > 0)) {
+    std::cerr << "gopt-server: --default_fine_tune_steps must be >= 1 and "
+                 "--default_fine_tune_seconds > 0\n";
+    return kExitUsage;
+  }
+  // Fine-tuning runs the GO network in a loop; without this its large
+  // temporaries are mapped and faulted in afresh on every pass (a PPO step
+  // on an 85k-node graph takes 3x as long).
+  gopt::KeepFreedMemory();
+
+  LOG(INFO) << "gopt-server " << GOPT_VERSION << " (" << GOPT_GIT_REVISION
+            << ") starting with:";
+  for (const char* name : kFlagNames) {
+    LOG(INFO) << "  --" << name << "="
+              << absl::FindCommandLineFlag(name)->CurrentValue();
+  }
+
+  const gopt::server::ServerOptions options = ServerOptionsFromFlags();
 
   gopt::server::Metrics metrics(GOPT_VERSION, GOPT_GIT_REVISION);
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

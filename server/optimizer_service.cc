@@ -279,7 +279,8 @@ void OptimizerService::StopAccepting() {
   accepting_ = false;
 }
 
-absl::StatusOr<std::shared_ptr<const engine::Engine>> OptimizerService::Ready() const {
+absl::StatusOr<std::shared_ptr<const engine::Engine>> OptimizerService::Ready()
+    const {
   absl::MutexLock lock(&mutex_);
   if (!accepting_) {
     return absl::UnavailableError("the server is shutting down");
@@ -298,7 +299,7 @@ void OptimizerService::RecordOptimize(
   metrics_->AddSimulations(response.num_simulations());
   if (response.speedup_over_default() > 0) {
     metrics_->RecordPredictedSpeedup(
-        TaskSetName(RequestedTasks(request.tasks())),
+        engine::TaskSetName(engine::RequestedTasks(request.tasks())),
         response.speedup_over_default());
   }
   if (response.policy_results_size() > 0) {
@@ -358,8 +359,8 @@ template <typename Request, typename Response>
 grpc::ServerUnaryReactor* OptimizerService::ServeUnary(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
     grpc::ByteBuffer* response, const char* method, absl::string_view type_name,
-    absl::StatusOr<Response> (engine::Engine::*run)(const Request&,
-                                            const engine::RequestContext&) const,
+    absl::StatusOr<Response> (engine::Engine::*run)(
+        const Request&, const engine::RequestContext&) const,
     void (OptimizerService::*record)(const Request&, const Response&)) {
   auto* call = new UnaryCall(metrics_, method,
                              DeadlineOf(*context, options_.default_deadline),

@@ -8,11 +8,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "engine/engine.h"
+#include "engine/memory_budget.h"
 #include "gopt/v1/optimizer.grpc.pb.h"
 #include "grpcpp/support/byte_buffer.h"
-#include "engine/engine.h"
 #include "server/heap_trimmer.h"
-#include "engine/memory_budget.h"
 #include "server/metrics.h"
 #include "server/work_queue.h"
 
@@ -88,7 +88,7 @@ class OptimizerService final : public GraphOptimizerRawService {
       const grpc::ByteBuffer& bytes, absl::string_view type_name,
       Request* request);
   engine::RequestContext ContextFor(absl::Time deadline,
-                            const std::atomic<bool>* cancelled) const;
+                                    const std::atomic<bool>* cancelled) const;
   // Parses, admits and runs a unary call: `run` on a queue thread, then
   // `record` for a successful answer.
   template <typename Request, typename Response>
@@ -96,8 +96,8 @@ class OptimizerService final : public GraphOptimizerRawService {
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
       grpc::ByteBuffer* response, const char* method,
       absl::string_view type_name,
-      absl::StatusOr<Response> (engine::Engine::*run)(const Request&,
-                                              const engine::RequestContext&) const,
+      absl::StatusOr<Response> (engine::Engine::*run)(
+          const Request&, const engine::RequestContext&) const,
       void (OptimizerService::*record)(const Request&, const Response&));
   // Metrics for a finished Optimize: graph size, speedup, simulations.
   void RecordOptimize(const gopt::v1::OptimizeRequest& request,

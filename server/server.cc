@@ -107,7 +107,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 
 OptimizerServer::OptimizerServer(const ServerOptions& options, Metrics* metrics)
     : memory_(options.memory_budget_bytes > 0
-                  ? std::make_unique<engine::MemoryBudget>(options.memory_budget_bytes)
+                  ? std::make_unique<engine::MemoryBudget>(
+                        options.memory_budget_bytes)
                   : nullptr),
       queue_(options.threads, options.queue_length),
       service_(ServiceOptions{options.default_deadline, memory_.get()}, &queue_,

@@ -7,8 +7,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "grpcpp/server.h"
 #include "engine/engine.h"
+#include "grpcpp/server.h"
 #include "server/metrics.h"
 #include "server/optimizer_service.h"
 #include "server/work_queue.h"

@@ -10,16 +10,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "engine/builtin_policies.h"
 #include "engine/engine.h"
 #include "engine/worker_pool.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "simulator/plan.h"
 #include "simulator/topology.h"
 #include "tests/util/shared_data.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -158,4 +158,4 @@ TEST(MeasuredRewardTest, LargeGraphsAndMissingWorkersAreRefusedClearly) {
 }
 
 }  // namespace
-}  // namespace gopt::server
+}  // namespace gopt::engine

@@ -19,21 +19,24 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/optimizer_client.h"
+#include "engine/engine.h"
+#include "engine/policy_registry.h"
+#include "engine/testing/fake_policy.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "engine/engine.h"
 #include "server/metrics.h"
-#include "engine/policy_registry.h"
-#include "engine/testing/fake_policy.h"
 #include "tests/util/http_get.h"
 #include "tests/util/shared_data.h"
 
 namespace gopt::server {
 namespace {
 
+using engine::Engine;
+using engine::EngineOptions;
+using engine::PolicyRegistry;
 using ::grpc::health::v1::HealthCheckResponse;
 using ::testing::HasSubstr;
 
@@ -47,7 +50,7 @@ struct Running {
 struct TestServerSetup {
   ServerOptions server;
   EngineOptions engine;
-  std::vector<test_util::FakePolicyOptions> policies;
+  std::vector<engine::testing::FakePolicyOptions> policies;
   bool load_engine = true;  // SetEngine right away
   bool metrics_port = false;
   client::ClientOptions client;
@@ -69,7 +72,8 @@ Running Start(TestServerSetup setup) {
     auto registry = std::make_shared<PolicyRegistry>();
     for (const auto& policy : setup.policies) {
       EXPECT_TRUE(
-          registry->Add(std::make_unique<test_util::FakePolicy>(policy)).ok());
+          registry->Add(std::make_unique<engine::testing::FakePolicy>(policy))
+              .ok());
     }
     running.server->SetEngine(
         std::make_shared<Engine>(setup.engine, std::move(registry)));
@@ -195,7 +199,7 @@ TEST(ServerTest, EvaluateRealGraphWithTrace) {
 
 TEST(ServerTest, BadRequestsGetPreciseCodes) {
   TestServerSetup setup;
-  setup.policies.push_back(test_util::FakePolicyOptions{});
+  setup.policies.push_back(engine::testing::FakePolicyOptions{});
   setup.policies.back().method = "single+fifo+greedy";
   Running running = Start(setup);
   ASSERT_NE(running.client, nullptr);
@@ -261,7 +265,7 @@ TEST(ServerTest, FullQueueIsResourceExhausted) {
   TestServerSetup setup;
   setup.server.threads = 1;
   setup.server.queue_length = 1;
-  setup.policies.push_back(test_util::FakePolicyOptions{});
+  setup.policies.push_back(engine::testing::FakePolicyOptions{});
   setup.policies.back().started = &started;
   setup.policies.back().release = &release;
   setup.client.max_attempts = 1;
@@ -290,7 +294,7 @@ TEST(ServerTest, FullQueueIsResourceExhausted) {
 
 TEST(ServerTest, DeadlineBoundsTheWork) {
   TestServerSetup setup;
-  setup.policies.push_back(test_util::FakePolicyOptions{});  // blocks
+  setup.policies.push_back(engine::testing::FakePolicyOptions{});  // blocks
   setup.client.timeout = absl::Seconds(2);
   setup.client.max_attempts = 1;
   Running running = Start(setup);
@@ -311,7 +315,7 @@ TEST(ServerTest, DeadlineBoundsTheWork) {
 // notified when it starts.
 Running StartWithBlockingPolicy(absl::Notification* started) {
   TestServerSetup setup;
-  setup.policies.push_back(test_util::FakePolicyOptions{});  // blocks
+  setup.policies.push_back(engine::testing::FakePolicyOptions{});  // blocks
   setup.policies.back().started = started;
   return Start(setup);
 }

@@ -24,21 +24,21 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "engine/child_worker.h"
+#include "engine/memory_budget.h"
+#include "engine/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gopt/v1/optimizer.grpc.pb.h"
 #include "gopt/v1/worker.grpc.pb.h"
 #include "graph/import/builtin_importers.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "engine/child_worker.h"
-#include "engine/memory_budget.h"
-#include "engine/worker_pool.h"
 #include "simulator/topology.h"
 #include "tests/util/child_process.h"
 #include "tests/util/http_get.h"
 #include "worker/testing/node_executions.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -416,4 +416,4 @@ TEST(WorkerIsolationTest, ServerAnswersPlansItRefusesOrLosesWithSimulation) {
 }
 
 }  // namespace
-}  // namespace gopt::server
+}  // namespace gopt::engine

@@ -8,18 +8,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/engine.h"
 #include "gmock/gmock.h"
 #include "graph/import/builtin_importers.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
-#include "engine/engine.h"
 #include "simulator/topology.h"
 #include "tests/util/shared_data.h"
 #include "worker/testing/fake_executor.h"
 #include "worker/worker_service.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -417,4 +417,4 @@ TEST(VerifyTest, EvaluateMeasuresThePlan) {
 }
 
 }  // namespace
-}  // namespace gopt::server
+}  // namespace gopt::engine

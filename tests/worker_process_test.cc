@@ -19,18 +19,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "engine/worker_pool.h"
 #include "gmock/gmock.h"
 #include "gopt/v1/worker.grpc.pb.h"
 #include "graph/import/builtin_importers.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "engine/worker_pool.h"
 #include "simulator/topology.h"
 #include "tests/util/child_process.h"
 #include "tests/util/shared_data.h"
 #include "worker/testing/node_executions.h"
 
-namespace gopt::server {
+namespace gopt::engine {
 namespace {
 
 using ::testing::HasSubstr;
@@ -197,4 +197,4 @@ TEST(WorkerProcessTest, CancelledPlanStopsOnTheWorkerWhichServesTheNext) {
 }
 
 }  // namespace
-}  // namespace gopt::server
+}  // namespace gopt::engine

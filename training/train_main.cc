@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "glog/logging.h"
-#include "util/malloc_tuning.h"
 #include "training/train_command_line.h"
+#include "util/malloc_tuning.h"
 
 int main(int argc, char** argv) {
   // LibTorch logs through glog: to stderr, warnings and worse only.

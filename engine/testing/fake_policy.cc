@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "absl/time/clock.h"
-#include "policy/card.h"
 #include "engine/policy_registry.h"
+#include "policy/card.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"

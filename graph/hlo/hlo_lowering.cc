@@ -455,10 +455,9 @@ class Lowering {
     node_metadata->line = metadata.source_line;
     node_metadata->sharding = sharding;
     if (metadata.stack_frame_id != 0) {
-      module_.stack_frames.Resolve(metadata.stack_frame_id,
-                                   &node_metadata->file,
-                                   &node_metadata->function,
-                                   &node_metadata->line);
+      module_.stack_frames.Resolve(
+          metadata.stack_frame_id, &node_metadata->file,
+          &node_metadata->function, &node_metadata->line);
     }
   }
 

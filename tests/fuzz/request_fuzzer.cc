@@ -34,11 +34,11 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "engine/engine.h"
+#include "engine/memory_budget.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
-#include "engine/engine.h"
-#include "engine/memory_budget.h"
 #include "server/request_wire.h"
 
 namespace {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/card.h"
-#include "util/geometric_mean.h"
 #include "training/go/corpus.h"
+#include "util/geometric_mean.h"
 
 namespace gopt::policy::go {
 

@@ -4,12 +4,12 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "util/geometric_mean.h"
 #include "policy/go/fine_tuning.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/topology.h"
 #include "training/go/corpus.h"
+#include "util/geometric_mean.h"
 #include "util/status_macros.h"
 
 namespace gopt::policy::go {
