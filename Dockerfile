@@ -26,7 +26,7 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 FROM ${DEBIAN_IMAGE} AS build
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN ./scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
+RUN GOPT_NPM=0 ./scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY cmake cmake
 COPY util util
@@ -34,6 +34,7 @@ COPY proto proto
 COPY graph graph
 COPY simulator simulator
 COPY worker worker
+COPY engine engine
 COPY policy/CMakeLists.txt policy/*.h policy/*.cc policy/
 COPY policy/go policy/go
 COPY policy/cost_model policy/cost_model

@@ -346,6 +346,10 @@ absl::Status ChildWorker::CheckHealth(absl::Time deadline) {
   return remote->CheckHealth(deadline);
 }
 
+absl::Status ChildWorker::WaitReady(absl::Time deadline) {
+  return Running(deadline).status();
+}
+
 absl::StatusOr<simulator::Topology> ChildWorker::Devices(absl::Time deadline) {
   ASSIGN_OR_RETURN(Child child, Running(deadline));
   return child.remote->Devices(deadline);

@@ -80,6 +80,7 @@ class ChildWorker final : public PoolWorker {
   // with the last start error when starting keeps failing.
   absl::Status CheckHealth(absl::Time deadline) override;
   absl::StatusOr<simulator::Topology> Devices(absl::Time deadline) override;
+  absl::Status WaitReady(absl::Time deadline) override;
 
   // The running child's pid; -1 while none runs.
   pid_t pid() const;

@@ -648,13 +648,18 @@ absl::StatusOr<PlanMeasurement> WorkerPool::Measure(
       absl::MutexLock lock(&mutex_);
       worker = entries_[*index].worker;
     }
+    // A restarting local child is waited for with the request's deadline;
+    // the plan's timeout starts once a worker can run it.
+    absl::Status status = worker->WaitReady(deadline);
     const absl::Time start = absl::Now();
     const absl::Time plan_deadline = std::min(
         deadline, start + absl::Seconds(options_.plan_timeout_seconds));
     // Refused plans never reach the worker; the charge is held until the
     // plan is done.
     MemoryBudget::Reservation charge;
-    absl::Status status = Admit(*worker, graph, plan, plan_deadline, &charge);
+    if (status.ok()) {
+      status = Admit(*worker, graph, plan, plan_deadline, &charge);
+    }
     const bool admitted = status.ok();
     absl::StatusOr<worker::ExecutionResult> result;
     if (admitted) {

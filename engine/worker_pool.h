@@ -44,6 +44,13 @@ class PoolWorker {
   // (Executor::HostTopology; a remote worker's Describe, asked once).
   // Unavailable (and others) when the worker cannot be reached.
   virtual absl::StatusOr<simulator::Topology> Devices(absl::Time deadline) = 0;
+  // Blocks until the worker can take a plan or `deadline` passes: a local
+  // child being restarted is waited for here, so that its start-up never
+  // counts against a plan's timeout. OK right away for workers that are
+  // always ready (the default); Unavailable when none came up in time.
+  virtual absl::Status WaitReady(absl::Time /*deadline*/) {
+    return absl::OkStatus();
+  }
 };
 
 // The child's RLIMIT_DATA over WorkerPoolOptions::worker_memory_bytes: what

@@ -64,7 +64,11 @@ echo "install-deps: libblas.so.3 -> $blas"
 # ONNX Runtime for the exporter's consumer check (tests/onnx_runtime): the
 # onnxruntime-node package from npm, into an ignored folder. Its install
 # script only downloads GPU binaries from a host outside the registry, so it
-# is skipped; the CPU binaries ship inside the package.
+# is skipped; the CPU binaries ship inside the package. GOPT_NPM=0 (the
+# container images, which build no tests) leaves it out.
+if [[ "${GOPT_NPM:-1}" == "0" ]]; then
+  exit 0
+fi
 if ! command -v npm >/dev/null 2>&1; then
   echo "install-deps: installing nodejs npm"
   $SUDO apt-get update -q

@@ -45,7 +45,12 @@ TEST_P(OnnxRuntimeTest, LoadsTheExportAndComputesTheSameOutputs) {
   const std::string contents = testing::ReadSharedData(GetParam());
   graph::ImporterRegistry importers;
   graph::RegisterBuiltinImporters(&importers);
-  absl::StatusOr<graph::Graph> graph = importers.Import(contents, "onnx", {});
+  graph::ImportOptions options;
+  for (const auto& [name, value] : testing::SharedDataDims(GetParam())) {
+    options.symbolic_dims[name] = value;
+  }
+  absl::StatusOr<graph::Graph> graph =
+      importers.Import(contents, "onnx", options);
   ASSERT_TRUE(graph.ok()) << graph.status();
   absl::StatusOr<simulator::Topology> topology =
       simulator::PresetTopology("v100x4-nvlink");

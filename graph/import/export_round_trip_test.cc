@@ -124,6 +124,9 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
 
   ImportOptions options;
   options.source_name = what;
+  for (const auto& [name, value] : testing::SharedDataDims(what)) {
+    options.symbolic_dims[name] = value;
+  }
   absl::StatusOr<Graph> graph = importers.Import(contents, format, options);
   EXPECT_TRUE(graph.ok()) << graph.status();
   if (!graph.ok()) return {};

@@ -19,10 +19,15 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::StatusOr<Graph> Import(const std::string& contents,
-                             const std::string& format) {
+                             const std::string& format,
+                             const std::string& shared_file = "") {
   ImporterRegistry importers;
   RegisterBuiltinImporters(&importers);
-  return importers.Import(contents, format, {});
+  ImportOptions options;
+  for (const auto& [name, value] : testing::SharedDataDims(shared_file)) {
+    options.symbolic_dims[name] = value;
+  }
+  return importers.Import(contents, format, options);
 }
 
 // Checks the decisions of a random source-consistent plan: one per source
@@ -100,7 +105,8 @@ TEST(SourceDecisionsTest, OnnxNodesInitializersAndInputs) {
   for (const char* file :
        {"onnx/light_squeezenet.onnx", "onnx/silero_vad_legacy.onnx",
         "onnx/ch_ppocr_mobile_v2.0_cls_infer.onnx"}) {
-    absl::StatusOr<Graph> graph = Import(testing::ReadSharedData(file), "onnx");
+    absl::StatusOr<Graph> graph =
+        Import(testing::ReadSharedData(file), "onnx", file);
     ASSERT_TRUE(graph.ok()) << file << ": " << graph.status();
     int tensors = 0;
     for (const Node& node : graph->nodes()) {

@@ -31,6 +31,17 @@ std::string SharedDataPath(const std::string& relative_path) {
   return path;
 }
 
+std::map<std::string, int64_t> SharedDataDims(
+    const std::string& relative_path) {
+  if (relative_path == "onnx/silero_vad_legacy.onnx") {
+    return {{"sequence", 512}};
+  }
+  if (relative_path == "onnx/ch_ppocr_mobile_v2.0_cls_infer.onnx") {
+    return {{"p2o.DynamicDimension.1", 48}, {"p2o.DynamicDimension.2", 192}};
+  }
+  return {};
+}
+
 std::string ReadSharedData(const std::string& relative_path) {
   const std::string path = SharedDataPath(relative_path);
   std::ifstream file(path, std::ios::binary);
