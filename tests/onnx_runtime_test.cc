@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/decisions.h"
 #include "graph/import/builtin_exporters.h"
 #include "graph/import/builtin_importers.h"
@@ -45,12 +46,14 @@ TEST_P(OnnxRuntimeTest, LoadsTheExportAndComputesTheSameOutputs) {
   const std::string contents = testing::ReadSharedData(GetParam());
   graph::ImporterRegistry importers;
   graph::RegisterBuiltinImporters(&importers);
-  graph::ImportOptions options;
+  graph::ImportOptions import_options;
+  std::vector<std::string> dims;
   for (const auto& [name, value] : testing::SharedDataDims(GetParam())) {
-    options.symbolic_dims[name] = value;
+    import_options.symbolic_dims[name] = value;
+    dims.push_back(absl::StrCat("\"", name, "\": ", value));
   }
   absl::StatusOr<graph::Graph> graph =
-      importers.Import(contents, "onnx", options);
+      importers.Import(contents, "onnx", import_options);
   ASSERT_TRUE(graph.ok()) << graph.status();
   absl::StatusOr<simulator::Topology> topology =
       simulator::PresetTopology("v100x4-nvlink");
@@ -85,7 +88,11 @@ TEST_P(OnnxRuntimeTest, LoadsTheExportAndComputesTheSameOutputs) {
   testing::ChildProcess node(
       GOPT_NODE_BINARY,
       {GOPT_COMPARE_SCRIPT, testing::SharedDataPath(GetParam()), path,
-       R"({"sr": 16000})"},
+       absl::StrCat(R"({"sr": 16000)",
+                    dims.empty() ? ""
+                                 : absl::StrCat(R"(, "dims": {)",
+                                                absl::StrJoin(dims, ", "), "}"),
+                    "}")},
       {absl::StrCat("NODE_PATH=", modules)});
   EXPECT_EQ(node.Wait(), 0) << node.log();
   EXPECT_NE(node.log().find("same"), std::string::npos) << node.log();

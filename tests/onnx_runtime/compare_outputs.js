@@ -4,11 +4,14 @@
 // "light" models, ConstantOfShape stand-ins included) still runs; one that
 // cannot be run at all must still load.
 //
-//   node compare_outputs.js ORIGINAL.onnx EXPORTED.onnx ['{"sr": 16000}']
+//   node compare_outputs.js ORIGINAL.onnx EXPORTED.onnx \
+//       ['{"sr": 16000, "dims": {"sequence": 512}}']
 //
 // The optional JSON object fixes the value of scalar inputs a model needs
-// in a range (a sample rate). Symbolic dimensions named "batch" take 1,
-// other symbolic dimensions 512 (a sequence long enough for any window).
+// in a range (a sample rate) and, under "dims", the symbolic dimensions
+// (those it does not name take 1, as gopt's importer does). Without
+// "dims", symbolic dimensions named "batch" take 1, other symbolic
+// dimensions 512 (a sequence long enough for any window).
 // Exit status 0 when the export loads and computes the same outputs, 1
 // otherwise (the reason on stderr). NODE_PATH must reach onnxruntime-node
 // (scripts/install-deps.sh installs it under build/npm/node_modules).
@@ -48,6 +51,7 @@ function seededFeeds(session, random, fixed) {
     }
     const dims = meta.shape.map((d) => {
       if (typeof d === 'number' && d > 0) return d;
+      if (fixed.dims !== undefined) return fixed.dims[d] || 1;
       return d === 'batch' ? 1 : 512;
     });
     const size = dims.reduce((a, b) => a * b, 1);
