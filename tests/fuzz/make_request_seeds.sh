@@ -196,6 +196,43 @@ topology { preset: "v100x4-nvlink" }
 budget { mode: BASELINES_ONLY }
 EOF
 
+# Issue #37's hostile classes, small enough to replay in CI: 20,000 empty
+# operator elements in each binary format (refused by the wire scan before
+# any parse), and JSON nested 100,000 deep or made of empty node objects.
+python3 - "$tmp" <<'PY'
+import sys
+tmp = sys.argv[1]
+def delimited(tag, body):  # a length-delimited protobuf field
+    n, out = len(body), bytearray([tag])
+    while n >= 128:
+        out.append((n & 127) | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + body
+empty = b"\x0a\x00" * 20000  # field 1, length 0, repeated
+files = {
+    "onnx": delimited(0x3a, empty),  # ModelProto.graph{node}
+    "graphdef": empty,  # GraphDef.node
+    "hlo-proto": delimited(0x1a, b"\x12\x00" * 20000),  # computations{instructions}
+    "gopt": b"\x1a\x00" * 20000,  # Graph.nodes
+    "gopt-json-brackets": b'{"nodes":' + b"[" * 100000,
+    "gopt-json-empty": b'{"nodes":[' + b",".join([b"{}"] * 20000) + b"]}",
+    "tfjs-brackets": b'{"modelTopology":{"node":' + b"[" * 100000,
+}
+for name, data in files.items():
+    with open(f"{tmp}/hostile_{name}", "wb") as f:
+        f.write(data)
+PY
+for hostile in onnx:onnx graphdef:graphdef hlo-proto:hlo-proto gopt:gopt \
+               gopt-json-brackets:gopt gopt-json-empty:gopt tfjs-brackets:tfjs; do
+  name=${hostile%%:*} format=${hostile#*:}
+  seed "hostile_${name//-/_}" 0 "$tmp/hostile_$name" "$format" 0 <<EOF
+graph { format: "$format" name: "hostile_$name" }
+topology { preset: "v100x4-nvlink" }
+budget { mode: BASELINES_ONLY }
+EOF
+done
+
 n=$(nodes "$hlo/maml_flax_train_step.hlo" hlo)
 seed evaluate_maml_trace 1 "$hlo/maml_flax_train_step.hlo" hlo 0 <<EOF
 graph { format: "hlo" name: "maml_flax_train_step.hlo" }
