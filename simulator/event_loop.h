@@ -119,8 +119,8 @@ class EventLoop {
   // ask) the timeline. Moves the result out: call once, at the end.
   SimulationResult Finish();
 
-  // Saves the state at the end of instant `now` into `checkpoint`, but for
-  // later_peak_bytes (whose buffers it reuses).
+  // Saves the state at the end of instant `now` into `checkpoint`, reusing
+  // its buffers: all but later_peak_bytes, which the recording fills.
   void SaveCheckpoint(double now, Checkpoint& checkpoint) const;
   // Sets the state to `base`'s at `checkpoint`, on a workspace that holds
   // `base`'s final state (CandidateRun::PrepareWorkspace): the units and
