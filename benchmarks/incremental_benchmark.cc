@@ -36,7 +36,7 @@
 #include "simulator/baselines/heft_placer.h"
 #include "simulator/generators/generators.h"
 #include "simulator/simulator.h"
-#include "simulator/simulator_run.h"
+#include "simulator/trajectory.h"
 
 namespace gopt::simulator {
 namespace {

@@ -7,7 +7,7 @@
 
 namespace gopt::simulator {
 
-// The event queue of Simulator's event loop (simulator_run.cc).
+// The event queue of Simulator's event loop (event_loop.h).
 
 // A kernel's end or a transfer's arrival. Events at equal times pop in
 // creation order (seq). 16 bytes: seq, id and kind share one word whose

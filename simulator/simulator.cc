@@ -1,9 +1,22 @@
 #include "simulator/simulator.h"
 
 #include <algorithm>
+#include <limits>
+#include <memory>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "simulator/bounded_run.h"
+#include "simulator/candidate_run.h"
+#include "simulator/full_run.h"
 #include "simulator/lower_bound.h"
+#include "simulator/recording_run.h"
+#include "simulator/resume_point.h"
+#include "simulator/step_time_bound.h"
+#include "simulator/trajectory.h"
+#include "simulator/workspace.h"
+#include "util/status_macros.h"
 
 namespace gopt::simulator {
 namespace {
@@ -41,6 +54,73 @@ Simulator::Simulator(const graph::Graph& graph, const Topology& topology,
   for (const Link& link : topology_.links) {
     if (link.device_overhead_s > 0) link_device_overheads_ = true;
   }
+}
+
+// The workspaces are the runs': see internal::ReleaseThreadWorkspaces.
+Simulator::~Simulator() { internal::ReleaseThreadWorkspaces(this); }
+
+absl::StatusOr<SimulationResult> Simulator::Simulate(
+    const Plan& plan, const SimulationOptions& options) const {
+  RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
+  return internal::FullRun(*this, plan, options,
+                           internal::AcquireThreadWorkspace(
+                               this, internal::WorkspaceKind::kFullRuns))
+      .Run();
+}
+
+absl::StatusOr<std::unique_ptr<Trajectory>> Simulator::Record(
+    const Plan& plan, const SimulationOptions& options,
+    std::unique_ptr<Trajectory> recycle) const {
+  RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
+  std::unique_ptr<Trajectory::Data> data;
+  if (recycle != nullptr) data = recycle->TakeData();
+  if (data == nullptr) data = std::make_unique<Trajectory::Data>();
+  internal::RecordingRun run(*this, plan, options,
+                             internal::AcquireThreadWorkspace(
+                                 this, internal::WorkspaceKind::kFullRuns),
+                             *data);
+  ASSIGN_OR_RETURN(data->result, run.Run());
+  return std::make_unique<Trajectory>(std::move(data));
+}
+
+// A candidate resumes from its base when it can (CandidateRun); otherwise
+// it runs from the start, stopping early when its kernels are the base's
+// and there is a cutoff (BoundedRun), else in full (FullRun).
+absl::StatusOr<CandidateResult> Simulator::SimulateCandidate(
+    const Trajectory& base, const Plan& plan, const SimulationOptions& options,
+    double cutoff_s) const {
+  const Trajectory::Data& data = base.data();
+  if (data.simulator != this) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SimulateCandidate on graph '", graph_.name(),
+        "': the base trajectory was recorded by another simulator"));
+  }
+  RETURN_IF_ERROR(ValidatePlan(plan, graph_, topology_));
+  CandidateResult candidate;
+  internal::Workspace& candidate_workspace = internal::AcquireThreadWorkspace(
+      this, internal::WorkspaceKind::kCandidateRuns);
+  const internal::ResumePoint start =
+      internal::ResumePoint::Find(*this, data, plan);
+  const double stop_above_s = internal::StepTimeBound::StopAbove(cutoff_s);
+  if (start.checkpoint >= 0) {
+    RETURN_IF_ERROR(internal::CandidateRun(*this, plan, options,
+                                           candidate_workspace, data,
+                                           stop_above_s)
+                        .Run(start, &candidate));
+    return candidate;
+  }
+  internal::Workspace& workspace = internal::AcquireThreadWorkspace(
+      this, internal::WorkspaceKind::kFullRuns);
+  if (!start.same_kernels ||
+      !(stop_above_s < std::numeric_limits<double>::infinity())) {
+    ASSIGN_OR_RETURN(candidate.result,
+                     internal::FullRun(*this, plan, options, workspace).Run());
+    return candidate;
+  }
+  RETURN_IF_ERROR(
+      internal::BoundedRun(*this, plan, options, workspace, data, stop_above_s)
+          .Run(&candidate));
+  return candidate;
 }
 
 void Simulator::PackNodes() {

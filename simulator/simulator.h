@@ -13,6 +13,13 @@
 #include "simulator/topology.h"
 
 namespace gopt::simulator {
+namespace internal {
+// The simulator's run types (event_loop.h and the files it names).
+class CandidateRun;
+class EventLoop;
+class RecordingRun;
+struct ResumePoint;
+}  // namespace internal
 
 struct SimulationOptions {
   // Record per-node start/end times and every transfer (for traces and
@@ -62,7 +69,7 @@ struct SimulationResult {
 // share.
 class Trajectory {
  public:
-  struct Data;  // simulator_run.h
+  struct Data;  // trajectory.h
   explicit Trajectory(std::unique_ptr<Data> data);
   ~Trajectory();
 
@@ -186,7 +193,11 @@ class Simulator {
   const OpCostModel& cost_model() const { return cost_model_; }
 
  private:
-  class Run;  // one Simulate call, phase by phase (simulator_run.cc)
+  // The run types read the per-graph arrays below.
+  friend class internal::CandidateRun;
+  friend class internal::EventLoop;
+  friend class internal::RecordingRun;
+  friend struct internal::ResumePoint;
 
   // The constructor's phases, in order.
   void PackNodes();
@@ -225,7 +236,7 @@ class Simulator {
   int num_device_classes_ = 0;
   std::vector<double> solo_seconds_;
   // Some link's transfers take device time (Link::device_overhead_s > 0):
-  // candidates are then simulated in full (incremental.cc).
+  // candidates are then simulated in full (resume_point.h).
   bool link_device_overheads_ = false;
   double lower_bound_s_ = 0;
   double fits_lower_bound_s_ = 0;
