@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/random/distributions.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -273,8 +274,15 @@ absl::StatusOr<bool> RedisPlanStore::Put(const PlanStoreEntry& entry,
       }
     }
     ASSIGN_OR_RETURN(Reply exec, CommandLocked({"EXEC"}));
-    // A nil EXEC: another writer changed the entry after WATCH; again.
+    // A nil EXEC: another writer changed the entry after WATCH; again,
+    // after a random pause that doubles with each lost attempt (up to
+    // 10 ms), so that writers racing on one key spread out instead of
+    // losing to each other in lockstep.
     if (exec->type == REDIS_REPLY_ARRAY) return replaced;
+    const int64_t max_pause_us =
+        std::min<int64_t>(int64_t{100} << attempt, 10000);
+    absl::SleepFor(absl::Microseconds(
+        absl::Uniform<int64_t>(backoff_random_, 0, max_pause_us + 1)));
   }
   return absl::UnavailableError(
       absl::StrCat("plan store ", url_, ": ", kMaxPutAttempts,

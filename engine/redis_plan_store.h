@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/plan_store.h"
 
@@ -84,6 +85,9 @@ class RedisPlanStore final : public PlanStore {
   redisContext* context_ ABSL_GUARDED_BY(mutex_) = nullptr;
   absl::Time next_attempt_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
   absl::Duration backoff_ ABSL_GUARDED_BY(mutex_);
+  // Jitter of the pause after a lost compare-and-set: it only spreads
+  // racing writers in time, never changes what is stored.
+  absl::BitGen backoff_random_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace gopt::engine
