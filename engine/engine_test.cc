@@ -75,6 +75,48 @@ TEST(EngineTest, WithoutPoliciesAnswersWithBestBaselineAndSaysSo) {
   EXPECT_EQ(response->plan().device_size(), 7);
 }
 
+TEST(EngineTest, ReturnGraphWritesTheDecisionsIntoTheCallersFile) {
+  const Engine engine(EngineOptions(), nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.set_return_graph(true);
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  // One decision per HLO instruction, named as the module names it.
+  ASSERT_EQ(response->decisions_size(), 7);
+  std::vector<std::string> names;
+  for (const gopt::v1::NodeDecision& decision : response->decisions()) {
+    names.push_back(decision.name());
+    EXPECT_EQ(decision.scope(), "main");
+    EXPECT_EQ(decision.ir_nodes(), 1);
+  }
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("a", "b", "d0", "r0", "d1",
+                                                     "r1", "s"));
+  ASSERT_EQ(response->device_summaries_size(), 2);
+  int64_t ops = 0;
+  for (const gopt::v1::DeviceSummary& summary : response->device_summaries()) {
+    ops += summary.ops();
+  }
+  EXPECT_EQ(ops, 7);
+  EXPECT_EQ(response->optimized_graph_format(), "hlo");
+  EXPECT_THAT(response->optimized_graph(), HasSubstr("HloModule two_branches"));
+  EXPECT_THAT(response->optimized_graph(),
+              HasSubstr("sharding={maximal device="));
+}
+
+TEST(EngineTest, ReturnGraphOverTheResponseLimitIsResourceExhausted) {
+  EngineOptions options;
+  options.max_response_bytes = 64;
+  const Engine engine(options, nullptr);
+  gopt::v1::OptimizeRequest request = TwoBranchRequest();
+  request.set_return_graph(true);
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(request, RequestContext());
+  ASSERT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted)
+      << response.status();
+  EXPECT_THAT(response.status().message(), HasSubstr("message limit of 64"));
+}
+
 TEST(EngineTest, TasksLimitTheBaselineMethods) {
   const Engine engine(EngineOptions(), nullptr);
   gopt::v1::OptimizeRequest request = TwoBranchRequest();
