@@ -71,9 +71,12 @@ absl::StatusOr<std::vector<InstructionLine>> FindInstructions(
   return found;
 }
 
-// Index just past the value starting at `start` (a balanced {...}, [...],
-// (...) group honouring strings, or a bare word).
-size_t ValueEnd(absl::string_view line, size_t start) {
+// Walks `line` from `start`, skipping string literals, and calls
+// visit(i, depth) for each character outside strings with the bracket depth
+// before it ({, [ and ( open a level, }, ] and ) close one); stops at the
+// first index `visit` returns true for and returns it, else line.size().
+template <typename Visit>
+size_t ScanOutsideStrings(absl::string_view line, size_t start, Visit visit) {
   int depth = 0;
   bool in_string = false;
   for (size_t i = start; i < line.size(); ++i) {
@@ -88,44 +91,43 @@ size_t ValueEnd(absl::string_view line, size_t start) {
     }
     if (c == '"') {
       in_string = true;
-    } else if (c == '{' || c == '[' || c == '(') {
+      continue;
+    }
+    if (visit(i, depth)) return i;
+    if (c == '{' || c == '[' || c == '(') {
       ++depth;
     } else if (c == '}' || c == ']' || c == ')') {
-      if (--depth <= 0) return depth < 0 ? i : i + 1;
-    } else if (depth == 0 && (c == ',' || c == ' ')) {
-      return i;
+      --depth;
     }
   }
   return line.size();
 }
 
+// Index just past the value starting at `start` (a balanced {...}, [...],
+// (...) group honouring strings, or a bare word).
+size_t ValueEnd(absl::string_view line, size_t start) {
+  // A closing bracket at depth 1 ends the group (the value ends past it);
+  // one at depth 0 belongs to an enclosing value (it ends before it).
+  bool past = false;
+  const size_t at = ScanOutsideStrings(line, start, [&](size_t i, int depth) {
+    const char c = line[i];
+    if (c == '}' || c == ']' || c == ')') {
+      past = depth == 1;
+      return depth <= 1;
+    }
+    return depth == 0 && (c == ',' || c == ' ');
+  });
+  return past ? at + 1 : at;
+}
+
 // Position of attribute `key` ("sharding=") at the top level of an
 // instruction line (not inside a string or a bracketed value), or npos.
 size_t FindAttribute(absl::string_view line, absl::string_view key) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[' || c == '(') {
-      ++depth;
-    } else if (c == '}' || c == ']' || c == ')') {
-      --depth;
-    } else if (depth == 0 && i > 0 && line[i - 1] == ' ' &&
-               line.substr(i, key.size()) == key) {
-      return i;
-    }
-  }
-  return absl::string_view::npos;
+  const size_t at = ScanOutsideStrings(line, 0, [&](size_t i, int depth) {
+    return depth == 0 && i > 0 && line[i - 1] == ' ' &&
+           line.substr(i, key.size()) == key;
+  });
+  return at == line.size() ? absl::string_view::npos : at;
 }
 
 // Sets attribute `key` (e.g. "sharding=") of `line` to `value`, replacing
