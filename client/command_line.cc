@@ -311,7 +311,7 @@ FlagSet<BenchCommandOptions> Flags(BenchCommandOptions*) {
   flags.Add(
       "go_samples",
       "go-*: plans the policy decodes besides its greedy one (one-device, "
-      "hint and affinity placements, then samples), the best by "
+      "hint and co-location placements, then samples), the best by "
       "simulation",
       [](O& o) -> int& { return o.go_samples; });
   flags.Add("search_simulations",
@@ -658,16 +658,18 @@ absl::Status Finish(std::vector<std::string> operands, LoadCommandOptions* o) {
 using Table = util::CommandTable<CommandOptions>;
 
 // Adds the command whose options are O: its flags (Flags) and operands
-// (Finish) as declared above.
+// (Finish) as declared above, and `run`, its body.
 template <typename O>
 void AddCommand(Table* table, const char* name, const char* usage,
-                const char* summary, std::string more_help = "") {
+                const char* summary,
+                absl::Status (*run)(const O&, std::ostream&),
+                std::string more_help = "") {
   table->Add<O>(
       name, usage, summary, Flags(static_cast<O*>(nullptr)),
       [](std::vector<std::string> operands, O* options) {
         return Finish(std::move(operands), options);
       },
-      nullptr, std::move(more_help));
+      run, nullptr, std::move(more_help));
 }
 
 const Table& Commands() {
@@ -676,109 +678,72 @@ const Table& Commands() {
     AddCommand<InspectOptions>(
         table, "inspect", "inspect FILE",
         "import a graph; print name, format, node/edge counts, total FLOPs "
-        "and bytes, op-kind histogram and warnings");
+        "and bytes, op-kind histogram and warnings",
+        RunInspect);
     AddCommand<ConvertOptions>(
         table, "convert", "convert FILE --out=PATH",
-        "import a graph and write it in gopt's own format");
+        "import a graph and write it in gopt's own format", RunConvert);
     AddCommand<SimulateOptions>(
         table, "simulate", "simulate FILE",
         "simulate one plan (--method or --plan) on --topology: step time, "
-        "lower bound, memory, transfers");
+        "lower bound, memory, transfers",
+        RunSimulate);
     AddCommand<BenchCommandOptions>(
         table, "bench", "bench FILE...",
         "every baseline (or --methods) on every graph (also "
         "--graph=gen:PRESET): step time vs default and lower bound",
-        kGoMethodsHelp);
+        RunBench, kGoMethodsHelp);
     AddCommand<GenerateOptions>(
         table, "generate", "generate FAMILY --out=PATH",
         "write a training-step graph of a model family; 'generate list' "
-        "shows families and presets");
+        "shows families and presets",
+        RunGenerate);
     AddCommand<OptimizeOptions>(
         table, "optimize", "optimize FILE",
         "decide placement, scheduling, fusion (--tasks) on --topology: "
         "default vs every baseline vs the chosen plan (in-process, or on "
-        "--server)");
+        "--server)",
+        RunOptimize);
     AddCommand<EvaluateOptions>(
         table, "evaluate", "evaluate FILE [--plan=PLAN]",
         "simulate a plan (default: the one embedded in FILE) on --topology "
-        "(--server)");
+        "(--server)",
+        RunEvaluate);
     AddCommand<ApplyOptions>(
         table, "apply", "apply FILE --plan=PLAN --write=OUT",
         "write a saved plan's decisions into FILE's own format (HLO "
-        "shardings, TF devices, ONNX device configurations) as OUT");
+        "shardings, TF devices, ONNX device configurations) as OUT",
+        RunApply);
     AddCommand<MeasureOptions>(
         table, "measure", "measure FILE",
         "run one plan (--method or --plan) for real on a worker (--workers, "
         "or --server's pool) beside its prediction: predicted and measured "
-        "step time, spread, real-op share");
-    AddCommand<PoliciesOptions>(table, "policies",
-                                "policies --server=HOST:PORT",
-                                "list the policies --server has loaded");
+        "step time, spread, real-op share",
+        RunMeasure);
+    AddCommand<PoliciesOptions>(
+        table, "policies", "policies --server=HOST:PORT",
+        "list the policies --server has loaded", RunPolicies);
     AddCommand<HealthOptions>(table, "health", "health --server=HOST:PORT",
-                              "exit 0 only when --server reports SERVING");
+                              "exit 0 only when --server reports SERVING",
+                              RunHealth);
     AddCommand<LoadCommandOptions>(
         table, "load", "load --server=HOST:PORT --graph=FILE",
         "send the graph with --concurrency N for --duration S: throughput, "
-        "p50/p90/p99, errors by code");
+        "p50/p90/p99, errors by code",
+        RunLoadCommand);
     AddCommand<PlansOptions>(
         table, "plans", "plans list|show KEY|export FILE|import FILE|prune",
         "look inside the plan store (--plan_store, default "
-        "~/.cache/gopt/plans.sqlite) and move entries between stores");
+        "~/.cache/gopt/plans.sqlite) and move entries between stores",
+        RunPlans);
     AddCommand<CalibrateOptions>(
         table, "calibrate", "calibrate --out=FILE",
         "measure this host's executors (matmul, convolution, bandwidth, "
-        "dispatch, copies) and write a topology for --topology=FILE");
+        "dispatch, copies) and write a topology for --topology=FILE",
+        RunCalibrate);
     return table;
   }();
   return *kTable;
-}
-
-// Runs the body that takes `options`.
-absl::Status RunOptions(const HelpOptions& options, std::ostream& out) {
-  out << CliHelp(options.command) << "\n";
-  return absl::OkStatus();
-}
-absl::Status RunOptions(const InspectOptions& o, std::ostream& out) {
-  return RunInspect(o, out);
-}
-absl::Status RunOptions(const ConvertOptions& o, std::ostream& out) {
-  return RunConvert(o, out);
-}
-absl::Status RunOptions(const SimulateOptions& o, std::ostream& out) {
-  return RunSimulate(o, out);
-}
-absl::Status RunOptions(const BenchCommandOptions& o, std::ostream& out) {
-  return RunBench(o, out);
-}
-absl::Status RunOptions(const GenerateOptions& o, std::ostream& out) {
-  return RunGenerate(o, out);
-}
-absl::Status RunOptions(const OptimizeOptions& o, std::ostream& out) {
-  return RunOptimize(o, out);
-}
-absl::Status RunOptions(const EvaluateOptions& o, std::ostream& out) {
-  return RunEvaluate(o, out);
-}
-absl::Status RunOptions(const ApplyOptions& o, std::ostream& out) {
-  return RunApply(o, out);
-}
-absl::Status RunOptions(const MeasureOptions& o, std::ostream& out) {
-  return RunMeasure(o, out);
-}
-absl::Status RunOptions(const PoliciesOptions& o, std::ostream& out) {
-  return RunPolicies(o, out);
-}
-absl::Status RunOptions(const HealthOptions& o, std::ostream& out) {
-  return RunHealth(o, out);
-}
-absl::Status RunOptions(const LoadCommandOptions& o, std::ostream& out) {
-  return RunLoadCommand(o, out);
-}
-absl::Status RunOptions(const PlansOptions& o, std::ostream& out) {
-  return RunPlans(o, out);
-}
-absl::Status RunOptions(const CalibrateOptions& o, std::ostream& out) {
-  return RunCalibrate(o, out);
 }
 
 }  // namespace
@@ -796,9 +761,7 @@ std::string CliHelp(const std::string& command) {
 }
 
 absl::Status RunCommand(const Command& command, std::ostream& out) {
-  return std::visit(
-      [&out](const auto& options) { return RunOptions(options, out); },
-      command.options);
+  return Commands().Run(command, out);
 }
 
 int ExitCodeFor(const absl::Status& status) {

@@ -11,6 +11,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config ccache
+  lld  # the linker CMakeLists.txt prefers: about 6x faster than GNU ld here
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-glog-dev

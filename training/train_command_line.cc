@@ -752,33 +752,33 @@ const Table& Commands() {
         "pretrain", "pretrain --out_dir=DIR",
         "GO: PPO over the generated + real-graph corpus -> checkpoint, "
         "card.json and train.csv in --out_dir",
-        PretrainFlags(), FinishPretrain);
+        PretrainFlags(), FinishPretrain, RunPretrain);
     table->Add<FinetuneCommandOptions>(
         "finetune", "finetune --graph=SOURCE --topologies=T",
         "GO: PPO on one graph from a pretrained policy (--policy_dir)",
-        FinetuneFlags(), FinishFinetune);
+        FinetuneFlags(), FinishFinetune, RunFinetune);
     table->Add<EvalCommandOptions>(
         "eval", "eval --graph=SOURCE,...",
         "GO: zero-shot decisions on graphs vs the baselines; with "
         "--update_card, records them in the policy's card",
-        EvalFlags(), FinishEval);
+        EvalFlags(), FinishEval, RunEval);
     table->Add<ExpertCommandOptions>(
         "expert", "expert --out_dir=DIR [--graph=HELD_OUT,...]",
         "GO: expert iteration (plan-search distillation + PPO) over the "
         "corpus plus random graphs and machines, resumable (--resume), "
         "data-parallel under torchrun's variables (WORLD_SIZE > 1)",
-        ExpertFlags(), FinishExpert, nullptr,
+        ExpertFlags(), FinishExpert, RunExpert, nullptr,
         absl::StrCat("recipe keys (--recipe=FILE, or each as a flag):\n",
                      ExpertRecipeKeys().Help()));
     table->Add<CardHashOptions>(
         "card-hash", "card-hash --policy_dir=DIR",
         "any policy: records the SHA-256 of the checkpoint in its card.json, "
         "which every policy load verifies",
-        CardHashFlags(), FinishCardHash);
+        CardHashFlags(), FinishCardHash, RunCardHash);
     table->Add<CostModelTrainCommandOptions>(
         "costmodel", "costmodel --data=SOURCES [--task=layout|tile]",
         "learned cost model: train (and ship with --costmodel_out)",
-        CostModelTrainFlags(), FinishCostModelTrain,
+        CostModelTrainFlags(), FinishCostModelTrain, RunCostModelTrainCommand,
         [](const std::vector<std::string>& args) {
           return CostModelTrainCommandOptions(TaskIn(args));
         },
@@ -787,7 +787,7 @@ const Table& Commands() {
         "costmodel-eval", "costmodel-eval --data=SOURCE [--task=layout|tile]",
         "learned cost model: the real-data and simulator protocols, or "
         "--checkpoint's scores",
-        CostModelEvalFlags(), FinishCostModelEval,
+        CostModelEvalFlags(), FinishCostModelEval, RunCostModelEvalCommand,
         [](const std::vector<std::string>& args) {
           return CostModelEvalCommandOptions(TaskIn(args));
         },
@@ -795,34 +795,6 @@ const Table& Commands() {
     return table;
   }();
   return *kTable;
-}
-
-absl::Status RunOptions(const util::HelpOptions& o, std::ostream& out) {
-  out << TrainCliHelp(o.command) << "\n";
-  return absl::OkStatus();
-}
-absl::Status RunOptions(const PretrainCommandOptions& o, std::ostream& out) {
-  return RunPretrain(o, out);
-}
-absl::Status RunOptions(const FinetuneCommandOptions& o, std::ostream& out) {
-  return RunFinetune(o, out);
-}
-absl::Status RunOptions(const EvalCommandOptions& o, std::ostream& out) {
-  return RunEval(o, out);
-}
-absl::Status RunOptions(const ExpertCommandOptions& o, std::ostream& out) {
-  return RunExpert(o, out);
-}
-absl::Status RunOptions(const CardHashOptions& o, std::ostream& out) {
-  return RunCardHash(o, out);
-}
-absl::Status RunOptions(const CostModelTrainCommandOptions& o,
-                        std::ostream& out) {
-  return RunCostModelTrainCommand(o, out);
-}
-absl::Status RunOptions(const CostModelEvalCommandOptions& o,
-                        std::ostream& out) {
-  return RunCostModelEvalCommand(o, out);
 }
 
 }  // namespace
@@ -851,9 +823,7 @@ std::string TrainCliHelp(const std::string& command) {
 }
 
 absl::Status RunTrainCommand(const TrainCommand& command, std::ostream& out) {
-  return std::visit(
-      [&out](const auto& options) { return RunOptions(options, out); },
-      command.options);
+  return Commands().Run(command, out);
 }
 
 }  // namespace gopt::policy

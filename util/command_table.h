@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,10 +39,11 @@ struct ParsedCommand {
 //
 //   CommandTable<Options> table("gopt", kOverview);
 //   table.Add<InspectOptions>("inspect", "inspect FILE", "print ...",
-//                             InspectFlags(), FinishInspect);
+//                             InspectFlags(), FinishInspect, RunInspect);
 //   ASSIGN_OR_RETURN(auto command, table.Parse(args));
+//   RETURN_IF_ERROR(table.Run(command, std::cout));
 //
-// Immutable after the Add calls; Parse and Help are then thread-safe.
+// Immutable after the Add calls; Parse, Help and Run are then thread-safe.
 template <typename Variant>
 class CommandTable {
  public:
@@ -52,8 +55,9 @@ class CommandTable {
       : program_(std::move(program)), overview_(std::move(overview)) {}
 
   // Adds command `name`: its usage line ("inspect FILE"), a one-line
-  // summary, its flags, and `finish`, which takes the operands and checks
-  // what no single flag can (its error is reported as InvalidArgument).
+  // summary, its flags, `finish`, which takes the operands and checks
+  // what no single flag can (its error is reported as InvalidArgument),
+  // and `run`, the command's body (Run calls it).
   // `initial` (optional) makes the Options the flags then apply to from
   // the raw arguments (for defaults that depend on one flag, e.g. --task).
   // `more_help` is printed after the flags by `help NAME`.
@@ -62,6 +66,7 @@ class CommandTable {
       std::string name, std::string usage, std::string summary,
       FlagSet<O> flags,
       std::function<absl::Status(std::vector<std::string>, O*)> finish,
+      std::function<absl::Status(const O&, std::ostream&)> run,
       std::function<O(const std::vector<std::string>&)> initial = nullptr,
       std::string more_help = "") {
     Entry entry;
@@ -88,6 +93,9 @@ class CommandTable {
         return absl::InvalidArgumentError(finished.message());
       }
       return Parsed{name, Variant(std::move(options))};
+    };
+    entry.run = [run](const Variant& options, std::ostream& out) {
+      return run(std::get<O>(options), out);
     };
     entries_.push_back(std::move(entry));
     return *this;
@@ -152,6 +160,22 @@ class CommandTable {
     return help;
   }
 
+  // Runs a command Parse returned: "help" prints Help(command) to `out`,
+  // any other command its `run` (whose status it returns). InvalidArgument
+  // for a command this table has not added.
+  absl::Status Run(const Parsed& command, std::ostream& out) const {
+    if (const auto* help = std::get_if<HelpOptions>(&command.options)) {
+      out << Help(help->command) << "\n";
+      return absl::OkStatus();
+    }
+    const Entry* entry = Find(command.name);
+    if (entry == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(program_, ": unknown command '", command.name, "'"));
+    }
+    return entry->run(command.options, out);
+  }
+
  private:
   struct Entry {
     std::string name;
@@ -162,6 +186,7 @@ class CommandTable {
     std::function<bool(const std::string&)> has_flag;
     std::function<absl::StatusOr<Parsed>(const std::vector<std::string>&)>
         parse;
+    std::function<absl::Status(const Variant&, std::ostream&)> run;
   };
 
   const Entry* Find(const std::string& name) const {

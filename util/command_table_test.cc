@@ -1,5 +1,6 @@
 #include "util/command_table.h"
 
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,20 +24,28 @@ CommandTable<Options> TestTable() {
   FlagSet<CopyOptions> copy;
   copy.Add(
       "verbose", "talk", [](CopyOptions & o) -> auto& { return o.verbose; });
-  table.Add<CopyOptions>("copy", "copy FROM", "copies", copy,
-                         [](std::vector<std::string> operands, CopyOptions* o) {
-                           if (operands.size() != 1) {
-                             return absl::InvalidArgumentError("expected FROM");
-                           }
-                           o->from = operands[0];
-                           return absl::OkStatus();
-                         });
+  table.Add<CopyOptions>(
+      "copy", "copy FROM", "copies", copy,
+      [](std::vector<std::string> operands, CopyOptions* o) {
+        if (operands.size() != 1) {
+          return absl::InvalidArgumentError("expected FROM");
+        }
+        o->from = operands[0];
+        return absl::OkStatus();
+      },
+      [](const CopyOptions& o, std::ostream& out) {
+        out << "copied " << o.from;
+        return absl::OkStatus();
+      });
   FlagSet<CountOptions> count;
   count.Add(
       "limit", "at most", [](CountOptions & o) -> auto& { return o.limit; });
   table.Add<CountOptions>(
       "count", "count", "counts", count,
       [](std::vector<std::string>, CountOptions*) { return absl::OkStatus(); },
+      [](const CountOptions& o, std::ostream&) {
+        return absl::OutOfRangeError(absl::StrCat("limit ", o.limit));
+      },
       // Initial options (defaults that may depend on the arguments).
       [](const std::vector<std::string>&) { return CountOptions{100}; });
   return table;
@@ -73,6 +82,30 @@ TEST(CommandTableTest, FinishErrorsNameTheCommand) {
   ASSERT_FALSE(parsed.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(parsed.status()));
   EXPECT_EQ(parsed.status().message(), "tool copy: expected FROM");
+}
+
+TEST(CommandTableTest, RunCallsTheParsedCommandsBody) {
+  const CommandTable<Options> table = TestTable();
+  std::ostringstream out;
+  auto parsed = table.Parse({"tool", "copy", "a.txt"});
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_TRUE(table.Run(*parsed, out).ok());
+  EXPECT_EQ(out.str(), "copied a.txt");
+
+  parsed = table.Parse({"tool", "count", "--limit=3"});
+  ASSERT_TRUE(parsed.ok());
+  const absl::Status status = table.Run(*parsed, out);
+  EXPECT_TRUE(absl::IsOutOfRange(status));
+  EXPECT_EQ(status.message(), "limit 3");
+}
+
+TEST(CommandTableTest, RunPrintsHelp) {
+  const CommandTable<Options> table = TestTable();
+  std::ostringstream out;
+  auto parsed = table.Parse({"tool", "help", "copy"});
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_TRUE(table.Run(*parsed, out).ok());
+  EXPECT_EQ(out.str(), table.Help("copy") + "\n");
 }
 
 TEST(CommandTableTest, HelpForms) {

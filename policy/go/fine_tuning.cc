@@ -258,7 +258,8 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
   if (tasks.placement && !output->co_location.empty() && samples > 0) {
     ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> placements,
                      CoLocationPlacements(instance, output->co_location));
-    try_placements(std::move(placements), "affinity", "affinity+greedy-join");
+    try_placements(std::move(placements), "co-location",
+                   "co-location+greedy-join");
   }
   std::mt19937_64 rng(seed);
   std::vector<Actions> actions;

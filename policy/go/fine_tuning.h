@@ -44,10 +44,9 @@ struct ZeroShotResult {
   int num_valid = 0;
   double inference_s = 0;  // network forward pass
   // Which decode gave `best`: "greedy", "greedy-join", "one-device",
-  // "one-device+greedy-join", "hint", "hint+greedy-join", "affinity",
-  // "affinity+greedy-join" or "sampled". ("affinity" names the co-location
-  // placements; the label is kept: OptimizeResponse and `gopt bench` print
-  // it.)
+  // "one-device+greedy-join", "hint", "hint+greedy-join", "co-location",
+  // "co-location+greedy-join" or "sampled". OptimizeResponse and `gopt bench`
+  // print it.
   std::string decode = "greedy";
   // The rule that grouped `best`'s fusion levels (for a plan search that
   // starts from it: FineTuneOptions::fusion_join).

@@ -84,7 +84,7 @@ TEST_F(ShippedPolicyOnFanOutTest, ShippedPolicyAnswersWithMethodGo) {
       proposal->zero_shot_decode,
       ::testing::AnyOf("greedy", "greedy-join", "one-device",
                        "one-device+greedy-join", "hint", "hint+greedy-join",
-                       "affinity", "affinity+greedy-join", "sampled"));
+                       "co-location", "co-location+greedy-join", "sampled"));
   EXPECT_EQ(proposal->fine_tune_steps_done, 2);
   EXPECT_GT(proposal->inference_s, 0);
   ASSERT_EQ(stages.size(), 3u);
