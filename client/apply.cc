@@ -8,7 +8,9 @@
 #include "graph/import/builtin_importers.h"
 #include "nlohmann/json.hpp"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 #include "util/status_macros.h"
 
 namespace gopt::client {

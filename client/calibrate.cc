@@ -3,6 +3,7 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 #include "util/status_macros.h"
 #include "worker/calibration.h"
 #include "worker/executor.h"

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 
 namespace gopt::client {
 namespace {

@@ -22,7 +22,9 @@
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/chrome_trace.h"
 #include "simulator/generators/generators.h"
+#include "simulator/plan_proto.h"
 #include "simulator/simulator.h"
+#include "simulator/topology_proto.h"
 #include "util/status_macros.h"
 
 namespace gopt::client {

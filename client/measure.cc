@@ -16,7 +16,9 @@
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 
 namespace gopt::client {
 namespace {

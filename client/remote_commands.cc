@@ -19,7 +19,9 @@
 #include "engine/builtin_policies.h"
 #include "engine/engine.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 #include "util/status_macros.h"
 
 namespace gopt::client {

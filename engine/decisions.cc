@@ -7,6 +7,7 @@
 #include "graph/import/builtin_exporters.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/simulator.h"
 #include "util/status_macros.h"
 

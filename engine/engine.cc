@@ -19,8 +19,10 @@
 #include "simulator/chrome_trace.h"
 #include "simulator/lower_bound.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/simulator.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 #include "util/status_macros.h"
 
 namespace gopt::engine {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/plan_key.h"
 #include "graph/fingerprint.h"
+#include "simulator/plan_proto.h"
 
 namespace gopt::engine {
 namespace {

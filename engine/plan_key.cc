@@ -2,6 +2,7 @@
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "simulator/topology_proto.h"
 #include "util/sha256.h"
 
 namespace gopt::engine {

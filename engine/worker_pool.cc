@@ -26,7 +26,9 @@
 #include "grpcpp/grpcpp.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/simulator.h"
+#include "simulator/topology_proto.h"
 #include "util/status_macros.h"
 #include "worker/worker_wire.h"
 

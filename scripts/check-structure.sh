@@ -6,7 +6,10 @@
 #     diagnostics or experiments source under graph/ simulator/ policy/
 #     worker/ server/ engine/ (they live in benchmarks/ and tools/, training
 #     code in training/);
-#   - no client/ source includes a server/ header (the CLI runs engine/).
+#   - no client/ source includes a server/ header (the CLI runs engine/);
+#   - no simulator/ source includes a generated proto header (*.pb.h) but
+#     its edge files, *_proto.h and *_proto.cc (the simulator depends on
+#     graph/ only; requests and files are converted at that edge).
 #
 #   scripts/check-structure.sh [REPO_ROOT]
 #
@@ -220,6 +223,13 @@ for path in sys.stdin.read().split():
             if included.startswith(CLIENT_FORBIDDEN_INCLUDES):
                 print(f"{path}: includes {included} (client/ depends on "
                       "engine/, never on server/)")
+                failures += 1
+    if (path.startswith("simulator/") and
+            not re.search(r"_proto(_test)?\.(h|cc)$", path)):
+        for included in INCLUDE.findall(text):
+            if included.endswith(".pb.h"):
+                print(f"{path}: includes {included} (only simulator/*_proto.* "
+                      "convert protos)")
                 failures += 1
     num_lines = text.count("\n")
     if num_lines > MAX_FILE_LINES:

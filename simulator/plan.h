@@ -7,7 +7,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "gopt/v1/plan.pb.h"
 #include "graph/graph.h"
 #include "simulator/topology.h"
 
@@ -79,12 +78,6 @@ absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
 // pass ValidatePlan. Graphs without colocation groups are left untouched.
 void ColocateGroups(const graph::Graph& graph, const Topology& topology,
                     std::vector<int32_t>* device);
-
-gopt::v1::Plan PlanToProto(const Plan& plan);
-Plan PlanFromProto(const gopt::v1::Plan& proto);
-
-// Reads a plan JSON file (gopt.v1.Plan in the protobuf JSON mapping).
-absl::StatusOr<Plan> LoadPlan(const std::string& path);
 
 }  // namespace gopt::simulator
 

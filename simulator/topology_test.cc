@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "simulator/op_cost_model.h"
+#include "simulator/topology_proto.h"
 
 namespace gopt::simulator {
 namespace {

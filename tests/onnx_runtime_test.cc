@@ -19,6 +19,7 @@
 #include "graph/import/builtin_importers.h"
 #include "gtest/gtest.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/topology.h"
 #include "tests/util/child_process.h"
 #include "tests/util/shared_data.h"

@@ -35,6 +35,7 @@
 #include "simulator/baselines/schedulers.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 #include "training/go/corpus.h"
 #include "util/status_macros.h"
 

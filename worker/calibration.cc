@@ -16,6 +16,7 @@
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
+#include "simulator/topology_proto.h"
 #include "util/status_macros.h"
 
 namespace gopt::worker {

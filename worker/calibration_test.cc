@@ -1,3 +1,4 @@
+#include "simulator/topology_proto.h"
 #include "worker/calibration.h"
 
 #include <cstdio>

@@ -9,6 +9,7 @@
 #include "glog/logging.h"
 #include "graph/native/graph_proto.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "worker/worker_wire.h"
 
 namespace gopt::worker {

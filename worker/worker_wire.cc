@@ -1,6 +1,7 @@
 #include "worker/worker_wire.h"
 
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 
 namespace gopt::worker {
 

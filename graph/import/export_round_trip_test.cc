@@ -20,6 +20,7 @@
 #include "onnx/onnx.pb.h"
 #include "simulator/fusion_rules.h"
 #include "simulator/plan.h"
+#include "simulator/plan_proto.h"
 #include "simulator/simulator.h"
 #include "simulator/topology.h"
 #include "tensorflow/graph.pb.h"

@@ -19,6 +19,7 @@
 #include "policy/go/ppo_trainer.h"
 #include "policy/go/train_log.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 #include "training/commands/common.h"
 #include "training/go/corpus.h"
 #include "training/train_commands.h"
