@@ -65,6 +65,7 @@ Graph& Graph::operator=(const Graph& other) {
   loops_ = other.loops_;
   colocation_groups_ = other.colocation_groups_;
   warnings_ = other.warnings_;
+  spmd_ = other.spmd_;
   total_flops_ = other.total_flops_;
   total_bytes_ = other.total_bytes_;
   return *this;
@@ -439,6 +440,7 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   graph.subgraphs_ = std::move(subgraphs_);
   graph.loops_ = std::move(loops_);
   graph.colocation_groups_ = std::move(colocation_groups_);
+  graph.spmd_ = spmd_;
   graph.warnings_ = AddSourceWarning(graph, std::move(warnings_));
   return graph;
 }
