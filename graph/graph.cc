@@ -371,10 +371,8 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   Graph graph;
   graph.name_ = std::move(name_);
   graph.format_ = std::move(format_);
-  bool already_ordered = true;
-  for (int i = 0; i < n && already_ordered; ++i) {
-    already_ordered = order[i] == i;
-  }
+  // `order` is a permutation of 0..n-1: sorted means unchanged.
+  const bool already_ordered = std::is_sorted(order.begin(), order.end());
   if (already_ordered) {
     // The common case (importers add nodes in file order): hand the vector
     // over instead of moving every (large) node.
