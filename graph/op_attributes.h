@@ -229,7 +229,8 @@ class OpAttributes {
            batch_group_count == o.batch_group_count &&
            parameter_number == o.parameter_number &&
            tuple_index == o.tuple_index && trip_count == o.trip_count &&
-           collective_group_size == o.collective_group_size && dot_ == o.dot_ && rare_ == o.rare_;
+           collective_group_size == o.collective_group_size && dot_ == o.dot_ &&
+           rare_ == o.rare_;
   }
 
  private:

@@ -330,19 +330,19 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
       return SortCost(query, attrs, cost);
     case OpKind::kAllReduce:
     case OpKind::kReduceScatter:
-      cost.bytes_communicated = RingBytes(query.kind, operand_bytes,
-                                          attrs.collective_group_size);
+      cost.bytes_communicated =
+          RingBytes(query.kind, operand_bytes, attrs.collective_group_size);
       cost.flops = static_cast<double>(SumElements(query.operands));
       return cost;
     case OpKind::kAllGather:
-      cost.bytes_communicated = RingBytes(query.kind, output_bytes,
-                                          attrs.collective_group_size);
+      cost.bytes_communicated =
+          RingBytes(query.kind, output_bytes, attrs.collective_group_size);
       return cost;
     case OpKind::kAllToAll:
     case OpKind::kCollectivePermute:
     case OpKind::kSendRecv:
-      cost.bytes_communicated = RingBytes(query.kind, operand_bytes,
-                                          attrs.collective_group_size);
+      cost.bytes_communicated =
+          RingBytes(query.kind, operand_bytes, attrs.collective_group_size);
       return cost;
     case OpKind::kWhile:
     case OpKind::kConditional:

@@ -16,8 +16,7 @@ double CollectiveLinkSeconds(const graph::Node& node,
   const int64_t n = node.attributes.collective_group_size > 0
                         ? node.attributes.collective_group_size
                         : default_group_size;
-  const int m = static_cast<int>(
-      std::min<int64_t>(n, topology.num_devices()));
+  const int m = static_cast<int>(std::min<int64_t>(n, topology.num_devices()));
   if (n < 2 || m < 2) return 0;
   double bandwidth = 0;
   double latency = 0;

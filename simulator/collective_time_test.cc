@@ -64,11 +64,11 @@ TEST(CollectiveTimeTest, GroupDefaultsToTheProgramAndSlowestLinkRules) {
 
 TEST(CollectiveTimeTest, NothingToPriceIsFree) {
   const Topology topology = RingOfFour();
-  EXPECT_EQ(CollectiveLinkSeconds(
-                Collective(graph::OpKind::kDot, 1000, 4), 4, topology),
+  EXPECT_EQ(CollectiveLinkSeconds(Collective(graph::OpKind::kDot, 1000, 4), 4,
+                                  topology),
             0);
-  EXPECT_EQ(CollectiveLinkSeconds(
-                Collective(graph::OpKind::kAllReduce, 0, 4), 4, topology),
+  EXPECT_EQ(CollectiveLinkSeconds(Collective(graph::OpKind::kAllReduce, 0, 4),
+                                  4, topology),
             0);
   EXPECT_EQ(CollectiveLinkSeconds(
                 Collective(graph::OpKind::kAllReduce, 1000, 1), 4, topology),

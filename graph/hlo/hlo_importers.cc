@@ -46,8 +46,7 @@ absl::StatusOr<Graph> LowerSpmdAware(hlo::HloModule module,
         spmd.num_partitions, " partitions",
         spmd.partitioned
             ? absl::StrCat(" (ops costed on their shards; ",
-                           spmd.collectives_inserted(),
-                           " collectives inserted",
+                           spmd.collectives_inserted(), " collectives inserted",
                            inserted.empty() ? "" : ": ",
                            absl::StrJoin(inserted, ", "), ")")
             : " (partitioned already: per-device shapes as written)",
@@ -79,7 +78,8 @@ class HloTextImporter final : public Importer {
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloText(contents));
-    return LowerSpmdAware(std::move(module), LoweringOptions(options, format()));
+    return LowerSpmdAware(std::move(module),
+                          LoweringOptions(options, format()));
   }
 };
 
@@ -100,7 +100,8 @@ class HloProtoImporter final : public Importer {
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloModuleProto(contents));
-    return LowerSpmdAware(std::move(module), LoweringOptions(options, format()));
+    return LowerSpmdAware(std::move(module),
+                          LoweringOptions(options, format()));
   }
 };
 

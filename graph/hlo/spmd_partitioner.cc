@@ -10,8 +10,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/hlo/hlo_sharding.h"
 #include "util/status_macros.h"
@@ -80,32 +80,42 @@ HloShape ShardShape(const HloShape& global, const Tiling& tiling) {
   return shard;
 }
 
+// Whether `tiling` has the structure of `shape` (hostile text can pair a
+// tuple element with a shape that differs; the lowering reports those).
+bool Fits(const Tiling& tiling, const HloShape& shape) {
+  if (tiling.tuple != shape.is_tuple) return false;
+  if (!shape.is_tuple) return tiling.tiles.size() == shape.dims.size();
+  if (tiling.elements.size() != shape.tuple_shapes.size()) return false;
+  for (size_t i = 0; i < tiling.elements.size(); ++i) {
+    if (!Fits(tiling.elements[i], shape.tuple_shapes[i])) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<Tiling> TilingOf(const HloSharding& sharding,
                                 const HloShape& shape) {
   if (shape.is_tuple) {
     Tiling tiling;
     tiling.tuple = true;
     const bool per_element = sharding.kind == HloSharding::Kind::kTuple;
-    if (per_element &&
-        sharding.elements.size() != shape.tuple_shapes.size()) {
+    if (per_element && sharding.elements.size() != shape.tuple_shapes.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("tuple sharding of ", sharding.elements.size(),
                        " elements for a tuple of ", shape.tuple_shapes.size()));
     }
     for (size_t i = 0; i < shape.tuple_shapes.size(); ++i) {
-      ASSIGN_OR_RETURN(
-          Tiling element,
-          TilingOf(per_element ? sharding.elements[i] : sharding,
-                   shape.tuple_shapes[i]));
+      ASSIGN_OR_RETURN(Tiling element,
+                       TilingOf(per_element ? sharding.elements[i] : sharding,
+                                shape.tuple_shapes[i]));
       tiling.elements.push_back(std::move(element));
     }
     return tiling;
   }
   if (sharding.kind == HloSharding::Kind::kTuple) {
     if (sharding.elements.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tuple sharding of ", sharding.elements.size(),
-          " elements for array shape ", shape.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuple sharding of ", sharding.elements.size(),
+                       " elements for array shape ", shape.ToString()));
     }
     return TilingOf(sharding.elements[0], shape);
   }
@@ -117,7 +127,8 @@ absl::StatusOr<Tiling> TilingOf(const HloSharding& sharding,
         absl::StrCat("sharding tiles ", data_dims, " dimensions of shape ",
                      shape.ToString(), " (rank ", shape.dims.size(), ")"));
   }
-  for (size_t i = 0; i < data_dims; ++i) tiling.tiles[i] = sharding.tile_dims[i];
+  for (size_t i = 0; i < data_dims; ++i)
+    tiling.tiles[i] = sharding.tile_dims[i];
   tiling.devices = sharding.devices;
   return tiling;
 }
@@ -219,8 +230,8 @@ class Partitioner {
     result_.num_partitions = partitions > 1 ? partitions : most_devices;
     if (partitions > 1 && most_devices > partitions) {
       result_.warnings.push_back(absl::StrCat(
-          "SPMD: a sharding names ", most_devices, " devices but the module has ",
-          partitions, " partitions"));
+          "SPMD: a sharding names ", most_devices,
+          " devices but the module has ", partitions, " partitions"));
     }
     already_partitioned_ = partitioned_ops && !partitioner_calls;
     return absl::OkStatus();
@@ -244,9 +255,8 @@ class Partitioner {
     if (it == shardings_.end()) return std::optional<Tiling>();
     absl::StatusOr<Tiling> tiling = TilingOf(it->second, old.shape);
     if (!tiling.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("instruction '", old.name,
-                       "': ", tiling.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "instruction '", old.name, "': ", tiling.status().message()));
     }
     return std::optional<Tiling>(*std::move(tiling));
   }
@@ -297,10 +307,10 @@ class Partitioner {
       std::vector<int32_t> elements;
       HloShape shape = ShardShape(global, to);
       for (size_t i = 0; i < global.tuple_shapes.size(); ++i) {
-        const int32_t gte_index = Emit(
-            scope, "get-tuple-element",
-            ShardShape(global.tuple_shapes[i], from.elements[i]), {value},
-            name, context);
+        const int32_t gte_index =
+            Emit(scope, "get-tuple-element",
+                 ShardShape(global.tuple_shapes[i], from.elements[i]), {value},
+                 name, context);
         scope.out[gte_index].attributes.tuple_index = static_cast<int64_t>(i);
         elements.push_back(Reshard(scope, gte_index, global.tuple_shapes[i],
                                    from.elements[i], to.elements[i], context));
@@ -346,8 +356,7 @@ class Partitioner {
     const int32_t slice =
         Emit(scope, "slice", std::move(shape), {value}, name, context);
     OpAttributes& attributes = scope.out[slice].attributes;
-    *attributes.mutable_slice_starts() =
-        std::vector<int64_t>(limits.size(), 0);
+    *attributes.mutable_slice_starts() = std::vector<int64_t>(limits.size(), 0);
     *attributes.mutable_slice_limits() = limits;
     *attributes.mutable_slice_strides() =
         std::vector<int64_t>(limits.size(), 1);
@@ -357,7 +366,8 @@ class Partitioner {
   // Rewrites computation `index` in place: parameters split as
   // `param_tilings` (null: their own shardings), the root resharded to
   // `root_tiling` when given. Records the parameters' and root's tilings.
-  absl::Status Partition(int32_t index, const std::vector<Tiling>* param_tilings,
+  absl::Status Partition(int32_t index,
+                         const std::vector<Tiling>* param_tilings,
                          const Tiling* root_tiling) {
     done_[index] = 1;
     HloComputation& computation = module_.computations[index];
@@ -382,7 +392,8 @@ class Partitioner {
                                            &tiling, index));
     }
     int32_t root = at[computation.root];
-    if (root_tiling != nullptr) {
+    if (root_tiling != nullptr &&
+        Fits(*root_tiling, old[computation.root].shape)) {
       root = Reshard(scope, root, old[computation.root].shape,
                      tiling[computation.root], *root_tiling,
                      old[computation.root]);
@@ -432,13 +443,10 @@ class Partitioner {
     return order;
   }
 
-  absl::Status PartitionInstruction(Scope& scope,
-                                    const std::vector<HloInstruction>& old,
-                                    int32_t i,
-                                    const std::vector<Tiling>* param_tilings,
-                                    std::vector<int32_t>* at,
-                                    std::vector<Tiling>* tiling,
-                                    int32_t computation) {
+  absl::Status PartitionInstruction(
+      Scope& scope, const std::vector<HloInstruction>& old, int32_t i,
+      const std::vector<Tiling>* param_tilings, std::vector<int32_t>* at,
+      std::vector<Tiling>* tiling, int32_t computation) {
     const HloInstruction& original = old[i];
     ASSIGN_OR_RETURN(std::optional<Tiling> wanted, Wanted(original, &original));
     HloInstruction ins = original;
@@ -467,21 +475,23 @@ class Partitioner {
       } else {
         natural = wanted.has_value() ? *wanted : Replicated(original.shape);
       }
-      if (params_[computation].size() <= static_cast<size_t>(number) &&
-          number >= 0) {
-        params_[computation].resize(number + 1);
+      // A computation has fewer parameters than instructions.
+      if (number >= 0 && number < static_cast<int64_t>(old.size())) {
+        if (params_[computation].size() <= static_cast<size_t>(number)) {
+          params_[computation].resize(number + 1);
+        }
+        params_[computation][number] = natural;
       }
-      if (number >= 0) params_[computation][number] = natural;
       wanted.reset();
     } else if (n == 0) {  // constants, iota, rng: each device makes its part
       natural = wanted.has_value() ? *wanted : Replicated(original.shape);
     } else if (kind == OpKind::kGetTupleElement) {
       const int64_t index = original.attributes.tuple_index;
-      natural = current[0]->tuple && index >= 0 &&
-                        index < static_cast<int64_t>(
-                                    current[0]->elements.size())
-                    ? current[0]->elements[index]
-                    : Replicated(original.shape);
+      natural =
+          current[0]->tuple && index >= 0 &&
+                  index < static_cast<int64_t>(current[0]->elements.size())
+              ? current[0]->elements[index]
+              : Replicated(original.shape);
     } else if (kind == OpKind::kTuple) {
       natural.tuple = true;
       for (size_t k = 0; k < n; ++k) {
@@ -491,7 +501,8 @@ class Partitioner {
         }
         natural.elements.push_back(required[k]);
       }
-    } else if (opcode == "while" && original.called_computations.size() == 2) {
+    } else if (opcode == "while" && n == 1 &&
+               original.called_computations.size() == 2) {
       RETURN_IF_ERROR(CallBodies(original.called_computations, {0}, current,
                                  &required, &natural));
     } else if (opcode == "call" && original.called_computations.size() == 1) {
@@ -516,8 +527,10 @@ class Partitioner {
       ins.opcode = "bitcast";
       ins.attributes.mutable_custom_call_target()->clear();
       wanted.reset();
-    } else if (!original.shape.is_tuple &&
-               (kind == OpKind::kDot || kind == OpKind::kReduce)) {
+    } else if (!original.shape.is_tuple && n == 2 && !global[0]->is_tuple &&
+               !global[1]->is_tuple &&
+               (kind == OpKind::kDot || kind == OpKind::kReduce) &&
+               (kind == OpKind::kReduce || DotDimsFit(original, global))) {
       PartialDims partial_dims;
       DimRule rule = kind == OpKind::kDot ? DotRule(original, global)
                                           : ReduceRule(original, global);
@@ -526,17 +539,17 @@ class Partitioner {
       } else {
         partial_dims = ReduceDims(original, global);
       }
-      Contract(rule, partial_dims, original, global, current, wanted,
-               &required, &natural, &partial, &scatter_to);
+      Contract(rule, partial_dims, original, global, current, wanted, &required,
+               &natural, &partial, &scatter_to);
     } else if (std::optional<DimRule> rule = RuleOf(original, kind, global);
                rule.has_value()) {
-      Tiling target = wanted.has_value() ? *wanted
-                                         : Propagate(*rule, original, global,
-                                                     current);
+      Tiling target = wanted.has_value()
+                          ? *wanted
+                          : Propagate(*rule, original, global, current);
       Require(*rule, original, global, target, &required, &natural);
     } else {
-      bool moved = wanted.has_value() && !SameTiling(*wanted, Replicated(
-                                                                  original.shape));
+      bool moved = wanted.has_value() &&
+                   !SameTiling(*wanted, Replicated(original.shape));
       for (size_t k = 0; k < n; ++k) {
         required[k] = Replicated(*global[k]);
         moved |= !SameTiling(required[k], *current[k]);
@@ -546,8 +559,13 @@ class Partitioner {
     }
 
     for (size_t k = 0; k < n; ++k) {
+      if (!Fits(required[k], *global[k])) required[k] = Replicated(*global[k]);
       ins.operands[k] = Reshard(scope, (*at)[original.operands[k]], *global[k],
                                 *current[k], required[k], original);
+    }
+    if (!Fits(natural, original.shape)) natural = Replicated(original.shape);
+    if (scatter_to.has_value() && !Fits(*scatter_to, original.shape)) {
+      scatter_to.reset();
     }
     ins.shape = ShardShape(original.shape, natural);
     FitAttributes(original, natural, &ins);
@@ -561,8 +579,8 @@ class Partitioner {
                      original, partial);
         natural = *scatter_to;
       } else {
-        value = Emit(scope, "all-reduce", scope.out[value].shape, {value},
-                     name, original, partial);
+        value = Emit(scope, "all-reduce", scope.out[value].shape, {value}, name,
+                     original, partial);
       }
     }
     if (wanted.has_value()) {
@@ -587,8 +605,7 @@ class Partitioner {
       for (int k : fed) params.push_back(*current[k]);
       // A while body's result is its next iteration's parameter.
       const bool loop = called.size() == 2;
-      RETURN_IF_ERROR(
-          Partition(body, &params, loop ? &params[0] : nullptr));
+      RETURN_IF_ERROR(Partition(body, &params, loop ? &params[0] : nullptr));
       if (loop && !done_[called[1]]) {
         RETURN_IF_ERROR(Partition(called[1], &params, nullptr));
       }
@@ -610,8 +627,8 @@ class Partitioner {
       const int32_t branch = branches[b];
       if (!done_[branch]) {
         std::vector<Tiling> params = {*current[b + 1]};
-        RETURN_IF_ERROR(
-            Partition(branch, &params, b == 0 ? nullptr : &roots_[branches[0]]));
+        RETURN_IF_ERROR(Partition(branch, &params,
+                                  b == 0 ? nullptr : &roots_[branches[0]]));
       }
       if (!params_[branch].empty()) (*required)[b + 1] = params_[branch][0];
     }
@@ -648,18 +665,29 @@ class Partitioner {
     if (kind == OpKind::kCopy) {
       identity(0, all);
     } else if (kind == OpKind::kTranspose) {
-      if (a.dimensions.size() != rank) return std::nullopt;
+      if (a.dimensions.size() != rank || g.size() != 1 ||
+          g[0]->dims.size() != rank) {
+        return std::nullopt;
+      }
       for (size_t o = 0; o < rank; ++o) {
+        if (a.dimensions[o] < 0 ||
+            a.dimensions[o] >= static_cast<int64_t>(rank))
+          return std::nullopt;
         rule.operand_dim[0][o] = static_cast<int>(a.dimensions[o]);
       }
     } else if (kind == OpKind::kBroadcast) {
       rule.split_unfed = true;
+      if (g.size() != 1 || a.dimensions.size() != g[0]->dims.size()) {
+        return std::nullopt;
+      }
       for (size_t i = 0; i < a.dimensions.size(); ++i) {
-        if (a.dimensions[i] < 0 || a.dimensions[i] >= static_cast<int64_t>(rank))
+        if (a.dimensions[i] < 0 ||
+            a.dimensions[i] >= static_cast<int64_t>(rank))
           return std::nullopt;
         rule.operand_dim[0][a.dimensions[i]] = static_cast<int>(i);
       }
     } else if (opcode == "reshape") {
+      if (g.size() != 1) return std::nullopt;
       rule.divisible = true;
       const std::vector<int64_t>& in = g[0]->dims;
       const std::vector<int64_t>& out = ins.shape.dims;
@@ -674,6 +702,7 @@ class Partitioner {
         in_prefix *= in[d];
       }
     } else if (kind == OpKind::kSlice) {
+      if (g.empty()) return std::nullopt;
       identity(0, [&](size_t o) {
         return a.slice_starts().size() == rank &&
                a.slice_limits().size() == rank &&
@@ -682,8 +711,10 @@ class Partitioner {
                a.slice_strides()[o] == 1;
       });
     } else if (kind == OpKind::kPad) {
+      if (g.empty()) return std::nullopt;
       identity(0, [&](size_t o) {
-        return a.padding().size() == rank && a.padding()[o] == PaddingDimension{};
+        return a.padding().size() == rank &&
+               a.padding()[o] == PaddingDimension{};
       });
     } else if (kind == OpKind::kConcatenate) {
       if (a.dimensions.size() != 1) return std::nullopt;
@@ -699,6 +730,7 @@ class Partitioner {
                          static_cast<int64_t>(o)) == a.dimensions.end();
       });
     } else if (kind == OpKind::kDynamicSlice) {
+      if (g.empty()) return std::nullopt;
       identity(0, [&](size_t o) {
         return a.dynamic_slice_sizes().size() == rank &&
                a.dynamic_slice_sizes()[o] == g[0]->dims[o];
@@ -718,8 +750,12 @@ class Partitioner {
     } else if (kind == OpKind::kConvolution && a.has_convolution_dimensions &&
                g.size() == 2) {
       const ConvolutionDimensions& c = a.convolution();
-      if (c.output_batch >= static_cast<int64_t>(rank) ||
-          c.output_feature >= static_cast<int64_t>(rank)) {
+      auto in = [](int64_t dim, size_t limit) {
+        return dim >= 0 && dim < static_cast<int64_t>(limit);
+      };
+      if (!in(c.output_batch, rank) || !in(c.output_feature, rank) ||
+          !in(c.input_batch, g[0]->dims.size()) ||
+          !in(c.kernel_output_feature, g[1]->dims.size())) {
         return std::nullopt;
       }
       rule.operand_dim[0][c.output_batch] = static_cast<int>(c.input_batch);
@@ -729,6 +765,23 @@ class Partitioner {
       return std::nullopt;
     }
     return rule;
+  }
+
+  // Whether a dot's dimension numbers name dimensions its operands have
+  // (the lowering reports those that do not).
+  static bool DotDimsFit(const HloInstruction& ins,
+                         const std::vector<const HloShape*>& g) {
+    const DotDimensions& d = ins.attributes.dot();
+    auto fit = [](const std::vector<int64_t>& dims, const HloShape& shape) {
+      for (int64_t dim : dims) {
+        if (dim < 0 || dim >= static_cast<int64_t>(shape.dims.size())) {
+          return false;
+        }
+      }
+      return true;
+    };
+    return fit(d.lhs_batch, *g[0]) && fit(d.lhs_contracting, *g[0]) &&
+           fit(d.rhs_batch, *g[1]) && fit(d.rhs_contracting, *g[1]);
   }
 
   // dot: batch dimensions from both operands, then lhs and rhs free ones.
@@ -907,8 +960,8 @@ class Partitioner {
       for (size_t o = 0; refines && o < wanted->tiles.size(); ++o) {
         refines = wanted->tiles[o] % propagated.tiles[o] == 0;
       }
-      if (refines &&
-          Product(wanted->tiles) == Product(propagated.tiles) * Product(split)) {
+      if (refines && Product(wanted->tiles) ==
+                         Product(propagated.tiles) * Product(split)) {
         *scatter_to = *wanted;
         target = propagated;
       } else if (Product(wanted->tiles) * Product(split) > mesh) {
@@ -935,7 +988,8 @@ class Partitioner {
     if (kind == OpKind::kSlice &&
         a.slice_limits().size() == ins->shape.dims.size()) {
       for (size_t o = 0; o < ins->shape.dims.size(); ++o) {
-        if (natural.tiles[o] > 1) (*a.mutable_slice_limits())[o] = ins->shape.dims[o];
+        if (natural.tiles[o] > 1)
+          (*a.mutable_slice_limits())[o] = ins->shape.dims[o];
       }
     }
     if (kind == OpKind::kDynamicSlice &&

@@ -328,13 +328,11 @@ ENTRY e {
 // plus the one layer it has gathered (1 GiB) and fits.
 std::string FsdpModule(bool sharded) {
   const std::string weight = sharded ? ", sharding={devices=[8,1]<=[8]}" : "";
-  std::string text = absl::StrCat("HloModule fsdp",
-                                  sharded ? ", num_partitions=8" : "",
-                                  "\nENTRY e {\n  h0 = f32[64,16384]{1,0} "
-                                  "parameter(0)",
-                                  sharded ? ", sharding={devices=[8,1]<=[8]}"
-                                          : "",
-                                  "\n");
+  std::string text =
+      absl::StrCat("HloModule fsdp", sharded ? ", num_partitions=8" : "",
+                   "\nENTRY e {\n  h0 = f32[64,16384]{1,0} "
+                   "parameter(0)",
+                   sharded ? ", sharding={devices=[8,1]<=[8]}" : "", "\n");
   for (int i = 0; i < 96; ++i) {
     absl::StrAppend(&text, "  w", i, " = f32[16384,16384]{1,0} parameter(",
                     i + 1, ")", weight, "\n");
@@ -372,8 +370,9 @@ TEST(SpmdPartitionerTest, FsdpFitsPerDeviceWhereTheGlobalProgramCannot) {
   EXPECT_LT(shard_run->peak_memory_bytes[0], int64_t{14} << 30);
   // The gathers hold the device on the NVLink ring: each all-gather's
   // link time is part of the step.
-  EXPECT_GT(shard_run->step_time_s, 96 * (7.0 * (1 << 27)) /
-                                        topology->link(0, 1).bandwidth_bytes_per_s);
+  EXPECT_GT(
+      shard_run->step_time_s,
+      96 * (7.0 * (1 << 27)) / topology->link(0, 1).bandwidth_bytes_per_s);
 }
 
 }  // namespace
