@@ -286,7 +286,7 @@ add {
 }
 ENTRY e {
   p = f32[128,1024]{1,0} parameter(0), sharding={devices=[8,1]<=[8]}
-  ROOT r = f32[128,1024]{1,0} all-reduce(p), replica_groups={}, to_apply=add
+  ROOT r = f32[128,1024]{1,0} all-reduce(p), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=add
 }
 )");
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -294,6 +294,10 @@ ENTRY e {
             (std::vector<int64_t>{128, 1024}));
   EXPECT_EQ(graph->spmd().num_partitions, 8);
   EXPECT_FALSE(graph->spmd().partitioned_by_importer);
+  // The explicit all-reduce's group comes from replica_groups: a ring of 8
+  // sends 2 * 7/8 of the 512 KiB buffer = 917,504 bytes per device.
+  EXPECT_EQ(NodeNamed(*graph, "r").attributes.collective_group_size, 8);
+  EXPECT_EQ(NodeNamed(*graph, "r").bytes_communicated, 917'504);
   EXPECT_THAT(graph->warnings(),
               testing::Contains(HasSubstr("partitioned already")));
 }
