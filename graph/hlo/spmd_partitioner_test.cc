@@ -104,6 +104,36 @@ ENTRY e {
   EXPECT_EQ(NodeNamed(*graph, "n").flops, 1024.0 * 128);
 }
 
+// The inserted all-reduce holds the representative device for its ring
+// over the mesh's links: 7,340,032 bytes at the slowest link's bandwidth
+// plus 2 * (8 - 1) = 14 latencies, beyond its kernel.
+TEST(SpmdPartitionerTest, InsertedAllReduceIsPricedOnTheMeshLinks) {
+  auto graph = Import(R"(HloModule m, num_partitions=8
+ENTRY e {
+  a = f32[1024,1024]{1,0} parameter(0), sharding={devices=[1,8]<=[8]}
+  b = f32[1024,1024]{1,0} parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT d = f32[1024,1024]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto topology = simulator::PresetTopology("h100x8-nvlink");
+  ASSERT_TRUE(topology.ok());
+  simulator::RooflineCostModel cost_model;
+  simulator::Simulator sim(*graph, *topology, cost_model);
+  auto run = sim.Simulate(simulator::DefaultPlan(*graph, *topology));
+  ASSERT_TRUE(run.ok()) << run.status();
+  const NodeId all_reduce = *graph->FindNode("d.spmd.all-reduce");
+  const simulator::Link& link = topology->link(0, 1);
+  EXPECT_GE(run->node_end_s[all_reduce] - run->node_start_s[all_reduce],
+            7'340'032 / link.bandwidth_bytes_per_s + 14 * link.latency_s);
+  EXPECT_TRUE(simulator::UnmetDeviceConstraints(*graph, *topology).empty());
+  // On one CPU there is no mesh to price: the response says so.
+  auto host = simulator::PresetTopology("cpu-host");
+  ASSERT_TRUE(host.ok());
+  EXPECT_THAT(simulator::UnmetDeviceConstraints(*graph, *host),
+              testing::Contains(HasSubstr("SPMD mesh of 8 devices")));
+}
+
 // A sharded operand of a replicated add is all-gathered: 7/8 of the
 // 4 MiB result per device = 3,670,016 bytes.
 TEST(SpmdPartitionerTest, ReplicatedConsumerAllGathers) {
