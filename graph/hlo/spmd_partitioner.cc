@@ -191,7 +191,7 @@ class Partitioner {
       }
       result_.warnings.push_back(absl::StrCat(
           "SPMD: ", count,
-          " ops have no partitioning rule and run on their full operands "
+          " op(s) have no partitioning rule and run on their full operands "
           "(all-gathered where sharded): ",
           absl::StrJoin(ops, ", ")));
     }
