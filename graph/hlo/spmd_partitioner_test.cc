@@ -305,6 +305,37 @@ ENTRY e {
   EXPECT_EQ(loop.flops, 4 * (2.0 * 128 * 256 * 256 + 1 + 1));
 }
 
+// Called computations and branches run on the shards they are passed:
+// negate / abs of f32[16,32] (512 FLOPs) instead of f32[64,32].
+TEST(SpmdPartitionerTest, CallsAndBranchesRunOnShards) {
+  auto graph = Import(R"(HloModule m, num_partitions=4
+f {
+  x = f32[64,32]{1,0} parameter(0)
+  ROOT n = f32[64,32]{1,0} negate(x)
+}
+t {
+  x = f32[64,32]{1,0} parameter(0)
+  ROOT n = f32[64,32]{1,0} negate(x)
+}
+g {
+  x = f32[64,32]{1,0} parameter(0)
+  ROOT a = f32[64,32]{1,0} abs(x)
+}
+ENTRY e {
+  p = f32[64,32]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  q = pred[] parameter(1)
+  c = f32[64,32]{1,0} call(p), to_apply=f
+  ROOT b = f32[64,32]{1,0} conditional(q, c, c), true_computation=t, false_computation=g
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(NodeNamed(*graph, "c/n").flops, 16.0 * 32);
+  EXPECT_EQ(NodeNamed(*graph, "b").flops, 16.0 * 32);
+  EXPECT_EQ(NodeNamed(*graph, "b").outputs[0].dims,
+            (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(graph->spmd().collectives_inserted, 0);
+}
+
 // A module that came partitioned (scheduled, explicit collectives) keeps
 // its shapes; the graph still says it is one device's program.
 TEST(SpmdPartitionerTest, PartitionedModulesKeepTheirShapes) {
