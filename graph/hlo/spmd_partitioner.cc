@@ -302,7 +302,8 @@ class Partitioner {
                   const Tiling& from, const Tiling& to,
                   const HloInstruction& context) {
     if (SameTiling(from, to)) return value;
-    const std::string& name = scope.out[value].name;
+    // A copy: Emit grows scope.out.
+    const std::string name = scope.out[value].name;
     if (global.is_tuple) {
       std::vector<int32_t> elements;
       HloShape shape = ShardShape(global, to);
