@@ -89,6 +89,7 @@ InspectReport Inspect(const graph::Graph& graph) {
     if (node.cost_unknown) ++report.cost_unknown_nodes;
   }
   report.warnings = graph.warnings();
+  report.spmd = graph.spmd();
   report.fingerprint = graph::GraphFingerprint(graph);
   return report;
 }
@@ -118,6 +119,9 @@ nlohmann::json InspectReportToJson(const InspectReport& report) {
       {"known_trip_counts", CountToJson(coverage.known_trip_counts)},
       {"bytes_only", CountToJson(coverage.bytes_only)},
       {"ops_lacking_rules", coverage.ops_lacking_rules}};
+  json["spmd"] = {{"sharded", report.spmd.num_partitions > 1},
+                  {"partitions", report.spmd.num_partitions},
+                  {"collectives_inserted", report.spmd.collectives_inserted}};
   json["fingerprint"] = report.fingerprint;
   return json;
 }
@@ -139,6 +143,12 @@ std::string InspectReportToText(const InspectReport& report) {
   row("parameters + constants", HumanBytes(report.parameter_bytes));
   row("subgraphs", absl::StrCat(report.subgraphs));
   row("loops", absl::StrCat(report.loops));
+  row("sharded",
+      report.spmd.num_partitions > 1
+          ? absl::StrCat("yes, partitions ", report.spmd.num_partitions,
+                         ", collectives inserted ",
+                         report.spmd.collectives_inserted)
+          : "no");
   row("layout-configurable nodes",
       absl::StrCat(report.layout_configurable_nodes));
   row("cpu-only nodes", absl::StrCat(report.cpu_only_nodes));

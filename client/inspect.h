@@ -30,6 +30,9 @@ struct InspectReport {
   int64_t layout_configurable_nodes = 0;
   int64_t cpu_only_nodes = 0;
   int64_t cost_unknown_nodes = 0;
+  // The SPMD program the graph is one device's part of (partitions 1: not
+  // sharded).
+  graph::SpmdProgram spmd;
   std::map<std::string, int64_t> ops;         // canonical kind -> count
   std::map<std::string, int64_t> source_ops;  // original op name -> count
   std::vector<std::string> warnings;
@@ -43,7 +46,8 @@ InspectReport Inspect(const graph::Graph& graph);
 // The report as one JSON object; keys: name, format, nodes, edges,
 // control_edges, total_flops, total_bytes, parameter_bytes, subgraphs, loops,
 // layout_configurable_nodes, cpu_only_nodes, cost_unknown_nodes, ops,
-// source_ops, warnings, coverage. `coverage` holds known_shapes, cost_rules,
+// source_ops, warnings, coverage, spmd ({"sharded", "partitions",
+// "collectives_inserted"}). `coverage` holds known_shapes, cost_rules,
 // known_trip_counts and bytes_only, each {"count", "total", "share"}, and
 // ops_lacking_rules (source op name -> nodes).
 nlohmann::json InspectReportToJson(const InspectReport& report);

@@ -65,6 +65,25 @@ TEST(InspectTest, CoverageCountsBytesOnlyNodesAndLoops) {
                         "lacking rules: custom-call x1"));
 }
 
+TEST(InspectTest, SaysWhetherTheGraphIsShardedPerDevice) {
+  EXPECT_THAT(InspectReportToText(Inspect(MakeGraph())),
+              HasSubstr("sharded                    no"));
+  graph::GraphBuilder builder("spmd", "hlo");
+  graph::Node param;
+  param.name = "p";
+  param.op = "parameter";
+  param.kind = graph::OpKind::kParameter;
+  builder.AddNode(std::move(param));
+  builder.SetSpmd({/*num_partitions=*/8, /*collectives_inserted=*/3,
+                   /*partitioned_by_importer=*/true});
+  const InspectReport report =
+      Inspect(std::move(builder).Build(graph::GraphLimits()).value());
+  EXPECT_THAT(InspectReportToText(report),
+              HasSubstr("sharded                    yes, partitions 8, "
+                        "collectives inserted 3"));
+  EXPECT_EQ(InspectReportToJson(report)["spmd"]["collectives_inserted"], 3);
+}
+
 TEST(InspectTest, TextNamesWarnings) {
   const std::string text = InspectReportToText(Inspect(MakeGraph()));
   EXPECT_THAT(text, HasSubstr("custom-call 'foo' costed by bytes only"));

@@ -30,6 +30,11 @@ void HashAttributes(const OpAttributes& attributes, Sha256* hash) {
   hash->UpdateInt64(attributes.feature_group_count);
   hash->UpdateInt64(attributes.batch_group_count);
   hash->UpdateInt64(attributes.trip_count);
+  // Only when set, so that graphs without collective groups keep their
+  // fingerprints (and the plan store its keys).
+  if (attributes.collective_group_size != 0) {
+    hash->UpdateInt64(attributes.collective_group_size);
+  }
   hash->UpdateInt64(attributes.is_root);
   hash->UpdateInt64(attributes.has_dot_dimensions);
   if (attributes.has_dot_dimensions) {
@@ -98,6 +103,9 @@ void HashGraph(const Graph& graph, Sha256* hash) {
     hash->UpdateInt64(loop.trip_count);
   }
   hash->UpdateInt64(static_cast<int64_t>(graph.colocation_groups().size()));
+  if (graph.spmd().num_partitions > 1) {  // as above: only when set
+    hash->UpdateInt64(graph.spmd().num_partitions);
+  }
   hash->UpdateInt64(static_cast<int64_t>(graph.subgraphs().size()));
   for (const auto& subgraph : graph.subgraphs()) {
     HashGraph(*subgraph, hash);

@@ -65,6 +65,7 @@ Graph& Graph::operator=(const Graph& other) {
   loops_ = other.loops_;
   colocation_groups_ = other.colocation_groups_;
   warnings_ = other.warnings_;
+  spmd_ = other.spmd_;
   total_flops_ = other.total_flops_;
   total_bytes_ = other.total_bytes_;
   return *this;
@@ -370,10 +371,8 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   Graph graph;
   graph.name_ = std::move(name_);
   graph.format_ = std::move(format_);
-  bool already_ordered = true;
-  for (int i = 0; i < n && already_ordered; ++i) {
-    already_ordered = order[i] == i;
-  }
+  // `order` is a permutation of 0..n-1: sorted means unchanged.
+  const bool already_ordered = std::is_sorted(order.begin(), order.end());
   if (already_ordered) {
     // The common case (importers add nodes in file order): hand the vector
     // over instead of moving every (large) node.
@@ -439,6 +438,7 @@ absl::StatusOr<Graph> GraphBuilder::Build(const GraphLimits& limits) && {
   graph.subgraphs_ = std::move(subgraphs_);
   graph.loops_ = std::move(loops_);
   graph.colocation_groups_ = std::move(colocation_groups_);
+  graph.spmd_ = spmd_;
   graph.warnings_ = AddSourceWarning(graph, std::move(warnings_));
   return graph;
 }

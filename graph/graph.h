@@ -160,6 +160,29 @@ struct LoopInfo {
   int64_t trip_count = -1;    // -1 when unknown
 };
 
+// How a graph relates to an SPMD program (XLA `num_partitions`, shardings):
+// a graph with num_partitions > 1 is the program ONE device of a mesh of
+// num_partitions devices runs (per-shard shapes, collectives as nodes);
+// every device runs the same program, so the graph is simulated on one
+// representative device with collectives priced on the mesh's links, and
+// its nodes form one colocation group (placement is fixed by the given
+// sharding; the decisions left are scheduling, fusion and layout).
+struct SpmdProgram {
+  int64_t num_partitions = 1;  // 1 = not an SPMD program
+  // Collectives the importer added where shardings differ (the ones the
+  // SPMD partitioner would insert); 0 when the module came partitioned.
+  int64_t collectives_inserted = 0;
+  // The importer costed the ops on their shards (false: the module's
+  // shapes were per-device already, e.g. an optimized HLO dump).
+  bool partitioned_by_importer = false;
+
+  bool operator==(const SpmdProgram& o) const {
+    return num_partitions == o.num_partitions &&
+           collectives_inserted == o.collectives_inserted &&
+           partitioned_by_importer == o.partitioned_by_importer;
+  }
+};
+
 // The immutable graph IR: nodes in a topological order, CSR in/out adjacency.
 // Build one with GraphBuilder. A Graph is a value (copyable, movable) and is
 // safe to read from many threads at once.
@@ -213,6 +236,8 @@ class Graph {
   // Things a user should know about the import (custom-calls costed by bytes
   // only, unknown trip counts, assumed symbolic dimensions, ...).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The SPMD program this graph is one device's part of (see SpmdProgram).
+  const SpmdProgram& spmd() const { return spmd_; }
 
   double total_flops() const { return total_flops_; }
   // Sum over nodes of bytes_read + bytes_written.
@@ -233,6 +258,7 @@ class Graph {
   std::vector<LoopInfo> loops_;
   std::vector<std::string> colocation_groups_;
   std::vector<std::string> warnings_;
+  SpmdProgram spmd_;
   double total_flops_ = 0;
   int64_t total_bytes_ = 0;
 };
@@ -290,6 +316,7 @@ class GraphBuilder {
   // Returns the index of the colocation group `name`, adding it if new.
   int32_t ColocationGroup(absl::string_view name);
   void AddWarning(std::string warning);
+  void SetSpmd(const SpmdProgram& spmd) { spmd_ = spmd; }
 
   // Validates and freezes the graph. Errors (InvalidArgument unless noted),
   // each naming the node and field:
@@ -318,6 +345,7 @@ class GraphBuilder {
   std::vector<LoopInfo> loops_;
   std::vector<std::string> colocation_groups_;
   std::vector<std::string> warnings_;
+  SpmdProgram spmd_;
 };
 
 // Structural equality of two graphs: same node order, names, ops, kinds,

@@ -151,6 +151,10 @@ class OpAttributes {
   // Iterations of a loop (while / Loop / TF1 frame); -1 = unknown (costed
   // as one iteration, with a warning on the graph).
   int64_t trip_count = -1;
+  // Collectives: devices in each group that exchanges data (the ring the
+  // catalog and the simulator price); 0 = not given (all devices of the
+  // program).
+  int64_t collective_group_size = 0;
 
   // Convolution, reduce-window: one entry per spatial dimension.
   const std::vector<WindowDimension>& window() const { return rare().window; }
@@ -225,7 +229,8 @@ class OpAttributes {
            batch_group_count == o.batch_group_count &&
            parameter_number == o.parameter_number &&
            tuple_index == o.tuple_index && trip_count == o.trip_count &&
-           dot_ == o.dot_ && rare_ == o.rare_;
+           collective_group_size == o.collective_group_size && dot_ == o.dot_ &&
+           rare_ == o.rare_;
   }
 
  private:

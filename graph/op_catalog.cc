@@ -234,6 +234,27 @@ absl::StatusOr<OpCost> SortCost(const OpCostQuery& query,
   return cost;
 }
 
+// Bytes each device sends in a ring collective over `group_size` devices
+// of a `bytes` buffer (the full one: all-reduce's operand, all-gather's
+// output, reduce-scatter's operand): 2(n-1)/n of it for all-reduce, (n-1)/n
+// for all-gather, reduce-scatter and all-to-all, all of it for a permute.
+// Without a group size the buffer itself (the older, group-blind rule).
+int64_t RingBytes(OpKind kind, int64_t bytes, int64_t group_size) {
+  if (group_size < 1) return bytes;
+  const double n = static_cast<double>(group_size);
+  const double b = static_cast<double>(bytes);
+  switch (kind) {
+    case OpKind::kAllReduce:
+      return static_cast<int64_t>(2.0 * (n - 1) / n * b);
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+    case OpKind::kAllToAll:
+      return static_cast<int64_t>((n - 1) / n * b);
+    default:
+      return group_size > 1 ? bytes : 0;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
@@ -309,16 +330,19 @@ absl::StatusOr<OpCost> ComputeOpCost(const OpCostQuery& query) {
       return SortCost(query, attrs, cost);
     case OpKind::kAllReduce:
     case OpKind::kReduceScatter:
-      cost.bytes_communicated = operand_bytes;
+      cost.bytes_communicated =
+          RingBytes(query.kind, operand_bytes, attrs.collective_group_size);
       cost.flops = static_cast<double>(SumElements(query.operands));
       return cost;
     case OpKind::kAllGather:
-      cost.bytes_communicated = output_bytes;
+      cost.bytes_communicated =
+          RingBytes(query.kind, output_bytes, attrs.collective_group_size);
       return cost;
     case OpKind::kAllToAll:
     case OpKind::kCollectivePermute:
     case OpKind::kSendRecv:
-      cost.bytes_communicated = operand_bytes;
+      cost.bytes_communicated =
+          RingBytes(query.kind, operand_bytes, attrs.collective_group_size);
       return cost;
     case OpKind::kWhile:
     case OpKind::kConditional:

@@ -57,7 +57,10 @@ struct OpCostQuery {
 //    shape-of) and loop control: free.
 //  - collectives: bytes_communicated = the buffer each device sends
 //    (all-reduce, reduce-scatter, all-to-all, permute: operand bytes;
-//    all-gather: output bytes); reductions add 1 FLOP per element.
+//    all-gather: output bytes); reductions add 1 FLOP per element. With a
+//    group size n (OpAttributes::collective_group_size) the ring algorithm's
+//    bytes per device: all-reduce 2(n-1)/n of that buffer, all-gather,
+//    reduce-scatter and all-to-all (n-1)/n, permute all of it (n > 1).
 //  - custom-call, infeed/outfeed, other: bytes only, unknown = true.
 //  - while, conditional, call, fusion: costed from their bodies with
 //    SubgraphCost; here they cost only their operand and output bytes.

@@ -220,7 +220,7 @@ inline void EventLoop::PriceNode(NodeId id, int32_t u, int32_t device) {
                                    sim_.device_class_[device]];
       result_.num_kernels += !sim_.free_[id];
     } else {
-      seconds = KernelSeconds(node_work, device);
+      seconds = KernelSeconds(node_work, device) + sim_.link_seconds_[id];
     }
     if (!fused_) {
       ws_.units[u].duration = seconds;

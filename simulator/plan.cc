@@ -75,6 +75,16 @@ std::vector<std::string> UnmetDeviceConstraints(const graph::Graph& graph,
         ") cannot be kept to their device kind: topology '", topology.name,
         "' has ", missing, "; they run where the plan puts them"));
   }
+  const int64_t partitions = graph.spmd().num_partitions;
+  if (partitions > topology.num_devices()) {
+    warnings.push_back(absl::StrCat(
+        "the graph is one device's program of an SPMD mesh of ", partitions,
+        " devices, but topology '", topology.name, "' has ",
+        topology.num_devices(),
+        topology.num_devices() > 1
+            ? ": collectives are priced on a ring of its devices only"
+            : ": collectives are priced without links (kernel time only)"));
+  }
   return warnings;
 }
 

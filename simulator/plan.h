@@ -51,8 +51,10 @@ void KeepDeviceConstraints(const graph::Graph& graph, const Topology& topology,
 // Device constraints of `graph` that `topology` cannot honour, one warning
 // per constraint kind: CPU-only nodes on a machine without a CPU device,
 // accelerator-only nodes on a machine without an accelerator (each warning
-// gives the count and the first node). Empty when every constraint can be
-// kept. Such nodes run wherever the plan puts them.
+// gives the count and the first node), and an SPMD program (Graph::spmd)
+// whose mesh has more devices than the topology (its collectives' rings
+// then span only the topology's devices, or no links at all). Empty when
+// every constraint can be kept. Such nodes run wherever the plan puts them.
 std::vector<std::string> UnmetDeviceConstraints(const graph::Graph& graph,
                                                 const Topology& topology);
 

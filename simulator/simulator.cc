@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "simulator/bounded_run.h"
 #include "simulator/candidate_run.h"
+#include "simulator/collective_time.h"
 #include "simulator/full_run.h"
 #include "simulator/lower_bound.h"
 #include "simulator/recording_run.h"
@@ -180,8 +181,12 @@ void Simulator::PriceSoloKernels() {
   }
   num_device_classes_ = static_cast<int>(class_device.size());
   solo_seconds_.assign(static_cast<size_t>(n) * num_device_classes_, 0);
+  link_seconds_.assign(n, 0);
+  const int64_t group_size = DefaultCollectiveGroupSize(graph_, topology_);
   for (NodeId id = 0; id < n; ++id) {
     if (free_[id]) continue;
+    link_seconds_[id] =
+        CollectiveLinkSeconds(graph_.node(id), group_size, topology_);
     KernelWork kernel;
     kernel.flops = flops_[id];
     kernel.bytes = std::max<int64_t>(0, traffic_bytes_[id]);
@@ -189,7 +194,9 @@ void Simulator::PriceSoloKernels() {
     kernel.op_class = OpCostClassOf(graph_.node(id).kind);
     for (int c = 0; c < num_device_classes_; ++c) {
       solo_seconds_[static_cast<size_t>(id) * num_device_classes_ + c] =
-          cost_model_.KernelSeconds(kernel, topology_.devices[class_device[c]]);
+          cost_model_.KernelSeconds(kernel,
+                                    topology_.devices[class_device[c]]) +
+          link_seconds_[id];
     }
   }
 }

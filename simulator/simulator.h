@@ -123,6 +123,8 @@ struct CandidateResult {
 //    arrives latency + bytes / bandwidth after it starts, and holds the
 //    link for bytes / bandwidth (the latency of queued transfers overlaps);
 //    transfers overlap compute;
+//  - a collective node's kernel also holds its device for the ring
+//    algorithm's link time (CollectiveLinkSeconds, collective_time.h);
 //  - a layout mismatch between a producer and a consumer that both have
 //    explicit layouts inserts a copy (read + write of the tensor, plus a
 //    launch) before the consumer; a non-default layout on a dot or
@@ -235,6 +237,9 @@ class Simulator {
   std::vector<int32_t> device_class_;
   int num_device_classes_ = 0;
   std::vector<double> solo_seconds_;
+  // Per node, the seconds a collective spends on links
+  // (CollectiveLinkSeconds; 0 for other nodes), part of its kernel time.
+  std::vector<double> link_seconds_;
   // Some link's transfers take device time (Link::device_overhead_s > 0):
   // candidates are then simulated in full (resume_point.h).
   bool link_device_overheads_ = false;

@@ -6,9 +6,11 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/hlo/hlo_lowering.h"
 #include "graph/hlo/hlo_proto_reader.h"
 #include "graph/hlo/hlo_text_parser.h"
+#include "graph/hlo/spmd_partitioner.h"
 #include "graph/hlo/tuning_data.h"
 #include "graph/op_catalog.h"
 #include "util/status_macros.h"
@@ -22,6 +24,39 @@ hlo::HloLoweringOptions LoweringOptions(const ImportOptions& options,
   lowering.format = std::string(format);
   lowering.limits = options.limits;
   return lowering;
+}
+
+// An SPMD module becomes the program one device runs (PartitionSpmdModule),
+// then a graph that says so: SpmdProgram, and a warning the response and
+// `gopt inspect` show.
+absl::StatusOr<Graph> LowerSpmdAware(hlo::HloModule module,
+                                     hlo::HloLoweringOptions lowering) {
+  ASSIGN_OR_RETURN(hlo::SpmdPartitionResult spmd,
+                   hlo::PartitionSpmdModule(&module));
+  if (spmd.spmd && spmd.num_partitions > 1) {
+    lowering.spmd.num_partitions = spmd.num_partitions;
+    lowering.spmd.collectives_inserted = spmd.collectives_inserted();
+    lowering.spmd.partitioned_by_importer = spmd.partitioned;
+    std::vector<std::string> inserted;
+    for (const auto& [opcode, count] : spmd.inserted) {
+      inserted.push_back(absl::StrCat(count, " ", opcode));
+    }
+    module.warnings.push_back(absl::StrCat(
+        "SPMD: shardings honoured: the graph is one device's program of ",
+        spmd.num_partitions, " partitions",
+        spmd.partitioned
+            ? absl::StrCat(" (ops costed on their shards; ",
+                           spmd.collectives_inserted(), " collectives inserted",
+                           inserted.empty() ? "" : ": ",
+                           absl::StrJoin(inserted, ", "), ")")
+            : " (partitioned already: per-device shapes as written)",
+        "; collectives priced on the mesh's links; placement is fixed by "
+        "the sharding"));
+  }
+  for (std::string& warning : spmd.warnings) {
+    module.warnings.push_back(std::move(warning));
+  }
+  return hlo::LowerHloModule(module, lowering);
 }
 
 class HloTextImporter final : public Importer {
@@ -43,7 +78,8 @@ class HloTextImporter final : public Importer {
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloText(contents));
-    return hlo::LowerHloModule(module, LoweringOptions(options, format()));
+    return LowerSpmdAware(std::move(module),
+                          LoweringOptions(options, format()));
   }
 };
 
@@ -64,7 +100,8 @@ class HloProtoImporter final : public Importer {
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloModuleProto(contents));
-    return hlo::LowerHloModule(module, LoweringOptions(options, format()));
+    return LowerSpmdAware(std::move(module),
+                          LoweringOptions(options, format()));
   }
 };
 

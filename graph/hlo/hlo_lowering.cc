@@ -204,6 +204,13 @@ class Lowering {
     active_[entry] = 0;
     if (root.node >= 0)
       builder.mutable_node(root.node).attributes.is_root = true;
+    if (options_.spmd.num_partitions > 1) {
+      builder.SetSpmd(options_.spmd);
+      const int32_t group = builder.ColocationGroup("spmd-program");
+      for (int id = 0; id < builder.num_nodes(); ++id) {
+        builder.mutable_node(id).colocation_group = group;
+      }
+    }
     if (unknown_trip_counts_ > 0) {
       warnings_.push_back(absl::StrCat(
           unknown_trip_counts_, " of ", while_loops_,
@@ -301,6 +308,13 @@ class Lowering {
     RETURN_IF_ERROR(LowerInto(&target, computation, nullptr, "", depth, &root));
     if (root.node >= 0)
       builder.mutable_node(root.node).attributes.is_root = true;
+    if (options_.spmd.num_partitions > 1) {
+      builder.SetSpmd(options_.spmd);
+      const int32_t group = builder.ColocationGroup("spmd-program");
+      for (int id = 0; id < builder.num_nodes(); ++id) {
+        builder.mutable_node(id).colocation_group = group;
+      }
+    }
     absl::StatusOr<Graph> graph = std::move(builder).Build(options_.limits);
     if (!graph.ok()) {
       return Annotate(graph.status(),
@@ -392,8 +406,10 @@ class Lowering {
 
     Node node;
     node.name = absl::StrCat(prefix, instruction.name);
-    node.source.scope = module_.computations[computation_index].name;
-    node.source.name = instruction.name;
+    if (!instruction.synthetic) {
+      node.source.scope = module_.computations[computation_index].name;
+      node.source.name = instruction.name;
+    }
     node.op = opcode;
     node.kind = HloOpcodeToOpKind(opcode);
     node.outputs = instruction.shape.ToNodeOutputs();

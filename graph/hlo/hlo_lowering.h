@@ -40,6 +40,12 @@ struct HloLoweringOptions {
   // module and nothing else; dot shares convolution's operand/kernel layout
   // choice).
   std::optional<absl::flat_hash_set<HloInstructionRef>> layout_configurable;
+  // The module is one device's program of an SPMD mesh (see SpmdProgram in
+  // graph/graph.h; PartitionSpmdModule makes it from a sharded module):
+  // when num_partitions > 1 the graph records it and every top-level node
+  // joins the colocation group "spmd-program", so placement keeps the
+  // given sharding.
+  SpmdProgram spmd;
 };
 
 // Lowers `module` (which must have passed ValidateHloModule) to the graph IR:

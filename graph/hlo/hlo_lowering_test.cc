@@ -243,9 +243,11 @@ ENTRY main {
   const double global_dot_flops = 2.0 * 4 * 1024 * 4096 * 2;
   EXPECT_EQ(NodeNamed(*graph, "d0").flops + NodeNamed(*graph, "d1").flops,
             global_dot_flops / 8);
-  // All-gather sends its output (2x1024 s32), all-reduce its operand.
-  EXPECT_EQ(NodeNamed(*graph, "ag").bytes_communicated, 2 * 1024 * 4);
-  EXPECT_EQ(NodeNamed(*graph, "ar").bytes_communicated, 2 * 1024 * 4);
+  // replica_groups=[2,4]<=[8]: rings of 4 devices. All-gather sends 3/4 of
+  // its output (2x1024 s32 = 8 KiB), all-reduce 2 * 3/4 of its operand.
+  EXPECT_EQ(NodeNamed(*graph, "ag").attributes.collective_group_size, 4);
+  EXPECT_EQ(NodeNamed(*graph, "ag").bytes_communicated, 3 * 2 * 1024);
+  EXPECT_EQ(NodeNamed(*graph, "ar").bytes_communicated, 2 * 3 * 2 * 1024);
   EXPECT_EQ(NodeNamed(*graph, "ff1").metadata.get().sharding,
             "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}");
 }

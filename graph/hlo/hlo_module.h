@@ -91,6 +91,9 @@ struct HloInstruction {
   // and the SPMD sharding as written ("{devices=[8,1]<=[8]}").
   OutOfLine<std::string> sharding;
   int64_t id = -1;  // the proto's unique id; -1 for text
+  // Made up by a pass (the collectives SPMD partitioning inserts), not in
+  // the source file: its node gets no SourceElement.
+  bool synthetic = false;
 };
 
 // A function: instructions in definition order and the index of its root.

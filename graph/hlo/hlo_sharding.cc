@@ -265,6 +265,46 @@ std::vector<int64_t> HloSharding::ShardDims(
   return shard;
 }
 
+int64_t ReplicaGroupSize(absl::string_view text) {
+  size_t pos = 0;
+  auto skip_space = [&] {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+  };
+  auto consume = [&](char c) {
+    skip_space();
+    if (pos >= text.size() || text[pos] != c) return false;
+    ++pos;
+    return true;
+  };
+  // Counts the entries of a list closed by `close` (digits and commas).
+  auto count_until = [&](char close, int64_t* last) {
+    int64_t count = 0;
+    while (pos < text.size() && text[pos] != close) {
+      skip_space();
+      const size_t start = pos;
+      int64_t value = 0;
+      while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9' &&
+             value <= kMaxTiles) {
+        value = value * 10 + (text[pos++] - '0');
+      }
+      if (pos == start) return int64_t{-1};
+      ++count;
+      *last = value;
+      skip_space();
+      if (pos < text.size() && text[pos] == ',') ++pos;
+    }
+    return pos < text.size() ? count : int64_t{-1};
+  };
+  int64_t last = 0;
+  if (consume('[')) {  // [groups,size]<=[...]
+    const int64_t dims = count_until(']', &last);
+    return dims >= 1 && last >= 1 ? last : 0;
+  }
+  if (!consume('{') || !consume('{')) return 0;  // {} or not a group list
+  const int64_t size = count_until('}', &last);
+  return size >= 1 ? size : 0;
+}
+
 absl::StatusOr<HloSharding> ParseHloSharding(absl::string_view text) {
   return ShardingParser(text).Parse();
 }

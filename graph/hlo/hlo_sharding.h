@@ -52,6 +52,13 @@ struct HloSharding {
 // (e.g. a device count that does not match the tile dims).
 absl::StatusOr<HloSharding> ParseHloSharding(absl::string_view text);
 
+// Devices per group of a collective's `replica_groups=` value, as XLA
+// prints it: the size of the first explicit group ({{0,1,2,3},{4,5,6,7}}
+// -> 4, {{0}} -> 1), or the last dimension of the iota form ([2,4]<=[8]
+// -> 4). 0 for {} (every device in one group) and for text in neither
+// form: the group size is then not known, which costs as before.
+int64_t ReplicaGroupSize(absl::string_view text);
+
 }  // namespace gopt::graph::hlo
 
 #endif  // GOPT_GRAPH_HLO_HLO_SHARDING_H_

@@ -73,5 +73,17 @@ TEST(HloShardingTest, BadShardingsAreErrorsNamingTheOffset) {
   EXPECT_FALSE(ParseHloSharding("{replicated").ok());
 }
 
+TEST(ReplicaGroupSizeTest, ExplicitAndIotaGroups) {
+  EXPECT_EQ(ReplicaGroupSize("{{0,1,2,3},{4,5,6,7}}"), 4);
+  EXPECT_EQ(ReplicaGroupSize("{{0}}"), 1);
+  EXPECT_EQ(ReplicaGroupSize("{ {0, 2}, {1, 3} }"), 2);
+  EXPECT_EQ(ReplicaGroupSize("[2,4]<=[8]"), 4);
+  EXPECT_EQ(ReplicaGroupSize("[1,8]<=[4,2]T(1,0)"), 8);
+  EXPECT_EQ(ReplicaGroupSize("{}"), 0);
+  EXPECT_EQ(ReplicaGroupSize("{{0,x}}"), 0);
+  EXPECT_EQ(ReplicaGroupSize("{{0,1"), 0);
+  EXPECT_EQ(ReplicaGroupSize(""), 0);
+}
+
 }  // namespace
 }  // namespace gopt::graph::hlo

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/hlo/hlo_sharding.h"
 #include "graph/hlo/hlo_text_scanner.h"
 #include "util/huge_pages.h"
 #include "util/status_macros.h"
@@ -813,6 +814,11 @@ class Parser : private HloTextScanner {
     if (key == "sharding") {
       ASSIGN_OR_RETURN(absl::string_view value, RawValue());
       *instruction->sharding.mutable_get() = std::string(value);
+      return absl::OkStatus();
+    }
+    if (key == "replica_groups") {
+      ASSIGN_OR_RETURN(absl::string_view value, RawValue());
+      attributes.collective_group_size = ReplicaGroupSize(value);
       return absl::OkStatus();
     }
     if (!IsKnownSkippedAttribute(key)) WarnUnknown("instruction", key, key_pos);

@@ -19,6 +19,7 @@ encode() {  # encode MESSAGE PROTO < text > binary
 cp "$seeds/small.hlo" "$corpus/hlo/seed_small.hlo"
 cp "$seeds/old_syntax.hlo" "$corpus/hlo/seed_old_syntax.hlo"
 cp "$seeds/current_xla.hlo" "$corpus/hlo/seed_current_xla.hlo"
+cp "$seeds/spmd_sharded.hlo" "$corpus/hlo/seed_spmd_sharded.hlo"
 encode xla.HloModuleProto xla/hlo.proto < "$seeds/hlo_module.txtpb" \
   > "$corpus/hlo_proto/seed_module.pb"
 encode tpu_graphs.ModuleTuningData tpu_graphs/tuning.proto \
