@@ -12,12 +12,22 @@ void ExporterRegistry::Register(std::unique_ptr<Exporter> exporter) {
   exporters_.push_back(std::move(exporter));
 }
 
+void ExporterRegistry::ExplainMissing(std::string format, std::string reason) {
+  missing_.emplace_back(std::move(format), std::move(reason));
+}
+
 absl::StatusOr<const Exporter*> ExporterRegistry::Find(
     absl::string_view format) const {
   std::vector<absl::string_view> formats;
   for (const auto& exporter : exporters_) {
     if (exporter->format() == format) return exporter.get();
     formats.push_back(exporter->format());
+  }
+  for (const auto& [missing, reason] : missing_) {
+    if (missing == format) {
+      return absl::UnimplementedError(
+          absl::StrCat("no exporter writes format '", format, "': ", reason));
+    }
   }
   return absl::UnimplementedError(
       absl::StrCat("no exporter writes format '", format,

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -84,12 +85,17 @@ class ExporterRegistry {
 
   void Register(std::unique_ptr<Exporter> exporter);
 
-  // The exporter for `format` (a Graph::format()), or Unimplemented naming
-  // the formats that have one.
+  // Records why `format` (one an importer reads) has no exporter; Find
+  // answers with `reason`.
+  void ExplainMissing(std::string format, std::string reason);
+
+  // The exporter for `format` (a Graph::format()), or Unimplemented with the
+  // reason given to ExplainMissing, else naming the formats that have one.
   absl::StatusOr<const Exporter*> Find(absl::string_view format) const;
 
  private:
   std::vector<std::unique_ptr<Exporter>> exporters_;
+  std::vector<std::pair<std::string, std::string>> missing_;  // format, why
 };
 
 // Parses a non-negative decimal decision value written by an exporter

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "graph/decisions.h"
+#include "graph/hlo/hlo_decisions.h"
 #include "util/status_macros.h"
 
 namespace gopt::graph {
@@ -19,8 +19,8 @@ namespace {
 
 constexpr absl::string_view kSharding = "sharding=";
 constexpr absl::string_view kFrontend = "frontend_attributes=";
-constexpr absl::string_view kPriority = "_gopt_priority";
-constexpr absl::string_view kKernel = "_gopt_kernel";
+constexpr absl::string_view kPriority = kHloPriorityAttribute;
+constexpr absl::string_view kKernel = kHloKernelAttribute;
 
 // One instruction line of HLO text: where its computation and name are.
 struct InstructionLine {
@@ -183,14 +183,6 @@ std::optional<std::pair<size_t, size_t>> ArrayShape(absl::string_view line) {
   return std::make_pair(start, space);
 }
 
-// The decision of one instruction as the exporter writes it.
-struct HloDecision {
-  int32_t device = 0;
-  int32_t priority = 0;
-  int32_t kernel = -1;
-  const google::protobuf::RepeatedField<int32_t>* layout = nullptr;
-};
-
 std::vector<std::string> SplitLines(absl::string_view contents) {
   return absl::StrSplit(contents, '\n');
 }
@@ -205,18 +197,7 @@ class HloTextExporter final : public Exporter {
     std::vector<std::string> lines = SplitLines(original);
     ASSIGN_OR_RETURN(std::vector<InstructionLine> instructions,
                      FindInstructions(lines));
-    absl::flat_hash_map<std::pair<std::string, std::string>, HloDecision>
-        decisions;
-    for (const SourceGroup& group : GroupBySource(graph)) {
-      const NodeId id = group.nodes[0];
-      HloDecision& d = decisions[{group.source.scope, group.source.name}];
-      d.device = plan.device_size() > 0 ? plan.device(id) : 0;
-      d.priority = plan.priority_size() > 0 ? plan.priority(id) : 0;
-      d.kernel = plan.fusion_group_size() > 0 ? plan.fusion_group(id) : -1;
-      if (plan.layout_size() > 0 && !plan.layout(id).minor_to_major().empty()) {
-        d.layout = &plan.layout(id).minor_to_major();
-      }
-    }
+    const HloDecisions decisions = HloDecisionsOf(graph, plan);
     int fused = 0;
     int prioritised = 0;
     for (const InstructionLine& instruction : instructions) {
@@ -245,14 +226,14 @@ class HloTextExporter final : public Exporter {
           absl::StrCat("{",
                        absl::StrJoin(frontend, ",", absl::PairFormatter("=")),
                        "}"));
-      if (d.layout != nullptr) {
+      if (!d.layout.empty()) {
         if (auto shape = ArrayShape(line); shape.has_value()) {
           absl::string_view text = absl::string_view(line).substr(
               shape->first, shape->second - shape->first);
           const size_t close = text.find(']');
           const std::string replaced =
               absl::StrCat(text.substr(0, close + 1), "{",
-                           absl::StrJoin(*d.layout, ","), "}");
+                           absl::StrJoin(d.layout, ","), "}");
           line.replace(shape->first, shape->second - shape->first, replaced);
         }
       }
@@ -281,8 +262,7 @@ class HloTextExporter final : public Exporter {
     const std::vector<std::string> lines = SplitLines(contents);
     ASSIGN_OR_RETURN(std::vector<InstructionLine> instructions,
                      FindInstructions(lines));
-    absl::flat_hash_map<std::pair<std::string, std::string>, HloDecision>
-        decisions;
+    HloDecisions decisions;
     for (const InstructionLine& instruction : instructions) {
       const std::string& line = lines[instruction.line];
       const std::string what =
@@ -319,19 +299,7 @@ class HloTextExporter final : public Exporter {
       decisions[{instruction.computation, instruction.name}] = d;
     }
     if (decisions.empty()) return std::nullopt;
-    gopt::v1::Plan plan;
-    plan.set_method("embedded:hlo");
-    for (const Node& node : graph.nodes()) {
-      HloDecision d;
-      if (auto it = decisions.find({node.source.scope, node.source.name});
-          it != decisions.end()) {
-        d = it->second;
-      }
-      plan.add_device(d.device);
-      plan.add_priority(d.priority);
-      plan.add_fusion_group(d.kernel);
-    }
-    return plan;
+    return PlanFromHloDecisions(graph, decisions, "embedded:hlo");
   }
 };
 

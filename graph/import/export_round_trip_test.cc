@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -24,6 +25,8 @@
 #include "simulator/topology.h"
 #include "tensorflow/graph.pb.h"
 #include "tests/util/shared_data.h"
+#include "tpu_graphs/tuning.pb.h"
+#include "xla/hlo.pb.h"
 
 namespace gopt::graph {
 namespace {
@@ -297,6 +300,86 @@ INSTANTIATE_TEST_SUITE_P(
                       "hlo/llama2_ptxla_neuron_train_tp1.hlo",
                       "hlo/nux_flow_jit_loss9581.hlo"));
 
+// The HloModuleProto inside the TpuGraphs layout file (a real module
+// compiled for TPU), serialized alone.
+std::string LayoutModuleProtoBytes() {
+  tpu_graphs::ModuleTuningData data;
+  EXPECT_TRUE(data.ParseFromString(
+      testing::ReadSharedData("tpugraphs/module_tuning_data_layout.pb")));
+  return data.module().SerializeAsString();
+}
+
+// Clears every field the HloModuleProto exporter sets, so that what remains
+// must be the original field for field (unknown fields included).
+void ClearHloProtoDecisions(xla::HloModuleProto* module) {
+  module->clear_schedule();
+  for (auto& computation : *module->mutable_computations()) {
+    for (auto& instruction : *computation.mutable_instructions()) {
+      instruction.clear_sharding();
+      auto& map = *instruction.mutable_frontend_attributes()->mutable_map();
+      map.erase("_gopt_priority");
+      map.erase("_gopt_kernel");
+      if (map.empty()) instruction.clear_frontend_attributes();
+    }
+  }
+}
+
+TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
+  const std::string contents = LayoutModuleProtoBytes();
+  const RoundTrip trip =
+      CheckRoundTrip("module_tuning_data_layout.hlo.pb", contents, "hlo-proto");
+  xla::HloModuleProto original;
+  xla::HloModuleProto exported;
+  ASSERT_TRUE(original.ParseFromString(trip.original));
+  ASSERT_TRUE(exported.ParseFromString(trip.exported));
+  // Every computation that no fusion calls has a schedule: each of its
+  // instructions once, after its operands and control predecessors.
+  absl::flat_hash_set<int64_t> fused;
+  for (const auto& computation : exported.computations()) {
+    for (const auto& instruction : computation.instructions()) {
+      if (instruction.opcode() == "fusion") {
+        fused.insert(instruction.called_computation_ids().begin(),
+                     instruction.called_computation_ids().end());
+      }
+    }
+  }
+  int sharded = 0;
+  for (const auto& computation : exported.computations()) {
+    for (const auto& instruction : computation.instructions()) {
+      if (instruction.sharding().type() == xla::OpSharding::MAXIMAL) {
+        ASSERT_EQ(instruction.sharding().tile_assignment_devices_size(), 1);
+        ++sharded;
+      }
+    }
+    auto it = exported.schedule().sequences().find(computation.id());
+    if (fused.contains(computation.id())) {
+      EXPECT_TRUE(it == exported.schedule().sequences().end());
+      continue;
+    }
+    ASSERT_TRUE(it != exported.schedule().sequences().end())
+        << computation.name();
+    ASSERT_EQ(it->second.instruction_ids_size(),
+              computation.instructions_size());
+    absl::flat_hash_set<int64_t> done;
+    for (int64_t id : it->second.instruction_ids()) {
+      for (const auto& instruction : computation.instructions()) {
+        if (instruction.id() != id) continue;
+        for (int64_t operand : instruction.operand_ids()) {
+          EXPECT_TRUE(done.contains(operand))
+              << computation.name() << ": " << instruction.name()
+              << " scheduled before its operand " << operand;
+        }
+      }
+      EXPECT_TRUE(done.insert(id).second) << id;
+    }
+  }
+  EXPECT_GT(sharded, 0);
+  ClearHloProtoDecisions(&original);
+  ClearHloProtoDecisions(&exported);
+  EXPECT_TRUE(Canonical(original) == Canonical(exported))
+      << "a field the exporter does not own changed";
+}
+
 TEST(GoptRoundTripTest, PlanEmbeddedInTheGraphMessage) {
   ImporterRegistry importers;
   RegisterBuiltinImporters(&importers);
@@ -338,14 +421,17 @@ TEST(ExporterTest, BadFileIsInvalidArgument) {
   ExporterRegistry exporters;
   RegisterBuiltinExporters(&exporters);
   Graph empty;
-  for (const char* format : {"onnx", "tfjs"}) {
+  for (const char* format : {"onnx", "tfjs", "hlo-proto"}) {
     absl::StatusOr<ExportResult> exported =
         (*exporters.Find(format))->Export("{not a model", empty, {}, {});
     EXPECT_EQ(exported.status().code(), absl::StatusCode::kInvalidArgument)
         << format;
   }
-  EXPECT_EQ(exporters.Find("hlo-proto").status().code(),
-            absl::StatusCode::kUnimplemented);
+  const absl::Status tpugraphs = exporters.Find("tpugraphs").status();
+  EXPECT_EQ(tpugraphs.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(tpugraphs.message(),
+              HasSubstr("dataset of measured compiler configurations"));
+  EXPECT_THAT(tpugraphs.message(), HasSubstr("not an input a compiler reads"));
 }
 
 }  // namespace
