@@ -66,8 +66,8 @@ std::vector<int64_t> ScheduleOf(const xla::HloComputationProto& computation,
   for (int i = 0; i < n; ++i) {
     const xla::HloInstructionProto& instruction = computation.instructions(i);
     absl::flat_hash_set<int> before;
-    for (const auto* ids : {&instruction.operand_ids(),
-                            &instruction.control_predecessor_ids()}) {
+    for (const auto* ids :
+         {&instruction.operand_ids(), &instruction.control_predecessor_ids()}) {
       for (int64_t id : *ids) {
         auto it = index.find(id);
         if (it != index.end() && before.insert(it->second).second) {
@@ -161,11 +161,11 @@ class HloProtoExporter final : public Exporter {
           "the HloModuleProto with gopt's decisions does not serialize");
     }
     if (kernels > 0) {
-      result.warnings.push_back(absl::StrCat(
-          "fusion groups are written as frontend attribute ",
-          kHloKernelAttribute, " on ", kernels,
-          " instruction(s), not as fusion instructions with fused "
-          "computations"));
+      result.warnings.push_back(
+          absl::StrCat("fusion groups are written as frontend attribute ",
+                       kHloKernelAttribute, " on ", kernels,
+                       " instruction(s), not as fusion instructions with fused "
+                       "computations"));
     }
     return result;
   }
@@ -182,8 +182,8 @@ class HloProtoExporter final : public Exporter {
         auto priority = attributes.find(std::string(kHloPriorityAttribute));
         if (priority == attributes.end()) continue;
         const std::string what =
-            absl::StrCat("computation '", computation.name(),
-                         "' instruction '", instruction.name(), "'");
+            absl::StrCat("computation '", computation.name(), "' instruction '",
+                         instruction.name(), "'");
         HloDecision d;
         ASSIGN_OR_RETURN(
             d.priority,

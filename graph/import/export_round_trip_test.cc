@@ -3,11 +3,14 @@
 // graph equal to the original, so the export simulates to the same step
 // time; and everything the exporter did not set is as it was.
 
+#include <cstdio>
+#include <iostream>
 #include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
@@ -112,10 +115,11 @@ struct RoundTrip {
   std::vector<std::string> warnings;
 };
 
-// Imports `contents`, exports a seeded plan, re-imports the export and
-// checks that the graph, the plan and its step time come back.
+// Imports `contents`, exports a seeded plan (without fusion groups when
+// `fuse` is false), re-imports the export and checks that the graph, the
+// plan and its step time come back.
 RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
-                         const std::string& format) {
+                         const std::string& format, bool fuse = true) {
   ImporterRegistry importers;
   RegisterBuiltinImporters(&importers);
   ExporterRegistry exporters;
@@ -133,7 +137,10 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
   absl::StatusOr<Graph> graph = importers.Import(contents, format, options);
   EXPECT_TRUE(graph.ok()) << graph.status();
   if (!graph.ok()) return {};
-  const gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  if (!fuse) {
+    for (int32_t& group : *plan.mutable_fusion_group()) group = -1;
+  }
   EXPECT_TRUE(CheckPlanFitsGraph(*graph, plan, topology->num_devices()).ok());
 
   absl::StatusOr<const Exporter*> exporter = exporters.Find(format);
@@ -283,7 +290,9 @@ class HloRoundTripTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HloRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   const std::string contents = testing::ReadSharedData(GetParam());
-  const RoundTrip trip = CheckRoundTrip(GetParam(), contents, "hlo");
+  // Fusion groups become fusion instructions (HloFusionRoundTripTest).
+  const RoundTrip trip =
+      CheckRoundTrip(GetParam(), contents, "hlo", /*fuse=*/false);
   EXPECT_THAT(trip.exported, HasSubstr("sharding={maximal device="));
   if (absl::StrContains(contents, "frontend_attributes")) return;
   // Without gopt's two attributes every line is the original's.
@@ -379,6 +388,82 @@ TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   EXPECT_TRUE(Canonical(original) == Canonical(exported))
       << "a field the exporter does not own changed";
 }
+
+// Fusion groups written as fusion instructions: the export imports as a
+// graph whose fusion nodes stand for the groups, costed from their bodies.
+class HloFusionRoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HloFusionRoundTripTest, GroupsBecomeFusionNodesWithTheirFlops) {
+  const std::string contents = testing::ReadSharedData(GetParam());
+  ImporterRegistry importers;
+  RegisterBuiltinImporters(&importers);
+  ExporterRegistry exporters;
+  RegisterBuiltinExporters(&exporters);
+  absl::StatusOr<simulator::Topology> topology =
+      simulator::PresetTopology("v100x4-nvlink");
+  ASSERT_TRUE(topology.ok());
+  const std::vector<ExportDevice> devices = DevicesOf(*topology);
+  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  // Members per fusion group.
+  absl::flat_hash_map<int32_t, int> members;
+  for (int32_t group : plan.fusion_group()) {
+    if (group >= 0) ++members[group];
+  }
+  int fused_away = 0;
+  int groups = 0;
+  for (const auto& [group, count] : members) {
+    if (count < 2) continue;
+    fused_away += count - 1;
+    ++groups;
+  }
+  ASSERT_GT(groups, 0);
+  ExportOptions options;
+  options.topology_name = topology->name;
+  options.devices = devices;
+  const Exporter* exporter = *exporters.Find("hlo");
+  absl::StatusOr<ExportResult> exported =
+      exporter->Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  // A group only XLA cannot fuse stays attributes, named in a warning:
+  // here only groups that span a call gopt inlined into its caller.
+  for (const std::string& warning : exported->warnings) {
+    int32_t kernel = -1;
+    if (std::sscanf(warning.c_str(), "fusion group %d ", &kernel) != 1) {
+      continue;
+    }
+    EXPECT_THAT(warning, HasSubstr("a call gopt inlined into its caller"));
+    fused_away -= members[kernel] - 1;
+    --groups;
+  }
+  absl::StatusOr<Graph> again = importers.Import(exported->contents, "hlo", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  int fusion_nodes = 0;
+  for (const Node& node : again->nodes()) {
+    fusion_nodes += node.kind == OpKind::kFusion;
+  }
+  int original_fusions = 0;
+  for (const Node& node : graph->nodes()) {
+    original_fusions += node.kind == OpKind::kFusion;
+  }
+  EXPECT_EQ(fusion_nodes - original_fusions, groups);
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      exporter->ReadPlan(exported->contents, *again, devices);
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_TRUE(CheckPlanFitsGraph(*again, **read, devices.size()).ok());
+  const double before = StepTime(*graph, *topology, plan);
+  const double after = StepTime(*again, *topology, **read);
+  std::cout << GetParam() << ": " << groups << " fusion instructions, step "
+            << before << " s as groups, " << after << " s as fusion nodes\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedData, HloFusionRoundTripTest,
+    ::testing::Values("hlo/maml_flax_train_step.hlo", "hlo/jaxrl_td_target.hlo",
+                      "hlo/mixer_b16_jax_unopt.hlo",
+                      "hlo/llama2_ptxla_neuron_train_tp1.hlo",
+                      "hlo/nux_flow_jit_loss9581.hlo"));
 
 TEST(GoptRoundTripTest, PlanEmbeddedInTheGraphMessage) {
   ImporterRegistry importers;
