@@ -5,6 +5,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace gopt::graph {
 
@@ -32,6 +34,18 @@ absl::StatusOr<const Exporter*> ExporterRegistry::Find(
   return absl::UnimplementedError(
       absl::StrCat("no exporter writes format '", format,
                    "' (formats with one: ", absl::StrJoin(formats, ", "), ")"));
+}
+
+std::string SerializeDeterministically(
+    const google::protobuf::MessageLite& message) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return out;
 }
 
 absl::StatusOr<int32_t> ParseDecisionInt(absl::string_view text,

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "google/protobuf/message_lite.h"
 #include "gopt/v1/plan.pb.h"
 #include "graph/graph.h"
 
@@ -97,6 +98,11 @@ class ExporterRegistry {
   std::vector<std::unique_ptr<Exporter>> exporters_;
   std::vector<std::pair<std::string, std::string>> missing_;  // format, why
 };
+
+// `message` serialized with maps in key order, so that the same decisions
+// written twice (optimize --write, then apply) give the same bytes.
+std::string SerializeDeterministically(
+    const google::protobuf::MessageLite& message);
 
 // Parses a non-negative decimal decision value written by an exporter
 // ("gopt.priority" = "12"); InvalidArgument naming `what` otherwise.

@@ -156,10 +156,7 @@ class HloProtoExporter final : public Exporter {
     }
     *module.mutable_schedule() = std::move(schedule);
     ExportResult result;
-    if (!module.SerializeToString(&result.contents)) {
-      return absl::InternalError(
-          "the HloModuleProto with gopt's decisions does not serialize");
-    }
+    result.contents = SerializeDeterministically(module);
     if (kernels > 0) {
       result.warnings.push_back(
           absl::StrCat("fusion groups are written as frontend attribute ",

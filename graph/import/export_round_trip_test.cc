@@ -209,17 +209,6 @@ void ClearOnnxDecisions(onnx::ModelProto* model) {
   }
 }
 
-std::string Canonical(const google::protobuf::MessageLite& message) {
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return out;
-}
-
 class OnnxRoundTripTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
@@ -236,7 +225,8 @@ TEST_P(OnnxRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   EXPECT_EQ(exported.configuration(0).device_size(), 4);
   ClearOnnxDecisions(&original);
   ClearOnnxDecisions(&exported);
-  EXPECT_TRUE(Canonical(original) == Canonical(exported))
+  EXPECT_TRUE(SerializeDeterministically(original) ==
+              SerializeDeterministically(exported))
       << GetParam() << ": a field the exporter does not own changed";
 }
 
@@ -265,7 +255,8 @@ TEST_P(GraphDefRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
     node->mutable_attr()->erase(std::string("_XlaCluster"));
     node->mutable_attr()->erase(std::string("_gopt_priority"));
   }
-  EXPECT_TRUE(Canonical(original) == Canonical(exported))
+  EXPECT_TRUE(SerializeDeterministically(original) ==
+              SerializeDeterministically(exported))
       << GetParam() << ": a field the exporter does not own changed";
 }
 
@@ -385,7 +376,8 @@ TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   EXPECT_GT(sharded, 0);
   ClearHloProtoDecisions(&original);
   ClearHloProtoDecisions(&exported);
-  EXPECT_TRUE(Canonical(original) == Canonical(exported))
+  EXPECT_TRUE(SerializeDeterministically(original) ==
+              SerializeDeterministically(exported))
       << "a field the exporter does not own changed";
 }
 
@@ -452,8 +444,14 @@ TEST_P(HloFusionRoundTripTest, GroupsBecomeFusionNodesWithTheirFlops) {
       exporter->ReadPlan(exported->contents, *again, devices);
   ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
   EXPECT_TRUE(CheckPlanFitsGraph(*again, **read, devices.size()).ok());
+  // A fusion node is priced from its own operands and result, the group
+  // from its members: an operand two members read is read once, a slice
+  // member is charged its whole operand, the kernel takes the fusion result's
+  // element type rather than its largest member's. On these files that
+  // moves the step time by at most 0.25%.
   const double before = StepTime(*graph, *topology, plan);
   const double after = StepTime(*again, *topology, **read);
+  EXPECT_NEAR(after, before, 0.005 * before);
   std::cout << GetParam() << ": " << groups << " fusion instructions, step "
             << before << " s as groups, " << after << " s as fusion nodes\n";
 }
