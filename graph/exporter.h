@@ -4,11 +4,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "google/protobuf/message_lite.h"
 #include "gopt/v1/plan.pb.h"
 #include "graph/graph.h"
 
@@ -84,13 +86,23 @@ class ExporterRegistry {
 
   void Register(std::unique_ptr<Exporter> exporter);
 
-  // The exporter for `format` (a Graph::format()), or Unimplemented naming
-  // the formats that have one.
+  // Records why `format` (one an importer reads) has no exporter; Find
+  // answers with `reason`.
+  void ExplainMissing(std::string format, std::string reason);
+
+  // The exporter for `format` (a Graph::format()), or Unimplemented with the
+  // reason given to ExplainMissing, else naming the formats that have one.
   absl::StatusOr<const Exporter*> Find(absl::string_view format) const;
 
  private:
   std::vector<std::unique_ptr<Exporter>> exporters_;
+  std::vector<std::pair<std::string, std::string>> missing_;  // format, why
 };
+
+// `message` serialized with maps in key order, so that the same decisions
+// written twice (optimize --write, then apply) give the same bytes.
+std::string SerializeDeterministically(
+    const google::protobuf::MessageLite& message);
 
 // Parses a non-negative decimal decision value written by an exporter
 // ("gopt.priority" = "12"); InvalidArgument naming `what` otherwise.

@@ -11,7 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "graph/decisions.h"
+#include "graph/hlo/hlo_decisions.h"
+#include "graph/hlo/hlo_text_edit.h"
+#include "graph/hlo/hlo_text_fusion.h"
 #include "util/status_macros.h"
 
 namespace gopt::graph {
@@ -19,130 +21,8 @@ namespace {
 
 constexpr absl::string_view kSharding = "sharding=";
 constexpr absl::string_view kFrontend = "frontend_attributes=";
-constexpr absl::string_view kPriority = "_gopt_priority";
-constexpr absl::string_view kKernel = "_gopt_kernel";
-
-// One instruction line of HLO text: where its computation and name are.
-struct InstructionLine {
-  size_t line = 0;
-  std::string computation;
-  std::string name;
-};
-
-// Finds the instruction lines of `lines` (one instruction per line, as XLA
-// prints modules). InvalidArgument when a computation never closes.
-absl::StatusOr<std::vector<InstructionLine>> FindInstructions(
-    const std::vector<std::string>& lines) {
-  std::vector<InstructionLine> found;
-  std::string computation;
-  bool inside = false;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    absl::string_view line = lines[i];
-    absl::string_view trimmed = absl::StripAsciiWhitespace(line);
-    if (!inside) {
-      if (line.empty() || absl::ascii_isspace(line[0]) ||
-          absl::StartsWith(line, "HloModule") ||
-          !absl::EndsWith(trimmed, "{")) {
-        continue;
-      }
-      absl::string_view header = trimmed;
-      absl::ConsumePrefix(&header, "ENTRY ");
-      absl::ConsumePrefix(&header, "%");
-      const size_t end = header.find_first_of(" ({");
-      computation = std::string(header.substr(0, end));
-      inside = true;
-      continue;
-    }
-    if (trimmed == "}") {
-      inside = false;
-      continue;
-    }
-    absl::string_view rest = trimmed;
-    absl::ConsumePrefix(&rest, "ROOT ");
-    absl::ConsumePrefix(&rest, "%");
-    const size_t eq = rest.find(" = ");
-    if (eq == absl::string_view::npos) continue;
-    found.push_back({i, computation, std::string(rest.substr(0, eq))});
-  }
-  if (inside) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "computation '", computation, "' is not closed by a '}' line"));
-  }
-  return found;
-}
-
-// Walks `line` from `start`, skipping string literals, and calls
-// visit(i, depth) for each character outside strings with the bracket depth
-// before it ({, [ and ( open a level, }, ] and ) close one); stops at the
-// first index `visit` returns true for and returns it, else line.size().
-template <typename Visit>
-size_t ScanOutsideStrings(absl::string_view line, size_t start, Visit visit) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = start; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      continue;
-    }
-    if (visit(i, depth)) return i;
-    if (c == '{' || c == '[' || c == '(') {
-      ++depth;
-    } else if (c == '}' || c == ']' || c == ')') {
-      --depth;
-    }
-  }
-  return line.size();
-}
-
-// Index just past the value starting at `start` (a balanced {...}, [...],
-// (...) group honouring strings, or a bare word).
-size_t ValueEnd(absl::string_view line, size_t start) {
-  // A closing bracket at depth 1 ends the group (the value ends past it);
-  // one at depth 0 belongs to an enclosing value (it ends before it).
-  bool past = false;
-  const size_t at = ScanOutsideStrings(line, start, [&](size_t i, int depth) {
-    const char c = line[i];
-    if (c == '}' || c == ']' || c == ')') {
-      past = depth == 1;
-      return depth <= 1;
-    }
-    return depth == 0 && (c == ',' || c == ' ');
-  });
-  return past ? at + 1 : at;
-}
-
-// Position of attribute `key` ("sharding=") at the top level of an
-// instruction line (not inside a string or a bracketed value), or npos.
-size_t FindAttribute(absl::string_view line, absl::string_view key) {
-  const size_t at = ScanOutsideStrings(line, 0, [&](size_t i, int depth) {
-    return depth == 0 && i > 0 && line[i - 1] == ' ' &&
-           line.substr(i, key.size()) == key;
-  });
-  return at == line.size() ? absl::string_view::npos : at;
-}
-
-// Sets attribute `key` (e.g. "sharding=") of `line` to `value`, replacing
-// the one it had or appending it.
-void SetAttribute(std::string* line, absl::string_view key,
-                  absl::string_view value) {
-  const size_t at = FindAttribute(*line, key);
-  if (at != absl::string_view::npos) {
-    const size_t end = ValueEnd(*line, at + key.size());
-    line->replace(at + key.size(), end - at - key.size(), std::string(value));
-    return;
-  }
-  while (!line->empty() && absl::ascii_isspace(line->back())) line->pop_back();
-  absl::StrAppend(line, ", ", key, value);
-}
+constexpr absl::string_view kPriority = kHloPriorityAttribute;
+constexpr absl::string_view kKernel = kHloKernelAttribute;
 
 // The frontend attributes of `line` as key -> quoted value, in order.
 std::vector<std::pair<std::string, std::string>> FrontendAttributes(
@@ -168,33 +48,6 @@ std::vector<std::pair<std::string, std::string>> FrontendAttributes(
   return attributes;
 }
 
-// The instruction's array shape: [start, end) of "f32[2,3]{1,0}" after
-// " = ", or nullopt for a tuple or token.
-std::optional<std::pair<size_t, size_t>> ArrayShape(absl::string_view line) {
-  const size_t eq = line.find(" = ");
-  if (eq == absl::string_view::npos) return std::nullopt;
-  const size_t start = eq + 3;
-  if (start >= line.size() || line[start] == '(') return std::nullopt;
-  const size_t bracket = line.find('[', start);
-  const size_t space = line.find(' ', start);
-  if (bracket == absl::string_view::npos || bracket > space) {
-    return std::nullopt;
-  }
-  return std::make_pair(start, space);
-}
-
-// The decision of one instruction as the exporter writes it.
-struct HloDecision {
-  int32_t device = 0;
-  int32_t priority = 0;
-  int32_t kernel = -1;
-  const google::protobuf::RepeatedField<int32_t>* layout = nullptr;
-};
-
-std::vector<std::string> SplitLines(absl::string_view contents) {
-  return absl::StrSplit(contents, '\n');
-}
-
 class HloTextExporter final : public Exporter {
  public:
   absl::string_view format() const override { return "hlo"; }
@@ -205,19 +58,13 @@ class HloTextExporter final : public Exporter {
     std::vector<std::string> lines = SplitLines(original);
     ASSIGN_OR_RETURN(std::vector<InstructionLine> instructions,
                      FindInstructions(lines));
-    absl::flat_hash_map<std::pair<std::string, std::string>, HloDecision>
-        decisions;
-    for (const SourceGroup& group : GroupBySource(graph)) {
-      const NodeId id = group.nodes[0];
-      HloDecision& d = decisions[{group.source.scope, group.source.name}];
-      d.device = plan.device_size() > 0 ? plan.device(id) : 0;
-      d.priority = plan.priority_size() > 0 ? plan.priority(id) : 0;
-      d.kernel = plan.fusion_group_size() > 0 ? plan.fusion_group(id) : -1;
-      if (plan.layout_size() > 0 && !plan.layout(id).minor_to_major().empty()) {
-        d.layout = &plan.layout(id).minor_to_major();
-      }
+    HloDecisions decisions = HloDecisionsOf(graph, plan);
+    HloTextFusion fusion =
+        WriteFusionInstructions(std::move(lines), instructions, &decisions);
+    lines = std::move(fusion.lines);
+    if (fusion.fusions > 0) {
+      ASSIGN_OR_RETURN(instructions, FindInstructions(lines));
     }
-    int fused = 0;
     int prioritised = 0;
     for (const InstructionLine& instruction : instructions) {
       auto it = decisions.find({instruction.computation, instruction.name});
@@ -238,24 +85,13 @@ class HloTextExporter final : public Exporter {
       if (d.kernel >= 0) {
         frontend.emplace_back(std::string(kKernel),
                               absl::StrCat("\"", d.kernel, "\""));
-        ++fused;
       }
       SetAttribute(
           &line, kFrontend,
           absl::StrCat("{",
                        absl::StrJoin(frontend, ",", absl::PairFormatter("=")),
                        "}"));
-      if (d.layout != nullptr) {
-        if (auto shape = ArrayShape(line); shape.has_value()) {
-          absl::string_view text = absl::string_view(line).substr(
-              shape->first, shape->second - shape->first);
-          const size_t close = text.find(']');
-          const std::string replaced =
-              absl::StrCat(text.substr(0, close + 1), "{",
-                           absl::StrJoin(*d.layout, ","), "}");
-          line.replace(shape->first, shape->second - shape->first, replaced);
-        }
-      }
+      if (!d.layout.empty()) SetArrayLayout(&line, d.layout);
     }
     ExportResult result;
     result.contents = absl::StrJoin(lines, "\n");
@@ -265,12 +101,8 @@ class HloTextExporter final : public Exporter {
           prioritised,
           " instruction(s), not yet as is_scheduled instruction order"));
     }
-    if (fused > 0) {
-      result.warnings.push_back(absl::StrCat(
-          "fusion groups are written as frontend attribute ", kKernel, " on ",
-          fused,
-          " instruction(s), not yet as fusion instructions with fused "
-          "computations"));
+    for (std::string& warning : fusion.warnings) {
+      result.warnings.push_back(std::move(warning));
     }
     return result;
   }
@@ -281,8 +113,7 @@ class HloTextExporter final : public Exporter {
     const std::vector<std::string> lines = SplitLines(contents);
     ASSIGN_OR_RETURN(std::vector<InstructionLine> instructions,
                      FindInstructions(lines));
-    absl::flat_hash_map<std::pair<std::string, std::string>, HloDecision>
-        decisions;
+    HloDecisions decisions;
     for (const InstructionLine& instruction : instructions) {
       const std::string& line = lines[instruction.line];
       const std::string what =
@@ -319,19 +150,7 @@ class HloTextExporter final : public Exporter {
       decisions[{instruction.computation, instruction.name}] = d;
     }
     if (decisions.empty()) return std::nullopt;
-    gopt::v1::Plan plan;
-    plan.set_method("embedded:hlo");
-    for (const Node& node : graph.nodes()) {
-      HloDecision d;
-      if (auto it = decisions.find({node.source.scope, node.source.name});
-          it != decisions.end()) {
-        d = it->second;
-      }
-      plan.add_device(d.device);
-      plan.add_priority(d.priority);
-      plan.add_fusion_group(d.kernel);
-    }
-    return plan;
+    return PlanFromHloDecisions(graph, decisions, "embedded:hlo");
   }
 };
 

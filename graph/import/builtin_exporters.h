@@ -6,7 +6,8 @@
 namespace gopt::graph {
 
 // Registers every exporter gopt ships, by the importer format it writes:
-// gopt, onnx, graphdef, tfjs, hlo (text).
+// gopt, onnx, graphdef, tfjs, hlo (text), hlo-proto; and why tpugraphs
+// has none.
 //
 //   ExporterRegistry exporters;
 //   RegisterBuiltinExporters(&exporters);

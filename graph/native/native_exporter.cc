@@ -76,7 +76,7 @@ class GoptExporter final : public Exporter {
         return absl::InternalError(status.message().as_string());
       }
     } else {
-      proto.SerializeToString(&result.contents);
+      result.contents = SerializeDeterministically(proto);
     }
     return result;
   }

@@ -217,7 +217,7 @@ class GraphDefExporter final : public Exporter {
     if (text) {
       google::protobuf::TextFormat::PrintToString(graph_def, &result.contents);
     } else {
-      graph_def.SerializeToString(&result.contents);
+      result.contents = SerializeDeterministically(graph_def);
     }
     return result;
   }

@@ -1,0 +1,225 @@
+#include "graph/hlo/hlo_proto_exporter.h"
+
+#include <climits>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "graph/hlo/hlo_decisions.h"
+#include "util/status_macros.h"
+#include "xla/hlo.pb.h"
+
+namespace gopt::graph {
+namespace {
+
+absl::StatusOr<xla::HloModuleProto> ParseModule(absl::string_view bytes) {
+  xla::HloModuleProto module;
+  if (bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !module.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(
+        "not a valid serialized xla.HloModuleProto");
+  }
+  return module;
+}
+
+bool IsArrayShape(const xla::ShapeProto& shape) {
+  return shape.element_type() != xla::TUPLE &&
+         shape.element_type() != xla::TOKEN &&
+         shape.element_type() != xla::OPAQUE_TYPE &&
+         shape.element_type() != xla::PRIMITIVE_TYPE_INVALID;
+}
+
+// The ids of the computations that fusion instructions call (XLA schedules
+// every other computation).
+absl::flat_hash_set<int64_t> FusedComputationIds(
+    const xla::HloModuleProto& module) {
+  absl::flat_hash_set<int64_t> fused;
+  for (const xla::HloComputationProto& computation : module.computations()) {
+    for (const xla::HloInstructionProto& instruction :
+         computation.instructions()) {
+      if (instruction.opcode() == "fusion") {
+        fused.insert(instruction.called_computation_ids().begin(),
+                     instruction.called_computation_ids().end());
+      }
+    }
+  }
+  return fused;
+}
+
+// The instruction ids of `computation` in execution order: operands and
+// control predecessors first, then the highest `priority` (by instruction
+// index) among the ready ones, ties in the module's order. Ids that are not
+// instructions of the computation are not dependencies (the importer
+// rejects such modules before an export can happen).
+std::vector<int64_t> ScheduleOf(const xla::HloComputationProto& computation,
+                                const std::vector<int32_t>& priority) {
+  const int n = computation.instructions_size();
+  absl::flat_hash_map<int64_t, int> index;
+  for (int i = 0; i < n; ++i) index[computation.instructions(i).id()] = i;
+  std::vector<int> waiting(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i) {
+    const xla::HloInstructionProto& instruction = computation.instructions(i);
+    absl::flat_hash_set<int> before;
+    for (const auto* ids :
+         {&instruction.operand_ids(), &instruction.control_predecessor_ids()}) {
+      for (int64_t id : *ids) {
+        auto it = index.find(id);
+        if (it != index.end() && before.insert(it->second).second) {
+          users[it->second].push_back(i);
+          ++waiting[i];
+        }
+      }
+    }
+  }
+  // Highest priority first, then the lowest index.
+  auto later = [&](int a, int b) {
+    return std::make_tuple(-priority[a], a) > std::make_tuple(-priority[b], b);
+  };
+  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+  for (int i = 0; i < n; ++i) {
+    if (waiting[i] == 0) ready.push(i);
+  }
+  std::vector<int64_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(computation.instructions(i).id());
+    for (int user : users[i]) {
+      if (--waiting[user] == 0) ready.push(user);
+    }
+  }
+  return order;
+}
+
+class HloProtoExporter final : public Exporter {
+ public:
+  absl::string_view format() const override { return "hlo-proto"; }
+
+  absl::StatusOr<ExportResult> Export(
+      absl::string_view original, const Graph& graph,
+      const gopt::v1::Plan& plan,
+      const ExportOptions& /*options*/) const override {
+    ASSIGN_OR_RETURN(xla::HloModuleProto module, ParseModule(original));
+    const HloDecisions decisions = HloDecisionsOf(graph, plan);
+    const absl::flat_hash_set<int64_t> fused = FusedComputationIds(module);
+    xla::HloScheduleProto schedule;
+    int kernels = 0;
+    for (xla::HloComputationProto& computation :
+         *module.mutable_computations()) {
+      std::vector<int32_t> priority(computation.instructions_size(), 0);
+      for (int i = 0; i < computation.instructions_size(); ++i) {
+        xla::HloInstructionProto& instruction =
+            *computation.mutable_instructions(i);
+        auto it = decisions.find({computation.name(), instruction.name()});
+        if (it == decisions.end()) continue;
+        const HloDecision& d = it->second;
+        priority[i] = d.priority;
+        xla::OpSharding& sharding = *instruction.mutable_sharding();
+        sharding.Clear();
+        sharding.set_type(xla::OpSharding::MAXIMAL);
+        sharding.add_tile_assignment_dimensions(1);
+        sharding.add_tile_assignment_devices(d.device);
+        auto& attributes =
+            *instruction.mutable_frontend_attributes()->mutable_map();
+        attributes[std::string(kHloPriorityAttribute)] =
+            absl::StrCat(d.priority);
+        if (d.kernel >= 0) {
+          attributes[std::string(kHloKernelAttribute)] = absl::StrCat(d.kernel);
+          ++kernels;
+        } else {
+          attributes.erase(std::string(kHloKernelAttribute));
+        }
+        if (!d.layout.empty() && IsArrayShape(instruction.shape())) {
+          auto& minor_to_major = *instruction.mutable_shape()
+                                      ->mutable_layout()
+                                      ->mutable_minor_to_major();
+          minor_to_major.Assign(d.layout.begin(), d.layout.end());
+        }
+      }
+      if (fused.contains(computation.id())) continue;
+      std::vector<int64_t> order = ScheduleOf(computation, priority);
+      if (static_cast<int>(order.size()) != computation.instructions_size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "computation '", computation.name(),
+            "': operand_ids and control_predecessor_ids form a cycle; "
+            "no schedule exists"));
+      }
+      auto& sequence = (*schedule.mutable_sequences())[computation.id()];
+      sequence.mutable_instruction_ids()->Assign(order.begin(), order.end());
+    }
+    *module.mutable_schedule() = std::move(schedule);
+    ExportResult result;
+    result.contents = SerializeDeterministically(module);
+    if (kernels > 0) {
+      result.warnings.push_back(
+          absl::StrCat("fusion groups are written as frontend attribute ",
+                       kHloKernelAttribute, " on ", kernels,
+                       " instruction(s), not as fusion instructions with fused "
+                       "computations"));
+    }
+    return result;
+  }
+
+  absl::StatusOr<std::optional<gopt::v1::Plan>> ReadPlan(
+      absl::string_view contents, const Graph& graph,
+      absl::Span<const ExportDevice> devices) const override {
+    ASSIGN_OR_RETURN(const xla::HloModuleProto module, ParseModule(contents));
+    HloDecisions decisions;
+    for (const xla::HloComputationProto& computation : module.computations()) {
+      for (const xla::HloInstructionProto& instruction :
+           computation.instructions()) {
+        const auto& attributes = instruction.frontend_attributes().map();
+        auto priority = attributes.find(std::string(kHloPriorityAttribute));
+        if (priority == attributes.end()) continue;
+        const std::string what =
+            absl::StrCat("computation '", computation.name(), "' instruction '",
+                         instruction.name(), "'");
+        HloDecision d;
+        ASSIGN_OR_RETURN(
+            d.priority,
+            ParseDecisionInt(priority->second,
+                             absl::StrCat(what, " frontend attribute ",
+                                          kHloPriorityAttribute)));
+        if (auto kernel = attributes.find(std::string(kHloKernelAttribute));
+            kernel != attributes.end()) {
+          ASSIGN_OR_RETURN(
+              d.kernel,
+              ParseDecisionInt(kernel->second,
+                               absl::StrCat(what, " frontend attribute ",
+                                            kHloKernelAttribute)));
+        }
+        const xla::OpSharding& sharding = instruction.sharding();
+        if (sharding.type() != xla::OpSharding::MAXIMAL ||
+            sharding.tile_assignment_devices_size() != 1 ||
+            sharding.tile_assignment_devices(0) < 0 ||
+            (!devices.empty() && sharding.tile_assignment_devices(0) >=
+                                     static_cast<int64_t>(devices.size()))) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              what,
+              " field 'sharding': expected OpSharding MAXIMAL on one device "
+              "< ",
+              devices.size()));
+        }
+        d.device = static_cast<int32_t>(sharding.tile_assignment_devices(0));
+        decisions[{computation.name(), instruction.name()}] = std::move(d);
+      }
+    }
+    if (decisions.empty()) return std::nullopt;
+    return PlanFromHloDecisions(graph, decisions, "embedded:hlo-proto");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Exporter> NewHloProtoExporter() {
+  return std::make_unique<HloProtoExporter>();
+}
+
+}  // namespace gopt::graph

@@ -1,0 +1,124 @@
+#include "graph/hlo/hlo_text_edit.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace gopt::graph {
+
+absl::StatusOr<std::vector<InstructionLine>> FindInstructions(
+    const std::vector<std::string>& lines) {
+  std::vector<InstructionLine> found;
+  std::string computation;
+  bool inside = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    absl::string_view line = lines[i];
+    absl::string_view trimmed = absl::StripAsciiWhitespace(line);
+    if (!inside) {
+      if (line.empty() || absl::ascii_isspace(line[0]) ||
+          absl::StartsWith(line, "HloModule") ||
+          !absl::EndsWith(trimmed, "{")) {
+        continue;
+      }
+      absl::string_view header = trimmed;
+      absl::ConsumePrefix(&header, "ENTRY ");
+      absl::ConsumePrefix(&header, "%");
+      const size_t end = header.find_first_of(" ({");
+      computation = std::string(header.substr(0, end));
+      inside = true;
+      continue;
+    }
+    if (trimmed == "}") {
+      inside = false;
+      continue;
+    }
+    absl::string_view rest = trimmed;
+    absl::ConsumePrefix(&rest, "ROOT ");
+    absl::ConsumePrefix(&rest, "%");
+    const size_t eq = rest.find(" = ");
+    if (eq == absl::string_view::npos) continue;
+    found.push_back({i, computation, std::string(rest.substr(0, eq))});
+  }
+  if (inside) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "computation '", computation, "' is not closed by a '}' line"));
+  }
+  return found;
+}
+
+size_t ValueEnd(absl::string_view line, size_t start) {
+  // A closing bracket at depth 1 ends the group (the value ends past it);
+  // one at depth 0 belongs to an enclosing value (it ends before it).
+  bool past = false;
+  const size_t at = ScanOutsideStrings(line, start, [&](size_t i, int depth) {
+    const char c = line[i];
+    if (c == '}' || c == ']' || c == ')') {
+      past = depth == 1;
+      return depth <= 1;
+    }
+    return depth == 0 && (c == ',' || c == ' ');
+  });
+  return past ? at + 1 : at;
+}
+
+size_t FindAttribute(absl::string_view line, absl::string_view key) {
+  const size_t at = ScanOutsideStrings(line, 0, [&](size_t i, int depth) {
+    return depth == 0 && i > 0 && line[i - 1] == ' ' &&
+           line.substr(i, key.size()) == key;
+  });
+  return at == line.size() ? absl::string_view::npos : at;
+}
+
+void SetAttribute(std::string* line, absl::string_view key,
+                  absl::string_view value) {
+  const size_t at = FindAttribute(*line, key);
+  if (at != absl::string_view::npos) {
+    const size_t end = ValueEnd(*line, at + key.size());
+    line->replace(at + key.size(), end - at - key.size(), std::string(value));
+    return;
+  }
+  while (!line->empty() && absl::ascii_isspace(line->back())) line->pop_back();
+  absl::StrAppend(line, ", ", key, value);
+}
+
+std::optional<std::pair<size_t, size_t>> ArrayShape(absl::string_view line) {
+  const size_t eq = line.find(" = ");
+  if (eq == absl::string_view::npos) return std::nullopt;
+  const size_t start = eq + 3;
+  if (start >= line.size() || line[start] == '(') return std::nullopt;
+  const size_t bracket = line.find('[', start);
+  const size_t space = line.find(' ', start);
+  if (bracket == absl::string_view::npos || bracket > space) {
+    return std::nullopt;
+  }
+  return std::make_pair(start, space);
+}
+
+std::vector<std::string> SplitLines(absl::string_view contents) {
+  return absl::StrSplit(contents, '\n');
+}
+
+std::string ShapeWithLayout(absl::string_view shape,
+                            const std::vector<int32_t>& minor_to_major) {
+  const size_t close = shape.find(']');
+  if (shape.empty() || shape[0] == '(' || close == absl::string_view::npos) {
+    return std::string(shape);
+  }
+  return absl::StrCat(shape.substr(0, close + 1), "{",
+                      absl::StrJoin(minor_to_major, ","), "}");
+}
+
+void SetArrayLayout(std::string* line,
+                    const std::vector<int32_t>& minor_to_major) {
+  const std::optional<std::pair<size_t, size_t>> shape = ArrayShape(*line);
+  if (!shape.has_value()) return;
+  const std::string replaced =
+      ShapeWithLayout(absl::string_view(*line).substr(
+                          shape->first, shape->second - shape->first),
+                      minor_to_major);
+  line->replace(shape->first, shape->second - shape->first, replaced);
+}
+
+}  // namespace gopt::graph

@@ -1,0 +1,580 @@
+#include "graph/hlo/hlo_text_fusion.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <utility>
+#include <variant>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace gopt::graph {
+namespace {
+
+constexpr absl::string_view kControl = "control-predecessors=";
+
+// One instruction line taken apart; positions index the line.
+struct LineParts {
+  bool is_root = false;
+  std::string indent;
+  std::string name;
+  std::string shape;  // "f32[2,3]{1,0}" or "(f32[], s32[])"
+  std::string opcode;
+  size_t operands_begin = 0;  // just past '('
+  size_t operands_end = 0;    // at the matching ')'
+  // Operand names without '%' (none for a constant: its list is a literal).
+  std::vector<std::string> operands;
+};
+
+// `text` split at the commas outside brackets and strings.
+std::vector<absl::string_view> SplitTopLevel(absl::string_view text) {
+  std::vector<absl::string_view> pieces;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = ScanOutsideStrings(
+        text, start, [&](size_t i, int d) { return d == 0 && text[i] == ','; });
+    pieces.push_back(text.substr(start, comma - start));
+    if (comma >= text.size()) return pieces;
+    start = comma + 1;
+  }
+}
+
+// The instruction name an operand or control predecessor is written with
+// ("%add.3", "f32[2]{0} %add.3", "add.3").
+std::string NameOf(absl::string_view piece) {
+  piece = absl::StripAsciiWhitespace(piece);
+  const size_t space = piece.rfind(' ');
+  if (space != absl::string_view::npos) piece = piece.substr(space + 1);
+  absl::ConsumePrefix(&piece, "%");
+  return std::string(piece);
+}
+
+std::optional<LineParts> ParseLine(absl::string_view line) {
+  LineParts parts;
+  size_t pos = line.find_first_not_of(" \t");
+  if (pos == absl::string_view::npos) return std::nullopt;
+  parts.indent = std::string(line.substr(0, pos));
+  if (line.substr(pos, 5) == "ROOT ") {
+    parts.is_root = true;
+    pos += 5;
+  }
+  if (pos < line.size() && line[pos] == '%') ++pos;
+  const size_t eq = line.find(" = ", pos);
+  if (eq == absl::string_view::npos) return std::nullopt;
+  parts.name = std::string(line.substr(pos, eq - pos));
+  const size_t shape_begin = eq + 3;
+  const size_t shape_end = ScanOutsideStrings(
+      line, shape_begin,
+      [&](size_t i, int depth) { return depth == 0 && line[i] == ' '; });
+  if (shape_end >= line.size()) return std::nullopt;
+  parts.shape = std::string(line.substr(shape_begin, shape_end - shape_begin));
+  const size_t open = line.find('(', shape_end);
+  if (open == absl::string_view::npos) return std::nullopt;
+  parts.opcode = std::string(
+      absl::StripAsciiWhitespace(line.substr(shape_end, open - shape_end)));
+  const size_t close = ScanOutsideStrings(
+      line, open, [&](size_t i, int d) { return d == 1 && line[i] == ')'; });
+  if (close >= line.size()) return std::nullopt;
+  parts.operands_begin = open + 1;
+  parts.operands_end = close;
+  if (parts.opcode == "constant") return parts;
+  for (absl::string_view piece :
+       SplitTopLevel(line.substr(open + 1, close - open - 1))) {
+    if (!absl::StripAsciiWhitespace(piece).empty()) {
+      parts.operands.push_back(NameOf(piece));
+    }
+  }
+  return parts;
+}
+
+// The instructions named by the control-predecessors={...} of `line`.
+std::vector<std::string> ControlPredecessors(absl::string_view line) {
+  std::vector<std::string> names;
+  const size_t at = FindAttribute(line, kControl);
+  if (at == absl::string_view::npos) return names;
+  const size_t start = at + kControl.size();
+  absl::string_view value = line.substr(start, ValueEnd(line, start) - start);
+  if (!absl::ConsumePrefix(&value, "{") || !absl::ConsumeSuffix(&value, "}")) {
+    return names;
+  }
+  for (absl::string_view piece : SplitTopLevel(value)) {
+    if (!absl::StripAsciiWhitespace(piece).empty()) {
+      names.push_back(NameOf(piece));
+    }
+  }
+  return names;
+}
+
+// Why XLA cannot make `parts` part of a fusion, or "" when it can.
+std::string Unfusable(const LineParts& parts) {
+  static const auto* const kNever =
+      new absl::flat_hash_set<absl::string_view>{"parameter",
+                                                 "while",
+                                                 "conditional",
+                                                 "call",
+                                                 "custom-call",
+                                                 "fusion",
+                                                 "all-reduce",
+                                                 "all-gather",
+                                                 "all-to-all",
+                                                 "reduce-scatter",
+                                                 "collective-permute",
+                                                 "collective-broadcast",
+                                                 "send",
+                                                 "recv",
+                                                 "infeed",
+                                                 "outfeed",
+                                                 "after-all",
+                                                 "add-dependency",
+                                                 "domain",
+                                                 "tuple",
+                                                 "get-tuple-element",
+                                                 "rng-get-and-update-state",
+                                                 "opt-barrier",
+                                                 "optimization-barrier"};
+  const absl::string_view opcode = parts.opcode;
+  if (kNever->contains(opcode) || absl::EndsWith(opcode, "-start") ||
+      absl::EndsWith(opcode, "-done") || absl::EndsWith(opcode, "-update")) {
+    return absl::StrCat("'", parts.name, "' is a ", opcode);
+  }
+  if (absl::StartsWith(parts.shape, "(") ||
+      absl::StartsWith(parts.shape, "token")) {
+    return absl::StrCat("'", parts.name, "' has a tuple or token shape");
+  }
+  return "";
+}
+
+// Names not yet used by an instruction or computation of the module.
+class FreshNames {
+ public:
+  explicit FreshNames(const std::vector<InstructionLine>& instructions) {
+    for (const InstructionLine& instruction : instructions) {
+      used_.insert(instruction.name);
+      used_.insert(instruction.computation);
+    }
+  }
+
+  std::string Make(const std::string& base) {
+    if (used_.insert(base).second) return base;
+    for (int i = 1;; ++i) {
+      std::string candidate = absl::StrCat(base, ".", i);
+      if (used_.insert(candidate).second) return candidate;
+    }
+  }
+
+ private:
+  absl::flat_hash_set<std::string> used_;
+};
+
+// One fusion group: its (first member's) computation, kernel and members
+// (indices into the instruction list, in line order).
+struct Group {
+  std::string computation;
+  int32_t kernel = -1;
+  std::vector<size_t> members;
+};
+
+// A group's members as lines, which of them are used outside it, and the
+// operands it takes from outside.
+struct GroupAnalysis {
+  std::vector<const LineParts*> members;
+  absl::flat_hash_map<std::string, size_t> member_of;  // name -> position
+  std::vector<const LineParts*> outputs;
+  std::vector<std::string> externals;  // in order of first use
+  // Every instruction of the computation by name.
+  absl::flat_hash_map<std::string, const LineParts*> defined;
+};
+
+// The rewrite of one group: the fused computation's lines (inserted before
+// its computation) and what replaces each member line.
+struct GroupRewrite {
+  std::vector<std::string> fused_computation;
+  absl::flat_hash_map<size_t, std::vector<std::string>> replace;  // by line
+};
+
+class Fuser {
+ public:
+  Fuser(const std::vector<std::string>& lines,
+        const std::vector<InstructionLine>& instructions,
+        HloDecisions* decisions)
+      : lines_(lines),
+        instructions_(instructions),
+        decisions_(decisions),
+        names_(instructions) {
+    parts_.reserve(instructions.size());
+    for (size_t i = 0; i < instructions.size(); ++i) {
+      parts_.push_back(ParseLine(lines[instructions[i].line]));
+      body_[instructions[i].computation].push_back(i);
+    }
+  }
+
+  // The rewrite of `group`, or the reason it cannot be written.
+  std::variant<GroupRewrite, std::string> Rewrite(const Group& group);
+
+ private:
+  std::variant<GroupAnalysis, std::string> Analyze(const Group& group);
+
+  const HloDecision* DecisionOf(const std::string& computation,
+                                const std::string& name) const {
+    auto it = decisions_->find({computation, name});
+    return it == decisions_->end() ? nullptr : &it->second;
+  }
+
+  // `shape` with the layout decision of instruction `name`, if any.
+  std::string DecidedShape(const std::string& computation,
+                           const LineParts& parts) const {
+    const HloDecision* d = DecisionOf(computation, parts.name);
+    return d == nullptr || d->layout.empty()
+               ? parts.shape
+               : ShapeWithLayout(parts.shape, d->layout);
+  }
+
+  const std::vector<std::string>& lines_;
+  const std::vector<InstructionLine>& instructions_;
+  HloDecisions* decisions_;
+  FreshNames names_;
+  std::vector<std::optional<LineParts>> parts_;
+  absl::flat_hash_map<std::string, std::vector<size_t>> body_;
+};
+
+std::string FusionKind(const std::vector<const LineParts*>& outputs) {
+  bool reduce = false;
+  for (const LineParts* out : outputs) {
+    if (out->opcode == "dot" || out->opcode == "convolution") return "kOutput";
+    reduce |= out->opcode == "reduce";
+  }
+  return reduce ? "kInput" : "kLoop";
+}
+
+std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
+  GroupAnalysis a;
+  const std::string& computation = group.computation;
+  for (size_t i : group.members) {
+    if (!parts_[i].has_value()) {
+      return absl::StrCat("'", instructions_[i].name, "' does not parse");
+    }
+    if (std::string why = Unfusable(*parts_[i]); !why.empty()) return why;
+    if (FindAttribute(lines_[instructions_[i].line], kControl) !=
+        absl::string_view::npos) {
+      return absl::StrCat("'", parts_[i]->name, "' has control predecessors");
+    }
+    a.member_of[parts_[i]->name] = a.members.size();
+    a.members.push_back(&*parts_[i]);
+  }
+  // Outputs: members used outside the group or the computation's root.
+  std::vector<bool> is_output(a.members.size(), false);
+  for (size_t i : body_[computation]) {
+    if (!parts_[i].has_value()) continue;
+    a.defined[parts_[i]->name] = &*parts_[i];
+    if (a.member_of.contains(parts_[i]->name)) continue;
+    for (const std::string& operand : parts_[i]->operands) {
+      if (auto it = a.member_of.find(operand); it != a.member_of.end()) {
+        is_output[it->second] = true;
+      }
+    }
+    for (const std::string& name :
+         ControlPredecessors(lines_[instructions_[i].line])) {
+      if (a.member_of.contains(name)) {
+        return absl::StrCat("'", parts_[i]->name,
+                            "' has a control dependency on member '", name,
+                            "'");
+      }
+    }
+  }
+  for (size_t m = 0; m < a.members.size(); ++m) {
+    if (is_output[m] || a.members[m]->is_root)
+      a.outputs.push_back(a.members[m]);
+  }
+  if (a.outputs.empty()) a.outputs.push_back(a.members.back());
+  for (const LineParts* member : a.members) {
+    for (const std::string& operand : member->operands) {
+      if (a.member_of.contains(operand) ||
+          std::find(a.externals.begin(), a.externals.end(), operand) !=
+              a.externals.end()) {
+        continue;
+      }
+      if (!a.defined.contains(operand)) {
+        return absl::StrCat("operand '", operand, "' of '", member->name,
+                            "' is not an instruction of the computation");
+      }
+      a.externals.push_back(operand);
+    }
+  }
+  return a;
+}
+
+std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
+  auto analyzed = Analyze(group);
+  if (auto* why = std::get_if<std::string>(&analyzed)) return *why;
+  const GroupAnalysis& a = std::get<GroupAnalysis>(analyzed);
+  const std::string& computation = group.computation;
+  const std::vector<const LineParts*>& members = a.members;
+  const std::vector<const LineParts*>& outputs = a.outputs;
+  const std::vector<std::string>& externals = a.externals;
+  const auto& member_of = a.member_of;
+  const auto& defined = a.defined;
+  absl::flat_hash_map<std::string, std::string> renamed;  // inside the fusion
+  const std::string suffix = absl::StrCat(".", group.kernel);
+  for (size_t p = 0; p < externals.size(); ++p) {
+    renamed[externals[p]] = names_.Make(absl::StrCat("param_", p, suffix));
+  }
+  for (const LineParts* out : outputs) {
+    renamed[out->name] = names_.Make(out->name + ".fused");
+  }
+  auto inner = [&](const std::string& name) {
+    auto it = renamed.find(name);
+    return it == renamed.end() ? name : it->second;
+  };
+  const bool single = outputs.size() == 1;
+  std::vector<std::string> output_shapes;
+  for (const LineParts* out : outputs) {
+    output_shapes.push_back(DecidedShape(computation, *out));
+  }
+  const std::string root_shape =
+      single ? output_shapes[0]
+             : absl::StrCat("(", absl::StrJoin(output_shapes, ", "), ")");
+
+  GroupRewrite rewrite;
+  const std::string fused_name =
+      names_.Make(absl::StrCat("gopt_fused_computation", suffix));
+  std::vector<std::string> header_params;
+  std::vector<std::string>& body = rewrite.fused_computation;
+  body.emplace_back();  // the header, once the parameters are known
+  for (size_t p = 0; p < externals.size(); ++p) {
+    const std::string& shape = defined.at(externals[p])->shape;
+    const std::string& param = renamed.at(externals[p]);
+    header_params.push_back(absl::StrCat(param, ": ", shape));
+    body.push_back(
+        absl::StrCat("  %", param, " = ", shape, " parameter(", p, ")"));
+  }
+  for (size_t m = 0; m < members.size(); ++m) {
+    const LineParts& member = *members[m];
+    const std::string& line = lines_[instructions_[group.members[m]].line];
+    std::string operands;
+    if (member.opcode == "constant") {
+      operands = line.substr(member.operands_begin,
+                             member.operands_end - member.operands_begin);
+    } else {
+      std::vector<std::string> names;
+      for (const std::string& operand : member.operands) {
+        names.push_back("%" + inner(operand));
+      }
+      operands = absl::StrJoin(names, ", ");
+    }
+    const bool root = single && &member == outputs[0];
+    body.push_back(
+        absl::StrCat("  ", root ? "ROOT " : "", "%", inner(member.name), " = ",
+                     DecidedShape(computation, member), " ", member.opcode, "(",
+                     operands, ")", line.substr(member.operands_end + 1)));
+  }
+  std::string fusion_name = outputs[0]->name;
+  if (!single) {
+    fusion_name = names_.Make(absl::StrCat("gopt_fusion", suffix));
+    std::vector<std::string> roots;
+    for (const LineParts* out : outputs)
+      roots.push_back("%" + inner(out->name));
+    body.push_back(absl::StrCat(
+        "  ROOT %", names_.Make(absl::StrCat("gopt_tuple", suffix)), " = ",
+        root_shape, " tuple(", absl::StrJoin(roots, ", "), ")"));
+  }
+  body[0] =
+      absl::StrCat("%", fused_name, " (", absl::StrJoin(header_params, ", "),
+                   ") -> ", root_shape, " {");
+  body.push_back("}");
+  body.push_back("");
+
+  // The fusion (and its get-tuple-elements) replaces the last member line.
+  const size_t last = instructions_[group.members.back()].line;
+  const std::string& indent = members.back()->indent;
+  std::vector<std::string> externals_text;
+  for (const std::string& e : externals) externals_text.push_back("%" + e);
+  std::string fusion =
+      absl::StrCat(indent, single && outputs[0]->is_root ? "ROOT " : "", "%",
+                   fusion_name, " = ", single ? outputs[0]->shape : root_shape,
+                   " fusion(", absl::StrJoin(externals_text, ", "),
+                   "), kind=", FusionKind(outputs), ", calls=%", fused_name);
+  const std::string& out_line =
+      lines_[instructions_[group.members[member_of.at(outputs[0]->name)]].line];
+  if (const size_t at = FindAttribute(out_line, "metadata=");
+      at != absl::string_view::npos) {
+    absl::StrAppend(&fusion, ", ",
+                    out_line.substr(at, ValueEnd(out_line, at + 9) - at));
+  }
+  std::vector<std::string>& replacement = rewrite.replace[last];
+  replacement.push_back(std::move(fusion));
+  if (!single) {
+    HloDecision fusion_decision = *DecisionOf(computation, outputs[0]->name);
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      replacement.push_back(
+          absl::StrCat(indent, outputs[j]->is_root ? "ROOT " : "", "%",
+                       outputs[j]->name, " = ", outputs[j]->shape,
+                       " get-tuple-element(%", fusion_name, "), index=", j));
+      (*decisions_)[{computation, outputs[j]->name}].kernel = -1;
+    }
+    (*decisions_)[{computation, fusion_name}] = std::move(fusion_decision);
+  }
+  for (size_t i : group.members) {
+    if (instructions_[i].line != last) rewrite.replace[instructions_[i].line];
+  }
+  return rewrite;
+}
+
+// Puts the instruction lines `slots` of one computation in a stable
+// topological order (operands and control predecessors first); leaves them
+// as they are if they form a cycle.
+void SortComputation(const std::vector<size_t>& slots,
+                     std::vector<std::string>* lines) {
+  const size_t n = slots.size();
+  std::vector<std::optional<LineParts>> parts(n);
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i) {
+    parts[i] = ParseLine((*lines)[slots[i]]);
+    if (parts[i].has_value()) index[parts[i]->name] = i;
+  }
+  std::vector<int> waiting(n, 0);
+  std::vector<std::vector<size_t>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!parts[i].has_value()) continue;
+    std::vector<std::string> uses = parts[i]->operands;
+    for (std::string& name : ControlPredecessors((*lines)[slots[i]])) {
+      uses.push_back(std::move(name));
+    }
+    absl::flat_hash_set<size_t> seen;
+    for (const std::string& name : uses) {
+      auto it = index.find(name);
+      if (it != index.end() && it->second != i &&
+          seen.insert(it->second).second) {
+        users[it->second].push_back(i);
+        ++waiting[i];
+      }
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) ready.push(i);
+  }
+  std::vector<std::string> sorted;
+  sorted.reserve(n);
+  while (!ready.empty()) {
+    const size_t i = ready.top();
+    ready.pop();
+    sorted.push_back((*lines)[slots[i]]);
+    for (size_t user : users[i]) {
+      if (--waiting[user] == 0) ready.push(user);
+    }
+  }
+  if (sorted.size() != n) return;
+  for (size_t i = 0; i < n; ++i) (*lines)[slots[i]] = std::move(sorted[i]);
+}
+
+// The line where computation `name`'s header is: the unindented line
+// ending in '{' before its first instruction.
+size_t HeaderLine(const std::vector<std::string>& lines, size_t first) {
+  size_t line = first;
+  while (line > 0) {
+    --line;
+    const std::string& text = lines[line];
+    if (!text.empty() && !absl::ascii_isspace(text[0]) &&
+        absl::EndsWith(absl::StripTrailingAsciiWhitespace(text), "{")) {
+      return line;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+HloTextFusion WriteFusionInstructions(
+    std::vector<std::string> lines,
+    const std::vector<InstructionLine>& instructions, HloDecisions* decisions) {
+  HloTextFusion result;
+  std::vector<Group> groups;
+  absl::flat_hash_map<int32_t, size_t> group_of;
+  absl::flat_hash_map<std::string, size_t> first_line;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const InstructionLine& instruction = instructions[i];
+    first_line.try_emplace(instruction.computation, instruction.line);
+    auto it = decisions->find({instruction.computation, instruction.name});
+    if (it == decisions->end() || it->second.kernel < 0) continue;
+    auto [at, added] = group_of.try_emplace(it->second.kernel, groups.size());
+    if (added) groups.push_back({instruction.computation, it->second.kernel});
+    groups[at->second].members.push_back(i);
+  }
+  Fuser fuser(lines, instructions, decisions);
+  absl::flat_hash_map<size_t, std::vector<std::string>> before;  // by line
+  absl::flat_hash_map<size_t, std::vector<std::string>> replace;
+  absl::flat_hash_set<std::string> changed;
+  for (const Group& group : groups) {
+    if (group.members.size() < 2) continue;
+    std::vector<std::string> names;
+    std::string spans;
+    for (size_t i : group.members) {
+      names.push_back(instructions[i].name);
+      if (instructions[i].computation != group.computation) {
+        spans = absl::StrCat(
+            "its instructions are in computations '", group.computation,
+            "' and '", instructions[i].computation,
+            "' (a call gopt inlined into its caller), and XLA fuses within "
+            "one computation");
+      }
+    }
+    auto rewrite =
+        spans.empty()
+            ? fuser.Rewrite(group)
+            : std::variant<GroupRewrite, std::string>(std::move(spans));
+    if (auto* why = std::get_if<std::string>(&rewrite)) {
+      result.warnings.push_back(absl::StrCat(
+          "fusion group ", group.kernel, " (", absl::StrJoin(names, ", "),
+          ") is written as frontend attribute ", kHloKernelAttribute,
+          " only, not as a fusion instruction: ", *why));
+      continue;
+    }
+    GroupRewrite& done = std::get<GroupRewrite>(rewrite);
+    std::vector<std::string>& header =
+        before[HeaderLine(lines, first_line.at(group.computation))];
+    header.insert(header.end(), done.fused_computation.begin(),
+                  done.fused_computation.end());
+    for (auto& [line, replacement] : done.replace) {
+      replace[line] = std::move(replacement);
+    }
+    changed.insert(group.computation);
+    ++result.fusions;
+  }
+  if (result.fusions == 0) {
+    result.lines = std::move(lines);
+    return result;
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (auto it = before.find(i); it != before.end()) {
+      for (std::string& line : it->second) result.lines.push_back(line);
+    }
+    if (auto it = replace.find(i); it != replace.end()) {
+      for (std::string& line : it->second) result.lines.push_back(line);
+    } else {
+      result.lines.push_back(std::move(lines[i]));
+    }
+  }
+  absl::StatusOr<std::vector<InstructionLine>> rewritten =
+      FindInstructions(result.lines);
+  if (rewritten.ok()) {
+    absl::flat_hash_map<std::string, std::vector<size_t>> slots;
+    for (const InstructionLine& instruction : *rewritten) {
+      if (changed.contains(instruction.computation)) {
+        slots[instruction.computation].push_back(instruction.line);
+      }
+    }
+    for (const auto& [computation, computation_slots] : slots) {
+      SortComputation(computation_slots, &result.lines);
+    }
+  }
+  return result;
+}
+
+}  // namespace gopt::graph
