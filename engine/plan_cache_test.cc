@@ -95,6 +95,43 @@ TEST(PlanCacheTest, MissStoresThenTheSameRequestHits) {
   EXPECT_THAT(stages, ::testing::ElementsAre("store", "total"));
 }
 
+std::vector<std::string> Stages(const gopt::v1::OptimizeResponse& response) {
+  std::vector<std::string> stages;
+  for (const auto& timing : response.timings())
+    stages.push_back(timing.stage());
+  return stages;
+}
+
+// Another writer (a replica on the same store) improves the entry: the
+// kept answer's digest no longer matches, so the next request reads the new
+// entry and simulates it afresh (its hit counted once), and that answer is
+// kept in turn.
+TEST(PlanCacheTest, KeptAnswerIsDroppedOnceAnotherWriterImprovesTheEntry) {
+  const std::shared_ptr<PlanStore> store = testing::FreshSqliteStore();
+  const Engine engine = EngineWith(store);
+  Optimize(engine, Request());
+  Optimize(engine, Request());
+  const gopt::v1::OptimizeResponse kept = Optimize(engine, Request());
+  ASSERT_THAT(Stages(kept), ::testing::ElementsAre("store", "total"));
+  absl::StatusOr<PlanStoreEntry> better =
+      store->Lookup(kept.store_entry().key());
+  ASSERT_TRUE(better.ok()) << better.status();
+  better->mutable_provenance()->set_method("another-replica");
+  better->set_step_time_s(better->step_time_s() / 2);
+  ASSERT_TRUE(store->Put(*better, "", PutMode::kKeepBest).ok());
+
+  const gopt::v1::OptimizeResponse fresh = Optimize(engine, Request());
+  EXPECT_EQ(fresh.store_result(), "hit");
+  EXPECT_EQ(fresh.store_entry().provenance().method(), "another-replica");
+  EXPECT_THAT(Stages(fresh), Contains("import"));
+  EXPECT_EQ(fresh.store_entry().hits(), 3);
+  const gopt::v1::OptimizeResponse again = Optimize(engine, Request());
+  EXPECT_THAT(Stages(again), ::testing::ElementsAre("store", "total"));
+  EXPECT_EQ(again.store_entry().provenance().method(), "another-replica");
+  EXPECT_EQ(again.store_entry().hits(), 4);
+  EXPECT_EQ(again.step_time_s(), fresh.step_time_s());
+}
+
 TEST(PlanCacheTest, RenamedNodesHitThroughTheFingerprint) {
   const Engine engine = EngineWith(testing::FreshSqliteStore());
   const gopt::v1::OptimizeResponse miss = Optimize(engine, Request());
