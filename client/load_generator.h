@@ -38,8 +38,11 @@ struct LoadReport {
 
 // Sends `request` with `options.concurrency` threads back to back until the
 // duration or request count is reached, through `client` (its deadline and
-// retries apply to each request). InvalidArgument for concurrency < 1 or
-// a non-positive duration. Thread-safe with respect to the client.
+// retries apply to each request). The request is serialized once and the
+// answers are not parsed (an OK status counts), so that the generator's own
+// CPU, often on the server's host, goes to gRPC alone. InvalidArgument for
+// concurrency < 1 or a non-positive duration. Thread-safe with respect to the
+// client.
 absl::StatusOr<LoadReport> RunLoad(const OptimizerClient& client,
                                    const gopt::v1::OptimizeRequest& request,
                                    const LoadOptions& options);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "graph/importer.h"
 #include "grpcpp/client_context.h"
@@ -76,6 +77,7 @@ OptimizerClient::OptimizerClient(const ClientOptions& options,
     : options_(options),
       channel_(std::move(channel)),
       stub_(gopt::v1::GraphOptimizer::NewStub(channel_)),
+      generic_(std::make_unique<grpc::GenericStub>(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)) {}
 
 absl::Status OptimizerClient::WithRetries(
@@ -100,6 +102,24 @@ absl::StatusOr<gopt::v1::OptimizeResponse> OptimizerClient::Optimize(
   gopt::v1::OptimizeResponse response;
   RETURN_IF_ERROR(WithRetries([&](grpc::ClientContext* context) {
     return stub_->Optimize(context, request, &response);
+  }));
+  return response;
+}
+
+absl::StatusOr<grpc::ByteBuffer> OptimizerClient::OptimizeSerialized(
+    const grpc::ByteBuffer& request) const {
+  grpc::ByteBuffer response;
+  RETURN_IF_ERROR(WithRetries([&](grpc::ClientContext* context) {
+    absl::Notification done;
+    grpc::Status status;
+    generic_->UnaryCall(context, "/gopt.v1.GraphOptimizer/Optimize",
+                        grpc::StubOptions(), &request, &response,
+                        [&](grpc::Status finished) {
+                          status = std::move(finished);
+                          done.Notify();
+                        });
+    done.WaitForNotification();
+    return status;
   }));
   return response;
 }

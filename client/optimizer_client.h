@@ -12,6 +12,8 @@
 #include "gopt/v1/optimizer.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/support/byte_buffer.h"
 
 namespace gopt::client {
 
@@ -66,6 +68,11 @@ class OptimizerClient {
 
   absl::StatusOr<gopt::v1::OptimizeResponse> Optimize(
       const gopt::v1::OptimizeRequest& request) const;
+  // Optimize with a request already serialized, answered with the
+  // response's bytes, unparsed (what `gopt load` sends, so that its own CPU
+  // goes to gRPC rather than to protobuf).
+  absl::StatusOr<grpc::ByteBuffer> OptimizeSerialized(
+      const grpc::ByteBuffer& request) const;
   // Optimize with progress: `on_progress` is called (on this thread) for
   // each progress event before the result arrives. Retried on UNAVAILABLE
   // only before the first event.
@@ -96,6 +103,7 @@ class OptimizerClient {
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gopt::v1::GraphOptimizer::Stub> stub_;
+  std::unique_ptr<grpc::GenericStub> generic_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 

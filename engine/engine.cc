@@ -956,7 +956,8 @@ Engine::Engine(const EngineOptions& options,
                std::shared_ptr<const PolicyRegistry> policies)
     : options_(options),
       policies_(std::move(policies)),
-      plan_cache_(options.plan_store, options.plan_store_kept_answers) {
+      plan_cache_(options.plan_store, options.plan_store_kept_answers,
+                  options.plan_store_kept_answer_bytes) {
   graph::RegisterBuiltinImporters(&importers_);
   simulator::baselines::RegisterBuiltinBaselines(&baselines_);
 }
@@ -964,12 +965,24 @@ Engine::Engine(const EngineOptions& options,
 absl::StatusOr<OptimizeResponse> Engine::Optimize(
     const OptimizeRequest& request, const RequestContext& context) const {
   engine::PlanCacheRequest store(&plan_cache_, request, *context.clock);
-  if (std::optional<OptimizeResponse> answer = store.AnswerBeforeImport()) {
-    return *std::move(answer);
+  if (std::optional<SerializedResponse> kept = store.AnswerBeforeImport()) {
+    return Parse(*kept);
   }
   OptimizeRun run(options_, importers_, baselines_, cost_model_,
                   policies_.get(), &policy_times_, request, context, &store);
   return run.Run();
+}
+
+absl::StatusOr<SerializedResponse> Engine::OptimizeSerialized(
+    const OptimizeRequest& request, const RequestContext& context) const {
+  engine::PlanCacheRequest store(&plan_cache_, request, *context.clock);
+  if (std::optional<SerializedResponse> kept = store.AnswerBeforeImport()) {
+    return *std::move(kept);
+  }
+  OptimizeRun run(options_, importers_, baselines_, cost_model_,
+                  policies_.get(), &policy_times_, request, context, &store);
+  ASSIGN_OR_RETURN(OptimizeResponse response, run.Run());
+  return Serialize(std::move(response));
 }
 
 absl::StatusOr<EvaluateResponse> Engine::Evaluate(

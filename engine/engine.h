@@ -73,6 +73,8 @@ struct EngineOptions {
   // skips the import (engine::PlanCache); 0 = import every request.
   // Default 64.
   int plan_store_kept_answers = 64;
+  // ... and at most this many bytes of them (request graphs and responses).
+  int64_t plan_store_kept_answer_bytes = kDefaultKeptAnswerBytes;
   // Largest response an OptimizeRequest.return_graph may make, in bytes
   // (gopt-server: its message limit); larger is ResourceExhausted naming
   // it. 0 (default; the CLI): no limit.
@@ -164,6 +166,12 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   absl::StatusOr<gopt::v1::OptimizeResponse> Optimize(
+      const gopt::v1::OptimizeRequest& request,
+      const RequestContext& context) const;
+  // Optimize, answered in wire form (what gopt-server sends): an answer the
+  // plan store's memo keeps (engine::PlanCache) is its serialized bytes as
+  // kept, never built or serialized again.
+  absl::StatusOr<SerializedResponse> OptimizeSerialized(
       const gopt::v1::OptimizeRequest& request,
       const RequestContext& context) const;
 

@@ -1,6 +1,7 @@
 #include "engine/plan_cache.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -56,26 +57,66 @@ std::string PolicyOf(const OptimizeResponse& response) {
 
 }  // namespace
 
-PlanCache::PlanCache(std::shared_ptr<PlanStore> store, int max_answers)
-    : store_(std::move(store)), max_answers_(max_answers) {}
-
-std::optional<PlanCache::Answer> PlanCache::FindAnswer(
-    const std::string& exact_key) const {
-  absl::MutexLock lock(&mutex_);
-  const auto found = answers_.find(exact_key);
-  if (found == answers_.end()) return std::nullopt;
-  return found->second;
+SerializedResponse Serialize(OptimizeResponse response) {
+  SerializedResponse serialized;
+  serialized.body =
+      std::make_shared<const std::string>(response.SerializeAsString());
+  response.clear_plan();
+  response.clear_decisions();
+  response.clear_kernel_tiles();
+  response.clear_device_summaries();
+  response.clear_verified();
+  response.clear_optimized_graph();
+  serialized.summary = std::move(response);
+  return serialized;
 }
 
-void PlanCache::KeepAnswer(const std::string& exact_key, Answer answer) {
-  if (max_answers_ <= 0) return;
-  absl::MutexLock lock(&mutex_);
-  if (answers_.insert_or_assign(exact_key, std::move(answer)).second) {
-    answer_order_.push_back(exact_key);
+absl::StatusOr<OptimizeResponse> Parse(const SerializedResponse& serialized) {
+  OptimizeResponse response;
+  if (!response.ParseFromString(*serialized.body) ||
+      !response.MergeFromString(serialized.tail)) {
+    return absl::InternalError("a kept plan store answer does not parse");
   }
-  while (static_cast<int>(answer_order_.size()) > max_answers_) {
-    answers_.erase(answer_order_.front());
-    answer_order_.pop_front();
+  return response;
+}
+
+PlanCache::PlanCache(std::shared_ptr<PlanStore> store, int max_answers,
+                     int64_t max_bytes)
+    : store_(std::move(store)),
+      max_answers_(max_answers),
+      max_bytes_(max_bytes) {}
+
+std::shared_ptr<const PlanCache::Answer> PlanCache::FindAnswer(
+    const ExactRequestIdentity& identity) {
+  if (max_answers_ <= 0) return nullptr;
+  const size_t hash = identity.Hash();
+  absl::MutexLock lock(&mutex_);
+  const auto found = by_hash_.find(hash);
+  // Another request with the same hash (a collision) is no answer.
+  if (found == by_hash_.end() || !((*found->second)->identity == identity)) {
+    return nullptr;
+  }
+  answers_.splice(answers_.begin(), answers_, found->second);
+  return answers_.front();
+}
+
+void PlanCache::KeepAnswer(std::shared_ptr<const Answer> answer) {
+  if (max_answers_ <= 0 || answer->bytes > max_bytes_) return;
+  const size_t hash = answer->identity.Hash();
+  absl::MutexLock lock(&mutex_);
+  if (const auto found = by_hash_.find(hash); found != by_hash_.end()) {
+    bytes_ -= (*found->second)->bytes;
+    answers_.erase(found->second);
+    by_hash_.erase(found);
+  }
+  bytes_ += answer->bytes;
+  answers_.push_front(std::move(answer));
+  by_hash_[hash] = answers_.begin();
+  while (static_cast<int>(answers_.size()) > max_answers_ ||
+         bytes_ > max_bytes_) {
+    bytes_ -= answers_.back()->bytes;
+    by_hash_.erase(answers_.back()->identity.Hash());
+    answers_.pop_back();
   }
 }
 
@@ -104,35 +145,56 @@ void PlanCacheRequest::Warn(const absl::Status& status, absl::string_view what,
   response->set_store_result("error");
 }
 
-std::optional<OptimizeResponse> PlanCacheRequest::AnswerBeforeImport() {
-  if (!reads() && !writes()) return std::nullopt;
-  exact_key_ = ExactRequestKey(request_);
-  if (!reads() || request_.verify() > 0) return std::nullopt;
-  std::optional<PlanCache::Answer> answer = cache_->FindAnswer(exact_key_);
-  if (!answer.has_value()) return std::nullopt;
-  const absl::Time start = clock_.Now();
-  absl::StatusOr<PlanStoreEntry> entry = cache_->store()->Lookup(exact_key_);
-  // Any doubt (a store error, a changed entry) takes the full path, which
-  // reports it.
-  if (!entry.ok() || entry->key() != answer->entry_key ||
-      entry->provenance().updated_unix_micros() !=
-          answer->entry_updated_unix_micros ||
-      entry->step_time_s() != answer->entry_step_time_s ||
-      !EffortAtLeast(entry->provenance(), request_.budget().mode(),
+const std::string& PlanCacheRequest::exact_key() {
+  if (exact_key_.empty()) exact_key_ = ExactRequestKey(request_);
+  return exact_key_;
+}
+
+absl::StatusOr<PlanStoreTouch> PlanCacheRequest::TouchOnce(
+    const std::string& key) {
+  if (touched_key_ != key) {
+    touched_key_ = key;
+    touched_ = cache_->store()->Touch(key);
+  }
+  return touched_;
+}
+
+std::optional<SerializedResponse> PlanCacheRequest::AnswerBeforeImport() {
+  if (!reads() || request_.verify() > 0 ||
+      request_.options().reward() !=
+          gopt::v1::OptimizeOptions::REWARD_SIMULATED) {
+    return std::nullopt;
+  }
+  const std::shared_ptr<const PlanCache::Answer> answer =
+      cache_->FindAnswer(ExactRequestIdentity(request_));
+  if (answer == nullptr ||
+      !EffortAtLeast(answer->entry.provenance(), request_.budget().mode(),
                      request_.budget().fine_tune_steps(),
                      request_.budget().seconds())) {
     return std::nullopt;
   }
-  OptimizeResponse response = std::move(answer->response);
-  response.clear_timings();
-  absl::Status touched = cache_->store()->Touch(entry->key());
-  if (!touched.ok()) Warn(touched, "counting the hit", &response);
-  entry->set_hits(entry->hits() + 1);
-  *response.mutable_store_entry() = WithoutPlan(*entry);
+  const absl::Time start = clock_.Now();
+  absl::StatusOr<PlanStoreTouch> touched = TouchOnce(answer->entry.key());
+  // Any doubt (a store error, a changed or gone entry) takes the full
+  // path, which reports it.
+  if (!touched.ok() || touched->value_digest != answer->value_digest) {
+    return std::nullopt;
+  }
+  exact_key_ = answer->exact_key;
+  OptimizeResponse tail;
+  PlanStoreEntry* entry = tail.mutable_store_entry();
+  *entry = answer->entry;
+  entry->set_hits(touched->hits);
+  entry->set_last_used_unix_micros(touched->last_used_unix_micros);
   const double seconds = absl::ToDoubleSeconds(clock_.Now() - start);
-  AddTiming("store", seconds, &response);
-  AddTiming("total", seconds, &response);
-  return response;
+  AddTiming("store", seconds, &tail);
+  AddTiming("total", seconds, &tail);
+  SerializedResponse serialized;
+  serialized.body = answer->body;
+  serialized.tail = tail.SerializeAsString();
+  serialized.summary = answer->summary;
+  serialized.summary.MergeFrom(tail);
+  return serialized;
 }
 
 std::optional<StoredPlan> PlanCacheRequest::AfterImport(
@@ -212,25 +274,46 @@ void PlanCacheRequest::KeepRequest(OptimizeResponse* response) {
   }
 }
 
+void PlanCacheRequest::KeepAnswer(const PlanStoreTouch& touched,
+                                  const OptimizeResponse& response) {
+  // The entry this answer was simulated from must be the one stored now:
+  // its digest, recomputed, against the store's (another writer may have
+  // replaced it since the lookup; then nothing is kept).
+  const std::string digest(ValueDigest(EncodeEntryValue(*entry_)));
+  if (digest != touched.value_digest) return;
+  auto answer = std::make_shared<PlanCache::Answer>(
+      ExactRequestIdentity(request_).Owned());
+  answer->exact_key = exact_key();
+  answer->value_digest = digest;
+  answer->entry = WithoutPlan(*entry_);
+  OptimizeResponse kept = response;
+  kept.clear_store_entry();
+  kept.clear_timings();
+  SerializedResponse serialized = Serialize(std::move(kept));
+  answer->body = std::move(serialized.body);
+  answer->summary = std::move(serialized.summary);
+  answer->bytes =
+      static_cast<int64_t>(answer->identity.bytes() + answer->body->size() +
+                           answer->summary.SpaceUsedLong());
+  cache_->KeepAnswer(std::move(answer));
+}
+
 void PlanCacheRequest::AfterAnswer(OptimizeResponse* response) {
   if (!reads() && !writes()) return;
   const bool from_store =
       stored_plan_.has_value() && SamePlan(*stored_plan_, response->plan());
   response->set_from_store(from_store);
   if (answered_ && from_store) {
-    absl::Status touched = cache_->store()->Touch(entry_->key());
-    if (!touched.ok()) Warn(touched, "counting the hit", response);
-    entry_->set_hits(entry_->hits() + 1);
-    *response->mutable_store_entry() = WithoutPlan(*entry_);
-    if (!response->partial()) {
-      PlanCache::Answer answer;
-      answer.entry_key = entry_->key();
-      answer.entry_updated_unix_micros =
-          entry_->provenance().updated_unix_micros();
-      answer.entry_step_time_s = entry_->step_time_s();
-      answer.response = *response;
-      cache_->KeepAnswer(exact_key_, std::move(answer));
+    absl::StatusOr<PlanStoreTouch> touched = TouchOnce(entry_->key());
+    if (!touched.ok()) {
+      Warn(touched.status(), "counting the hit", response);
+      entry_->set_hits(entry_->hits() + 1);
+    } else {
+      entry_->set_hits(touched->hits);
+      entry_->set_last_used_unix_micros(touched->last_used_unix_micros);
     }
+    *response->mutable_store_entry() = WithoutPlan(*entry_);
+    if (touched.ok() && !response->partial()) KeepAnswer(*touched, *response);
     return;
   }
   if (!writes() || plan_key_.empty()) {
@@ -267,7 +350,7 @@ void PlanCacheRequest::AfterAnswer(OptimizeResponse* response) {
                            ? PutMode::kReplace
                            : PutMode::kKeepBest;
   absl::StatusOr<bool> stored =
-      cache_->store()->Put(incoming, exact_key_, mode);
+      cache_->store()->Put(incoming, exact_key(), mode);
   if (!stored.ok()) {
     Warn(stored.status(), "writing the plan back", response);
     return;

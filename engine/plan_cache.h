@@ -2,14 +2,17 @@
 #define GOPT_ENGINE_PLAN_CACHE_H_
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/plan_key.h"
 #include "engine/plan_store.h"
 #include "gopt/v1/optimizer.pb.h"
 #include "graph/graph.h"
@@ -24,20 +27,55 @@ namespace gopt::engine {
 // are not refined).
 inline constexpr int64_t kMaxKeptRequestBytes = int64_t{64} << 20;
 
+// Default byte cap of PlanCache's kept answers.
+inline constexpr int64_t kDefaultKeptAnswerBytes = int64_t{256} << 20;
+
+// An Optimize response in wire form: the bytes of `body` followed by
+// `tail` parse as one OptimizeResponse (protobuf concatenation: `tail`
+// only holds fields `body` lacks). `summary` is that response without its
+// per-node fields (plan, decisions, kernel tiles, device summaries,
+// verified candidates, optimized graph): what metrics and logs read.
+struct SerializedResponse {
+  std::shared_ptr<const std::string> body;
+  std::string tail;
+  gopt::v1::OptimizeResponse summary;
+};
+
+// `response` in wire form (body only); moves it into the summary.
+SerializedResponse Serialize(gopt::v1::OptimizeResponse response);
+// The message a SerializedResponse holds. Internal if it does not parse.
+absl::StatusOr<gopt::v1::OptimizeResponse> Parse(
+    const SerializedResponse& serialized);
+
 // The Engine's use of a PlanStore (the "store" stage of DESIGN.md's data
-// flow), shared by all its requests. Holds the store and the answers it
-// recently gave from it, so that an identical request (same exact key, same
-// stored entry) is answered without importing the graph: the simulator is
-// deterministic, so re-simulating the same plan on the same graph bytes and
-// topology gives the numbers kept with that answer. A changed entry (another
-// writer improved it) is simulated afresh.
+// flow), shared by all its requests. Holds the store and a memo of the
+// answers it recently gave from it, so that an identical request is
+// answered without importing, simulating or serializing anything.
+//
+// The memo is keyed by the request's exact identity (plan_key.h: its graph
+// bytes and everything else the exact key covers, compared byte for byte,
+// found by a fast hash) and remembers the store entry each answer came
+// from by the digest of its stored value. Every memo hit is validated
+// against the store: Touch (which counts the hit anyway) returns the
+// entry's current digest without reading its value, and only the same
+// digest serves the memo. So an entry improved by another process or
+// replica (a new value, a new digest) is read and simulated afresh, and an
+// evicted or pruned one misses. This is not trusting the store's numbers
+// blindly: re-simulation is deterministic for a given plan, graph and
+// simulator, the digest pins the plan, the exact identity pins the graph
+// bytes and topology, and the simulator and cost model are the Engine's
+// own (a memo lives and dies with its Engine), so simulating again would
+// give the very numbers kept. At most `max_answers` answers and
+// `max_bytes` bytes (request graphs and responses) are kept, least
+// recently used dropped first.
 //
 // Thread-safe.
 class PlanCache {
  public:
-  // `store` may be null: then every request is "skip". At most
-  // `max_answers` answers are kept (oldest dropped first).
-  explicit PlanCache(std::shared_ptr<PlanStore> store, int max_answers = 64);
+  // `store` may be null: then every request is "skip". `max_answers` 0:
+  // no memo.
+  explicit PlanCache(std::shared_ptr<PlanStore> store, int max_answers = 64,
+                     int64_t max_bytes = kDefaultKeptAnswerBytes);
   PlanCache(const PlanCache&) = delete;
   PlanCache& operator=(const PlanCache&) = delete;
 
@@ -47,19 +85,32 @@ class PlanCache {
   friend class PlanCacheRequest;
 
   struct Answer {
-    std::string entry_key;
-    int64_t entry_updated_unix_micros = 0;
-    double entry_step_time_s = 0;
-    gopt::v1::OptimizeResponse response;
+    explicit Answer(ExactRequestIdentity owned_identity)
+        : identity(std::move(owned_identity)) {}
+    const ExactRequestIdentity identity;  // owns its graph bytes
+    std::string exact_key;
+    std::string value_digest;  // of the entry it came from
+    PlanStoreEntry entry;      // that entry, without its plan
+    // The response without store_entry and timings (they change with
+    // every hit), serialized once; and its summary.
+    std::shared_ptr<const std::string> body;
+    gopt::v1::OptimizeResponse summary;
+    int64_t bytes = 0;
   };
-  std::optional<Answer> FindAnswer(const std::string& exact_key) const;
-  void KeepAnswer(const std::string& exact_key, Answer answer);
+  using AnswerList = std::list<std::shared_ptr<const Answer>>;
+
+  std::shared_ptr<const Answer> FindAnswer(
+      const ExactRequestIdentity& identity);
+  void KeepAnswer(std::shared_ptr<const Answer> answer);
 
   const std::shared_ptr<PlanStore> store_;
   const int max_answers_;
-  mutable absl::Mutex mutex_;
-  absl::flat_hash_map<std::string, Answer> answers_ ABSL_GUARDED_BY(mutex_);
-  std::deque<std::string> answer_order_ ABSL_GUARDED_BY(mutex_);
+  const int64_t max_bytes_;
+  absl::Mutex mutex_;
+  AnswerList answers_ ABSL_GUARDED_BY(mutex_);  // most recently used first
+  absl::flat_hash_map<size_t, AnswerList::iterator> by_hash_
+      ABSL_GUARDED_BY(mutex_);
+  int64_t bytes_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 // A stored plan the request can use, re-simulated on its graph.
@@ -87,9 +138,10 @@ class PlanCacheRequest {
                    const Clock& clock);
 
   // The answer kept for this exact request when the store's entry is still
-  // the one it came from and was made with at least this request's effort
-  // (timings and store_entry refreshed); nullopt otherwise.
-  std::optional<gopt::v1::OptimizeResponse> AnswerBeforeImport();
+  // the one it came from (its hit counted) and was made with at least this
+  // request's effort, with store_entry and timings of this hit; nullopt
+  // otherwise.
+  std::optional<SerializedResponse> AnswerBeforeImport();
 
   // Computes the plan key and looks it up. Returns the stored plan
   // simulated on `simulator` when it fits the graph and topology and
@@ -111,6 +163,11 @@ class PlanCacheRequest {
  private:
   bool reads() const;
   bool writes() const;
+  const std::string& exact_key();
+  // Counts a hit on `key` once per request (AnswerBeforeImport may have).
+  absl::StatusOr<PlanStoreTouch> TouchOnce(const std::string& key);
+  void KeepAnswer(const PlanStoreTouch& touched,
+                  const gopt::v1::OptimizeResponse& response);
   void Warn(const absl::Status& status, absl::string_view what,
             gopt::v1::OptimizeResponse* response);
   void KeepRequest(gopt::v1::OptimizeResponse* response);
@@ -118,7 +175,7 @@ class PlanCacheRequest {
   PlanCache* const cache_;
   const gopt::v1::OptimizeRequest& request_;
   const Clock& clock_;
-  std::string exact_key_;
+  std::string exact_key_;  // computed when first needed
   std::string plan_key_;
   std::string fingerprint_;
   std::optional<PlanStoreEntry> entry_;        // what the store held
@@ -126,6 +183,8 @@ class PlanCacheRequest {
   bool answered_ = false;                      // the stored plan is the answer
   bool replace_ = false;  // the stored plan did not fit: replace it
   int64_t num_simulations_before_ = 0;
+  std::string touched_key_;  // the entry whose hit was counted, if any
+  absl::StatusOr<PlanStoreTouch> touched_;
 };
 
 }  // namespace gopt::engine

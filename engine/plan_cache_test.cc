@@ -6,8 +6,12 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
 #include "engine/engine.h"
 #include "engine/plan_store.h"
 #include "engine/testing/test_stores.h"
@@ -91,6 +95,43 @@ TEST(PlanCacheTest, MissStoresThenTheSameRequestHits) {
   EXPECT_THAT(stages, ::testing::ElementsAre("store", "total"));
 }
 
+std::vector<std::string> Stages(const gopt::v1::OptimizeResponse& response) {
+  std::vector<std::string> stages;
+  for (const auto& timing : response.timings())
+    stages.push_back(timing.stage());
+  return stages;
+}
+
+// Another writer (a replica on the same store) improves the entry: the
+// kept answer's digest no longer matches, so the next request reads the new
+// entry and simulates it afresh (its hit counted once), and that answer is
+// kept in turn.
+TEST(PlanCacheTest, KeptAnswerIsDroppedOnceAnotherWriterImprovesTheEntry) {
+  const std::shared_ptr<PlanStore> store = testing::FreshSqliteStore();
+  const Engine engine = EngineWith(store);
+  Optimize(engine, Request());
+  Optimize(engine, Request());
+  const gopt::v1::OptimizeResponse kept = Optimize(engine, Request());
+  ASSERT_THAT(Stages(kept), ::testing::ElementsAre("store", "total"));
+  absl::StatusOr<PlanStoreEntry> better =
+      store->Lookup(kept.store_entry().key());
+  ASSERT_TRUE(better.ok()) << better.status();
+  better->mutable_provenance()->set_method("another-replica");
+  better->set_step_time_s(better->step_time_s() / 2);
+  ASSERT_TRUE(store->Put(*better, "", PutMode::kKeepBest).ok());
+
+  const gopt::v1::OptimizeResponse fresh = Optimize(engine, Request());
+  EXPECT_EQ(fresh.store_result(), "hit");
+  EXPECT_EQ(fresh.store_entry().provenance().method(), "another-replica");
+  EXPECT_THAT(Stages(fresh), Contains("import"));
+  EXPECT_EQ(fresh.store_entry().hits(), 3);
+  const gopt::v1::OptimizeResponse again = Optimize(engine, Request());
+  EXPECT_THAT(Stages(again), ::testing::ElementsAre("store", "total"));
+  EXPECT_EQ(again.store_entry().provenance().method(), "another-replica");
+  EXPECT_EQ(again.store_entry().hits(), 4);
+  EXPECT_EQ(again.step_time_s(), fresh.step_time_s());
+}
+
 TEST(PlanCacheTest, RenamedNodesHitThroughTheFingerprint) {
   const Engine engine = EngineWith(testing::FreshSqliteStore());
   const gopt::v1::OptimizeResponse miss = Optimize(engine, Request());
@@ -165,6 +206,100 @@ TEST(PlanCacheTest, StoreFaultsBecomeWarnings) {
                 Contains(HasSubstr("answering without the store")));
     EXPECT_EQ(response.plan().device_size(), 9);
   }
+}
+
+// redis-server SIGKILLed while requests stream through the engine from
+// several threads: no request fails; every request that started after the
+// kill answers without the store and says so; once redis-server is back
+// and the reconnect backoff (a fake clock) has passed, requests store and
+// hit again. The kill comes after a count of answers, never a time.
+TEST(PlanCacheTest, RedisKilledMidLoadFailsNoRequest) {
+  testing::RedisServer redis;
+  FakeClock clock;
+  PlanStoreOptions options;
+  options.clock = &clock;
+  absl::StatusOr<std::unique_ptr<PlanStore>> opened =
+      OpenPlanStore(redis.url(), options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const Engine engine =
+      EngineWith(std::shared_ptr<PlanStore>(*std::move(opened)));
+  ASSERT_EQ(Optimize(engine, Request()).store_result(), "miss");
+
+  constexpr int kThreads = 4;
+  constexpr int kRequestsPerThread = 8;
+  constexpr int kKillAfter = 6;  // answers
+  struct Answer {
+    bool after_kill = false;
+    absl::StatusOr<gopt::v1::OptimizeResponse> response;
+  };
+  absl::Mutex mutex;
+  int answered = 0;
+  bool killed = false;
+  std::vector<std::vector<Answer>> answers(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRequestsPerThread; ++i) {
+        // Half the requests are the stored one byte for byte (the memo's
+        // path), half renamed graphs (import, then the fingerprint).
+        gopt::v1::OptimizeRequest request = Request();
+        if (i % 2 == 1) {
+          request.mutable_graph()->set_name(absl::StrCat("t", t, "-", i));
+        }
+        Answer answer;
+        {
+          absl::MutexLock lock(&mutex);
+          answer.after_kill = killed;
+        }
+        answer.response = engine.Optimize(request, RequestContext());
+        absl::MutexLock lock(&mutex);
+        ++answered;
+        answers[t].push_back(std::move(answer));
+      }
+    });
+  }
+  {
+    absl::MutexLock lock(&mutex);
+    mutex.Await(absl::Condition(
+        +[](int* count) { return *count >= kKillAfter; }, &answered));
+    redis.Kill();
+    killed = true;
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  int after_kill = 0;
+  for (const std::vector<Answer>& thread_answers : answers) {
+    for (const Answer& answer : thread_answers) {
+      ASSERT_TRUE(answer.response.ok()) << answer.response.status();
+      EXPECT_EQ(answer.response->plan().device_size(), 9);
+      const std::string& result = answer.response->store_result();
+      if (result == "error") {
+        EXPECT_THAT(answer.response->warnings(),
+                    Contains(HasSubstr("answering without the store")));
+      } else {
+        EXPECT_THAT(result, ::testing::AnyOf("hit", "miss"));
+      }
+      if (answer.after_kill) {
+        ++after_kill;
+        EXPECT_EQ(result, "error");
+      }
+    }
+  }
+  EXPECT_GT(after_kill, 0);
+
+  // Back, but within the backoff: still without the store.
+  redis.Restart();
+  gopt::v1::OptimizeRequest request = Request();
+  EXPECT_EQ(Optimize(engine, request).store_result(), "error");
+  // Once the backoff has passed, the store is used again (the restarted
+  // server has no persistence: a miss that stores, then a hit).
+  clock.Advance(options.redis_max_backoff);
+  const gopt::v1::OptimizeResponse miss = Optimize(engine, request);
+  EXPECT_EQ(miss.store_result(), "miss");
+  EXPECT_TRUE(miss.stored());
+  EXPECT_THAT(miss.warnings(),
+              ::testing::Not(Contains(HasSubstr("answering without"))));
+  EXPECT_EQ(Optimize(engine, request).store_result(), "hit");
 }
 
 }  // namespace

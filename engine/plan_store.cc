@@ -18,6 +18,7 @@ namespace {
 // Format tag of EncodeEntryValue; a new value format takes a new tag.
 constexpr absl::string_view kValueTag = "GPS1";
 constexpr size_t kDigestBytes = 32;
+static_assert(kValueTag.size() + kDigestBytes == kValueHeaderBytes);
 
 int EffortRank(int32_t mode) {
   switch (mode) {
@@ -67,6 +68,10 @@ std::string SealValue(absl::string_view payload) {
   Sha256 hash;
   hash.Update(payload);
   return absl::StrCat(kValueTag, hash.Digest(), payload);
+}
+
+absl::string_view ValueDigest(absl::string_view value) {
+  return value.substr(0, kValueHeaderBytes);
 }
 
 absl::StatusOr<absl::string_view> OpenValue(absl::string_view value,

@@ -36,6 +36,20 @@ struct PlanStoreStats {
   int64_t bytes = 0;  // of the stored values
 };
 
+// Bytes of a value's format tag and checksum (its first bytes; see
+// SealValue).
+inline constexpr size_t kValueHeaderBytes = 36;
+
+// What Touch leaves of an entry.
+struct PlanStoreTouch {
+  // ValueDigest of the stored value: it changes whenever the entry does
+  // (a new plan, a larger effort, an update time), so an unchanged digest
+  // means the very entry read before.
+  std::string value_digest;
+  int64_t hits = 0;  // counting this one
+  int64_t last_used_unix_micros = 0;
+};
+
 // Which entries List and Prune select.
 struct PlanStoreFilter {
   // Entries not used since this time (InfinitePast = no such limit).
@@ -77,8 +91,9 @@ class PlanStore {
                                    PutMode mode) = 0;
 
   // Counts one request for `key` (hits + 1) and marks it used now (the LRU
-  // order). NotFound when there is no such entry.
-  virtual absl::Status Touch(absl::string_view key) = 0;
+  // order), without reading the entry's value. NotFound when there is no
+  // such entry.
+  virtual absl::StatusOr<PlanStoreTouch> Touch(absl::string_view key) = 0;
 
   // Entries selected by `filter`, most-asked-for first, without their
   // plans (Lookup each for those).
@@ -131,6 +146,9 @@ absl::StatusOr<std::unique_ptr<PlanStore>> OpenPlanStore(
 // returns the payload, DataLoss naming `what` otherwise (a torn write, a
 // corrupt store). Stores keep every value so.
 std::string SealValue(absl::string_view payload);
+// The format tag and checksum at the head of a sealed value (at most
+// kValueHeaderBytes): equal for equal payloads, different otherwise.
+absl::string_view ValueDigest(absl::string_view value);
 absl::StatusOr<absl::string_view> OpenValue(absl::string_view value,
                                             absl::string_view what);
 

@@ -150,10 +150,16 @@ TEST_P(PlanStoreTest, TouchCountsHitsAndListOrdersByThem) {
   ASSERT_NE(store_, nullptr);
   ASSERT_TRUE(store_->Put(MakeEntry("k1-a", 1.0), "", PutMode::kKeepBest).ok());
   ASSERT_TRUE(store_->Put(MakeEntry("k1-b", 1.0), "", PutMode::kKeepBest).ok());
-  ASSERT_TRUE(store_->Touch("k1-b").ok());
-  ASSERT_TRUE(store_->Touch("k1-b").ok());
+  absl::StatusOr<PlanStoreTouch> first = store_->Touch("k1-b");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->hits, 1);
+  absl::StatusOr<PlanStoreTouch> touched = store_->Touch("k1-b");
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  EXPECT_EQ(touched->hits, 2);
+  // The fake clock moves on with every reading.
+  EXPECT_GT(touched->last_used_unix_micros, first->last_used_unix_micros);
   ASSERT_TRUE(store_->Touch("k1-a").ok());
-  EXPECT_TRUE(absl::IsNotFound(store_->Touch("k1-none")));
+  EXPECT_TRUE(absl::IsNotFound(store_->Touch("k1-none").status()));
   absl::StatusOr<std::vector<PlanStoreEntry>> listed =
       store_->List(PlanStoreFilter());
   ASSERT_TRUE(listed.ok()) << listed.status();
@@ -165,6 +171,29 @@ TEST_P(PlanStoreTest, TouchCountsHitsAndListOrdersByThem) {
   // A Put keeps the hit count.
   ASSERT_TRUE(store_->Put(MakeEntry("k1-b", 0.5), "", PutMode::kKeepBest).ok());
   EXPECT_EQ(store_->Lookup("k1-b")->hits(), 2);
+}
+
+// Touch names the stored value by its digest without reading it: the same
+// value, the same digest; a new plan, another.
+TEST_P(PlanStoreTest, TouchReturnsTheDigestOfTheStoredValue) {
+  ASSERT_NE(store_, nullptr);
+  const PlanStoreEntry slow = MakeEntry("k1-a", 2.0, /*device=*/0);
+  ASSERT_TRUE(store_->Put(slow, "x1-a", PutMode::kKeepBest).ok());
+  absl::StatusOr<PlanStoreTouch> first = store_->Touch("k1-a");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->value_digest.size(), kValueHeaderBytes);
+  absl::StatusOr<PlanStoreEntry> stored = store_->Lookup("k1-a");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(first->value_digest, ValueDigest(EncodeEntryValue(*stored)));
+  EXPECT_EQ(store_->Touch("k1-a")->value_digest, first->value_digest);
+  clock_.Advance(absl::Seconds(1));
+  // A faster plan replaces it.
+  ASSERT_TRUE(
+      store_->Put(MakeEntry("k1-a", 1.0, 1), "", PutMode::kKeepBest).ok());
+  absl::StatusOr<PlanStoreTouch> replaced = store_->Touch("k1-a");
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_NE(replaced->value_digest, first->value_digest);
+  EXPECT_EQ(replaced->hits, 3);
 }
 
 TEST_P(PlanStoreTest, PruneRemovesEntriesUnusedSince) {
@@ -288,9 +317,9 @@ TEST(PlanStoreEncodingTest, EffortOrder) {
   EXPECT_FALSE(EffortAtLeast(fine_tuned, gopt::v1::Budget::FINE_TUNE, 0, 10));
 }
 
-// Rewrites the stored value of `key` in the SQLite file at `path` with
-// `sql` (an UPDATE over column `value`).
-void RewriteValue(const std::string& path, const std::string& sql) {
+// Runs `sql` on the SQLite file at `path` (beside the store's own
+// connection, as another process would).
+void RunSql(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_busy_timeout(db, 5000);
@@ -305,8 +334,8 @@ TEST(SqlitePlanStoreTest, TornValueIsNeverReadAndIsReplaced) {
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE(
       (*store)->Put(MakeEntry("k1-a", 1.0), "x1-a", PutMode::kKeepBest).ok());
-  RewriteValue(
-      path, "UPDATE entries SET value = substr(value, 1, length(value) - 7)");
+  RunSql(path,
+         "UPDATE plan_values SET value = substr(value, 1, length(value) - 7)");
   EXPECT_TRUE(absl::IsDataLoss((*store)->Lookup("x1-a").status()));
   EXPECT_TRUE(absl::IsNotFound((*store)->Lookup("k1-a").status()));
   absl::StatusOr<bool> stored =
@@ -314,6 +343,69 @@ TEST(SqlitePlanStoreTest, TornValueIsNeverReadAndIsReplaced) {
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_TRUE(*stored);
   EXPECT_EQ((*store)->Lookup("x1-a")->step_time_s(), 3.0);
+}
+
+// A store written by the first schema (value and request in the entries
+// row) is moved to the current one when opened, keeping every entry.
+TEST(SqlitePlanStoreTest, Version1StoreIsMigratedWithItsEntries) {
+  const std::string path = TempPath("plans.sqlite");
+  const std::string value = EncodeEntryValue(MakeEntry("k1-a", 1.5));
+  const std::string request = SealValue("the request");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(
+            db,
+            "CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES('schema_version', '1');"
+            "CREATE TABLE entries(key TEXT PRIMARY KEY, value BLOB NOT NULL,"
+            " value_bytes INTEGER NOT NULL, step_time_s REAL NOT NULL,"
+            " hits INTEGER NOT NULL DEFAULT 0, last_used_us INTEGER NOT NULL,"
+            " request BLOB, request_bytes INTEGER NOT NULL DEFAULT 0);"
+            "CREATE INDEX entries_by_last_used ON entries(last_used_us);"
+            "CREATE TABLE aliases(exact_key TEXT PRIMARY KEY,"
+            " key TEXT NOT NULL);"
+            "INSERT INTO aliases VALUES('x1-a', 'k1-a');",
+            nullptr, nullptr, nullptr),
+        SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_stmt* insert = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "INSERT INTO entries VALUES(?, ?, ?, 1.5, 4, "
+                                 "7, ?, ?)",
+                                 -1, &insert, nullptr),
+              SQLITE_OK);
+    sqlite3_bind_text(insert, 1, "k1-a", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_blob(insert, 2, value.data(), static_cast<int>(value.size()),
+                      SQLITE_TRANSIENT);
+    sqlite3_bind_int64(insert, 3, static_cast<int64_t>(value.size()));
+    sqlite3_bind_blob(insert, 4, request.data(),
+                      static_cast<int>(request.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(insert, 5, static_cast<int64_t>(request.size()));
+    EXPECT_EQ(sqlite3_step(insert), SQLITE_DONE) << sqlite3_errmsg(db);
+    sqlite3_finalize(insert);
+    sqlite3_close(db);
+  }
+  absl::StatusOr<std::unique_ptr<PlanStore>> store = OpenPlanStore(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<PlanStoreEntry> entry = (*store)->Lookup("x1-a");
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  EXPECT_EQ(entry->step_time_s(), 1.5);
+  EXPECT_EQ(entry->hits(), 4);
+  EXPECT_EQ((*store)->LookupRequest("k1-a").value_or(""), "the request");
+  absl::StatusOr<PlanStoreTouch> touched = (*store)->Touch("k1-a");
+  ASSERT_TRUE(touched.ok()) << touched.status();
+  EXPECT_EQ(touched->hits, 5);
+  EXPECT_EQ(touched->value_digest, ValueDigest(value));
+  EXPECT_EQ((*store)->Stats()->bytes,
+            static_cast<int64_t>(value.size() + request.size()));
+  // Opened again: already version 2.
+  store->reset();
+  store = OpenPlanStore(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->Prune(PlanStoreFilter()).value_or(0), 1);
+  EXPECT_EQ((*store)->Stats()->bytes, 0);
 }
 
 TEST(SqlitePlanStoreTest, CorruptFileIsMovedAsideAndReplaced) {
@@ -361,8 +453,7 @@ TEST(SqlitePlanStoreTest, EvictsLeastRecentlyUsedPastTheCap) {
 TEST(SqlitePlanStoreTest, NewerSchemaIsFailedPrecondition) {
   const std::string path = TempPath("plans.sqlite");
   ASSERT_TRUE(OpenPlanStore(path).ok());
-  RewriteValue(path,
-               "UPDATE meta SET value = '99' WHERE name = 'schema_version'");
+  RunSql(path, "UPDATE meta SET value = '99' WHERE name = 'schema_version'");
   absl::Status status = OpenPlanStore(path).status();
   EXPECT_TRUE(absl::IsFailedPrecondition(status)) << status;
   EXPECT_THAT(status.message(), HasSubstr("schema version 99"));

@@ -24,13 +24,15 @@ constexpr absl::string_view kBytes = "gopt:bytes";
 // Compare-and-set attempts before a Put gives up (Unavailable).
 constexpr int kMaxPutAttempts = 32;
 
-// Touch: counts a hit on an existing entry only.
+// Touch: counts a hit on an existing entry only, and returns the hits and
+// the head of the value (its ValueDigest: ARGV[3] bytes), not the value.
 constexpr absl::string_view kTouchScript = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'hits', 1)
+local hits = redis.call('HINCRBY', KEYS[1], 'hits', 1)
 redis.call('HSET', KEYS[1], 'used', ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
-return 1
+local value = redis.call('HGET', KEYS[1], 'v') or ''
+return {hits, string.sub(value, 1, tonumber(ARGV[3]))}
 )lua";
 
 // PutRequest: keeps the request beside an existing entry only.
@@ -290,18 +292,22 @@ absl::StatusOr<bool> RedisPlanStore::Put(const PlanStoreEntry& entry,
                    "' lost to other writers"));
 }
 
-absl::Status RedisPlanStore::Touch(absl::string_view key) {
+absl::StatusOr<PlanStoreTouch> RedisPlanStore::Touch(absl::string_view key) {
   absl::MutexLock lock(&mutex_);
+  const int64_t now_us = absl::ToUnixMicros(options_.clock->Now());
   ASSIGN_OR_RETURN(
       Reply touched,
       CommandLocked({"EVAL", std::string(kTouchScript), "2", PlanKey(key),
-                     std::string(kPlansByUse),
-                     absl::StrCat(absl::ToUnixMicros(options_.clock->Now())),
-                     std::string(key)}));
-  if (ReplyInt(touched.get()) == 0) {
+                     std::string(kPlansByUse), absl::StrCat(now_us),
+                     std::string(key), absl::StrCat(kValueHeaderBytes)}));
+  if (touched->type != REDIS_REPLY_ARRAY || touched->elements != 2) {
     return NoEntryError(url_, key);
   }
-  return absl::OkStatus();
+  PlanStoreTouch result;
+  result.hits = ReplyInt(touched->element[0]);
+  result.value_digest = ReplyString(touched->element[1]);
+  result.last_used_unix_micros = now_us;
+  return result;
 }
 
 absl::StatusOr<std::vector<PlanStoreEntry>> RedisPlanStore::List(

@@ -45,7 +45,7 @@ class RedisPlanStore final : public PlanStore {
   absl::StatusOr<PlanStoreEntry> Lookup(absl::string_view key) override;
   absl::StatusOr<bool> Put(const PlanStoreEntry& entry,
                            absl::string_view exact_key, PutMode mode) override;
-  absl::Status Touch(absl::string_view key) override;
+  absl::StatusOr<PlanStoreTouch> Touch(absl::string_view key) override;
   absl::StatusOr<std::vector<PlanStoreEntry>> List(
       const PlanStoreFilter& filter) override;
   absl::StatusOr<int64_t> Prune(const PlanStoreFilter& filter) override;

@@ -129,21 +129,68 @@ class Transaction {
   bool open_ = false;
 };
 
+// Version 2. The values and kept requests live in tables of their own, so
+// that counting a hit (Touch: hits and last use) rewrites a row of a few
+// dozen bytes, not a row with the plan and a megabytes-large request in it.
+// entries.value_digest is the value's format tag and checksum (SealValue's
+// first bytes): it changes whenever the value does.
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS entries(
   key TEXT PRIMARY KEY,
-  value BLOB NOT NULL,
   value_bytes INTEGER NOT NULL,
   step_time_s REAL NOT NULL,
   hits INTEGER NOT NULL DEFAULT 0,
   last_used_us INTEGER NOT NULL,
-  request BLOB,
-  request_bytes INTEGER NOT NULL DEFAULT 0);
+  request_bytes INTEGER NOT NULL DEFAULT 0,
+  value_digest BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_by_last_used ON entries(last_used_us);
+CREATE TABLE IF NOT EXISTS plan_values(key TEXT PRIMARY KEY,
+                                       value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS requests(key TEXT PRIMARY KEY,
+                                    request BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS entries_gone AFTER DELETE ON entries BEGIN
+  DELETE FROM plan_values WHERE key = OLD.key;
+  DELETE FROM requests WHERE key = OLD.key;
+END;
 CREATE TABLE IF NOT EXISTS aliases(exact_key TEXT PRIMARY KEY,
                                    key TEXT NOT NULL);
 )sql";
+
+// A version 1 store (one entries table with the value and request in each
+// row) becomes version 2 in one transaction, keeping every entry.
+// Runs inside a write transaction that has just read version 1.
+constexpr const char* kMigrateFromVersion1 = R"sql(
+ALTER TABLE entries RENAME TO entries_v1;
+DROP INDEX IF EXISTS entries_by_last_used;
+CREATE TABLE entries(
+  key TEXT PRIMARY KEY,
+  value_bytes INTEGER NOT NULL,
+  step_time_s REAL NOT NULL,
+  hits INTEGER NOT NULL DEFAULT 0,
+  last_used_us INTEGER NOT NULL,
+  request_bytes INTEGER NOT NULL DEFAULT 0,
+  value_digest BLOB NOT NULL);
+INSERT INTO entries SELECT key, value_bytes, step_time_s, hits, last_used_us,
+  request_bytes, substr(value, 1, 36) FROM entries_v1;
+CREATE TABLE plan_values(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+INSERT INTO plan_values SELECT key, value FROM entries_v1;
+CREATE TABLE requests(key TEXT PRIMARY KEY, request BLOB NOT NULL);
+INSERT INTO requests SELECT key, request FROM entries_v1
+  WHERE request IS NOT NULL;
+DROP TABLE entries_v1;
+UPDATE meta SET value = '2' WHERE name = 'schema_version';
+)sql";
+static_assert(kValueHeaderBytes == 36, "kMigrateFromVersion1's substr");
+
+// The store's schema version; nullopt for a new file.
+absl::StatusOr<std::optional<std::string>> ReadSchemaVersion(sqlite3* db) {
+  Statement version(db, "SELECT value FROM meta WHERE name='schema_version'");
+  RETURN_IF_ERROR(version.status("reading the schema version"));
+  ASSIGN_OR_RETURN(bool found, version.Step("reading the schema version"));
+  if (!found) return std::nullopt;
+  return std::optional<std::string>(std::string(version.Text(0)));
+}
 
 // Opens `path` and makes sure it holds a store of this schema.
 absl::StatusOr<sqlite3*> OpenDatabase(const std::string& path) {
@@ -163,24 +210,34 @@ absl::StatusOr<sqlite3*> OpenDatabase(const std::string& path) {
     RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode=WAL", "enabling WAL"));
     RETURN_IF_ERROR(
         Exec(db, "PRAGMA synchronous=NORMAL", "setting synchronous"));
+    RETURN_IF_ERROR(Exec(db,
+                         "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY "
+                         "KEY, value TEXT NOT NULL)",
+                         "creating the schema"));
+    // Read again inside the transaction: another process may have migrated
+    // the file in between.
+    Transaction transaction(db);
+    RETURN_IF_ERROR(transaction.Begin());
+    ASSIGN_OR_RETURN(std::optional<std::string> version, ReadSchemaVersion(db));
+    if (version == "1") {
+      RETURN_IF_ERROR(Exec(db, kMigrateFromVersion1,
+                           "moving the store to schema version 2"));
+      version = "2";
+    }
     RETURN_IF_ERROR(Exec(db, kSchema, "creating the schema"));
-    Statement version(db, "SELECT value FROM meta WHERE name='schema_version'");
-    RETURN_IF_ERROR(version.status("reading the schema version"));
-    ASSIGN_OR_RETURN(bool found, version.Step("reading the schema version"));
-    if (!found) {
+    if (!version.has_value()) {
       Statement set(db,
                     "INSERT OR IGNORE INTO meta(name, value) "
                     "VALUES('schema_version', ?)");
       set.Bind(1, absl::StrCat(kSqlitePlanStoreSchemaVersion));
-      return set.Run("writing the schema version");
-    }
-    if (version.Text(0) != absl::StrCat(kSqlitePlanStoreSchemaVersion)) {
+      RETURN_IF_ERROR(set.Run("writing the schema version"));
+    } else if (*version != absl::StrCat(kSqlitePlanStoreSchemaVersion)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "plan store '", path, "' has schema version ", version.Text(0),
+          "plan store '", path, "' has schema version ", *version,
           "; this gopt reads version ", kSqlitePlanStoreSchemaVersion,
           " (use another --plan_store path)"));
     }
-    return absl::OkStatus();
+    return transaction.Commit();
   }();
   if (!status.ok()) {
     sqlite3_close(db);
@@ -250,11 +307,13 @@ absl::StatusOr<std::optional<PlanStoreEntry>> SqlitePlanStore::ReadLocked(
     absl::string_view key) {
   const bool exact = absl::StartsWith(key, "x");
   Statement select(db_,
-                   exact ? "SELECT e.key, e.value, e.hits, e.last_used_us FROM "
+                   exact ? "SELECT e.key, v.value, e.hits, e.last_used_us FROM "
                            "aliases a JOIN entries e ON e.key = a.key "
+                           "JOIN plan_values v ON v.key = e.key "
                            "WHERE a.exact_key = ?"
-                         : "SELECT key, value, hits, last_used_us FROM entries "
-                           "WHERE key = ?");
+                         : "SELECT e.key, v.value, e.hits, e.last_used_us "
+                           "FROM entries e JOIN plan_values v ON v.key = e.key "
+                           "WHERE e.key = ?");
   RETURN_IF_ERROR(select.status("looking up a plan"));
   select.Bind(1, key);
   ASSIGN_OR_RETURN(bool found, select.Step("looking up a plan"));
@@ -311,20 +370,29 @@ absl::StatusOr<bool> SqlitePlanStore::PutLocked(const PlanStoreEntry& entry,
       stored.ok() ? *stored : std::nullopt, incoming, mode, &replaced);
   const std::string value = EncodeEntryValue(merged);
   Statement write(db_,
-                  "INSERT INTO entries(key, value, value_bytes, step_time_s, "
-                  "hits, last_used_us) VALUES(?, ?, ?, ?, ?, ?) "
-                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                  "INSERT INTO entries(key, value_digest, value_bytes, "
+                  "step_time_s, hits, last_used_us) VALUES(?, ?, ?, ?, ?, ?) "
+                  "ON CONFLICT(key) DO UPDATE SET "
+                  "value_digest = excluded.value_digest, "
                   "value_bytes = excluded.value_bytes, "
                   "step_time_s = excluded.step_time_s, hits = excluded.hits, "
                   "last_used_us = excluded.last_used_us");
   RETURN_IF_ERROR(write.status("storing a plan"));
   write.Bind(1, merged.key());
-  write.BindBlob(2, value);
+  write.BindBlob(2, ValueDigest(value));
   write.Bind(3, static_cast<int64_t>(value.size()));
   write.Bind(4, merged.step_time_s());
   write.Bind(5, merged.hits());
   write.Bind(6, merged.last_used_unix_micros());
   RETURN_IF_ERROR(write.Run("storing a plan"));
+  Statement write_value(
+      db_,
+      "INSERT INTO plan_values(key, value) VALUES(?, ?) "
+      "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+  RETURN_IF_ERROR(write_value.status("storing a plan"));
+  write_value.Bind(1, merged.key());
+  write_value.BindBlob(2, value);
+  RETURN_IF_ERROR(write_value.Run("storing a plan"));
   if (!exact_key.empty()) {
     Statement alias(db_,
                     "INSERT OR REPLACE INTO aliases(exact_key, key) "
@@ -376,27 +444,33 @@ absl::Status SqlitePlanStore::EvictLocked(absl::string_view keep) {
   return transaction.Commit();
 }
 
-absl::Status SqlitePlanStore::Touch(absl::string_view key) {
+absl::StatusOr<PlanStoreTouch> SqlitePlanStore::Touch(absl::string_view key) {
   absl::MutexLock lock(&mutex_);
+  // One small row, never the value: a hit costs one short write.
   Statement touch(db_,
                   "UPDATE entries SET hits = hits + 1, last_used_us = ? "
-                  "WHERE key = ?");
+                  "WHERE key = ? RETURNING value_digest, hits, last_used_us");
   RETURN_IF_ERROR(touch.status("counting a hit"));
   touch.Bind(1, absl::ToUnixMicros(options_.clock->Now()));
   touch.Bind(2, key);
-  RETURN_IF_ERROR(touch.Run("counting a hit"));
-  if (sqlite3_changes(db_) == 0) {
-    return NoEntryError(Describe(), key);
-  }
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(bool row, touch.Step("counting a hit"));
+  if (!row) return NoEntryError(Describe(), key);
+  PlanStoreTouch touched;
+  touched.value_digest = std::string(touch.Text(0));
+  touched.hits = touch.Int(1);
+  touched.last_used_unix_micros = touch.Int(2);
+  // The write is done at the first step; this finishes the statement.
+  ASSIGN_OR_RETURN(row, touch.Step("counting a hit"));
+  return touched;
 }
 
 absl::StatusOr<std::vector<PlanStoreEntry>> SqlitePlanStore::List(
     const PlanStoreFilter& filter) {
   absl::MutexLock lock(&mutex_);
   Statement select(db_,
-                   "SELECT key, value, hits, last_used_us FROM entries "
-                   "WHERE last_used_us < ? ORDER BY hits DESC, key ASC "
+                   "SELECT e.key, v.value, e.hits, e.last_used_us "
+                   "FROM entries e JOIN plan_values v ON v.key = e.key "
+                   "WHERE e.last_used_us < ? ORDER BY e.hits DESC, e.key ASC "
                    "LIMIT ?");
   RETURN_IF_ERROR(select.status("listing plans"));
   select.Bind(1, filter.unused_since == absl::InfinitePast()
@@ -459,24 +533,31 @@ absl::Status SqlitePlanStore::PutRequest(absl::string_view key,
                                          absl::string_view request) {
   const std::string value = SealValue(request);
   absl::MutexLock lock(&mutex_);
-  Statement write(db_,
-                  "UPDATE entries SET request = ?, request_bytes = ? "
-                  "WHERE key = ?");
-  RETURN_IF_ERROR(write.status("storing a request"));
-  write.BindBlob(1, value);
-  write.Bind(2, static_cast<int64_t>(value.size()));
-  write.Bind(3, key);
-  RETURN_IF_ERROR(write.Run("storing a request"));
+  Transaction transaction(db_);
+  RETURN_IF_ERROR(transaction.Begin());
+  Statement size(db_, "UPDATE entries SET request_bytes = ? WHERE key = ?");
+  RETURN_IF_ERROR(size.status("storing a request"));
+  size.Bind(1, static_cast<int64_t>(value.size()));
+  size.Bind(2, key);
+  RETURN_IF_ERROR(size.Run("storing a request"));
   if (sqlite3_changes(db_) == 0) {
     return NoEntryError(Describe(), key);
   }
+  Statement write(db_,
+                  "INSERT INTO requests(key, request) VALUES(?, ?) "
+                  "ON CONFLICT(key) DO UPDATE SET request = excluded.request");
+  RETURN_IF_ERROR(write.status("storing a request"));
+  write.Bind(1, key);
+  write.BindBlob(2, value);
+  RETURN_IF_ERROR(write.Run("storing a request"));
+  RETURN_IF_ERROR(transaction.Commit());
   return EvictLocked(key);
 }
 
 absl::StatusOr<std::string> SqlitePlanStore::LookupRequest(
     absl::string_view key) {
   absl::MutexLock lock(&mutex_);
-  Statement select(db_, "SELECT request FROM entries WHERE key = ?");
+  Statement select(db_, "SELECT request FROM requests WHERE key = ?");
   RETURN_IF_ERROR(select.status("looking up a request"));
   select.Bind(1, key);
   ASSIGN_OR_RETURN(bool found, select.Step("looking up a request"));

@@ -13,9 +13,10 @@ struct sqlite3;
 
 namespace gopt::engine {
 
-// The schema SqlitePlanStore writes; a file with another version is
+// The schema SqlitePlanStore writes. A version 1 file is moved to it when
+// opened (keeping its entries); a file with another version is
 // FailedPrecondition (it was made by another gopt).
-inline constexpr int kSqlitePlanStoreSchemaVersion = 1;
+inline constexpr int kSqlitePlanStoreSchemaVersion = 2;
 
 // A PlanStore in one SQLite file, in WAL mode so that gopt-server and the
 // `gopt` CLI (several processes) can use the same file at once; writers wait
@@ -40,7 +41,7 @@ class SqlitePlanStore final : public PlanStore {
   absl::StatusOr<PlanStoreEntry> Lookup(absl::string_view key) override;
   absl::StatusOr<bool> Put(const PlanStoreEntry& entry,
                            absl::string_view exact_key, PutMode mode) override;
-  absl::Status Touch(absl::string_view key) override;
+  absl::StatusOr<PlanStoreTouch> Touch(absl::string_view key) override;
   absl::StatusOr<std::vector<PlanStoreEntry>> List(
       const PlanStoreFilter& filter) override;
   absl::StatusOr<int64_t> Prune(const PlanStoreFilter& filter) override;

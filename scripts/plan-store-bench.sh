@@ -2,7 +2,9 @@
 # The plan store's numbers (docs/plan-store.md): a benchmark that prints
 # measurements, not a test. Over loopback gRPC with `gopt load`:
 #   1. cold: gopt-server without a store, the same request again and again;
-#   2. hit, exact request bytes: a SQLite store, answers kept in memory;
+#   2. hit, exact request bytes: a SQLite store, answers kept in memory
+#      (the memo), at concurrency 1 (latency) and CONCURRENCY (throughput;
+#      by Little's law p99 at 32 in flight is at least 32 / throughput);
 #   3. hit with import: the graph with every node renamed (another exact
 #      key, the same fingerprint), --plan_store_kept_answers=0 so every
 #      request imports, beside the import time of that graph;
@@ -44,7 +46,11 @@ trap cleanup EXIT
 start_server() {
   local port=$1
   shift
-  "$SERVER" --listen="127.0.0.1:$port" --metrics_listen= "$@" \
+  # 32 requests of 2 MB in flight need more than gRPC's default memory
+  # quota (2 x --max_message_bytes + 24 MiB), which resets streams with
+  # RESOURCE_EXHAUSTED past it.
+  "$SERVER" --listen="127.0.0.1:$port" --metrics_listen= \
+    --grpc_memory_bytes=$((256 << 20)) "$@" \
     >"$work/server-$port.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 600); do
@@ -62,12 +68,13 @@ stop_servers() {
   pids=()
 }
 
-# load PORT GRAPH FLAGS...: one `gopt load`, its report.
+# load PORT GRAPH FLAGS...: one `gopt load`, its report (concurrency
+# $IN_FLIGHT, default CONCURRENCY).
 load() {
   local port=$1 graph=$2
   shift 2
   "$GOPT" load --server="127.0.0.1:$port" --graph="$graph" \
-    --topology="$TOPOLOGY" --concurrency="$CONCURRENCY" \
+    --topology="$TOPOLOGY" --concurrency="${IN_FLIGHT:-$CONCURRENCY}" \
     --duration="$DURATION" "$@"
 }
 
@@ -100,6 +107,7 @@ stop_servers
 echo "== 2. hit, exact request bytes (SQLite store, answers kept)"
 start_server "$PORT" --plan_store="$work/plans.sqlite"
 one "$PORT" "$GRAPH" $COLD_BUDGET | summary
+IN_FLIGHT=1 load "$PORT" "$GRAPH" $COLD_BUDGET
 load "$PORT" "$GRAPH" $COLD_BUDGET
 stop_servers
 

@@ -152,6 +152,9 @@ ABSL_FLAG(double, refine_cpu_share, 0.25,
 ABSL_FLAG(int32_t, plan_store_kept_answers, 64,
           "answers from the plan store kept in memory, so that an identical "
           "request skips the import; 0 = import every request");
+ABSL_FLAG(int64_t, plan_store_kept_bytes, gopt::engine::kDefaultKeptAnswerBytes,
+          "bytes of memory those kept answers may take (their request "
+          "graphs and responses); least recently used dropped past it");
 
 namespace {
 
@@ -291,6 +294,7 @@ constexpr const char* kFlagNames[] = {
     "plan_store",
     "plan_store_max_bytes",
     "plan_store_kept_answers",
+    "plan_store_kept_bytes",
     "refine_idle",
     "refine_cpu_share",
 };
@@ -511,6 +515,8 @@ int main(int argc, char** argv) {
   engine_options.plan_store = *plan_store;
   engine_options.plan_store_kept_answers =
       absl::GetFlag(FLAGS_plan_store_kept_answers);
+  engine_options.plan_store_kept_answer_bytes =
+      absl::GetFlag(FLAGS_plan_store_kept_bytes);
 
   const auto engine =
       std::make_shared<gopt::engine::Engine>(engine_options, *policies);

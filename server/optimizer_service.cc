@@ -85,6 +85,16 @@ absl::Status AbandonedStatus(bool cancelled) {
                          "the deadline passed while the request was queued");
 }
 
+// A response's bytes for the wire.
+absl::StatusOr<grpc::ByteBuffer> ResponseBytes(
+    const google::protobuf::MessageLite& message) {
+  return SerializeResponse(message);
+}
+absl::StatusOr<grpc::ByteBuffer> ResponseBytes(
+    const engine::SerializedResponse& response) {
+  return SharedBytesBuffer(response.body, response.tail);
+}
+
 // A unary call; deletes itself when gRPC is done with it.
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
@@ -315,6 +325,12 @@ void OptimizerService::RecordOptimize(
   }
 }
 
+void OptimizerService::RecordOptimizeSerialized(
+    const gopt::v1::OptimizeRequest& request,
+    const engine::SerializedResponse& response) {
+  RecordOptimize(request, response.summary);
+}
+
 void OptimizerService::RecordEvaluate(
     const gopt::v1::EvaluateRequest& /*request*/,
     const gopt::v1::EvaluateResponse& response) {
@@ -380,8 +396,7 @@ grpc::ServerUnaryReactor* OptimizerService::ServeUnary(
         absl::Status status = result.status();
         if (result.ok()) {
           (this->*record)(*request, *result);
-          absl::StatusOr<grpc::ByteBuffer> serialized =
-              SerializeResponse(*result);
+          absl::StatusOr<grpc::ByteBuffer> serialized = ResponseBytes(*result);
           status = serialized.status();
           if (serialized.ok()) *response = *std::move(serialized);
         }
@@ -397,8 +412,9 @@ grpc::ServerUnaryReactor* OptimizerService::Optimize(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
     grpc::ByteBuffer* response) {
   return ServeUnary(context, bytes, response, "Optimize",
-                    "gopt.v1.OptimizeRequest", &engine::Engine::Optimize,
-                    &OptimizerService::RecordOptimize);
+                    "gopt.v1.OptimizeRequest",
+                    &engine::Engine::OptimizeSerialized,
+                    &OptimizerService::RecordOptimizeSerialized);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* OptimizerService::OptimizeStream(

@@ -102,6 +102,8 @@ class OptimizerService final : public GraphOptimizerRawService {
   // Metrics for a finished Optimize: graph size, speedup, simulations.
   void RecordOptimize(const gopt::v1::OptimizeRequest& request,
                       const gopt::v1::OptimizeResponse& response);
+  void RecordOptimizeSerialized(const gopt::v1::OptimizeRequest& request,
+                                const engine::SerializedResponse& response);
   // Metrics for a finished Evaluate: graph size, simulations.
   void RecordEvaluate(const gopt::v1::EvaluateRequest& request,
                       const gopt::v1::EvaluateResponse& response);

@@ -1,10 +1,12 @@
 #include "server/request_wire.h"
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/wire_format_lite.h"
+#include "grpc/slice.h"
 #include "util/status_macros.h"
 
 namespace gopt::server {
@@ -172,6 +174,27 @@ absl::StatusOr<grpc::ByteBuffer> SerializeResponse(
   }
   grpc::Slice slice(std::move(bytes));
   return grpc::ByteBuffer(&slice, 1);
+}
+
+grpc::ByteBuffer SharedBytesBuffer(std::shared_ptr<const std::string> body,
+                                   absl::string_view tail) {
+  std::vector<grpc::Slice> slices;
+  if (body != nullptr && !body->empty()) {
+    // The slice holds a reference to `body` and drops it when gRPC frees it.
+    auto* holder = new std::shared_ptr<const std::string>(std::move(body));
+    void* data = const_cast<char*>((*holder)->data());
+    const size_t size = (*holder)->size();
+    slices.emplace_back(
+        grpc_slice_new_with_user_data(
+            data, size,
+            [](void* held) {
+              delete static_cast<std::shared_ptr<const std::string>*>(held);
+            },
+            holder),
+        grpc::Slice::STEAL_REF);
+  }
+  if (!tail.empty()) slices.emplace_back(tail.data(), tail.size());
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 }  // namespace gopt::server

@@ -2,6 +2,7 @@
 #define GOPT_SERVER_REQUEST_WIRE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -38,6 +39,12 @@ absl::Status ParseRequest(const grpc::ByteBuffer& buffer,
 // `message` serialized into a ByteBuffer. Internal if it cannot be.
 absl::StatusOr<grpc::ByteBuffer> SerializeResponse(
     const google::protobuf::MessageLite& message);
+
+// `body` then `tail` (serialized messages) as one ByteBuffer. `body` is
+// shared with the buffer, never copied: it stays alive until gRPC is done
+// with the buffer.
+grpc::ByteBuffer SharedBytesBuffer(std::shared_ptr<const std::string> body,
+                                   absl::string_view tail);
 
 }  // namespace gopt::server
 
