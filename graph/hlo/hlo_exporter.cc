@@ -65,14 +65,19 @@ class HloTextExporter final : public Exporter {
     if (fusion.fusions > 0) {
       ASSIGN_OR_RETURN(instructions, FindInstructions(lines));
     }
+    // An SPMD program's placement is its own shardings (the importer costed
+    // it per shard and kept every node on the mesh): they stay as written.
+    const bool spmd = graph.spmd().num_partitions > 1;
     int prioritised = 0;
     for (const InstructionLine& instruction : instructions) {
       auto it = decisions.find({instruction.computation, instruction.name});
       if (it == decisions.end()) continue;
       const HloDecision& d = it->second;
       std::string& line = lines[instruction.line];
-      SetAttribute(&line, kSharding,
-                   absl::StrCat("{maximal device=", d.device, "}"));
+      if (!spmd) {
+        SetAttribute(&line, kSharding,
+                     absl::StrCat("{maximal device=", d.device, "}"));
+      }
       std::vector<std::pair<std::string, std::string>> frontend;
       for (auto& [key, value] : FrontendAttributes(line)) {
         if (key != kPriority && key != kKernel) {
@@ -95,6 +100,12 @@ class HloTextExporter final : public Exporter {
     }
     ExportResult result;
     result.contents = absl::StrJoin(lines, "\n");
+    if (spmd) {
+      result.warnings.push_back(absl::StrCat(
+          "SPMD module (", graph.spmd().num_partitions,
+          " partitions): its shardings are kept as written; gopt's decisions "
+          "are the schedule, fusion and layouts of the per-device program"));
+    }
     if (prioritised > 0) {
       result.warnings.push_back(absl::StrCat(
           "the schedule is written as frontend attribute ", kPriority, " on ",
@@ -133,7 +144,8 @@ class HloTextExporter final : public Exporter {
       }
       if (!ours) continue;
       const size_t at = FindAttribute(line, kSharding);
-      if (at != absl::string_view::npos) {
+      // An SPMD module's shardings are the module's own (Export keeps them).
+      if (at != absl::string_view::npos && graph.spmd().num_partitions <= 1) {
         const size_t start = at + kSharding.size();
         absl::string_view value = absl::string_view(line).substr(
             start, ValueEnd(line, start) - start);

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <regex>
 #include <string>
@@ -35,7 +36,9 @@
 namespace gopt::graph {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::vector<ExportDevice> DevicesOf(const simulator::Topology& topology) {
   std::vector<ExportDevice> devices;
@@ -499,6 +502,57 @@ TEST(OnnxExporterTest, LayoutsAreAWarning) {
   ASSERT_EQ(exported->warnings.size(), 1u);
   EXPECT_THAT(exported->warnings[0],
               HasSubstr("ONNX cannot express tensor layouts"));
+}
+
+// A row-sharded dot over 8 partitions (the SPMD importer costs it per
+// shard): the export keeps the module's shardings and reads back the same
+// plan, since placement is the module's own.
+TEST(HloSpmdExportTest, ShardingsStayAsWrittenAndThePlanReadsBack) {
+  const std::string contents = R"hlo(HloModule spmd, num_partitions=8
+
+ENTRY main {
+  lhs = f32[1024,1024]{1,0} parameter(0), sharding={devices=[8,1]<=[8]}
+  rhs = f32[1024,1024]{1,0} parameter(1), sharding={replicated}
+  ROOT dot = f32[1024,1024]{1,0} dot(lhs, rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[8,1]<=[8]}
+}
+)hlo";
+  ImporterRegistry importers;
+  RegisterBuiltinImporters(&importers);
+  ExporterRegistry exporters;
+  RegisterBuiltinExporters(&exporters);
+  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->spmd().num_partitions, 8);
+  gopt::v1::Plan plan;
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    plan.add_device(0);
+    plan.add_priority(1 + id % 3);
+  }
+  ExportOptions options;
+  options.devices = {{"gpu:0", "gpu"}};
+  const Exporter& exporter = **exporters.Find("hlo");
+  absl::StatusOr<ExportResult> exported =
+      exporter.Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_THAT(exported->contents,
+              HasSubstr("parameter(0), sharding={devices=[8,1]<=[8]}"));
+  EXPECT_THAT(exported->contents, HasSubstr("sharding={replicated}"));
+  EXPECT_THAT(exported->contents, Not(HasSubstr("maximal")));
+  EXPECT_THAT(exported->warnings,
+              Contains(HasSubstr("its shardings are kept as written")));
+
+  absl::StatusOr<Graph> reimported =
+      importers.Import(exported->contents, "hlo", {});
+  ASSERT_TRUE(reimported.ok()) << reimported.status();
+  absl::StatusOr<std::optional<gopt::v1::Plan>> embedded =
+      exporter.ReadPlan(exported->contents, *reimported, options.devices);
+  ASSERT_TRUE(embedded.ok()) << embedded.status();
+  ASSERT_TRUE(embedded->has_value());
+  ASSERT_EQ((*embedded)->priority_size(), plan.priority_size());
+  for (int i = 0; i < plan.priority_size(); ++i) {
+    EXPECT_EQ((*embedded)->device(i), 0) << i;
+    EXPECT_EQ((*embedded)->priority(i), plan.priority(i)) << i;
+  }
 }
 
 TEST(ExporterTest, BadFileIsInvalidArgument) {
