@@ -30,7 +30,7 @@
 #include "simulator/simulator.h"
 #include "simulator/topology_proto.h"
 #include "util/status_macros.h"
-#include "worker/worker_wire.h"
+#include "worker/worker_proto.h"
 
 namespace gopt::engine {
 namespace {

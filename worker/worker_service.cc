@@ -10,7 +10,7 @@
 #include "graph/native/graph_proto.h"
 #include "simulator/plan.h"
 #include "simulator/plan_proto.h"
-#include "worker/worker_wire.h"
+#include "worker/worker_proto.h"
 
 namespace gopt::worker {
 namespace {

@@ -1,4 +1,4 @@
-#include "worker/worker_wire.h"
+#include "worker/worker_proto.h"
 
 #include "simulator/topology.h"
 #include "simulator/topology_proto.h"

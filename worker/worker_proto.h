@@ -1,5 +1,5 @@
-#ifndef GOPT_WORKER_WORKER_WIRE_H_
-#define GOPT_WORKER_WORKER_WIRE_H_
+#ifndef GOPT_WORKER_WORKER_PROTO_H_
+#define GOPT_WORKER_WORKER_PROTO_H_
 
 #include "gopt/v1/worker.pb.h"
 #include "worker/executor.h"
@@ -26,4 +26,4 @@ gopt::v1::DescribeResponse DescribeToProto(const Executor& executor);
 
 }  // namespace gopt::worker
 
-#endif  // GOPT_WORKER_WORKER_WIRE_H_
+#endif  // GOPT_WORKER_WORKER_PROTO_H_
