@@ -1,4 +1,3 @@
-#include "simulator/topology_proto.h"
 #include "worker/calibration.h"
 
 #include <cstdio>
@@ -8,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simulator/topology.h"
+#include "simulator/topology_proto.h"
 
 namespace gopt::worker {
 namespace {
