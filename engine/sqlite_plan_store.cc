@@ -158,30 +158,23 @@ CREATE TABLE IF NOT EXISTS aliases(exact_key TEXT PRIMARY KEY,
 )sql";
 
 // A version 1 store (one entries table with the value and request in each
-// row) becomes version 2 in one transaction, keeping every entry.
-// Runs inside a write transaction that has just read version 1.
-constexpr const char* kMigrateFromVersion1 = R"sql(
+// row) becomes version 2 in the same write transaction that has just read
+// version 1, keeping every entry: its table is set aside, kSchema creates
+// the version 2 tables, and the entries are copied over.
+constexpr const char* kSetAsideVersion1 = R"sql(
 ALTER TABLE entries RENAME TO entries_v1;
 DROP INDEX IF EXISTS entries_by_last_used;
-CREATE TABLE entries(
-  key TEXT PRIMARY KEY,
-  value_bytes INTEGER NOT NULL,
-  step_time_s REAL NOT NULL,
-  hits INTEGER NOT NULL DEFAULT 0,
-  last_used_us INTEGER NOT NULL,
-  request_bytes INTEGER NOT NULL DEFAULT 0,
-  value_digest BLOB NOT NULL);
+)sql";
+constexpr const char* kCopyFromVersion1 = R"sql(
 INSERT INTO entries SELECT key, value_bytes, step_time_s, hits, last_used_us,
   request_bytes, substr(value, 1, 36) FROM entries_v1;
-CREATE TABLE plan_values(key TEXT PRIMARY KEY, value BLOB NOT NULL);
 INSERT INTO plan_values SELECT key, value FROM entries_v1;
-CREATE TABLE requests(key TEXT PRIMARY KEY, request BLOB NOT NULL);
 INSERT INTO requests SELECT key, request FROM entries_v1
   WHERE request IS NOT NULL;
 DROP TABLE entries_v1;
 UPDATE meta SET value = '2' WHERE name = 'schema_version';
 )sql";
-static_assert(kValueHeaderBytes == 36, "kMigrateFromVersion1's substr");
+static_assert(kValueHeaderBytes == 36, "kCopyFromVersion1's substr");
 
 // The store's schema version; nullopt for a new file.
 absl::StatusOr<std::optional<std::string>> ReadSchemaVersion(sqlite3* db) {
@@ -219,12 +212,17 @@ absl::StatusOr<sqlite3*> OpenDatabase(const std::string& path) {
     Transaction transaction(db);
     RETURN_IF_ERROR(transaction.Begin());
     ASSIGN_OR_RETURN(std::optional<std::string> version, ReadSchemaVersion(db));
-    if (version == "1") {
-      RETURN_IF_ERROR(Exec(db, kMigrateFromVersion1,
-                           "moving the store to schema version 2"));
-      version = "2";
+    const bool migrate = version == "1";
+    if (migrate) {
+      RETURN_IF_ERROR(
+          Exec(db, kSetAsideVersion1, "moving the store to schema version 2"));
     }
     RETURN_IF_ERROR(Exec(db, kSchema, "creating the schema"));
+    if (migrate) {
+      RETURN_IF_ERROR(
+          Exec(db, kCopyFromVersion1, "moving the store to schema version 2"));
+      version = "2";
+    }
     if (!version.has_value()) {
       Statement set(db,
                     "INSERT OR IGNORE INTO meta(name, value) "
