@@ -25,12 +25,10 @@ namespace gopt::server {
 // protobuf message or graphs nested deeper than 64 levels.
 absl::StatusOr<int64_t> CountInlineGraphNodes(absl::string_view request_bytes);
 
-// The request's bytes in one string (gRPC may hold them in several slices).
-absl::StatusOr<std::string> ByteBufferToString(const grpc::ByteBuffer& buffer);
-
 // Checks the inline graph's node count against `max_graph_nodes`
 // (ResourceExhausted naming both), then parses `message` (whose type name
-// is `type_name`, e.g. "gopt.v1.OptimizeRequest") from `buffer`.
+// is `type_name`, e.g. "gopt.v1.OptimizeRequest") from `buffer`. Both read
+// gRPC's slices in place: the request's bytes are never copied whole.
 // InvalidArgument with the reason when the bytes do not parse.
 absl::Status ParseRequest(const grpc::ByteBuffer& buffer,
                           int64_t max_graph_nodes, absl::string_view type_name,
