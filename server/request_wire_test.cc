@@ -63,6 +63,32 @@ TEST(RequestWireTest, ParsesAValidRequest) {
   EXPECT_EQ(parsed.SerializeAsString(), request.SerializeAsString());
 }
 
+TEST(RequestWireTest, ReadsARequestSplitAcrossSlices) {
+  // gRPC holds a large message as several slices; cut this one inside
+  // varints and payloads, at every offset.
+  const std::string bytes =
+      RequestWithNodes(/*top=*/40, /*in_subgraph=*/7).SerializeAsString();
+  for (size_t cut = 1; cut < bytes.size(); ++cut) {
+    const size_t second = cut + (bytes.size() - cut) / 2;
+    grpc::Slice slices[3] = {grpc::Slice(bytes.substr(0, cut)),
+                             grpc::Slice(bytes.substr(cut, second - cut)),
+                             grpc::Slice(bytes.substr(second))};
+    gopt::v1::OptimizeRequest parsed;
+    ASSERT_TRUE(ParseRequest(grpc::ByteBuffer(slices, 3),
+                             /*max_graph_nodes=*/47, "gopt.v1.OptimizeRequest",
+                             &parsed)
+                    .ok())
+        << "cut at " << cut;
+    EXPECT_EQ(parsed.SerializeAsString(), bytes);
+    EXPECT_EQ(
+        ParseRequest(grpc::ByteBuffer(slices, 3),
+                     /*max_graph_nodes=*/46, "gopt.v1.OptimizeRequest", &parsed)
+            .code(),
+        absl::StatusCode::kResourceExhausted)
+        << "cut at " << cut;
+  }
+}
+
 TEST(RequestWireTest, MalformedAndTooDeepRequestsAreInvalidArgument) {
   gopt::v1::OptimizeRequest parsed;
   for (const std::string& bytes :
