@@ -59,10 +59,6 @@ gopt::v1::Tasks TasksToProto(const policy::TaskSet& tasks) {
   return proto;
 }
 
-double SecondsSince(const Clock& clock, absl::Time start) {
-  return absl::ToDoubleSeconds(clock.Now() - start);
-}
-
 // When the work on a request stops: its deadline less a reserve for
 // sending the answer.
 absl::Time WorkDeadline(const EngineOptions& options, absl::Time deadline,
@@ -92,7 +88,7 @@ absl::Status StopStatus(const RequestContext& context, absl::Time work_deadline,
 
 // Chrome trace bytes per node, for refusing a trace before it is built
 // (a real 253k-node trace was 123 MiB: ~500 bytes per node, rounded up).
-constexpr int64_t kTraceBytesPerNode = 600;
+constexpr int64_t kTraceJsonBytesPerNode = 600;
 
 // OptimizeOptions.max_reward_measurements: its default (0) and largest value.
 using policy::kDefaultRewardMeasurements;
@@ -1003,14 +999,14 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   ASSIGN_OR_RETURN(const simulator::Topology topology,
                    TopologyFromInput(request.topology()));
   if (request.include_trace() &&
-      graph.num_nodes() > options_.max_trace_bytes / kTraceBytesPerNode) {
+      graph.num_nodes() > options_.max_trace_bytes / kTraceJsonBytesPerNode) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "include_trace: a trace of graph '", graph.name(), "' (",
         graph.num_nodes(), " nodes) would take about ",
-        graph.num_nodes() * kTraceBytesPerNode / (1 << 20),
+        graph.num_nodes() * kTraceJsonBytesPerNode / (1 << 20),
         " MiB; this server sends traces of at most ",
         options_.max_trace_bytes / (1 << 20), " MiB (about ",
-        options_.max_trace_bytes / kTraceBytesPerNode,
+        options_.max_trace_bytes / kTraceJsonBytesPerNode,
         " nodes); evaluate without a trace, or use `gopt evaluate` locally"));
   }
   RETURN_IF_ERROR(check_stop("the import"));

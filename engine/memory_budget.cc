@@ -22,7 +22,7 @@ constexpr int64_t kFixedBytes = 16 * kMiB;
 constexpr int64_t kBaselineBytesPerNode = 4 * kKiB;
 constexpr int64_t kZeroShotBytesPerNode = 12 * kKiB;
 constexpr int64_t kFineTuneBytesPerNode = 72 * kKiB;
-constexpr int64_t kTraceBytesPerNode = 8 * kKiB;
+constexpr int64_t kTraceMemoryBytesPerNode = 8 * kKiB;
 
 std::string MiB(int64_t bytes) {
   return absl::StrCat((bytes + kMiB - 1) / kMiB, " MiB");
@@ -92,7 +92,7 @@ int64_t EstimateRequestBytes(int64_t nodes, RequestWork work, bool trace) {
   int64_t per_node = kBaselineBytesPerNode;
   if (work == RequestWork::kZeroShot) per_node = kZeroShotBytesPerNode;
   if (work == RequestWork::kFineTune) per_node = kFineTuneBytesPerNode;
-  if (trace) per_node += kTraceBytesPerNode;
+  if (trace) per_node += kTraceMemoryBytesPerNode;
   return kFixedBytes + nodes * per_node;
 }
 

@@ -45,6 +45,15 @@ inline const Clock& Clock::Real() {
   return *clock;
 }
 
+// Seconds of `clock`'s time since `start`.
+//
+//   const absl::Time start = clock.Now();
+//   ...
+//   result.seconds = SecondsSince(clock, start);
+inline double SecondsSince(const Clock& clock, absl::Time start) {
+  return absl::ToDoubleSeconds(clock.Now() - start);
+}
+
 // A clock for tests: time stands still except when SleepFor or Advance
 // moves it on, and optionally by `tick` after every Now() (to stand for
 // the time work takes between two readings). Starts at the Unix epoch.

@@ -14,14 +14,11 @@
 #include "policy/go/co_location_decode.h"
 #include "policy/go/plan_search.h"
 #include "simulator/plan.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace gopt::policy::go {
 namespace {
-
-double Seconds(const Clock& clock, absl::Time start) {
-  return absl::ToDoubleSeconds(clock.Now() - start);
-}
 
 // Measured rewards for one FineTune call: each distinct plan is measured
 // once, within options.max_measurements; counts go into `result`.
@@ -197,7 +194,7 @@ absl::StatusOr<ZeroShotResult> ZeroShot(const GoModel& model,
       model.Run(instance.features, tasks, fixed);
   if (!output.ok()) return output.status();
   ZeroShotResult result;
-  result.inference_s = Seconds(clock, start);
+  result.inference_s = SecondsSince(clock, start);
   const Actions greedy = SampleActions(*output, nullptr);
   result.best = ScoreActions(instance, greedy);
   if (result.best.valid) ++result.num_valid;
@@ -329,7 +326,7 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
     const absl::Time step_start = clock.Now();
     absl::StatusOr<PpoStepStats> stats = trainer.Step({&instance});
     if (!stats.ok()) return stats.status();
-    expected_step_seconds = Seconds(clock, step_start);
+    expected_step_seconds = SecondsSince(clock, step_start);
     const ScoredPlan& best = stats->graphs[0].best;
     if (BetterPlan(best, result.best)) result.best = best;
     if (search_rounds > 0 && result.best.valid) {
@@ -338,7 +335,7 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
       if (BetterPlan(search.best(), result.best)) result.best = search.best();
     }
     TrainLogRow row =
-        MakeTrainLogRow(step, Seconds(clock, begin), *stats, {&instance});
+        MakeTrainLogRow(step, SecondsSince(clock, begin), *stats, {&instance});
     // For one graph the log tracks the best plan so far (with measured
     // rewards: against the measured start plan).
     row.best_step_time_s = result.best.step_time_s;
@@ -360,7 +357,7 @@ absl::StatusOr<FineTuneResult> FineTune(GoModel* model,
       }
     }
   }
-  result.seconds = Seconds(clock, begin);
+  result.seconds = SecondsSince(clock, begin);
   result.search_improvements = search.improvements();
   result.search_simulations = search.candidates_simulated();
   return result;

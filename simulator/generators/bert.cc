@@ -8,7 +8,7 @@
 namespace gopt::simulator::generators {
 namespace {
 
-constexpr int64_t kVocabulary = 30522;
+constexpr int64_t kBertVocabulary = 30522;
 
 // One encoder layer on rows h [batch * length, d].
 Tensor EncoderLayer(ModelBuilder* b, absl::string_view name, Tensor h,
@@ -64,7 +64,7 @@ absl::StatusOr<graph::Graph> BuildBert(const GeneratorOptions& options) {
   Tensor h;
   {
     ModelBuilder::NameScope scope(&b, "bert/embeddings");
-    word_embeddings = b.Weight("word_embeddings", {kVocabulary, d});
+    word_embeddings = b.Weight("word_embeddings", {kBertVocabulary, d});
     const Tensor tokens = b.Gather("word_lookup", word_embeddings, ids);
     const Tensor types =
         b.Gather("token_type_lookup", b.Weight("token_type_embeddings", {2, d}),
@@ -86,7 +86,7 @@ absl::StatusOr<graph::Graph> BuildBert(const GeneratorOptions& options) {
     x = LayerNormWithWeights(&b, "transform/LayerNorm", x);
     const Tensor logits = b.BiasAdd(
         "BiasAdd", b.MatMul("MatMul", x, word_embeddings, false, true),
-        b.Weight("output_bias", {kVocabulary}));
+        b.Weight("output_bias", {kBertVocabulary}));
     mlm_loss = b.ReduceMean(
         "loss", b.SparseSoftmaxCrossEntropy("xent", logits, mlm_labels), {0});
   }

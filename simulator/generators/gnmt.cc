@@ -8,7 +8,7 @@
 namespace gopt::simulator::generators {
 namespace {
 
-constexpr int64_t kVocabulary = 32000;
+constexpr int64_t kGnmtVocabulary = 32000;
 // GNMT adds residual connections from the third layer up.
 constexpr int kFirstResidualLayer = 2;
 
@@ -48,7 +48,7 @@ absl::StatusOr<graph::Graph> BuildGnmt(const GeneratorOptions& options) {
   std::vector<Tensor> x;
   {
     ModelBuilder::NameScope scope(&b, "encoder");
-    const Tensor embedding = b.Weight("embedding", {kVocabulary, hidden});
+    const Tensor embedding = b.Weight("embedding", {kGnmtVocabulary, hidden});
     x = b.Unstack(
         "unstack",
         b.Transpose("time_major",
@@ -94,7 +94,7 @@ absl::StatusOr<graph::Graph> BuildGnmt(const GeneratorOptions& options) {
 
   // ---- Decoder ----
   ModelBuilder::NameScope decoder_scope(&b, "decoder");
-  const Tensor embedding = b.Weight("embedding", {kVocabulary, hidden});
+  const Tensor embedding = b.Weight("embedding", {kGnmtVocabulary, hidden});
   const std::vector<Tensor> inputs = b.Unstack(
       "unstack",
       b.Transpose("time_major", b.Gather("embedding_lookup", embedding, target),
@@ -110,8 +110,9 @@ absl::StatusOr<graph::Graph> BuildGnmt(const GeneratorOptions& options) {
     states.push_back(ZeroLstmState(&b, name, batch, hidden));
   }
   Tensor context = b.Constant("initial_context", {batch, hidden});
-  const Tensor softmax_w = b.Weight("softmax/kernel", {hidden, kVocabulary});
-  const Tensor softmax_b = b.Weight("softmax/bias", {kVocabulary});
+  const Tensor softmax_w =
+      b.Weight("softmax/kernel", {hidden, kGnmtVocabulary});
+  const Tensor softmax_b = b.Weight("softmax/bias", {kGnmtVocabulary});
   std::vector<Tensor> losses;
   for (size_t t = 0; t < inputs.size() && t < step_labels.size(); ++t) {
     ModelBuilder::NameScope step_scope(&b, absl::StrCat("step", t));

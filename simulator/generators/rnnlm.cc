@@ -8,7 +8,7 @@
 namespace gopt::simulator::generators {
 namespace {
 
-constexpr int64_t kVocabulary = 32000;
+constexpr int64_t kRnnlmVocabulary = 32000;
 
 }  // namespace
 
@@ -19,7 +19,7 @@ absl::StatusOr<graph::Graph> BuildRnnLm(const GeneratorOptions& options) {
   ModelBuilder b(GeneratedGraphName(options), graph::DType::kF32);
   const Tensor ids = b.Input("ids", {batch, steps}, graph::DType::kS32);
   const Tensor labels = b.Input("labels", {steps, batch}, graph::DType::kS32);
-  const Tensor embedding = b.Weight("embedding", {kVocabulary, hidden});
+  const Tensor embedding = b.Weight("embedding", {kRnnlmVocabulary, hidden});
   // One gather for the whole segment, then unstacked into time steps, as
   // tf.nn.static_rnn consumes it.
   const Tensor embedded =
@@ -38,8 +38,9 @@ absl::StatusOr<graph::Graph> BuildRnnLm(const GeneratorOptions& options) {
       inputs[t] = state.h;
     }
   }
-  const Tensor softmax_w = b.Weight("softmax/kernel", {hidden, kVocabulary});
-  const Tensor softmax_b = b.Weight("softmax/bias", {kVocabulary});
+  const Tensor softmax_w =
+      b.Weight("softmax/kernel", {hidden, kRnnlmVocabulary});
+  const Tensor softmax_b = b.Weight("softmax/bias", {kRnnlmVocabulary});
   std::vector<Tensor> losses;
   for (size_t t = 0; t < inputs.size() && t < step_labels.size(); ++t) {
     ModelBuilder::NameScope scope(&b, absl::StrCat("softmax/step", t));

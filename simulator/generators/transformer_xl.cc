@@ -8,7 +8,7 @@
 namespace gopt::simulator::generators {
 namespace {
 
-constexpr int64_t kVocabulary = 32000;
+constexpr int64_t kTransformerXlVocabulary = 32000;
 
 // Transformer-XL's relative shift of positional scores [B, n, T, K]: pad one
 // zero column, view as [B, n, K + 1, T], drop the first row, view back.
@@ -35,7 +35,7 @@ absl::StatusOr<graph::Graph> BuildTransformerXl(
   ModelBuilder b(GeneratedGraphName(options), graph::DType::kF32);
   const Tensor ids = b.Input("ids", {batch, length}, graph::DType::kS32);
   const Tensor labels = b.Input("labels", {batch * length}, graph::DType::kS32);
-  const Tensor embedding = b.Weight("embedding", {kVocabulary, d});
+  const Tensor embedding = b.Weight("embedding", {kTransformerXlVocabulary, d});
   const Tensor positions = b.Input("pos_emb", {context, d});
   const Tensor mask = b.Constant("attn_mask", {length, context});
   const Tensor scale = b.Constant("scale", {});

@@ -13,6 +13,7 @@
 #include "policy/go/plan_search.h"
 #include "simulator/baselines/baseline_plan.h"
 #include "simulator/baselines/baseline_registry.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace gopt::policy::go {
@@ -151,10 +152,6 @@ std::vector<int> DrawReplay(const std::vector<int>& remembered,
   return pool;
 }
 
-double Seconds(const Clock& clock, absl::Time start) {
-  return absl::ToDoubleSeconds(clock.Now() - start);
-}
-
 }  // namespace
 
 absl::StatusOr<ScoredPlan> BestBaselinePlan(const TrainingInstance& instance,
@@ -263,8 +260,8 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
   const Clock& clock = *options.clock;
   const absl::Time start = clock.Now();
   for (int round = options.start_round; round < options.rounds; ++round) {
-    bool out_of_time =
-        options.start_seconds + Seconds(clock, start) >= options.max_seconds;
+    bool out_of_time = options.start_seconds + SecondsSince(clock, start) >=
+                       options.max_seconds;
     if (world > 1) {
       absl::StatusOr<bool> any = parallel->AnyRank(out_of_time);
       if (!any.ok()) return any.status();
@@ -332,13 +329,13 @@ absl::StatusOr<ExpertIterationResult> RunExpertIteration(
     }
     result.simulations += stats.simulations;
     result.rounds = round + 1;
-    stats.seconds = options.start_seconds + Seconds(clock, start);
+    stats.seconds = options.start_seconds + SecondsSince(clock, start);
     if (rank == 0 && options.on_round) {
       absl::Status status = options.on_round(stats);
       if (!status.ok()) return status;
     }
   }
-  result.seconds = Seconds(clock, start);
+  result.seconds = SecondsSince(clock, start);
   return result;
 }
 

@@ -6,15 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "util/clock.h"
 
 namespace gopt::policy::go {
-namespace {
-
-double Seconds(const Clock& clock, absl::Time start) {
-  return absl::ToDoubleSeconds(clock.Now() - start);
-}
-
-}  // namespace
 
 absl::StatusOr<PretrainResult> Pretrain(
     GoModel* model, const std::vector<const TrainingInstance*>& instances,
@@ -41,7 +35,7 @@ absl::StatusOr<PretrainResult> Pretrain(
   const Clock& clock = *options.clock;
   const absl::Time start = clock.Now();
   for (int step = 0; step < options.max_steps; ++step) {
-    bool out_of_time = Seconds(clock, start) >= options.max_seconds;
+    bool out_of_time = SecondsSince(clock, start) >= options.max_seconds;
     if (world > 1) {
       absl::StatusOr<bool> any = parallel->AnyRank(out_of_time);
       if (!any.ok()) return any.status();
@@ -80,12 +74,12 @@ absl::StatusOr<PretrainResult> Pretrain(
     absl::StatusOr<PpoStepStats> stats = trainer.Step(mine, rank * share);
     if (!stats.ok()) return stats.status();
     TrainLogRow row =
-        MakeTrainLogRow(step, Seconds(clock, start), *stats, mine);
+        MakeTrainLogRow(step, SecondsSince(clock, start), *stats, mine);
     if (options.on_step && rank == 0) options.on_step(row);
     result.log.push_back(std::move(row));
     result.steps = step + 1;
   }
-  result.seconds = Seconds(clock, start);
+  result.seconds = SecondsSince(clock, start);
   return result;
 }
 
