@@ -233,6 +233,123 @@ budget { mode: BASELINES_ONLY }
 EOF
 done
 
+# Every format's hand-made seed (written by make_seeds.sh into the
+# importers' corpora) as a request, so each format reaches the whole request
+# path with a real graph: HloModuleProto, gopt.v1.Graph as JSON and binary,
+# text GraphDef, ONNX with runtime shapes, TpuGraphs module tuning data.
+corpus="$root/tests/fuzz/corpus"
+for handmade in hlo-proto:hlo_proto/seed_module.pb gopt:gopt/seed_graph.json \
+                gopt:gopt/seed_graph.pb graphdef:graphdef/seed_training.pbtxt \
+                onnx:onnx/seed_runtime_shapes.onnx \
+                tpugraphs:tpugraphs/seed_module_tuning.pb; do
+  format=${handmade%%:*} file=$corpus/${handmade#*:}
+  name=$(basename "$file"); name=${name//./_}
+  seed "optimize_${format//-/_}_$name" 0 "$file" "$format" 0 <<EOF
+graph { format: "$format" name: "$name" }
+topology { preset: "v100x2-pcie" }
+budget { mode: BASELINES_ONLY }
+EOF
+done
+
+# Issue #37's other classes in every format, small: declared dimensions of
+# 2^40 (tensors of 2^80 elements: element and byte counts overflow int64),
+# and messages nested 100 levels deep (past the 64-level scan limit) through
+# each format's recursive fields.
+huge=1099511627776
+sed "s/dimensions: [48] /dimensions: $huge /g" "$root/tests/fuzz/seeds/hlo_module.txtpb" |
+  protoc --proto_path="$protos" --encode=xla.HloModuleProto xla/hlo.proto \
+  > "$tmp/dims_hlo-proto"
+sed "s/dimensions: [48] /dimensions: $huge /g; s/dimensions: 32 /dimensions: $((huge << 22)) /" \
+  "$root/tests/fuzz/seeds/module_tuning.txtpb" |
+  protoc --proto_path="$protos" --encode=tpu_graphs.ModuleTuningData \
+  tpu_graphs/tuning.proto > "$tmp/dims_tpugraphs"
+sed "s/size: 8 /size: $huge /g" "$root/tests/fuzz/seeds/graphdef.txtpb" \
+  > "$tmp/dims_graphdef"
+sed "s/\"size\": \"1*6*\"/\"size\": \"$huge\"/g; s/\[16, 4\]/[$huge, 4]/" \
+  "$root/tests/fuzz/seeds/tfjs_model.json" > "$tmp/dims_tfjs"
+sed "s/\"[48]\"/\"$huge\"/g" "$corpus/gopt/seed_graph.json" > "$tmp/dims_gopt"
+protoc --proto_path="$protos" --encode=gopt.onnx.ModelProto onnx/onnx.proto \
+  > "$tmp/dims_onnx" <<EOF
+ir_version: 8
+opset_import { version: 13 }
+graph {
+  name: "huge_dims"
+  input { name: "x" type { tensor_type { elem_type: 1 shape {
+    dim { dim_value: $huge } dim { dim_value: $huge } } } } }
+  initializer { name: "w" data_type: 1 dims: $huge dims: $huge }
+  node { input: "x" input: "w" output: "y" op_type: "MatMul" name: "mm" }
+  node { input: "y" input: "x" output: "z" op_type: "Add" name: "add" }
+  output { name: "z" }
+}
+EOF
+cat > "$tmp/dims_hlo" <<EOF
+HloModule huge_dims
+ENTRY %main (p: f32[$huge,$huge]) -> f32[$huge,$huge] {
+  %p = f32[$huge,$huge]{1,0} parameter(0)
+  %d = f32[$huge,$huge]{1,0} dot(%p, %p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %a = f32[$huge,$huge]{1,0} add(%d, %p)
+}
+EOF
+python3 - "$tmp" <<'PY'
+import sys
+tmp = sys.argv[1]
+def delimited(tag, body):  # a length-delimited protobuf field
+    n, out = len(body), bytearray([tag])
+    while n >= 128:
+        out.append((n & 127) | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + body
+def nest(levels, wrap, inner=b""):  # wrap(inner) applied `levels` times
+    for _ in range(levels):
+        inner = wrap(inner)
+    return inner
+levels = 100
+def attr_entry(value):  # a map<string, AttrValue> entry with key "a"
+    return delimited(0x0a, b"a") + delimited(0x12, value)
+files = {
+    # ModelProto.graph, then GraphProto.node -> NodeProto.attribute ->
+    # AttributeProto.g (a subgraph in a subgraph...).
+    "onnx": delimited(0x3a, nest(levels, lambda g: delimited(
+        0x0a, delimited(0x2a, delimited(0x32, g))))),
+    # computations -> instructions -> shape -> tuple_shapes...
+    "hlo-proto": delimited(0x1a, delimited(0x12, delimited(
+        0x1a, nest(levels, lambda s: delimited(0x22, s))))),
+    # ModuleTuningData.module, then as hlo-proto.
+    "tpugraphs": delimited(0x0a, delimited(0x1a, delimited(0x12, delimited(
+        0x1a, nest(levels, lambda s: delimited(0x22, s)))))),
+    # Graph.nodes -> outputs -> tuple_elements...
+    "gopt": delimited(0x1a, delimited(0x2a, nest(
+        levels, lambda t: delimited(0x22, t)))),
+    # GraphDef.node -> attr {key value: AttrValue.func -> NameAttrList.attr
+    # {key value: ...}}.
+    "graphdef": delimited(0x0a, delimited(0x2a, attr_entry(nest(
+        levels, lambda v: delimited(0x52, delimited(0x12, attr_entry(v))))))),
+    "hlo": b"HloModule nested\nENTRY %main () -> f32[] {\n  %p = " +
+           b"(" * levels + b"f32[]" + b")" * levels + b" parameter(0)\n" +
+           b"  ROOT %c = f32[] constant(0)\n}\n",
+    "graphdef-text": b'node { name: "n" op: "NoOp" ' +
+                     b'attr { key: "a" value { func { name: "f" ' * levels +
+                     b"} } }" * levels + b" }\n",
+}
+for name, data in files.items():
+    with open(f"{tmp}/nest_{name}", "wb") as f:
+        f.write(data)
+PY
+for hostile in dims_hlo:hlo dims_hlo-proto:hlo-proto dims_onnx:onnx \
+               dims_graphdef:graphdef dims_tfjs:tfjs dims_gopt:gopt \
+               dims_tpugraphs:tpugraphs nest_hlo:hlo nest_hlo-proto:hlo-proto \
+               nest_onnx:onnx nest_graphdef:graphdef \
+               nest_graphdef-text:graphdef nest_gopt:gopt \
+               nest_tpugraphs:tpugraphs; do
+  name=${hostile%%:*} format=${hostile#*:}
+  seed "hostile_${name//-/_}" 0 "$tmp/$name" "$format" 0 <<EOF
+graph { format: "$format" name: "$name" }
+topology { preset: "v100x4-nvlink" }
+budget { mode: BASELINES_ONLY }
+EOF
+done
+
 n=$(nodes "$hlo/maml_flax_train_step.hlo" hlo)
 seed evaluate_maml_trace 1 "$hlo/maml_flax_train_step.hlo" hlo 0 <<EOF
 graph { format: "hlo" name: "maml_flax_train_step.hlo" }
