@@ -79,6 +79,7 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
     for (NodeId id : group.nodes) shared[id] = group.nodes.size() > 1;
   }
   plan.fusion_group.assign(graph.num_nodes(), -1);
+  std::vector<bool> heavy(graph.num_nodes(), false);  // by group
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     const auto in = graph.in_edges(id);
     if (in.size() != 1 || in[0].control) continue;
@@ -97,7 +98,16 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
         graph.node(producer).kind == OpKind::kConstant) {
       continue;
     }
-    if (plan.fusion_group[producer] < 0) plan.fusion_group[producer] = producer;
+    const int32_t group = plan.fusion_group[producer];
+    if ((group >= 0 ? heavy[group]
+                    : producer_role == simulator::FusionRole::kHeavy) &&
+        simulator::ComputesStatistics(graph, id)) {
+      continue;
+    }
+    if (group < 0) {
+      plan.fusion_group[producer] = producer;
+      heavy[producer] = producer_role == simulator::FusionRole::kHeavy;
+    }
     plan.fusion_group[id] = plan.fusion_group[producer];
   }
   return simulator::PlanToProto(plan);
