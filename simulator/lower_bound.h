@@ -35,11 +35,13 @@ struct LowerBoundTerms {
 // that Simulate accepts, OOM plans included. Accepted plans obey the kernel
 // rules (ValidatePlan, fusion_rules.h): at most one dot or convolution per
 // kernel; parameters, gathers, sorts, collectives, control flow, ... never
-// share one. Kernel times follow RooflineCostModel's law (launch +
-// max(flops / (peak * efficiency), bytes / bandwidth), efficiency falling
-// for small kernels), which every OpCostModel gopt ships obeys; `cost_model`
-// prices the kernels that run alone. O(nodes + edges). Thread-safe; borrows
-// its arguments for the call.
+// share one. The bound does not use the rule that a normalization or softmax
+// computing statistics never shares a dot's or convolution's kernel (it
+// stays valid, only less tight). Kernel times follow RooflineCostModel's law
+// (launch + max(flops / (peak * efficiency), bytes / bandwidth), efficiency
+// falling for small kernels), which every OpCostModel gopt ships obeys;
+// `cost_model` prices the kernels that run alone. O(nodes + edges).
+// Thread-safe; borrows its arguments for the call.
 LowerBoundTerms ComputeLowerBound(const graph::Graph& graph,
                                   const Topology& topology,
                                   const OpCostModel& cost_model);

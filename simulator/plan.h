@@ -64,11 +64,12 @@ std::vector<std::string> UnmetDeviceConstraints(const graph::Graph& graph,
 // topology has a CPU device; otherwise the host is implicit); an
 // accelerator-only node sits on a CPU while an accelerator exists; a fusion
 // group spans devices; a fusion group breaks the kernel rules (two dots or
-// convolutions, or an op that never shares a kernel with another member;
-// CheckFusionRules in fusion_rules.h); two nodes of one colocation group
-// (TF's `_class` "loc:@...") sit on different devices; a layout is not a
-// permutation of the output's rank. (Fusion groups that would form a cycle
-// are reported by the simulator.)
+// convolutions, a dot or convolution with a normalization or softmax that
+// computes statistics, or an op that never shares a kernel with another
+// member; CheckFusionRules in fusion_rules.h); two nodes of one colocation
+// group (TF's `_class` "loc:@...") sit on different devices; a layout is
+// not a permutation of the output's rank. (Fusion groups that would form a
+// cycle are reported by the simulator.)
 absl::Status ValidatePlan(const Plan& plan, const graph::Graph& graph,
                           const Topology& topology);
 

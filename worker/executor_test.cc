@@ -8,6 +8,7 @@
 #include "graph/import/builtin_importers.h"
 #include "graph/importer.h"
 #include "gtest/gtest.h"
+#include "simulator/fusion_rules.h"
 #include "tests/util/shared_data.h"
 #include "worker/measurement.h"
 #include "worker/torch_ops.h"
@@ -146,6 +147,78 @@ TEST(ExecutorTest, PlansOverCpuAndCudaComputeWhatTheCpuRunComputes) {
        {"hlo/maml_flax_train_step.hlo", "onnx/light_squeezenet.onnx",
         "tf_graphdef/kws_DS_CNN_S.pb"}) {
     ExpectPlansComputeTheSame(path, executor.get(), 1e-3);
+  }
+}
+
+// Every cheap node fused into the group of its only computed input where
+// the kernel rules allow (simulator/fusion_rules.h): convolution + batch
+// norm + activation kernels on a CNN. An input computed only from
+// parameters and constants (weights behind TF's Identity) does not count,
+// so no group can reach itself through a node outside it.
+simulator::Plan ChainsFused(const graph::Graph& graph,
+                            const simulator::Topology& topology) {
+  const int n = graph.num_nodes();
+  std::vector<bool> source(n, false);  // computed from nothing
+  simulator::Plan plan = simulator::DefaultPlan(graph, topology);
+  plan.fusion_group.assign(n, -1);
+  for (int id = 0; id < n; ++id) {
+    source[id] = graph::IsFreeOpKind(graph.node(id).kind);
+    int producer = -1;
+    int computed_inputs = 0;
+    for (const graph::Edge& edge : graph.in_edges(id)) {
+      source[id] = source[id] && source[edge.src];
+      if (edge.control || source[edge.src]) continue;
+      producer = edge.src;
+      ++computed_inputs;
+    }
+    if (computed_inputs != 1 || simulator::FusionRoleOf(graph.node(id).kind) !=
+                                    simulator::FusionRole::kCheap) {
+      continue;
+    }
+    std::vector<int32_t> tried = plan.fusion_group;
+    const int32_t group = tried[producer] >= 0 ? tried[producer] : producer;
+    tried[producer] = group;
+    tried[id] = group;
+    if (simulator::CheckFusionRules(graph, tried).ok()) {
+      plan.fusion_group = std::move(tried);
+    }
+  }
+  return plan;
+}
+
+// kws_DS_CNN_S's batch norms (inference mode) run inside their
+// convolution's group, and the plan computes what the unfused one does.
+TEST(ExecutorTest, ConvolutionBatchNormGroupsComputeWhatTheUnfusedRunComputes) {
+  const graph::Graph graph = LoadGraph("tf_graphdef/kws_DS_CNN_S.pb");
+  std::unique_ptr<Executor> executor = TwoCpuExecutors();
+  ASSERT_NE(executor, nullptr);
+  const simulator::Topology topology = executor->HostTopology();
+  const simulator::Plan fused = ChainsFused(graph, topology);
+  int normalizations_with_convolution = 0;
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    if (graph.node(id).kind != graph::OpKind::kNormalization ||
+        fused.fusion_group[id] < 0) {
+      continue;
+    }
+    for (int other = 0; other < graph.num_nodes(); ++other) {
+      normalizations_with_convolution +=
+          fused.fusion_group[other] == fused.fusion_group[id] &&
+          graph.node(other).kind == graph::OpKind::kConvolution;
+    }
+  }
+  EXPECT_EQ(normalizations_with_convolution, 9);
+  absl::StatusOr<ExecutionResult> single = executor->Execute(
+      graph, simulator::DefaultPlan(graph, topology), OneRun());
+  ASSERT_TRUE(single.ok()) << single.status();
+  absl::StatusOr<ExecutionResult> result =
+      executor->Execute(graph, fused, OneRun());
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GT(result->fused_groups, 9);
+  ASSERT_EQ(result->output_checksums.size(), single->output_checksums.size());
+  for (size_t i = 0; i < result->output_checksums.size(); ++i) {
+    EXPECT_NEAR(result->output_checksums[i], single->output_checksums[i],
+                1e-9 * (1 + std::abs(single->output_checksums[i])))
+        << "checksum " << i;
   }
 }
 

@@ -140,6 +140,14 @@ std::string Unfusable(const LineParts& parts) {
                                                  "opt-barrier",
                                                  "optimization-barrier"};
   const absl::string_view opcode = parts.opcode;
+  if (opcode == "batch-norm-training" || opcode == "batch-norm-grad") {
+    // XLA expands batch norm into reduces and elementwise ops before fusion
+    // (BatchNormExpander, on computations no fusion calls) and never fuses
+    // the op itself; the expansion's several outputs would leave the group
+    // through get-tuple-elements, which gopt keeps outside it.
+    return absl::StrCat("'", parts.name, "' is a ", opcode,
+                        ", which XLA expands before fusion and never fuses");
+  }
   if (kNever->contains(opcode) || absl::EndsWith(opcode, "-start") ||
       absl::EndsWith(opcode, "-done") || absl::EndsWith(opcode, "-update")) {
     return absl::StrCat("'", parts.name, "' is a ", opcode);
@@ -149,6 +157,26 @@ std::string Unfusable(const LineParts& parts) {
     return absl::StrCat("'", parts.name, "' has a tuple or token shape");
   }
   return "";
+}
+
+// `text` (the attributes after an instruction's operands) without
+// attribute `key` ("epsilon=") and the comma before it.
+std::string WithoutAttribute(std::string text, absl::string_view key) {
+  const size_t at = FindAttribute(text, key);
+  if (at == absl::string_view::npos) return text;
+  size_t begin = at;
+  while (begin > 0 && text[begin - 1] == ' ') --begin;
+  if (begin > 0 && text[begin - 1] == ',') --begin;
+  text.erase(begin, ValueEnd(text, at + key.size()) - begin);
+  return text;
+}
+
+// The value of attribute `key` ("epsilon=") of `line`, or "".
+std::string AttributeValue(absl::string_view line, absl::string_view key) {
+  const size_t at = FindAttribute(line, key);
+  if (at == absl::string_view::npos) return "";
+  const size_t start = at + key.size();
+  return std::string(line.substr(start, ValueEnd(line, start) - start));
 }
 
 // Names not yet used by an instruction or computation of the module.
@@ -172,6 +200,67 @@ class FreshNames {
  private:
   absl::flat_hash_set<std::string> used_;
 };
+
+// The lines that stand for batch-norm-inference `member` (instruction line
+// `line`) in a fused computation: the ops XLA's BatchNormExpander rewrites
+// it into before fusion (a batch norm itself never sits in a fusion): per
+// feature, scale * rsqrt(variance + epsilon) and offset - mean * that,
+// broadcast along the feature dimension, then operand * scale + shift.
+// `operands`: its five operands as named inside the fused computation
+// ("%param_0.4"); `name`: its own name there, which the last line (the
+// add, with the member's metadata and other attributes) takes; `shape`:
+// its decided shape; `feature_shape`: its scale operand's.
+std::vector<std::string> ExpandBatchNormInference(
+    const LineParts& member, absl::string_view line,
+    const std::vector<std::string>& operands, const std::string& name,
+    const std::string& shape, const std::string& feature_shape, bool root,
+    FreshNames* names) {
+  const std::string type = shape.substr(0, shape.find('['));
+  const std::string epsilon = AttributeValue(line, "epsilon=");
+  const std::string feature = AttributeValue(line, "feature_index=");
+  std::string attributes = std::string(line.substr(member.operands_end + 1));
+  attributes = WithoutAttribute(std::move(attributes), "epsilon=");
+  attributes = WithoutAttribute(std::move(attributes), "feature_index=");
+  std::vector<std::string> lines;
+  auto emit = [&](absl::string_view suffix, absl::string_view result_shape,
+                  absl::string_view rest) {
+    const std::string inner = names->Make(absl::StrCat(name, suffix));
+    lines.push_back(absl::StrCat("  %", inner, " = ", result_shape, " ", rest));
+    return "%" + inner;
+  };
+  const std::string eps =
+      emit(".epsilon", type + "[]", absl::StrCat("constant(", epsilon, ")"));
+  const std::string eps_features =
+      emit(".epsilon_broadcast", feature_shape,
+           absl::StrCat("broadcast(", eps, "), dimensions={}"));
+  const std::string variance =
+      emit(".variance_epsilon", feature_shape,
+           absl::StrCat("add(", operands[4], ", ", eps_features, ")"));
+  const std::string rsqrt =
+      emit(".rsqrt", feature_shape, absl::StrCat("rsqrt(", variance, ")"));
+  const std::string scale =
+      emit(".scale", feature_shape,
+           absl::StrCat("multiply(", operands[1], ", ", rsqrt, ")"));
+  const std::string mean_scale =
+      emit(".mean_scale", feature_shape,
+           absl::StrCat("multiply(", operands[3], ", ", scale, ")"));
+  const std::string shift =
+      emit(".shift", feature_shape,
+           absl::StrCat("subtract(", operands[2], ", ", mean_scale, ")"));
+  const std::string scales =
+      emit(".scale_broadcast", shape,
+           absl::StrCat("broadcast(", scale, "), dimensions={", feature, "}"));
+  const std::string shifts =
+      emit(".shift_broadcast", shape,
+           absl::StrCat("broadcast(", shift, "), dimensions={", feature, "}"));
+  const std::string scaled =
+      emit(".scaled", shape,
+           absl::StrCat("multiply(", operands[0], ", ", scales, ")"));
+  lines.push_back(absl::StrCat("  ", root ? "ROOT " : "", "%", name, " = ",
+                               shape, " add(", scaled, ", ", shifts, ")",
+                               attributes));
+  return lines;
+}
 
 // One fusion group: its (first member's) computation, kernel and members
 // (indices into the instruction list, in line order).
@@ -261,6 +350,15 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
       return absl::StrCat("'", instructions_[i].name, "' does not parse");
     }
     if (std::string why = Unfusable(*parts_[i]); !why.empty()) return why;
+    const std::string& line = lines_[instructions_[i].line];
+    if (parts_[i]->opcode == "batch-norm-inference" &&
+        (parts_[i]->operands.size() != 5 ||
+         FindAttribute(line, "epsilon=") == absl::string_view::npos ||
+         FindAttribute(line, "feature_index=") == absl::string_view::npos)) {
+      return absl::StrCat("'", parts_[i]->name,
+                          "' is a batch-norm-inference without five operands, "
+                          "an epsilon and a feature_index");
+    }
     if (FindAttribute(lines_[instructions_[i].line], kControl) !=
         absl::string_view::npos) {
       return absl::StrCat("'", parts_[i]->name, "' has control predecessors");
@@ -357,18 +455,25 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
   for (size_t m = 0; m < members.size(); ++m) {
     const LineParts& member = *members[m];
     const std::string& line = lines_[instructions_[group.members[m]].line];
-    std::string operands;
-    if (member.opcode == "constant") {
-      operands = line.substr(member.operands_begin,
-                             member.operands_end - member.operands_begin);
-    } else {
-      std::vector<std::string> names;
-      for (const std::string& operand : member.operands) {
-        names.push_back("%" + inner(operand));
-      }
-      operands = absl::StrJoin(names, ", ");
-    }
     const bool root = single && &member == outputs[0];
+    std::vector<std::string> names;
+    for (const std::string& operand : member.operands) {
+      names.push_back("%" + inner(operand));
+    }
+    if (member.opcode == "batch-norm-inference") {
+      for (std::string& expanded : ExpandBatchNormInference(
+               member, line, names, inner(member.name),
+               DecidedShape(computation, member),
+               defined.at(member.operands[1])->shape, root, &names_)) {
+        body.push_back(std::move(expanded));
+      }
+      continue;
+    }
+    const std::string operands =
+        member.opcode == "constant"
+            ? line.substr(member.operands_begin,
+                          member.operands_end - member.operands_begin)
+            : absl::StrJoin(names, ", ");
     body.push_back(
         absl::StrCat("  ", root ? "ROOT " : "", "%", inner(member.name), " = ",
                      DecidedShape(computation, member), " ", member.opcode, "(",

@@ -34,9 +34,13 @@ struct HloTextFusion {
 //   get-tuple-element of it; these instructions' decisions are added to
 //   `decisions` (the get-tuple-elements unfused).
 // Members keep their metadata and their own attributes; layout decisions
-// are applied inside too. The computation's lines are reordered only where
-// a user preceded a member the fusion now follows (a stable topological
-// order). A group that XLA cannot fuse this way (parameters, tuple shapes,
+// are applied inside too. A batch-norm-inference member is written as the
+// ops XLA's BatchNormExpander makes of it before fusion (a scale and a
+// shift per feature, broadcast, multiply, add; the add keeps its name),
+// since XLA never fuses a batch norm itself. The computation's lines are
+// reordered only where a user preceded a member the fusion now follows (a
+// stable topological order). A group that XLA cannot fuse this way
+// (parameters, tuple shapes, batch-norm-training and batch-norm-grad,
 // control dependencies, calls, collectives and other side effects) is left
 // as it was, with a warning.
 HloTextFusion WriteFusionInstructions(

@@ -3,6 +3,7 @@
 // graph equal to the original, so the export simulates to the same step
 // time; and everything the exporter did not set is as it was.
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -79,6 +80,7 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
     for (NodeId id : group.nodes) shared[id] = group.nodes.size() > 1;
   }
   plan.fusion_group.assign(graph.num_nodes(), -1);
+  std::vector<bool> heavy(graph.num_nodes(), false);  // by group
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     const auto in = graph.in_edges(id);
     if (in.size() != 1 || in[0].control) continue;
@@ -97,7 +99,16 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
         graph.node(producer).kind == OpKind::kConstant) {
       continue;
     }
-    if (plan.fusion_group[producer] < 0) plan.fusion_group[producer] = producer;
+    const int32_t group = plan.fusion_group[producer];
+    if ((group >= 0 ? heavy[group]
+                    : producer_role == simulator::FusionRole::kHeavy) &&
+        simulator::ComputesStatistics(graph, id)) {
+      continue;
+    }
+    if (group < 0) {
+      plan.fusion_group[producer] = producer;
+      heavy[producer] = producer_role == simulator::FusionRole::kHeavy;
+    }
     plan.fusion_group[id] = plan.fusion_group[producer];
   }
   return simulator::PlanToProto(plan);
@@ -553,6 +564,127 @@ ENTRY main {
     EXPECT_EQ((*embedded)->device(i), 0) << i;
     EXPECT_EQ((*embedded)->priority(i), plan.priority(i)) << i;
   }
+}
+
+// A plan over a small HLO module: everything on device 0, the
+// instructions named in `fused` in fusion group 0.
+gopt::v1::Plan PlanFusing(const Graph& graph,
+                          const std::vector<std::string>& fused) {
+  gopt::v1::Plan plan;
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    plan.add_device(0);
+    plan.add_priority(0);
+    plan.add_fusion_group(std::find(fused.begin(), fused.end(),
+                                    graph.node(id).name) != fused.end()
+                              ? 0
+                              : -1);
+  }
+  return plan;
+}
+
+// XLA never fuses a batch norm: it expands it (BatchNormExpander) before
+// fusion. A group holding a batch-norm-inference is written with the
+// expansion in the fused computation, which XLA compiles as it is.
+TEST(HloFusionExportTest, InferenceBatchNormIsWrittenAsXlaExpandsIt) {
+  const std::string contents = R"hlo(HloModule cnn
+
+ENTRY main {
+  x = f32[2,8,6,6]{3,2,1,0} parameter(0)
+  w = f32[8,8,3,3]{3,2,1,0} parameter(1)
+  scale = f32[8]{0} parameter(2)
+  offset = f32[8]{0} parameter(3)
+  mean = f32[8]{0} parameter(4)
+  variance = f32[8]{0} parameter(5)
+  conv = f32[2,8,6,6]{3,2,1,0} convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+  bn = f32[2,8,6,6]{3,2,1,0} batch-norm-inference(conv, scale, offset, mean, variance), epsilon=0.001, feature_index=1, metadata={op_name="bn"}
+  zero = f32[] constant(0)
+  zeros = f32[2,8,6,6]{3,2,1,0} broadcast(zero), dimensions={}
+  ROOT relu = f32[2,8,6,6]{3,2,1,0} maximum(bn, zeros)
+}
+)hlo";
+  ImporterRegistry importers;
+  RegisterBuiltinImporters(&importers);
+  ExporterRegistry exporters;
+  RegisterBuiltinExporters(&exporters);
+  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const gopt::v1::Plan plan = PlanFusing(*graph, {"conv", "bn", "relu"});
+  ASSERT_TRUE(simulator::CheckFusionRules(
+                  *graph, std::vector<int32_t>(plan.fusion_group().begin(),
+                                               plan.fusion_group().end()))
+                  .ok());
+  ExportOptions options;
+  options.devices = {{"gpu:0", "gpu"}};
+  const Exporter& exporter = **exporters.Find("hlo");
+  absl::StatusOr<ExportResult> exported =
+      exporter.Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_THAT(exported->warnings, Not(Contains(HasSubstr("fusion group 0"))));
+  EXPECT_THAT(exported->contents, Not(HasSubstr("batch-norm")));
+  EXPECT_THAT(exported->contents, HasSubstr(R"hlo(
+  %bn.epsilon = f32[] constant(0.001)
+  %bn.epsilon_broadcast = f32[8]{0} broadcast(%bn.epsilon), dimensions={}
+  %bn.variance_epsilon = f32[8]{0} add(%param_5.0, %bn.epsilon_broadcast)
+  %bn.rsqrt = f32[8]{0} rsqrt(%bn.variance_epsilon)
+  %bn.scale = f32[8]{0} multiply(%param_2.0, %bn.rsqrt)
+  %bn.mean_scale = f32[8]{0} multiply(%param_4.0, %bn.scale)
+  %bn.shift = f32[8]{0} subtract(%param_3.0, %bn.mean_scale)
+  %bn.scale_broadcast = f32[2,8,6,6]{3,2,1,0} broadcast(%bn.scale), dimensions={1}
+  %bn.shift_broadcast = f32[2,8,6,6]{3,2,1,0} broadcast(%bn.shift), dimensions={1}
+  %bn.scaled = f32[2,8,6,6]{3,2,1,0} multiply(%conv, %bn.scale_broadcast)
+  %bn = f32[2,8,6,6]{3,2,1,0} add(%bn.scaled, %bn.shift_broadcast), metadata={op_name="bn"})hlo"));
+  EXPECT_THAT(exported->contents,
+              HasSubstr("ROOT %relu = f32[2,8,6,6]{3,2,1,0} fusion(%x, %w, "
+                        "%scale, %offset, %mean, %variance, %zeros), "
+                        "kind=kLoop, calls=%gopt_fused_computation.0"));
+  // It imports as one fusion node; the plan reads back.
+  absl::StatusOr<Graph> again = importers.Import(exported->contents, "hlo", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  int fusions = 0;
+  for (const Node& node : again->nodes()) {
+    fusions += node.kind == OpKind::kFusion;
+    EXPECT_NE(node.kind, OpKind::kNormalization) << node.name;
+  }
+  EXPECT_EQ(fusions, 1);
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      exporter.ReadPlan(exported->contents, *again, options.devices);
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+}
+
+// A batch-norm-training (or -grad) cannot be written that way (its outputs
+// leave through get-tuple-elements): its group stays attributes, with a
+// warning that says why.
+TEST(HloFusionExportTest, TrainingBatchNormGroupStaysAttributes) {
+  const std::string contents = R"hlo(HloModule train
+
+ENTRY main {
+  x = f32[2,8,6,6]{3,2,1,0} parameter(0)
+  scale = f32[8]{0} parameter(1)
+  offset = f32[8]{0} parameter(2)
+  twice = f32[2,8,6,6]{3,2,1,0} add(x, x)
+  bn = (f32[2,8,6,6]{3,2,1,0}, f32[8]{0}, f32[8]{0}) batch-norm-training(twice, scale, offset), epsilon=0.001, feature_index=1
+  ROOT y = f32[2,8,6,6]{3,2,1,0} get-tuple-element(bn), index=0
+}
+)hlo";
+  ImporterRegistry importers;
+  RegisterBuiltinImporters(&importers);
+  ExporterRegistry exporters;
+  RegisterBuiltinExporters(&exporters);
+  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const gopt::v1::Plan plan = PlanFusing(*graph, {"twice", "bn"});
+  ExportOptions options;
+  options.devices = {{"gpu:0", "gpu"}};
+  absl::StatusOr<ExportResult> exported =
+      (*exporters.Find("hlo"))->Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_THAT(exported->warnings,
+              Contains("fusion group 0 (twice, bn) is written as frontend "
+                       "attribute _gopt_kernel only, not as a fusion "
+                       "instruction: 'bn' is a batch-norm-training, which XLA "
+                       "expands before fusion and never fuses"));
+  EXPECT_THAT(exported->contents, Not(HasSubstr("fusion(")));
+  EXPECT_THAT(exported->contents, HasSubstr("batch-norm-training(twice"));
 }
 
 TEST(ExporterTest, BadFileIsInvalidArgument) {

@@ -49,6 +49,7 @@ class GroupSet {
         members_(keep_members ? graph.num_nodes() : 0),
         first_(graph.num_nodes()),
         heavy_(graph.num_nodes(), 0),
+        statistics_(graph.num_nodes(), 0),
         source_(graph.num_nodes(), 0),
         seen_(keep_members ? graph.num_nodes() : 0, 0),
         expanded_(keep_members ? graph.num_nodes() : 0, 0),
@@ -57,6 +58,7 @@ class GroupSet {
       parent_[v] = v;
       first_[v] = v;
       heavy_[v] = IsHeavy(graph.node(v).kind) ? v : -1;
+      statistics_[v] = ComputesStatistics(graph, v);
       source_[v] = is_free[v] && graph.in_edges(v).empty();
       if (!keep_members) continue;
       for (const Edge& edge : graph.out_edges(v)) {
@@ -89,9 +91,14 @@ class GroupSet {
 
   // Whether the groups rooted at `a` and `b` together keep the greedy
   // shape: at most one dot or convolution, and it their first member (a
-  // library call with cheap consumers fused after it, nothing before).
+  // library call with cheap consumers fused after it, nothing before), and
+  // no node that computes statistics beside it.
   bool KeepsShape(NodeId a, NodeId b) const {
     if (heavy_[a] >= 0 && heavy_[b] >= 0) return false;
+    if ((heavy_[a] >= 0 && statistics_[b]) ||
+        (heavy_[b] >= 0 && statistics_[a])) {
+      return false;
+    }
     const NodeId heavy = std::max(heavy_[a], heavy_[b]);
     return heavy < 0 || heavy == std::min(First(a), First(b));
   }
@@ -114,6 +121,7 @@ class GroupSet {
     if (keep_members_) remote_[a] |= remote_[b];
     first_[a] = std::min(first_[a], first_[b]);
     heavy_[a] = std::max(heavy_[a], heavy_[b]);
+    statistics_[a] |= statistics_[b];
     return a;
   }
 
@@ -223,8 +231,10 @@ class GroupSet {
   // With keep_members_, by root: the members of a group of two or more
   // (empty for a node alone, so that most nodes cost no allocation).
   std::vector<std::vector<NodeId>> members_;
-  std::vector<NodeId> first_;    // smallest member, by root
-  std::vector<NodeId> heavy_;    // the group's dot or convolution, else -1
+  std::vector<NodeId> first_;  // smallest member, by root
+  std::vector<NodeId> heavy_;  // the group's dot or convolution, else -1
+  // By root: the group holds a node that computes statistics.
+  std::vector<uint8_t> statistics_;
   std::vector<uint8_t> source_;  // a free node without inputs
   // WouldCycle's marks (keep_members only), epoch-stamped.
   std::vector<uint32_t> seen_;      // node pushed in this search

@@ -43,12 +43,16 @@ FusionJoin FusionJoinOfMethod(absl::string_view method);
 // these hold:
 //  - it is a cheap consumer: elementwise (convert included), reduce,
 //    reduce-window, broadcast, transpose, copy, slice, dynamic-slice, pad,
-//    concatenate, reverse, or a view (reshape, bitcast);
+//    concatenate, reverse, a view (reshape, bitcast), a normalization or a
+//    softmax;
 //  - the producer is in a group that can grow: a group starts at a node
 //    with real work that is cheap (as above) or heavy (dot, convolution),
-//    so a group holds at most one heavy op, as its first member; a reduce
-//    or reduce-window ends a fusion (its consumers do not join through it);
-//    parameters, constants and other free ops never start a group;
+//    so a group holds at most one heavy op, as its first member, and no
+//    node that computes statistics (ComputesStatistics: softmax, layer
+//    norm, training batch norm, ...) beside it, while an inference batch
+//    norm joins its convolution's group; a reduce or reduce-window ends a
+//    fusion (its consumers do not join through it); parameters, constants
+//    and other free ops never start a group;
 //  - producer and consumer are on the same device;
 //  - joining cannot create a cycle between groups: under kOneProducer,
 //    every other input of the consumer is in the group, is a free node

@@ -108,6 +108,73 @@ TEST(GreedyFusionTest, ReduceEndsTheFusion) {
               ElementsAre(-1, 0, 0, -1));
 }
 
+// A ResNet block at inference: conv -> batch norm (given its running mean
+// and variance) -> add (the shortcut) -> relu is one kernel, as Grappler's
+// _FusedConv2D or ONNX Runtime's Conv with BN folded and ReLU fused runs
+// it; the next convolution starts the next kernel.
+TEST(GreedyFusionTest, FusesAConvolutionItsInferenceBatchNormAndActivation) {
+  GraphMaker g;
+  const int x = g.Param("x", 1000);
+  const int w = g.Param("w", 72);
+  const int scale = g.Param("scale", 8);
+  const int offset = g.Param("offset", 8);
+  const int mean = g.Param("mean", 8);
+  const int variance = g.Param("variance", 8);
+  const int conv = g.Op("conv", OpKind::kConvolution, 1.4e5, {x, w});
+  const int bn = g.Normalization("bn", "BatchNormalization",
+                                 {conv, scale, offset, mean, variance});
+  const int add = g.Op("add", 1e3, {bn, x});
+  const int relu = g.Op("relu", OpKind::kElementwiseUnary, 1e3, {add});
+  g.Op("conv2", OpKind::kConvolution, 1.4e5, {relu, w});
+  const graph::Graph graph = g.Build();
+  Plan plan = DefaultPlan(graph);
+  plan.fusion_group = Groups(graph, plan.device);
+  EXPECT_THAT(plan.fusion_group,
+              ElementsAre(-1, -1, -1, -1, -1, -1, 0, 0, 0, 0, -1));
+  const RooflineCostModel cost_model;
+  const Topology topology = UniformTopology(1);
+  EXPECT_EQ(Simulator(graph, topology, cost_model).Simulate(plan)->num_kernels,
+            2);
+}
+
+// In training the batch norm computes this batch's statistics, which no
+// convolution kernel does: conv is a kernel, the batch norm and its ReLU
+// (and the moving-average update reading its mean) the next.
+TEST(GreedyFusionTest, StartsAKernelAtATrainingBatchNorm) {
+  GraphMaker g;
+  const int x = g.Param("x", 1000);
+  const int w = g.Param("w", 72);
+  const int scale = g.Param("scale", 8);
+  const int offset = g.Param("offset", 8);
+  const int conv = g.Op("conv", OpKind::kConvolution, 1.4e5, {x, w});
+  const int bn =
+      g.Normalization("bn", "FusedBatchNormV3", {conv, scale, offset},
+                      /*elements=*/1000, /*statistics=*/2);
+  g.Op("relu", OpKind::kElementwiseUnary, 1e3, {bn});
+  const int update = g.Op("update", 8, {}, 8);
+  g.Read(update, bn, /*output=*/1);
+  const graph::Graph graph = g.Build();
+  EXPECT_THAT(Groups(graph, std::vector<int32_t>(graph.num_nodes(), 0)),
+              ElementsAre(-1, -1, -1, -1, -1, 0, 0, 0));
+  EXPECT_THAT(JoinGroups(graph, std::vector<int32_t>(graph.num_nodes(), 0)),
+              ElementsAre(-1, -1, -1, -1, -1, 0, 0, 0));
+}
+
+// Attention scores: the scale joins the dot's kernel, the softmax starts
+// its own with the dropout after it (XLA's GPU softmax fusion).
+TEST(GreedyFusionTest, SoftmaxStartsAKernelAfterADot) {
+  GraphMaker g;
+  const int q = g.Param("q", 1000);
+  const int k = g.Param("k", 1000);
+  const int dot = g.Op("dot", OpKind::kDot, 1e6, {q, k});
+  const int scaled = g.Op("scaled", 1e3, {dot});
+  const int softmax = g.Op("softmax", OpKind::kSoftmax, 5e3, {scaled});
+  g.Op("dropout", 1e3, {softmax});
+  const graph::Graph graph = g.Build();
+  EXPECT_THAT(Groups(graph, std::vector<int32_t>(graph.num_nodes(), 0)),
+              ElementsAre(-1, -1, 0, 0, 1, 1));
+}
+
 TEST(GreedyFusionTest, PriorityZeroKeepsANodeAlone) {
   GraphMaker g;
   const int p = g.Param("p", 1000);

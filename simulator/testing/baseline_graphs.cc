@@ -45,6 +45,7 @@ int GraphMaker::Param(const std::string& name, int64_t elements) {
   node.op = "parameter";
   node.kind = OpKind::kParameter;
   node.outputs = {MakeTensorType(DType::kF32, {elements})};
+  next_input_.push_back(0);
   return builder_.AddNode(std::move(node));
 }
 
@@ -64,7 +65,26 @@ int GraphMaker::Op(const std::string& name, OpKind kind, double flops,
   for (size_t i = 0; i < inputs.size(); ++i) {
     builder_.AddEdge(inputs[i], 0, id, static_cast<int32_t>(i));
   }
+  next_input_.push_back(static_cast<int32_t>(inputs.size()));
   return id;
+}
+
+int GraphMaker::Normalization(const std::string& name, const std::string& op,
+                              const std::vector<int>& inputs, int64_t elements,
+                              int statistics) {
+  const int id =
+      Op(name, OpKind::kNormalization, 5.0 * elements, inputs, elements);
+  Node& node = builder_.mutable_node(id);
+  node.op = op;
+  for (int i = 0; i < statistics; ++i) {
+    node.outputs.push_back(MakeTensorType(DType::kF32, {8}));
+    node.bytes_written += 4 * 8;
+  }
+  return id;
+}
+
+void GraphMaker::Read(int node, int producer, int32_t output) {
+  builder_.AddEdge(producer, output, node, next_input_[node]++);
 }
 
 void GraphMaker::Constrain(int node, graph::DeviceConstraint constraint) {

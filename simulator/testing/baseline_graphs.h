@@ -36,6 +36,15 @@ class GraphMaker {
          int64_t elements = 1000) {
     return Op(name, graph::OpKind::kElementwiseBinary, flops, inputs, elements);
   }
+  // A normalization (OpKind::kNormalization) named `op` in its source
+  // format ("batch-norm-inference", "BatchNormalization", "LayerNorm"),
+  // 5 FLOPs per element: output 0 is an f32[elements] like `inputs[0]`'s,
+  // then `statistics` f32[8] outputs (a batch norm's mean and variance).
+  int Normalization(const std::string& name, const std::string& op,
+                    const std::vector<int>& inputs, int64_t elements = 1000,
+                    int statistics = 0);
+  // `node` also reads output `output` of `producer` (as its next input).
+  void Read(int node, int producer, int32_t output);
   void Constrain(int node, graph::DeviceConstraint constraint);
   // Puts `node` in colocation group `group` (TF's `_class` "loc:@group").
   void Colocate(int node, const std::string& group);
@@ -44,6 +53,7 @@ class GraphMaker {
 
  private:
   graph::GraphBuilder builder_;
+  std::vector<int32_t> next_input_;  // by builder index: inputs so far
 };
 
 // p -> a1 -> a2 -> ... -> a{length}.
