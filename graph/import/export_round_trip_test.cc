@@ -41,6 +41,16 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// Every built-in importer and exporter, for a test to import and export.
+struct BuiltinRegistries {
+  BuiltinRegistries() {
+    RegisterBuiltinImporters(&importers);
+    RegisterBuiltinExporters(&exporters);
+  }
+  ImporterRegistry importers;
+  ExporterRegistry exporters;
+};
+
 std::vector<ExportDevice> DevicesOf(const simulator::Topology& topology) {
   std::vector<ExportDevice> devices;
   for (int i = 0; i < topology.num_devices(); ++i) {
@@ -135,10 +145,9 @@ struct RoundTrip {
 // plan and its step time come back.
 RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
                          const std::string& format, bool fuse = true) {
-  ImporterRegistry importers;
-  RegisterBuiltinImporters(&importers);
-  ExporterRegistry exporters;
-  RegisterBuiltinExporters(&exporters);
+  const BuiltinRegistries registries;
+  const ImporterRegistry& importers = registries.importers;
+  const ExporterRegistry& exporters = registries.exporters;
   absl::StatusOr<simulator::Topology> topology =
       simulator::PresetTopology("v100x4-nvlink");
   EXPECT_TRUE(topology.ok());
@@ -402,10 +411,9 @@ class HloFusionRoundTripTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HloFusionRoundTripTest, GroupsBecomeFusionNodesWithTheirFlops) {
   const std::string contents = testing::ReadSharedData(GetParam());
-  ImporterRegistry importers;
-  RegisterBuiltinImporters(&importers);
-  ExporterRegistry exporters;
-  RegisterBuiltinExporters(&exporters);
+  const BuiltinRegistries registries;
+  const ImporterRegistry& importers = registries.importers;
+  const ExporterRegistry& exporters = registries.exporters;
   absl::StatusOr<simulator::Topology> topology =
       simulator::PresetTopology("v100x4-nvlink");
   ASSERT_TRUE(topology.ok());
@@ -489,10 +497,9 @@ TEST(GoptRoundTripTest, PlanEmbeddedInTheGraphMessage) {
 }
 
 TEST(OnnxExporterTest, LayoutsAreAWarning) {
-  ImporterRegistry importers;
-  RegisterBuiltinImporters(&importers);
-  ExporterRegistry exporters;
-  RegisterBuiltinExporters(&exporters);
+  const BuiltinRegistries registries;
+  const ImporterRegistry& importers = registries.importers;
+  const ExporterRegistry& exporters = registries.exporters;
   const std::string contents =
       testing::ReadSharedData("onnx/light_squeezenet.onnx");
   absl::StatusOr<Graph> graph = importers.Import(contents, "onnx", {});
@@ -527,10 +534,9 @@ ENTRY main {
   ROOT dot = f32[1024,1024]{1,0} dot(lhs, rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[8,1]<=[8]}
 }
 )hlo";
-  ImporterRegistry importers;
-  RegisterBuiltinImporters(&importers);
-  ExporterRegistry exporters;
-  RegisterBuiltinExporters(&exporters);
+  const BuiltinRegistries registries;
+  const ImporterRegistry& importers = registries.importers;
+  const ExporterRegistry& exporters = registries.exporters;
   absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
   ASSERT_TRUE(graph.ok()) << graph.status();
   ASSERT_EQ(graph->spmd().num_partitions, 8);
@@ -602,10 +608,9 @@ ENTRY main {
   ROOT relu = f32[2,8,6,6]{3,2,1,0} maximum(bn, zeros)
 }
 )hlo";
-  ImporterRegistry importers;
-  RegisterBuiltinImporters(&importers);
-  ExporterRegistry exporters;
-  RegisterBuiltinExporters(&exporters);
+  const BuiltinRegistries registries;
+  const ImporterRegistry& importers = registries.importers;
+  const ExporterRegistry& exporters = registries.exporters;
   absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
   ASSERT_TRUE(graph.ok()) << graph.status();
   const gopt::v1::Plan plan = PlanFusing(*graph, {"conv", "bn", "relu"});
@@ -666,10 +671,9 @@ ENTRY main {
   ROOT y = f32[2,8,6,6]{3,2,1,0} get-tuple-element(bn), index=0
 }
 )hlo";
-  ImporterRegistry importers;
-  RegisterBuiltinImporters(&importers);
-  ExporterRegistry exporters;
-  RegisterBuiltinExporters(&exporters);
+  const BuiltinRegistries registries;
+  const ImporterRegistry& importers = registries.importers;
+  const ExporterRegistry& exporters = registries.exporters;
   absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
   ASSERT_TRUE(graph.ok()) << graph.status();
   const gopt::v1::Plan plan = PlanFusing(*graph, {"twice", "bn"});
