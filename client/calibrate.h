@@ -1,8 +1,11 @@
 #ifndef GOPT_CLIENT_CALIBRATE_H_
 #define GOPT_CLIENT_CALIBRATE_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -21,7 +24,30 @@ struct CalibrateOptions {
   // (everything).
   std::string only;
   std::string topology;  // --topology: the calibration --only updates
+
+  // --learn: after calibrating, measure many plans of many graphs and train
+  // the learned runtime model (docs/runtime-model.md); the topology written
+  // to --out references it (gopt.v1.Topology.runtime_model).
+  bool learn = false;
+  // --learn_dir: the measurements (worker/runtime_dataset.h); a second run
+  // with the same directory resumes. Default: OUT without ".json" +
+  // ".runtime-data".
+  std::string learn_dir;
+  // --learn_graphs: graph files measured and trained on, beside the
+  // built-in generated training-step graphs (LearnGeneratedGraphs).
+  std::vector<std::string> learn_graphs;
+  // --held_out: graph files measured and judged, never trained on.
+  std::vector<std::string> held_out;
+  int learn_plans = 0;  // --learn_plans: plans per graph (0 = all 20)
+  uint64_t seed = 1;    // --seed: plans and model initialisation
 };
+
+// The generated graphs `gopt calibrate --learn` measures by default: small
+// training steps (forward, backward, update) of every generator family,
+// sized so a step runs in milliseconds on a CPU executor. With `quick`,
+// two tiny ones.
+std::vector<std::pair<std::string, std::string>> LearnGeneratedGraphs(
+    bool quick);
 
 // Runs gopt::worker::Calibrate (or CalibratePart with --only, which
 // needs --topology) on a new executor, writes the topology to

@@ -370,6 +370,25 @@ FlagSet<CalibrateOptions> Flags(CalibrateOptions*) {
             [](O& o) -> std::string& { return o.only; });
   flags.Add("topology", "with --only: the calibration JSON to update",
             [](O& o) -> std::string& { return o.topology; });
+  flags.Add("learn",
+            "then measure ~20 plans of many graphs and train the learned "
+            "runtime model the topology references (docs/runtime-model.md)",
+            [](O& o) -> bool& { return o.learn; });
+  flags.Add("learn_dir",
+            "with --learn: the measurements directory (resumable; default "
+            "OUT.runtime-data)",
+            [](O& o) -> std::string& { return o.learn_dir; });
+  flags.Add("learn_graphs",
+            "with --learn: graph files to measure and train on, beside the "
+            "generated ones (comma-separated or repeated)",
+            [](O& o) -> std::vector<std::string>& { return o.learn_graphs; });
+  flags.Add("held_out",
+            "with --learn: graph files measured and judged, never trained on",
+            [](O& o) -> std::vector<std::string>& { return o.held_out; });
+  flags.Add("learn_plans", "with --learn: plans per graph (0 = all 20)",
+            [](O& o) -> int& { return o.learn_plans; });
+  flags.Add("seed", "with --learn: seed of the plans and the model",
+            [](O& o) -> uint64_t& { return o.seed; });
   return flags;
 }
 
@@ -384,6 +403,19 @@ absl::Status Finish(std::vector<std::string> operands, CalibrateOptions* o) {
   if (o->cpu_executors < 0 || o->min_measure_seconds < 0) {
     return absl::InvalidArgumentError(
         "--executors and --min_measure_seconds must be 0 or more");
+  }
+  if (!o->learn && (!o->learn_dir.empty() || !o->learn_graphs.empty() ||
+                    !o->held_out.empty() || o->learn_plans != 0)) {
+    return absl::InvalidArgumentError(
+        "--learn_dir, --learn_graphs, --held_out and --learn_plans need "
+        "--learn");
+  }
+  if (o->learn && !o->only.empty()) {
+    return absl::InvalidArgumentError("--learn and --only do not combine");
+  }
+  if (o->learn_plans < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--learn_plans must be 0 or more, got ", o->learn_plans));
   }
   return Require(o->out_path, "out");
 }

@@ -175,6 +175,8 @@ inline void EventLoop::PriceNode(NodeId id, int32_t u, int32_t device) {
   node_work.dtype = sim_.dtype_[id];
   node_work.bytes = sim_.traffic_bytes_[id];
   node_work.op_class = OpCostClassOf(graph.node(id).kind);
+  node_work.kind = graph.node(id).kind;
+  node_work.num_ops = node_work.free ? 0 : 1;
   const bool explicit_layout =
       !plan_.layout.empty() && !plan_.layout[id].empty();
   if (explicit_layout && sim_.compute_kind_[id]) node_work.efficiency = 0.9;
@@ -236,9 +238,11 @@ inline void EventLoop::PriceNode(NodeId id, int32_t u, int32_t device) {
   if (!node_work.free) w.free = 0;
   w.flops += node_work.flops;
   w.bytes += node_work.bytes;
+  w.num_ops += node_work.num_ops;
   if (node_work.flops > w.best_flops) {
     w.best_flops = node_work.flops;
     w.dtype = node_work.dtype;
+    w.kind = node_work.kind;
   }
   if (node_work.efficiency != 1.0) w.efficiency = node_work.efficiency;
 }
@@ -269,6 +273,8 @@ double EventLoop::KernelSeconds(const UnitWork& w, int32_t device) {
   kernel.dtype = w.dtype;
   kernel.efficiency_factor = w.efficiency;
   kernel.op_class = w.op_class;
+  kernel.kind = w.kind;
+  kernel.num_ops = std::max<int32_t>(1, w.num_ops);
   result_.layout_copy_s += w.copy_s;
   if (w.free) return w.copy_s;
   ++result_.num_kernels;

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "simulator/fusion_rules.h"
+#include "simulator/learned_cost_model.h"
 
 namespace gopt::simulator {
 namespace {
@@ -173,6 +174,7 @@ BoundInputs Prepare(const graph::Graph& graph, const Topology& topology,
       kernel.flops = node.flops;
       kernel.bytes = std::max<int64_t>(0, node.bytes_read + node.bytes_written);
       kernel.dtype = KernelDType(node);
+      kernel.kind = node.kind;
       double least = std::numeric_limits<double>::infinity();
       for (const DeviceProfile& device : topology.devices) {
         least = std::min(least, cost_model.KernelSeconds(kernel, device));
@@ -430,6 +432,23 @@ LowerBoundTerms ComputeLowerBound(const graph::Graph& graph,
   }
   if (total_bandwidth > 0) {
     terms.memory_s = UnavoidableBytes(graph, in) / total_bandwidth;
+  }
+  // A learned runtime model prices a kernel at its roofline time times
+  // exp(r), r >= min_log_ratio: every time the bound adds up stays a lower
+  // bound once scaled by the smallest such factor (<= 1).
+  double scale = 1;
+  for (const DeviceProfile& device : topology.devices) {
+    if (device.runtime_model != nullptr) {
+      scale =
+          std::min(scale, std::exp(static_cast<double>(
+                              device.runtime_model->params().min_log_ratio)));
+    }
+  }
+  if (scale < 1) {
+    terms.path_s *= scale;
+    terms.work_s *= scale;
+    terms.memory_s *= scale;
+    terms.memory_split_s *= scale;
   }
   return terms;
 }

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 
+#include "simulator/learned_cost_model.h"
+
 namespace gopt::simulator {
 
-double RooflineCostModel::KernelSeconds(const KernelWork& work,
-                                        const DeviceProfile& device) const {
+double RooflineSeconds(const KernelWork& work, const DeviceProfile& device) {
   const OpClassCurve& curve = device.op_curves[static_cast<int>(work.op_class)];
   const bool calibrated = curve.max_efficiency > 0;
   double compute_s = 0;
@@ -24,6 +25,18 @@ double RooflineCostModel::KernelSeconds(const KernelWork& work,
   const double memory_s = static_cast<double>(work.bytes) / bandwidth;
   return std::max(compute_s, memory_s) +
          (calibrated ? curve.launch_overhead_s : device.launch_overhead_s);
+}
+
+}  // namespace gopt::simulator
+
+namespace gopt::simulator {
+
+double RooflineCostModel::KernelSeconds(const KernelWork& work,
+                                        const DeviceProfile& device) const {
+  if (device.runtime_model != nullptr) {
+    return device.runtime_model->KernelSeconds(work, device);
+  }
+  return RooflineSeconds(work, device);
 }
 
 }  // namespace gopt::simulator

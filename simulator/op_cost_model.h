@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "graph/op_kind.h"
 #include "graph/tensor_type.h"
 #include "simulator/topology.h"
 
@@ -18,6 +19,11 @@ struct KernelWork {
   // Which calibrated curve applies (kOther: the device's own fields; fused
   // kernels are kOther).
   OpCostClass op_class = OpCostClass::kOther;
+  // The kernel's op (a fused kernel: its member with the most FLOPs) and
+  // how many ops it runs; the learned runtime model reads them, the
+  // roofline does not.
+  graph::OpKind kind = graph::OpKind::kOther;
+  int32_t num_ops = 1;
 };
 
 // Predicts how long a kernel takes on a device. Implementations are
@@ -39,6 +45,10 @@ class OpCostModel {
   OpCostModel() = default;
 };
 
+// The roofline law below, for `work` on `device` (what RooflineCostModel
+// gives on a device without a runtime model). Pure.
+double RooflineSeconds(const KernelWork& work, const DeviceProfile& device);
+
 // The analytical roofline:
 //   max(flops / (peak(dtype) * efficiency), bytes / bandwidth) + launch,
 // where efficiency = max_efficiency * factor * flops / (flops + peak * 1 us):
@@ -46,7 +56,10 @@ class OpCostModel {
 // as small kernels cannot fill the device. Where the device has a
 // calibrated curve for the kernel's op class (`gopt calibrate`), the
 // curve's efficiency, half-efficiency time, bandwidth fraction and launch
-// overhead replace those defaults.
+// overhead replace those defaults. A device with a learned runtime model
+// (DeviceProfile::runtime_model, from a topology file `gopt calibrate
+// --learn` wrote) is priced by that model instead, which corrects this law
+// by what it measured (and falls back to it for op kinds it never saw).
 class RooflineCostModel final : public OpCostModel {
  public:
   RooflineCostModel() = default;

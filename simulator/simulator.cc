@@ -37,7 +37,8 @@ bool SameProfile(const DeviceProfile& a, const DeviceProfile& b) {
          a.memory_bytes == b.memory_bytes &&
          a.launch_overhead_s == b.launch_overhead_s &&
          a.max_efficiency == b.max_efficiency && a.op_curves == b.op_curves &&
-         a.fused_groups_run_op_by_op == b.fused_groups_run_op_by_op;
+         a.fused_groups_run_op_by_op == b.fused_groups_run_op_by_op &&
+         a.runtime_model == b.runtime_model;
 }
 
 }  // namespace
@@ -192,6 +193,7 @@ void Simulator::PriceSoloKernels() {
     kernel.bytes = std::max<int64_t>(0, traffic_bytes_[id]);
     kernel.dtype = dtype_[id];
     kernel.op_class = OpCostClassOf(graph_.node(id).kind);
+    kernel.kind = graph_.node(id).kind;
     for (int c = 0; c < num_device_classes_; ++c) {
       solo_seconds_[static_cast<size_t>(id) * num_device_classes_ + c] =
           cost_model_.KernelSeconds(kernel,

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ struct OpClassCurve {
   }
 };
 
+class LearnedCostModel;
+
 // What the simulator needs to know about one device.
 struct DeviceProfile {
   std::string name;
@@ -68,6 +71,10 @@ struct DeviceProfile {
   // intermediate through memory) instead of as one fused kernel; see
   // gopt.v1.DeviceProfile. Default false (one fused kernel).
   bool fused_groups_run_op_by_op = false;
+  // The learned runtime model that prices this device's kernels
+  // (learned_cost_model.h), shared by the devices of a topology loaded
+  // with one; null (default): the calibrated roofline.
+  std::shared_ptr<const LearnedCostModel> runtime_model;
 
   // Peak for ops on `dtype` (f16/bf16 and f8 use the f16 peak, f64 the f64
   // peak, 8-bit integers the int8 peak; others f32). Falls back to the f32
@@ -92,6 +99,9 @@ struct Topology {
   std::vector<DeviceProfile> devices;
   // links[src * num_devices + dst]; the diagonal is unused.
   std::vector<Link> links;
+  // gopt.v1.Topology.runtime_model as read (relative to the file); the
+  // model itself is on the devices (DeviceProfile::runtime_model).
+  std::string runtime_model_path;
 
   int num_devices() const { return static_cast<int>(devices.size()); }
   const Link& link(int src, int dst) const {

@@ -3,11 +3,14 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "graph/parse_cost.h"
+#include "simulator/learned_cost_model.h"
 #include "util/status_macros.h"
 
 namespace gopt::simulator {
@@ -115,6 +118,7 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto) {
   Topology t;
   t.name = proto.name();
   t.source = proto.source();
+  t.runtime_model_path = proto.runtime_model();
   for (int i = 0; i < n; ++i) {
     const gopt::v1::DeviceProfile& p = proto.devices(i);
     const std::string context =
@@ -204,6 +208,7 @@ gopt::v1::Topology TopologyToProto(const Topology& topology) {
   gopt::v1::Topology proto;
   proto.set_name(topology.name);
   proto.set_source(topology.source);
+  proto.set_runtime_model(topology.runtime_model_path);
   for (const DeviceProfile& d : topology.devices) {
     gopt::v1::DeviceProfile* p = proto.add_devices();
     p->set_name(d.name);
@@ -271,6 +276,21 @@ absl::StatusOr<Topology> LoadTopology(const std::string& name_or_path) {
   if (!topology.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name_or_path, ": ", topology.status().message()));
+  }
+  if (!topology->runtime_model_path.empty()) {
+    const std::filesystem::path model_path =
+        std::filesystem::path(name_or_path).parent_path() /
+        topology->runtime_model_path;
+    absl::StatusOr<std::unique_ptr<LearnedCostModel>> model =
+        LearnedCostModel::Load(model_path.string());
+    if (!model.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_or_path, ": field runtime_model: ", model.status().message()));
+    }
+    const std::shared_ptr<const LearnedCostModel> shared = *std::move(model);
+    for (DeviceProfile& device : topology->devices) {
+      device.runtime_model = shared;
+    }
   }
   return topology;
 }

@@ -27,7 +27,9 @@ absl::StatusOr<Topology> TopologyFromProto(const gopt::v1::Topology& proto);
 gopt::v1::Topology TopologyToProto(const Topology& topology);
 
 // A preset name, or a path to a topology JSON file (gopt.v1.Topology in the
-// protobuf JSON mapping). Errors name the file or list the presets.
+// protobuf JSON mapping). A file's runtime_model (relative to the file) is
+// loaded onto every device (DeviceProfile::runtime_model). Errors name the
+// file (and the runtime model's file and field) or list the presets.
 absl::StatusOr<Topology> LoadTopology(const std::string& name_or_path);
 
 }  // namespace gopt::simulator

@@ -78,6 +78,10 @@ struct UnitWork {
   graph::DType dtype = graph::DType::kF32;
   // The cost curve of a single node's kernel (a fused kernel: kOther).
   OpCostClass op_class = OpCostClass::kOther;
+  // The op of the member with the most FLOPs, and the members that launch
+  // a kernel (the learned runtime model's inputs).
+  graph::OpKind kind = graph::OpKind::kOther;
+  int32_t num_ops = 0;
   uint8_t free = 1;  // no member launches a kernel
   // Priced member by member: an unfused node of a plan with fusion, or a
   // group on a device whose groups run op after op.

@@ -67,6 +67,7 @@ CostTable::CostTable(const graph::Graph& graph, const Topology& topology,
         (free_[id] && !resident_[id]) ? 0 : node.output_bytes();
     if (free_[id]) continue;
     KernelWork work;
+    work.kind = node.kind;
     work.flops = node.flops;
     work.bytes = node.bytes_read + node.bytes_written;
     work.dtype = node.outputs.empty() || node.outputs[0].is_tuple()

@@ -99,6 +99,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> GreedyLayouts(
     double slowdown_s = 0;
     if (node.kind == OpKind::kDot || node.kind == OpKind::kConvolution) {
       KernelWork work;
+      work.kind = node.kind;
       work.flops = node.flops;
       work.bytes = node.bytes_read + node.bytes_written;
       work.dtype = node.outputs[0].dtype;

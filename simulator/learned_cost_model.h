@@ -1,0 +1,110 @@
+#ifndef GOPT_SIMULATOR_LEARNED_COST_MODEL_H_
+#define GOPT_SIMULATOR_LEARNED_COST_MODEL_H_
+
+// The learned runtime model: kernel times learned from measurements on the
+// machine (`gopt calibrate --learn`), served through OpCostModel so the
+// simulator, the baselines and the plan search use it unchanged.
+//
+// The model predicts a correction to the calibrated roofline: a small MLP
+// over the kernel's features (op kind, the roofline's own prediction, FLOPs,
+// bytes, op count, layout factor) gives r, and the kernel takes
+// roofline_seconds * exp(r). Where the kernel's op kind was never measured
+// (not in the model's known kinds), r = 0: the calibrated roofline prices
+// it. Inference is plain C++ (no LibTorch), a few microseconds per kernel;
+// the simulator prices every unfused node once per graph and device class.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/op_kind.h"
+#include "simulator/op_cost_model.h"
+#include "simulator/topology.h"
+
+namespace gopt::simulator {
+
+// Features of one kernel, in the order the model's first layer reads them:
+// one-hot op kind (kNumOpKinds), then the dense features named by
+// DenseKernelFeatureNames(). Pure.
+inline constexpr int kDenseKernelFeatures = 7;
+inline constexpr int kKernelFeatures =
+    graph::kNumOpKinds + kDenseKernelFeatures;
+std::array<float, kKernelFeatures> KernelFeatures(const KernelWork& work,
+                                                  const DeviceProfile& device);
+// "log_roofline_s", "log_flops", "log_bytes", ...: the dense features' names
+// (the model file lists them; a file with other names is refused).
+std::vector<std::string> DenseKernelFeatureNames();
+
+// The roofline a learned model corrects: RooflineCostModel, with the cost
+// curve of a single op taken from its kind (so callers that leave op_class
+// unset price like the simulator). Pure.
+double BaseKernelSeconds(const KernelWork& work, const DeviceProfile& device);
+
+// One dense layer: out = weights * in + bias (weights row-major, rows =
+// outputs).
+struct DenseLayer {
+  int inputs = 0;
+  int outputs = 0;
+  std::vector<float> weights;
+  std::vector<float> bias;
+};
+
+// What a model file holds (format "gopt-runtime-model", version 1).
+struct RuntimeModelParams {
+  // Standardization of the dense features: (x - mean) / scale.
+  std::vector<float> dense_mean;
+  std::vector<float> dense_scale;
+  // Hidden layers use ReLU; the last layer has one output, r.
+  std::vector<DenseLayer> layers;
+  // Op kinds seen in training (others: r = 0).
+  std::vector<graph::OpKind> known_kinds;
+  // r is clamped to [min_log_ratio, max_log_ratio] (the range seen in
+  // training), so an input far outside the data cannot price a kernel at
+  // zero or forever.
+  float min_log_ratio = -3;
+  float max_log_ratio = 3;
+  // Free text carried through (how the model was made: command, data,
+  // seed, metrics).
+  std::string card_json = "{}";
+};
+
+// The params as a model file's JSON text, and back. FromJson errors:
+// InvalidArgument naming the field (wrong format or version, feature names
+// that differ from DenseKernelFeatureNames(), layer sizes that do not
+// chain, an unknown op kind, non-finite numbers).
+std::string RuntimeModelToJson(const RuntimeModelParams& params);
+absl::StatusOr<RuntimeModelParams> RuntimeModelFromJson(
+    const std::string& text);
+
+// The learned runtime model. Immutable after construction; thread-safe.
+class LearnedCostModel final : public OpCostModel {
+ public:
+  explicit LearnedCostModel(RuntimeModelParams params);
+
+  // Reads a model file. NotFound naming the path; FromJson's errors.
+  static absl::StatusOr<std::unique_ptr<LearnedCostModel>> Load(
+      const std::string& path);
+
+  double KernelSeconds(const KernelWork& work,
+                       const DeviceProfile& device) const override;
+
+  // The model's r for `work` (0 for an unknown kind), before clamping.
+  double LogRatio(const KernelWork& work, const DeviceProfile& device) const;
+
+  // Whether kernels of `kind` were measured in training.
+  bool Knows(graph::OpKind kind) const {
+    return known_[static_cast<int>(kind)] != 0;
+  }
+  const RuntimeModelParams& params() const { return params_; }
+
+ private:
+  RuntimeModelParams params_;
+  std::array<uint8_t, graph::kNumOpKinds> known_{};
+};
+
+}  // namespace gopt::simulator
+
+#endif  // GOPT_SIMULATOR_LEARNED_COST_MODEL_H_
