@@ -38,6 +38,9 @@ struct CalibrateOptions {
   std::vector<std::string> learn_graphs;
   // --held_out: graph files measured and judged, never trained on.
   std::vector<std::string> held_out;
+  // --learn_generated: measure the generated graphs too (default true;
+  // false: only --learn_graphs and --held_out).
+  bool learn_generated = true;
   int learn_plans = 0;  // --learn_plans: plans per graph (0 = all 20)
   uint64_t seed = 1;    // --seed: plans and model initialisation
 };

@@ -385,6 +385,10 @@ FlagSet<CalibrateOptions> Flags(CalibrateOptions*) {
   flags.Add("held_out",
             "with --learn: graph files measured and judged, never trained on",
             [](O& o) -> std::vector<std::string>& { return o.held_out; });
+  flags.Add("learn_generated",
+            "with --learn: measure the generated training steps too "
+            "(false: only --learn_graphs and --held_out)",
+            [](O& o) -> bool& { return o.learn_generated; });
   flags.Add("learn_plans", "with --learn: plans per graph (0 = all 20)",
             [](O& o) -> int& { return o.learn_plans; });
   flags.Add("seed", "with --learn: seed of the plans and the model",

@@ -52,6 +52,28 @@ TEST(CommandLineTest, CalibrateTakesItsFlagsAndNeedsOut) {
   EXPECT_FALSE(Parse("calibrate --out=a.json extra").ok());
 }
 
+TEST(CommandLineTest, CalibrateLearnFlagsNeedLearn) {
+  absl::StatusOr<Command> command = Parse(
+      "calibrate --out=host.json --learn --learn_dir=d "
+      "--learn_graphs=a.onnx,b.pb --held_out=c.hlo --learn_plans=15 --seed=3");
+  ASSERT_TRUE(command.ok()) << command.status();
+  const auto& options = std::get<CalibrateOptions>(command->options);
+  EXPECT_TRUE(options.learn);
+  EXPECT_EQ(options.learn_dir, "d");
+  EXPECT_EQ(options.learn_graphs, (std::vector<std::string>{"a.onnx", "b.pb"}));
+  EXPECT_EQ(options.held_out, std::vector<std::string>{"c.hlo"});
+  EXPECT_EQ(options.learn_plans, 15);
+  EXPECT_EQ(options.seed, 3u);
+  absl::StatusOr<Command> without =
+      Parse("calibrate --out=host.json --held_out=c.hlo");
+  ASSERT_FALSE(without.ok());
+  EXPECT_NE(without.status().message().find("need --learn"), std::string::npos)
+      << without.status().message();
+  EXPECT_FALSE(Parse("calibrate --out=h.json --learn --only=links "
+                     "--topology=t.json")
+                   .ok());
+}
+
 TEST(CommandLineTest, DefaultsAreTheOptionsStructsDefaults) {
   absl::StatusOr<Command> command = Parse("simulate g.hlo");
   ASSERT_TRUE(command.ok()) << command.status();

@@ -17,6 +17,7 @@
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
 #include "simulator/plan_proto.h"
+#include "simulator/simulator.h"
 #include "simulator/topology.h"
 #include "simulator/topology_proto.h"
 
@@ -46,8 +47,18 @@ absl::StatusOr<simulator::Plan> MakePlan(const MeasureOptions& options,
                                                 context);
 }
 
+// What MakeRequest resolved besides the request: the plan's method and,
+// when the topology prices with a learned runtime model, the step time the
+// calibrated roofline alone predicts for the same plan.
+struct Resolved {
+  std::string method;
+  double roofline_step_time_s = 0;  // 0: no learned model
+  simulator::Topology topology;
+};
+
 absl::StatusOr<gopt::v1::EvaluateRequest> MakeRequest(
-    const MeasureOptions& options, std::string* method) {
+    const MeasureOptions& options, Resolved* resolved) {
+  std::string* method = &resolved->method;
   gopt::v1::EvaluateRequest request;
   const std::string& format = options.read.format;
   absl::StatusOr<gopt::v1::GraphInput> input =
@@ -67,6 +78,20 @@ absl::StatusOr<gopt::v1::EvaluateRequest> MakeRequest(
   absl::StatusOr<simulator::Plan> plan = MakePlan(options, *graph, *topology);
   if (!plan.ok()) return plan.status();
   *method = plan->method;
+  resolved->topology = *topology;
+  if (!topology->runtime_model_path.empty()) {
+    simulator::Topology roofline = *topology;
+    for (simulator::DeviceProfile& device : roofline.devices) {
+      device.runtime_model = nullptr;
+    }
+    const simulator::RooflineCostModel cost_model;
+    const simulator::Simulator simulator(*graph, roofline, cost_model);
+    simulator::SimulationOptions simulation;
+    simulation.record_timeline = false;
+    absl::StatusOr<simulator::SimulationResult> result =
+        simulator.Simulate(*plan, simulation);
+    if (result.ok()) resolved->roofline_step_time_s = result->step_time_s;
+  }
   const std::vector<std::string> presets = simulator::PresetTopologyNames();
   if (std::find(presets.begin(), presets.end(), options.topology) !=
       presets.end()) {
@@ -84,10 +109,12 @@ absl::StatusOr<gopt::v1::EvaluateRequest> MakeRequest(
   return request;
 }
 
-void Report(const MeasureOptions& options, const std::string& method,
+void Report(const MeasureOptions& options, const Resolved& resolved,
             const gopt::v1::EvaluateResponse& response, std::ostream& out) {
+  const std::string& method = resolved.method;
   if (options.json) {
     nlohmann::json json = {
+        {"cost_model", response.cost_model()},
         {"graph", response.graph_name()},
         {"nodes", response.num_nodes()},
         {"topology", options.topology},
@@ -102,6 +129,9 @@ void Report(const MeasureOptions& options, const std::string& method,
         {"default_predicted_step_time_s", response.default_step_time_s()},
         {"warnings", std::vector<std::string>(response.warnings().begin(),
                                               response.warnings().end())}};
+    if (resolved.roofline_step_time_s > 0) {
+      json["roofline_predicted_step_time_s"] = resolved.roofline_step_time_s;
+    }
     out << json.dump(2) << "\n";
     return;
   }
@@ -117,6 +147,12 @@ void Report(const MeasureOptions& options, const std::string& method,
       response.measured_min_step_time_s() * 1e3, response.measured_on(),
       response.real_op_fraction() * 100,
       response.real_op_flop_fraction() * 100);
+  out << "priced by: " << response.cost_model();
+  if (resolved.roofline_step_time_s > 0) {
+    out << absl::StrFormat(" (the calibrated roofline alone: %.3f ms)",
+                           resolved.roofline_step_time_s * 1e3);
+  }
+  out << "\n";
   for (const std::string& warning : response.warnings()) {
     out << "warning: " << warning << "\n";
   }
@@ -138,9 +174,9 @@ absl::StatusOr<std::shared_ptr<engine::PlanMeasurer>> MakeCliMeasurer(
 }
 
 absl::Status RunMeasure(const MeasureOptions& options, std::ostream& out) {
-  std::string method;
+  Resolved resolved;
   absl::StatusOr<gopt::v1::EvaluateRequest> request =
-      MakeRequest(options, &method);
+      MakeRequest(options, &resolved);
   if (!request.ok()) return request.status();
   absl::StatusOr<gopt::v1::EvaluateResponse> response;
   if (options.server.empty()) {
@@ -150,6 +186,11 @@ absl::Status RunMeasure(const MeasureOptions& options, std::ostream& out) {
         MakeCliMeasurer(options.workers);
     if (!measurer.ok()) return measurer.status();
     engine_options.measurer = *std::move(measurer);
+    if (request->topology().has_topology()) {
+      // This process loaded the file: price with its learned model.
+      engine_options.named_topologies = {{options.topology, resolved.topology}};
+      request->mutable_topology()->set_preset(options.topology);
+    }
     const engine::Engine engine(engine_options, nullptr);
     engine::RequestContext context;
     context.deadline = absl::Now() + absl::Seconds(options.timeout_seconds);
@@ -164,7 +205,7 @@ absl::Status RunMeasure(const MeasureOptions& options, std::ostream& out) {
     response = (*client)->Evaluate(*request);
   }
   if (!response.ok()) return response.status();
-  Report(options, method, *response, out);
+  Report(options, resolved, *response, out);
   if (response->measured_step_time_s() <= 0) {
     for (const std::string& warning : response->warnings()) {
       if (warning.rfind("measure:", 0) == 0) {

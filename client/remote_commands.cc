@@ -43,13 +43,17 @@ absl::StatusOr<std::unique_ptr<OptimizerClient>> Connect(
   return OptimizerClient::Connect(client);
 }
 
+bool IsPresetName(const std::string& topology) {
+  const std::vector<std::string> presets = simulator::PresetTopologyNames();
+  return std::find(presets.begin(), presets.end(), topology) != presets.end();
+}
+
 // The topology as a request field: a preset name, or a JSON file's
 // contents.
 absl::StatusOr<gopt::v1::TopologyInput> TopologyInput(
     const std::string& topology) {
   gopt::v1::TopologyInput input;
-  const std::vector<std::string> presets = simulator::PresetTopologyNames();
-  if (std::find(presets.begin(), presets.end(), topology) != presets.end()) {
+  if (IsPresetName(topology)) {
     input.set_preset(topology);
     return input;
   }
@@ -93,7 +97,8 @@ class Backend {
                                       bool load_policies,
                                       int64_t max_graph_nodes,
                                       const std::string& workers = "",
-                                      const std::string& plan_store = "none") {
+                                      const std::string& plan_store = "none",
+                                      const std::string& topology = "") {
     Backend backend;
     if (!remote.server.empty()) {
       ASSIGN_OR_RETURN(backend.client_, Connect(remote, /*max_attempts=*/3));
@@ -101,6 +106,14 @@ class Backend {
     }
     engine::EngineOptions options;
     options.max_graph_nodes = max_graph_nodes;
+    // A topology file is served with its learned runtime model (a request
+    // sent to a server carries the topology's numbers only).
+    if (!topology.empty() && !IsPresetName(topology)) {
+      ASSIGN_OR_RETURN(simulator::Topology loaded,
+                       simulator::LoadTopology(topology));
+      options.named_topologies = {{topology, std::move(loaded)}};
+      backend.local_topology_ = topology;
+    }
     std::shared_ptr<const engine::PolicyRegistry> policies;
     if (load_policies) {
       ASSIGN_OR_RETURN(policies, engine::LoadBuiltinPolicies(policy_dir));
@@ -122,23 +135,34 @@ class Backend {
   }
 
   absl::StatusOr<gopt::v1::OptimizeResponse> Optimize(
-      const gopt::v1::OptimizeRequest& request, bool progress) const {
+      const gopt::v1::OptimizeRequest& given, bool progress) const {
     if (engine_ != nullptr) {
+      gopt::v1::OptimizeRequest request = given;
+      if (!local_topology_.empty()) {
+        request.mutable_topology()->set_preset(local_topology_);
+      }
       engine::RequestContext context;
       if (progress) context.on_progress = PrintProgress;
       return engine_->Optimize(request, context);
     }
-    if (progress) return client_->OptimizeStream(request, PrintProgress);
-    return client_->Optimize(request);
+    if (progress) return client_->OptimizeStream(given, PrintProgress);
+    return client_->Optimize(given);
   }
 
   absl::StatusOr<gopt::v1::EvaluateResponse> Evaluate(
       const gopt::v1::EvaluateRequest& request) const {
-    if (engine_ != nullptr) return engine_->Evaluate(request, {});
+    if (engine_ != nullptr) {
+      if (local_topology_.empty()) return engine_->Evaluate(request, {});
+      gopt::v1::EvaluateRequest named = request;
+      named.mutable_topology()->set_preset(local_topology_);
+      return engine_->Evaluate(named, {});
+    }
     return client_->Evaluate(request);
   }
 
  private:
+  // The local engine's --topology file (named in every request), or "".
+  std::string local_topology_;
   std::shared_ptr<const engine::Engine> engine_;
   std::shared_ptr<const OptimizerClient> client_;
 };
@@ -242,7 +266,7 @@ absl::Status RunOptimize(const OptimizeOptions& options, std::ostream& out) {
           options.request.verify > 0 || options.request.reward == "measured"
               ? options.workers
               : "",
-          options.plan_store));
+          options.plan_store, options.request.topology));
   ASSIGN_OR_RETURN(gopt::v1::OptimizeResponse response,
                    backend.Optimize(request, options.progress));
   if (!options.write_path.empty()) {
@@ -285,10 +309,12 @@ absl::Status RunEvaluate(const EvaluateOptions& options, std::ostream& out) {
   *request.mutable_options() =
       RequestOptions(options.read, options.seed, /*methods=*/{});
   request.set_include_trace(!options.trace_path.empty());
-  ASSIGN_OR_RETURN(Backend backend,
-                   Backend::Make(options.remote, options.policy_dir,
-                                 /*load_policies=*/true,
-                                 options.read.import.limits.max_nodes));
+  ASSIGN_OR_RETURN(
+      Backend backend,
+      Backend::Make(options.remote, options.policy_dir,
+                    /*load_policies=*/true,
+                    options.read.import.limits.max_nodes,
+                    /*workers=*/"", /*plan_store=*/"none", options.topology));
   ASSIGN_OR_RETURN(gopt::v1::EvaluateResponse response,
                    backend.Evaluate(request));
   if (request.include_trace()) {

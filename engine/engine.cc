@@ -251,9 +251,12 @@ absl::StatusOr<graph::Graph> ImportGraph(
 }
 
 absl::StatusOr<simulator::Topology> TopologyFromInput(
-    const gopt::v1::TopologyInput& input) {
+    const gopt::v1::TopologyInput& input, const EngineOptions& options) {
   switch (input.source_case()) {
     case gopt::v1::TopologyInput::kPreset: {
+      for (const auto& [name, named] : options.named_topologies) {
+        if (name == input.preset()) return named;
+      }
       absl::StatusOr<simulator::Topology> topology =
           simulator::PresetTopology(input.preset());
       if (!topology.ok()) {
@@ -271,11 +274,38 @@ absl::StatusOr<simulator::Topology> TopologyFromInput(
       return topology;
     }
     case gopt::v1::TopologyInput::SOURCE_NOT_SET:
+      if (!options.named_topologies.empty()) {
+        return options.named_topologies.front().second;
+      }
       break;
   }
   return absl::InvalidArgumentError(
       "topology: set topology.preset (e.g. v100x4-nvlink) or "
       "topology.topology");
+}
+
+// What priced a topology's kernels (OptimizeResponse.cost_model), and the
+// warning for a request's own topology that names a runtime model: the
+// engine reads no file a request names.
+std::string CostModelName(const simulator::Topology& topology) {
+  for (const simulator::DeviceProfile& device : topology.devices) {
+    if (device.runtime_model != nullptr) {
+      return absl::StrCat("learned:", topology.runtime_model_path);
+    }
+  }
+  return "roofline";
+}
+std::vector<std::string> RuntimeModelWarnings(
+    const simulator::Topology& topology) {
+  if (topology.runtime_model_path.empty() ||
+      CostModelName(topology) != "roofline") {
+    return {};
+  }
+  return {absl::StrCat(
+      "topology.runtime_model '", topology.runtime_model_path,
+      "' is not loaded from a request: priced by the calibrated roofline "
+      "(start gopt-server with --topology=FILE, or use the CLI without "
+      "--server, to price with the learned model)")};
 }
 
 // A plan that may be the answer.
@@ -437,8 +467,12 @@ absl::Status OptimizeRun::Prepare() {
   RETURN_IF_ERROR(CheckMeasuredReward(graph_->num_nodes()));
   RETURN_IF_ERROR(CheckStop("the import"));
   ASSIGN_OR_RETURN(simulator::Topology topology,
-                   TopologyFromInput(request_.topology()));
+                   TopologyFromInput(request_.topology(), options_));
   topology_.emplace(std::move(topology));
+  response_.set_cost_model(CostModelName(*topology_));
+  for (const std::string& warning : RuntimeModelWarnings(*topology_)) {
+    response_.add_warnings(warning);
+  }
   for (const std::string& warning : graph_->warnings()) {
     response_.add_warnings(warning);
   }
@@ -997,7 +1031,7 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
                                request.options(), &memory));
   RETURN_IF_ERROR(memory.AfterImport(graph));
   ASSIGN_OR_RETURN(const simulator::Topology topology,
-                   TopologyFromInput(request.topology()));
+                   TopologyFromInput(request.topology(), options_));
   if (request.include_trace() &&
       graph.num_nodes() > options_.max_trace_bytes / kTraceJsonBytesPerNode) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -1029,6 +1063,10 @@ absl::StatusOr<EvaluateResponse> Engine::Evaluate(
   EvaluateResponse response;
   response.set_graph_name(graph.name());
   response.set_num_nodes(graph.num_nodes());
+  response.set_cost_model(CostModelName(topology));
+  for (const std::string& warning : RuntimeModelWarnings(topology)) {
+    response.add_warnings(warning);
+  }
   for (const std::string& warning : graph.warnings()) {
     response.add_warnings(warning);
   }

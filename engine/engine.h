@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -23,6 +25,7 @@
 #include "policy/policy.h"
 #include "simulator/baselines/baseline_registry.h"
 #include "simulator/op_cost_model.h"
+#include "simulator/topology.h"
 #include "util/clock.h"
 
 namespace gopt::engine {
@@ -79,6 +82,13 @@ struct EngineOptions {
   // (gopt-server: its message limit); larger is ResourceExhausted naming
   // it. 0 (default; the CLI): no limit.
   int64_t max_response_bytes = 0;
+  // Topologies a request may name in topology.preset besides the built-in
+  // presets, by the name given here (gopt-server --topology=FILE: the
+  // file's path and its topology's name; the CLI: the --topology path),
+  // loaded with their learned runtime models (DeviceProfile::
+  // runtime_model). The first also serves requests that set no topology.
+  // Empty (default): built-in presets and inline topologies only.
+  std::vector<std::pair<std::string, simulator::Topology>> named_topologies;
 };
 
 // What the transport knows about one request.

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <thread>
@@ -11,6 +12,8 @@
 #include "engine/testing/fake_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "simulator/learned_cost_model.h"
+#include "simulator/topology_proto.h"
 
 namespace gopt::engine {
 namespace {
@@ -73,6 +76,72 @@ TEST(EngineTest, WithoutPoliciesAnswersWithBestBaselineAndSaysSo) {
   EXPECT_EQ(response->num_nodes(), 7);
   EXPECT_FALSE(response->partial());
   EXPECT_EQ(response->plan().device_size(), 7);
+}
+
+// A runtime model that prices every dot at twice its roofline time.
+std::shared_ptr<const simulator::LearnedCostModel> DotsTwiceAsSlow() {
+  simulator::RuntimeModelParams params;
+  params.dense_mean.assign(simulator::kDenseKernelFeatures, 0);
+  params.dense_scale.assign(simulator::kDenseKernelFeatures, 1);
+  simulator::DenseLayer hidden;
+  hidden.inputs = simulator::kKernelFeatures;
+  hidden.outputs = 1;
+  hidden.weights.assign(simulator::kKernelFeatures, 0);
+  hidden.bias = {1};
+  simulator::DenseLayer last;
+  last.inputs = 1;
+  last.outputs = 1;
+  last.weights = {std::log(2.0f)};
+  last.bias = {0};
+  params.layers = {hidden, last};
+  params.known_kinds = {graph::OpKind::kDot};
+  return std::make_shared<const simulator::LearnedCostModel>(params);
+}
+
+TEST(EngineTest, NamedTopologiesPriceWithTheirRuntimeModelAndSaySo) {
+  absl::StatusOr<simulator::Topology> plain =
+      simulator::PresetTopology("v100x2-pcie");
+  ASSERT_TRUE(plain.ok());
+  simulator::Topology learned = *plain;
+  learned.runtime_model_path = "host.runtime-model.json";
+  for (simulator::DeviceProfile& device : learned.devices) {
+    device.runtime_model = DotsTwiceAsSlow();
+  }
+  EngineOptions options;
+  options.named_topologies = {{"host.json", learned}};
+  const Engine engine(options, nullptr);
+
+  gopt::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_graph() = TwoBranchRequest().graph();
+  evaluate.mutable_topology()->set_preset("host.json");
+  absl::StatusOr<gopt::v1::EvaluateResponse> with_model =
+      engine.Evaluate(evaluate, RequestContext());
+  ASSERT_TRUE(with_model.ok()) << with_model.status();
+  EXPECT_EQ(with_model->cost_model(), "learned:host.runtime-model.json");
+  evaluate.mutable_topology()->set_preset("v100x2-pcie");
+  absl::StatusOr<gopt::v1::EvaluateResponse> roofline =
+      engine.Evaluate(evaluate, RequestContext());
+  ASSERT_TRUE(roofline.ok()) << roofline.status();
+  EXPECT_EQ(roofline->cost_model(), "roofline");
+  // Two 2048^3 dots dominate: the learned model's step is slower.
+  EXPECT_GT(with_model->step_time_s(), 1.5 * roofline->step_time_s());
+
+  // A request without a topology gets the first named one.
+  gopt::v1::OptimizeRequest optimize = TwoBranchRequest();
+  optimize.clear_topology();
+  absl::StatusOr<gopt::v1::OptimizeResponse> response =
+      engine.Optimize(optimize, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->cost_model(), "learned:host.runtime-model.json");
+
+  // A request's own topology naming a model file loads nothing, and says so.
+  *optimize.mutable_topology()->mutable_topology() =
+      simulator::TopologyToProto(learned);
+  response = engine.Optimize(optimize, RequestContext());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->cost_model(), "roofline");
+  EXPECT_THAT(response->warnings(),
+              ::testing::Contains(HasSubstr("is not loaded from a request")));
 }
 
 TEST(EngineTest, ReturnGraphWritesTheDecisionsIntoTheCallersFile) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "simulator/learned_cost_model.h"
 #include "simulator/topology_proto.h"
 #include "util/sha256.h"
 
@@ -130,6 +131,12 @@ std::string PlanKey(absl::string_view fingerprint,
   numbers.clear_name();
   numbers.clear_source();
   hash.UpdateString(DeterministicBytes(numbers));
+  // A learned runtime model prices the plans: its weights are part of the
+  // machine (the path alone could name a retrained model).
+  if (!topology.devices.empty() &&
+      topology.devices.front().runtime_model != nullptr) {
+    hash.UpdateString(topology.devices.front().runtime_model->fingerprint());
+  }
   hash.UpdateString(DeterministicBytes(tasks));
   AddAllowedOptions(request, &hash);
   return "k1-" + hash.HexDigest();

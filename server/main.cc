@@ -33,6 +33,7 @@
 #include "server/container_limits.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "simulator/topology_proto.h"
 #include "util/malloc_tuning.h"
 #include "util/service_main.h"
 #include "worker/executor.h"
@@ -152,6 +153,12 @@ ABSL_FLAG(double, refine_cpu_share, 0.25,
 ABSL_FLAG(int32_t, plan_store_kept_answers, 64,
           "answers from the plan store kept in memory, so that an identical "
           "request skips the import; 0 = import every request");
+ABSL_FLAG(std::string, topology, "",
+          "a topology JSON file (e.g. from gopt calibrate [--learn]) served "
+          "with its learned runtime model: requests name it in "
+          "topology.preset by this path or its name, and requests that set "
+          "no topology get it; empty: built-in presets and inline "
+          "topologies only");
 ABSL_FLAG(int64_t, plan_store_kept_bytes, gopt::engine::kDefaultKeptAnswerBytes,
           "bytes of memory those kept answers may take (their request "
           "graphs and responses); least recently used dropped past it");
@@ -297,6 +304,7 @@ constexpr const char* kFlagNames[] = {
     "plan_store_kept_bytes",
     "refine_idle",
     "refine_cpu_share",
+    "topology",
 };
 
 // GOPT_<NAME> environment variables set the flags before the command line
@@ -517,6 +525,24 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_plan_store_kept_answers);
   engine_options.plan_store_kept_answer_bytes =
       absl::GetFlag(FLAGS_plan_store_kept_bytes);
+  if (const std::string path = absl::GetFlag(FLAGS_topology); !path.empty()) {
+    absl::StatusOr<gopt::simulator::Topology> topology =
+        gopt::simulator::LoadTopology(path);
+    if (!topology.ok()) {
+      LOG(ERROR) << "--topology: " << topology.status().message();
+      (*server)->Shutdown(absl::Now());
+      return kExitUsage;
+    }
+    engine_options.named_topologies = {{path, *topology},
+                                       {topology->name, *topology}};
+    LOG(INFO) << "topology " << path << " ('" << topology->name << "', "
+              << topology->num_devices() << " devices"
+              << (topology->runtime_model_path.empty()
+                      ? ""
+                      : ", learned runtime model " +
+                            topology->runtime_model_path)
+              << "): the default for requests without one";
+  }
 
   const auto engine =
       std::make_shared<gopt::engine::Engine>(engine_options, *policies);

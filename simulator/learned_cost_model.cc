@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <utility>
 
@@ -165,6 +166,11 @@ absl::StatusOr<RuntimeModelParams> RuntimeModelFromJson(
 
 LearnedCostModel::LearnedCostModel(RuntimeModelParams params)
     : params_(std::move(params)) {
+  RuntimeModelParams weights_only = params_;
+  weights_only.card_json = "{}";
+  fingerprint_ = absl::StrCat(
+      absl::Hex(std::hash<std::string>()(RuntimeModelToJson(weights_only)),
+                absl::kZeroPad16));
   for (graph::OpKind kind : params_.known_kinds) {
     known_[static_cast<int>(kind)] = 1;
   }
@@ -231,10 +237,29 @@ double LearnedCostModel::LogRatio(const KernelWork& work,
 double LearnedCostModel::KernelSeconds(const KernelWork& work,
                                        const DeviceProfile& device) const {
   const double base = BaseKernelSeconds(work, device);
+  if (!Knows(work.kind)) return base;
+  const CacheKey key{work.flops,
+                     work.efficiency_factor,
+                     device.PeakFlops(work.dtype),
+                     device.memory_bandwidth_bytes_per_s,
+                     base,
+                     work.bytes,
+                     work.num_ops,
+                     static_cast<uint8_t>(work.kind),
+                     static_cast<uint8_t>(work.dtype)};
+  {
+    absl::MutexLock lock(&mu_);
+    const auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
   const double r = std::clamp(LogRatio(work, device),
                               static_cast<double>(params_.min_log_ratio),
                               static_cast<double>(params_.max_log_ratio));
-  return base * std::exp(r);
+  const double seconds = base * std::exp(r);
+  absl::MutexLock lock(&mu_);
+  if (cache_.size() >= kMaxCached) cache_.clear();
+  cache_.emplace(key, seconds);
+  return seconds;
 }
 
 }  // namespace gopt::simulator

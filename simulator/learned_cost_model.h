@@ -17,9 +17,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "graph/op_kind.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/topology.h"
@@ -79,7 +83,9 @@ std::string RuntimeModelToJson(const RuntimeModelParams& params);
 absl::StatusOr<RuntimeModelParams> RuntimeModelFromJson(
     const std::string& text);
 
-// The learned runtime model. Immutable after construction; thread-safe.
+// The learned runtime model. Thread-safe: its parameters are immutable; a
+// cache of predictions (fused kernels recur across the plans of a search,
+// and each would otherwise run the MLP) is guarded by a mutex.
 class LearnedCostModel final : public OpCostModel {
  public:
   explicit LearnedCostModel(RuntimeModelParams params);
@@ -99,10 +105,37 @@ class LearnedCostModel final : public OpCostModel {
     return known_[static_cast<int>(kind)] != 0;
   }
   const RuntimeModelParams& params() const { return params_; }
+  // A digest of the parameters (hex): plan-store keys include it, so a
+  // retrained model under the same file name never serves stale plans.
+  const std::string& fingerprint() const { return fingerprint_; }
 
  private:
+  // What LogRatio reads of a kernel and its device, bit for bit.
+  struct CacheKey {
+    double flops, efficiency, peak, bandwidth, base;
+    int64_t bytes;
+    int32_t num_ops;
+    uint8_t kind, dtype;
+    bool operator==(const CacheKey& o) const {
+      return flops == o.flops && efficiency == o.efficiency && peak == o.peak &&
+             bandwidth == o.bandwidth && base == o.base && bytes == o.bytes &&
+             num_ops == o.num_ops && kind == o.kind && dtype == o.dtype;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const CacheKey& k) {
+      return H::combine(std::move(h), k.flops, k.efficiency, k.peak,
+                        k.bandwidth, k.base, k.bytes, k.num_ops, k.kind,
+                        k.dtype);
+    }
+  };
+  // Most predictions kept; the cache starts over when full.
+  static constexpr size_t kMaxCached = 1 << 20;
+
   RuntimeModelParams params_;
+  std::string fingerprint_;
   std::array<uint8_t, graph::kNumOpKinds> known_{};
+  mutable absl::Mutex mu_;
+  mutable absl::flat_hash_map<CacheKey, double> cache_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gopt::simulator

@@ -1,5 +1,6 @@
 #include "training/train_command_line.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -741,6 +742,57 @@ absl::Status FinishCostModelEval(std::vector<std::string> operands,
   return absl::OkStatus();
 }
 
+FlagSet<RuntimeModelTrainCommandOptions> RuntimeModelTrainFlags() {
+  using O = RuntimeModelTrainCommandOptions;
+  FlagSet<O> flags;
+  flags.Add(
+      "data",
+      "the measurements directory gopt calibrate --learn wrote "
+      "(required)",
+      [](O & o) -> auto& { return o.data; });
+  flags.Add(
+      "topology",
+      "the calibrated topology they were measured on (default: DATA/"
+      "calibrated.json, which gopt calibrate --learn writes)",
+      [](O & o) -> auto& { return o.topology; });
+  flags.Add(
+      "held_out", "graph ids judged, never trained on (comma list)",
+      [](O & o) -> auto& { return o.held_out; });
+  flags.Add(
+      "out", "the model JSON to write (required)",
+      [](O & o) -> auto& { return o.out; });
+  flags.Add(
+      "topology_out", "also write a topology JSON that references the model",
+      [](O & o) -> auto& { return o.topology_out; });
+  flags.Add(
+      "seed", "parameter initialisation",
+      [](O & o) -> auto& { return o.seed; });
+  flags.Add(
+      "epochs", "full-batch Adam steps",
+      [](O & o) -> auto& { return o.epochs; });
+  flags.Add(
+      "hidden", "units per hidden layer",
+      [](O & o) -> auto& { return o.hidden; });
+  flags.Add(
+      "per_plan", "also print each plan's measured and predicted times",
+      [](O & o) -> auto& { return o.per_plan; });
+  return flags;
+}
+
+absl::Status FinishRuntimeModelTrain(std::vector<std::string> operands,
+                                     RuntimeModelTrainCommandOptions* o) {
+  RETURN_IF_ERROR(NoOperands(operands));
+  RETURN_IF_ERROR(Require(o->data, "data"));
+  if (o->topology.empty()) o->topology = o->data + "/calibrated.json";
+  RETURN_IF_ERROR(Require(o->out, "out"));
+  if (o->epochs < 1 || o->hidden < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--epochs and --hidden must be >= 1, got ", o->epochs,
+                     " and ", o->hidden));
+  }
+  return absl::OkStatus();
+}
+
 // ---- The command table -----------------------------------------------------
 
 using Table = util::CommandTable<TrainCommandOptions>;
@@ -792,6 +844,14 @@ const Table& Commands() {
           return CostModelEvalCommandOptions(TaskIn(args));
         },
         kCostModelHelp);
+    table->Add<RuntimeModelTrainCommandOptions>(
+        "costmodel-runtime",
+        "costmodel-runtime --data=DIR --topology=FILE --out=MODEL.json "
+        "(or costmodel --task=runtime ...)",
+        "learned runtime model: trained from gopt calibrate --learn's "
+        "measurements (docs/runtime-model.md)",
+        RuntimeModelTrainFlags(), FinishRuntimeModelTrain,
+        RunRuntimeModelTrainCommand);
     return table;
   }();
   return *kTable;
@@ -800,7 +860,14 @@ const Table& Commands() {
 }  // namespace
 
 absl::StatusOr<TrainCommand> ParseTrainCli(
-    const std::vector<std::string>& args) {
+    const std::vector<std::string>& given) {
+  // `costmodel --task=runtime` is the costmodel-runtime command.
+  std::vector<std::string> args = given;
+  if (args.size() > 1 && args[1] == "costmodel" &&
+      (std::find(args.begin(), args.end(), "--task=runtime") != args.end())) {
+    args[1] = "costmodel-runtime";
+    args.erase(std::find(args.begin(), args.end(), "--task=runtime"));
+  }
   absl::StatusOr<TrainCommand> command = Commands().Parse(args);
   if (!command.ok()) return command;
   // What the cards record as the command that made them.
@@ -814,6 +881,9 @@ absl::StatusOr<TrainCommand> ParseTrainCli(
   } else if (auto* o =
                  std::get_if<CostModelTrainCommandOptions>(&command->options)) {
     o->request.command = line;
+  } else if (auto* o = std::get_if<RuntimeModelTrainCommandOptions>(
+                 &command->options)) {
+    o->command_line = line;
   }
   return command;
 }

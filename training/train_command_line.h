@@ -28,13 +28,15 @@ using TrainCommandOptions =
     std::variant<util::HelpOptions, PretrainCommandOptions,
                  FinetuneCommandOptions, EvalCommandOptions,
                  ExpertCommandOptions, CardHashOptions,
-                 CostModelTrainCommandOptions, CostModelEvalCommandOptions>;
+                 CostModelTrainCommandOptions, CostModelEvalCommandOptions,
+                 RuntimeModelTrainCommandOptions>;
 using TrainCommand = util::ParsedCommand<TrainCommandOptions>;
 
 // Parses `args` (args[0] is the program's path). List flags (--tasks,
 // --topologies, --graph) take comma lists and may be repeated, their values
 // adding up (the first replaces the default list). The cost-model commands
-// start from cost_model::DefaultRecipe(--task). Errors (InvalidArgument,
+// start from cost_model::DefaultRecipe(--task); `costmodel --task=runtime`
+// is the costmodel-runtime command. Errors (InvalidArgument,
 // "gopt-train COMMAND: ..." ready to print): no or an unknown command, a
 // flag the command does not take, a bad value, a missing required flag.
 absl::StatusOr<TrainCommand> ParseTrainCli(

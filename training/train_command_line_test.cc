@@ -39,6 +39,24 @@ TEST(TrainCommandLineTest, CostModelEvalDefaultsAreTheShippedTileRecipe) {
   EXPECT_TRUE(request.default_margin_cv);
 }
 
+TEST(TrainCommandLineTest, CostModelTaskRuntimeIsTheRuntimeModelCommand) {
+  absl::StatusOr<TrainCommand> command = Parse(
+      "costmodel --task=runtime --data=host.runtime-data --out=m.json "
+      "--held_out=a.onnx,b.pb --epochs=10");
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->name, "costmodel-runtime");
+  const auto& options =
+      std::get<RuntimeModelTrainCommandOptions>(command->options);
+  EXPECT_EQ(options.data, "host.runtime-data");
+  EXPECT_EQ(options.topology, "host.runtime-data/calibrated.json");
+  EXPECT_EQ(options.out, "m.json");
+  EXPECT_EQ(options.held_out, (std::vector<std::string>{"a.onnx", "b.pb"}));
+  EXPECT_EQ(options.epochs, 10);
+  EXPECT_FALSE(Parse("costmodel --task=runtime --data=d").ok());  // no --out
+  EXPECT_FALSE(
+      Parse("costmodel-runtime --data=d --out=m.json --epochs=0").ok());
+}
+
 TEST(TrainCommandLineTest, CostModelDefaultsAreTheLayoutProtocolRecipe) {
   absl::StatusOr<TrainCommand> command =
       Parse("costmodel --data=layout.pb --costmodel_steps=10");

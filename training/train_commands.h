@@ -230,6 +230,26 @@ struct CostModelEvalCommandOptions {
 absl::Status RunCostModelEvalCommand(const CostModelEvalCommandOptions& options,
                                      std::ostream& out);
 
+// gopt-train costmodel-runtime (also `costmodel --task=runtime`): trains
+// the learned runtime model (simulator/learned_cost_model.h) from a
+// dataset `gopt calibrate --learn` collected, as that command does.
+struct RuntimeModelTrainCommandOptions {
+  std::string data;  // the dataset directory (required)
+  // The calibrated topology it was measured on (default: data +
+  // "/calibrated.json").
+  std::string topology;
+  std::vector<std::string> held_out;  // graph ids judged, never trained on
+  std::string out;                    // the model JSON to write (required)
+  std::string topology_out;  // optional: a topology file referencing it
+  uint64_t seed = 1;
+  int epochs = 600;
+  int hidden = 32;
+  bool per_plan = false;     // print every plan's figures too
+  std::string command_line;  // recorded in the model's card
+};
+absl::Status RunRuntimeModelTrainCommand(
+    const RuntimeModelTrainCommandOptions& options, std::ostream& out);
+
 }  // namespace gopt::policy
 
 #endif  // GOPT_TRAINING_TRAIN_COMMANDS_H_

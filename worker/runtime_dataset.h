@@ -64,18 +64,23 @@ struct CollectOptions {
   std::string dir;          // the dataset directory (created when missing)
   uint64_t seed = 1;        // DiversePlans' seed
   int plans_per_graph = 0;  // 0 = every DiversePlans plan (20)
+  // Each plan is measured once per round (all plans of a graph, then again)
+  // and the round with the lowest median kept: a burst of other load or a
+  // slow first run then spoils one round, not the plan. Default 2.
+  int rounds = 2;
   // Per plan: warm-up, repeats and time (per-node times are always on).
   ExecuteOptions execute = [] {
     ExecuteOptions o;
-    o.warmup_runs = 2;
+    o.warmup_runs = 1;
     o.min_repeats = 5;
-    o.max_repeats = 50;
+    o.max_repeats = 30;
     o.min_measure_seconds = 0.1;
     o.timeout_seconds = 120;
     return o;
   }();
-  // Called after each plan (measured, skipped as already present, or
-  // failed): plans done so far, plans in all, and a line saying what.
+  // Called after each plan of each round (measured, skipped as already
+  // present, or failed): measurements done so far, in all (plans x
+  // rounds), and a line saying what.
   std::function<void(int done, int total, const std::string& what)> progress;
 };
 
@@ -91,9 +96,10 @@ struct CollectReport {
 
 // Measures DiversePlans of every graph on `executor` (plan device i =
 // executor device i; `topology` is the executor's, e.g. the calibrated
-// one) and appends each plan's line to DIR/measurements.jsonl as soon as it
-// is measured, after writing the graph to DIR/graphs/<id>.pb. Resumable:
-// plans of a graph id already in the file are skipped. Errors:
+// one) in options.rounds rounds and appends each plan's line to
+// DIR/measurements.jsonl once its graph's rounds are done, after writing the
+// graph to DIR/graphs/<id>.pb. Resumable: plans of a graph id already in the
+// file are skipped. Errors:
 // InvalidArgument for an empty or duplicate id, an id with characters
 // other than [A-Za-z0-9._-], or an existing graph file whose graph differs
 // from the one given under that id; PermissionDenied naming the path that
