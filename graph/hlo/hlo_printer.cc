@@ -188,6 +188,14 @@ void AppendInstruction(const HloModule& module,
     absl::StrAppend(out, ", kind=", instruction.fusion_kind.get());
   }
   AppendCalls(module, instruction, out);
+  if (a.collective_group_size > 0) {
+    // Only the group size is kept: one group of that many devices.
+    absl::StrAppend(out, ", replica_groups=[1,", a.collective_group_size,
+                    "]<=[", a.collective_group_size, "]");
+  }
+  if (!instruction.sharding.get().empty()) {
+    absl::StrAppend(out, ", sharding=", instruction.sharding.get());
+  }
   if (!a.custom_call_target().empty()) {
     out->append(", custom_call_target=");
     AppendQuoted(a.custom_call_target(), out);

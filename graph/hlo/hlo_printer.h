@@ -10,10 +10,11 @@ namespace gopt::graph::hlo {
 // Prints `module` as HLO text in the current syntax (operands by name,
 // `%`-prefixed names, the entry computation marked ENTRY, computations in
 // module order). Only what HloModule keeps is printed: the attributes gopt
-// models, backend configs, fusion kinds and constant literals (`{...}` for
-// constants read from a proto). ParseHloText of the result yields an equal
-// module, except for proto ids. `module` must have passed
-// ValidateHloModule. Thread-safe.
+// models, backend configs, fusion kinds, shardings, a collective's group
+// size (as `replica_groups=[1,S]<=[S]`: device ids are not kept) and
+// constant literals (`{...}` for non-scalar constants read from a proto).
+// ParseHloText of the result yields an equal module, except for proto ids.
+// `module` must have passed ValidateHloModule. Thread-safe.
 std::string PrintHloModule(const HloModule& module);
 
 }  // namespace gopt::graph::hlo

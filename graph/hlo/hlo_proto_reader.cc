@@ -1,12 +1,15 @@
 #include "graph/hlo/hlo_proto_reader.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/proto_wire.h"
 #include "util/status_macros.h"
 
@@ -183,11 +186,307 @@ void ConvertAttributes(const xla::HloInstructionProto& proto,
   }
 }
 
+// More devices than any mesh has; the text parser's bound too.
+constexpr int64_t kMaxShardingDevices = int64_t{1} << 20;
+
+absl::Status FieldError(absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+// The product of `dims` (each at least 1, the product at most
+// kMaxShardingDevices); InvalidArgument naming `field` otherwise.
+absl::StatusOr<int64_t> DeviceCount(
+    const google::protobuf::RepeatedField<int64_t>& dims,
+    absl::string_view field) {
+  int64_t count = 1;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 1) {
+      return FieldError(absl::StrCat(field, "[", i, "]"),
+                        absl::StrCat(dims[i], " is not a positive size"));
+    }
+    count *= dims[i];
+    if (count > kMaxShardingDevices) {
+      return FieldError(
+          field, absl::StrCat("more than ", kMaxShardingDevices, " devices"));
+    }
+  }
+  return count;
+}
+
+// The text name of a subgroup kind in `last_tile_dims={...}`.
+absl::StatusOr<absl::string_view> SubgroupName(int type,
+                                               absl::string_view field) {
+  switch (type) {
+    case xla::OpSharding::REPLICATED:
+      return absl::string_view("replicated");
+    case xla::OpSharding::MANUAL:
+      return absl::string_view("manual");
+    case xla::OpSharding::UNREDUCED:
+      return absl::string_view("unreduced");
+    default:
+      return FieldError(field, absl::StrCat("subgroup type ", type,
+                                            " is not REPLICATED, MANUAL or "
+                                            "UNREDUCED"));
+  }
+}
+
+// Appends "devices=[dims]" and the device list (explicit, or the iota form
+// `<=[reshape]T(perm)`) of an OTHER sharding, checking that the devices
+// fill the tile assignment and lie in [0, device_limit).
+absl::Status AppendTileAssignment(const xla::OpSharding& sharding,
+                                  int64_t device_limit, absl::string_view field,
+                                  std::string* out) {
+  const std::string dims_field =
+      absl::StrCat(field, ".tile_assignment_dimensions");
+  if (sharding.tile_assignment_dimensions().empty()) {
+    return FieldError(dims_field, "empty for an OTHER (tiled) sharding");
+  }
+  ASSIGN_OR_RETURN(
+      const int64_t tiles,
+      DeviceCount(sharding.tile_assignment_dimensions(), dims_field));
+  const std::string dims =
+      absl::StrJoin(sharding.tile_assignment_dimensions(), ",");
+  absl::StrAppend(out, "devices=[", dims, "]");
+  if (device_limit <= 0) device_limit = tiles;
+  if (!sharding.iota_reshape_dims().empty()) {
+    const std::string reshape_field = absl::StrCat(field, ".iota_reshape_dims");
+    if (!sharding.tile_assignment_devices().empty()) {
+      return FieldError(reshape_field,
+                        "set together with tile_assignment_devices");
+    }
+    ASSIGN_OR_RETURN(const int64_t devices,
+                     DeviceCount(sharding.iota_reshape_dims(), reshape_field));
+    if (devices != tiles) {
+      return FieldError(reshape_field,
+                        absl::StrCat(devices, " devices for the ", tiles,
+                                     " tiles of [", dims, "]"));
+    }
+    if (devices > device_limit) {
+      return FieldError(reshape_field, absl::StrCat("device ", devices - 1,
+                                                    " is out of range [0, ",
+                                                    device_limit, ")"));
+    }
+    const auto& perm = sharding.iota_transpose_perm();
+    const int rank = sharding.iota_reshape_dims_size();
+    bool identity = true;
+    if (!perm.empty()) {
+      std::vector<bool> seen(rank, false);
+      for (int i = 0; i < perm.size(); ++i) {
+        if (perm.size() != rank || perm[i] < 0 || perm[i] >= rank ||
+            seen[perm[i]]) {
+          return FieldError(
+              absl::StrCat(field, ".iota_transpose_perm"),
+              absl::StrCat("[", absl::StrJoin(perm, ","),
+                           "] is not a permutation of ", rank, " dimensions"));
+        }
+        seen[perm[i]] = true;
+        identity = identity && perm[i] == i;
+      }
+    }
+    absl::StrAppend(out, "<=[",
+                    absl::StrJoin(sharding.iota_reshape_dims(), ","), "]");
+    if (!identity) absl::StrAppend(out, "T(", absl::StrJoin(perm, ","), ")");
+    return absl::OkStatus();
+  }
+  const std::string devices_field =
+      absl::StrCat(field, ".tile_assignment_devices");
+  const auto& devices = sharding.tile_assignment_devices();
+  if (devices.size() != tiles) {
+    return FieldError(devices_field,
+                      absl::StrCat(devices.size(), " devices for the ", tiles,
+                                   " tiles of [", dims, "]"));
+  }
+  absl::flat_hash_set<int64_t> seen;
+  for (int i = 0; i < devices.size(); ++i) {
+    if (devices[i] < 0 || devices[i] >= device_limit) {
+      return FieldError(
+          absl::StrCat(devices_field, "[", i, "]"),
+          absl::StrCat("device ", devices[i], " is out of range [0, ",
+                       device_limit, ")"));
+    }
+    if (!seen.insert(devices[i]).second) {
+      return FieldError(
+          absl::StrCat(devices_field, "[", i, "]"),
+          absl::StrCat("device ", devices[i], " is listed twice"));
+    }
+  }
+  absl::StrAppend(out, absl::StrJoin(devices, ","));
+  return absl::OkStatus();
+}
+
+// Appends XLA's text spelling of `sharding` (what `sharding={...}` says in
+// HLO text, which is how HloInstruction keeps it) to `out`. Devices are
+// partition ids: below `num_partitions` when the module says how many
+// (> 1), else below the tile count. InvalidArgument naming the field
+// (`field` is its path, "sharding.tuple_shardings[1]").
+absl::Status AppendShardingText(const xla::OpSharding& sharding,
+                                int64_t num_partitions, absl::string_view field,
+                                int depth, std::string* out) {
+  if (depth > kMaxHloNestingDepth) {
+    return FieldError(field, absl::StrCat("tuple sharding nested deeper than ",
+                                          kMaxHloNestingDepth, " levels"));
+  }
+  const int64_t device_limit = num_partitions > 1 ? num_partitions : 0;
+  switch (sharding.type()) {
+    case xla::OpSharding::REPLICATED:
+      // An unreduced value (partial sums) has the full shape everywhere,
+      // as a replicated one.
+    case xla::OpSharding::UNREDUCED:
+      absl::StrAppend(out, "{replicated}");
+      return absl::OkStatus();
+    case xla::OpSharding::MANUAL:
+      absl::StrAppend(out, "{manual}");
+      return absl::OkStatus();
+    case xla::OpSharding::UNKNOWN:
+      absl::StrAppend(out, "{unknown}");
+      return absl::OkStatus();
+    case xla::OpSharding::MAXIMAL: {
+      const std::string devices_field =
+          absl::StrCat(field, ".tile_assignment_devices");
+      if (sharding.tile_assignment_devices().empty()) {
+        return FieldError(devices_field, "empty for a MAXIMAL sharding");
+      }
+      const int64_t device = sharding.tile_assignment_devices(0);
+      if (device < 0 || (device_limit > 0 && device >= device_limit) ||
+          device >= kMaxShardingDevices) {
+        return FieldError(
+            absl::StrCat(devices_field, "[0]"),
+            absl::StrCat("device ", device, " is out of range [0, ",
+                         device_limit > 0 ? device_limit : kMaxShardingDevices,
+                         ")"));
+      }
+      absl::StrAppend(out, "{maximal device=", device, "}");
+      return absl::OkStatus();
+    }
+    case xla::OpSharding::TUPLE:
+      absl::StrAppend(out, "{");
+      for (int i = 0; i < sharding.tuple_shardings_size(); ++i) {
+        if (i > 0) absl::StrAppend(out, ", ");
+        RETURN_IF_ERROR(AppendShardingText(
+            sharding.tuple_shardings(i), num_partitions,
+            absl::StrCat(field, ".tuple_shardings[", i, "]"), depth + 1, out));
+      }
+      absl::StrAppend(out, "}");
+      return absl::OkStatus();
+    case xla::OpSharding::OTHER:
+      break;
+    default:
+      return FieldError(
+          absl::StrCat(field, ".type"),
+          absl::StrCat("unknown sharding type ", sharding.type()));
+  }
+  absl::StrAppend(out, "{");
+  RETURN_IF_ERROR(AppendTileAssignment(sharding, device_limit, field, out));
+  const int subgroups = sharding.last_tile_dims_size();
+  if (sharding.replicate_on_last_tile_dim() && subgroups > 0) {
+    return FieldError(absl::StrCat(field, ".last_tile_dims"),
+                      "set together with replicate_on_last_tile_dim");
+  }
+  const int subgroup_dims =
+      sharding.replicate_on_last_tile_dim() ? 1 : subgroups;
+  if (subgroup_dims > sharding.tile_assignment_dimensions_size()) {
+    return FieldError(absl::StrCat(field, ".last_tile_dims"),
+                      absl::StrCat(subgroup_dims, " subgroup dimensions of a ",
+                                   sharding.tile_assignment_dimensions_size(),
+                                   "-dimensional tile assignment"));
+  }
+  if (sharding.replicate_on_last_tile_dim()) {
+    absl::StrAppend(out, " last_tile_dim_replicate");
+  } else if (subgroups > 0) {
+    absl::StrAppend(out, " last_tile_dims={");
+    for (int i = 0; i < subgroups; ++i) {
+      ASSIGN_OR_RETURN(
+          absl::string_view name,
+          SubgroupName(sharding.last_tile_dims(i),
+                       absl::StrCat(field, ".last_tile_dims[", i, "]")));
+      absl::StrAppend(out, i > 0 ? ", " : "", name);
+    }
+    absl::StrAppend(out, "}");
+  }
+  absl::StrAppend(out, "}");
+  return absl::OkStatus();
+}
+
+// Devices per group of a collective: the iota form's num_devices_per_group,
+// else the size of the first explicit group (collective_device_list, then
+// the older replica_groups). 0 when no group is given: every device in one
+// group, as `replica_groups={}` in text.
+absl::StatusOr<int64_t> CollectiveGroupSize(
+    const xla::HloInstructionProto& proto) {
+  const xla::CollectiveDeviceListProto& list = proto.collective_device_list();
+  const auto& groups = list.replica_groups().empty() ? proto.replica_groups()
+                                                     : list.replica_groups();
+  const char* field = list.replica_groups().empty()
+                          ? "replica_groups"
+                          : "collective_device_list.replica_groups";
+  for (int g = 0; g < groups.size(); ++g) {
+    for (int i = 0; i < groups[g].replica_ids_size(); ++i) {
+      const int64_t id = groups[g].replica_ids(i);
+      if (id < 0 || id >= kMaxShardingDevices) {
+        return FieldError(absl::StrCat(field, "[", g, "].replica_ids[", i, "]"),
+                          absl::StrCat("device ", id, " is out of range [0, ",
+                                       kMaxShardingDevices, ")"));
+      }
+    }
+  }
+  if (list.has_iota_replica_group_list()) {
+    const int64_t per_group =
+        list.iota_replica_group_list().num_devices_per_group();
+    if (per_group < 0 || per_group > kMaxShardingDevices) {
+      return FieldError(
+          "collective_device_list.iota_replica_group_list."
+          "num_devices_per_group",
+          absl::StrCat(per_group, " is not a group size"));
+    }
+    return per_group;
+  }
+  return groups.empty() ? 0 : groups[0].replica_ids_size();
+}
+
+// The text literal of a scalar integer or predicate constant ("4",
+// "true"), which is what while-loop trip counts read; empty for other
+// constants (their values do not change costs).
+std::string ScalarLiteralText(const xla::LiteralProto& literal) {
+  if (literal.s32s_size() == 1) return absl::StrCat(literal.s32s(0));
+  if (literal.s64s_size() == 1) return absl::StrCat(literal.s64s(0));
+  if (literal.u32s_size() == 1) return absl::StrCat(literal.u32s(0));
+  if (literal.u64s_size() == 1) return absl::StrCat(literal.u64s(0));
+  if (literal.preds_size() == 1) return literal.preds(0) ? "true" : "false";
+  return "";
+}
+
+// Replica and partition counts, auto-sharding and whether a schedule is
+// present: what the text format says on its HloModule line.
+absl::Status ConvertConfig(const xla::HloModuleProto& proto,
+                           HloModuleConfig* config) {
+  const xla::DeviceAssignmentProto& assignment = proto.device_assignment();
+  if (assignment.replica_count() < 0) {
+    return FieldError(
+        "device_assignment.replica_count",
+        absl::StrCat(assignment.replica_count(), " is not a count"));
+  }
+  if (assignment.computation_count() < 0) {
+    return FieldError(
+        "device_assignment.computation_count",
+        absl::StrCat(assignment.computation_count(), " is not a count"));
+  }
+  config->replica_count = std::max(1, assignment.replica_count());
+  config->num_partitions = std::max(1, assignment.computation_count());
+  config->use_auto_spmd_partitioning = proto.use_auto_spmd_partitioning();
+  config->is_scheduled = !proto.schedule().sequences().empty();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<HloModule> HloModuleFromProto(const xla::HloModuleProto& proto) {
   HloModule module;
   module.name = proto.name();
+  absl::Status config = ConvertConfig(proto, &module.config);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("module '", module.name, "' ", config.message()));
+  }
   absl::flat_hash_map<int64_t, int32_t> computation_by_id;
   for (int c = 0; c < proto.computations_size(); ++c) {
     const xla::HloComputationProto& computation = proto.computations(c);
@@ -224,6 +523,12 @@ absl::StatusOr<HloModule> HloModuleFromProto(const xla::HloModuleProto& proto) {
             absl::StrCat("computation '", computation.name, "' instruction '",
                          instruction_proto.name(), "' ", field, ": ", what));
       };
+      // For messages that name their field already.
+      auto field_error = [&](const absl::Status& status) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("computation '", computation.name, "' instruction '",
+                         instruction_proto.name(), "' ", status.message()));
+      };
       instruction.name = instruction_proto.name();
       instruction.opcode = instruction_proto.opcode();
       instruction.id = instruction_proto.id();
@@ -257,6 +562,20 @@ absl::StatusOr<HloModule> HloModuleFromProto(const xla::HloModuleProto& proto) {
         instruction.called_computations.push_back(it->second);
       }
       ConvertAttributes(instruction_proto, &instruction);
+      if (instruction_proto.has_sharding()) {
+        status = AppendShardingText(instruction_proto.sharding(),
+                                    module.config.num_partitions, "sharding", 0,
+                                    instruction.sharding.mutable_get());
+        if (!status.ok()) return field_error(status);
+      }
+      absl::StatusOr<int64_t> group_size =
+          CollectiveGroupSize(instruction_proto);
+      if (!group_size.ok()) return field_error(group_size.status());
+      instruction.attributes.collective_group_size = *group_size;
+      if (instruction.opcode == "constant") {
+        std::string literal = ScalarLiteralText(instruction_proto.literal());
+        if (!literal.empty()) *instruction.literal.mutable_get() = literal;
+      }
     }
     auto root = instruction_by_id.find(computation_proto.root_id());
     if (root == instruction_by_id.end()) {

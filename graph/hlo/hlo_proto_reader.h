@@ -13,8 +13,19 @@ namespace gopt::graph::hlo {
 // called-computation ids become indices, the entry is found by
 // entry_computation_id (else by name, else the last computation), and the
 // attributes gopt models are copied with XLA's defaults for unset fields
-// (stride, dilation and group counts of 0 read as 1). Constants keep no
-// literal.
+// (stride, dilation and group counts of 0 read as 1). Constants keep only
+// scalar integer and predicate literals (what trip counts read). SPMD
+// information is read as the text format spells it: each OpSharding
+// becomes the `sharding={...}` text (REPLICATED, MAXIMAL, MANUAL, UNKNOWN,
+// TUPLE, OTHER with explicit or iota devices and subgroups; UNREDUCED reads
+// as replicated: the full shape on every device), replica_groups /
+// collective_device_list give collective_group_size, device_assignment
+// gives num_partitions and replica_count, and a schedule sets is_scheduled.
+// A malformed sharding (tile product != device count, a device out of
+// range or listed twice, a transpose that is no permutation) is
+// InvalidArgument naming the instruction and field path ("computation 'e'
+// instruction 'p' sharding.tile_assignment_devices[3]: device 7 is out of
+// range [0, 4)").
 //
 // The returned module has passed ValidateHloModule. Errors are
 // InvalidArgument naming the computation, instruction and field ("computation

@@ -223,6 +223,8 @@ class ShardingParser {
             ++pos_;
           }
           if (pos_ == start) return Error("expected a subgroup type");
+          sharding->subgroup_types.emplace_back(
+              text_.substr(start, pos_ - start));
           ++count;
         }
         sharding->subgroup_dims = count;

@@ -2,6 +2,7 @@
 #define GOPT_GRAPH_HLO_HLO_SHARDING_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,6 +29,10 @@ struct HloSharding {
   std::vector<int64_t> tile_dims;
   // kTiled: trailing entries of tile_dims that are not array dimensions.
   int64_t subgroup_dims = 0;
+  // kTiled: the kinds `last_tile_dims={...}` names for them ("manual",
+  // "replicated"), one per subgroup dimension; empty for
+  // last_tile_dim_replicate (one replicated subgroup dimension).
+  std::vector<std::string> subgroup_types;
   // kTiled: the device of each tile in row-major order of tile_dims (an
   // explicit list or the iota form `<=[dims]T(perm)` expanded).
   std::vector<int64_t> devices;

@@ -49,7 +49,9 @@ TEST(HloShardingTest, SubgroupDimensionsAreNotArrayDimensions) {
   const HloSharding manual =
       Parse("{devices=[2,1,2,2]<=[8] last_tile_dims={manual, replicated}}");
   EXPECT_EQ(manual.subgroup_dims, 2);
+  EXPECT_THAT(manual.subgroup_types, ElementsAre("manual", "replicated"));
   EXPECT_THAT(manual.ShardDims({6, 6}), ElementsAre(3, 6));
+  EXPECT_TRUE(partial.subgroup_types.empty());
 }
 
 TEST(HloShardingTest, ReadsTupleShardings) {

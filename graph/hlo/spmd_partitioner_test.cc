@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/hlo/hlo_importers.h"
+#include "graph/hlo/testing/hlo_module_to_proto.h"
 #include "simulator/op_cost_model.h"
 #include "simulator/plan.h"
 #include "simulator/simulator.h"
@@ -17,8 +18,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Imports `text` and checks that the same module read as an
+// HloModuleProto (OpSharding, replica groups, device_assignment) gives the
+// same graph, or the same error.
 absl::StatusOr<Graph> Import(const std::string& text) {
-  return NewHloTextImporter()->Import(text, ImportOptions());
+  absl::StatusOr<Graph> graph =
+      NewHloTextImporter()->Import(text, ImportOptions());
+  absl::StatusOr<Graph> from_proto = hlo::testing::ImportHloTextAsProto(text);
+  EXPECT_EQ(graph.status(), from_proto.status());
+  if (graph.ok() && from_proto.ok()) {
+    EXPECT_EQ(CompareGraphs(*graph, *from_proto), absl::OkStatus());
+    EXPECT_EQ(graph->spmd(), from_proto->spmd());
+  }
+  return graph;
 }
 
 const Node& NodeNamed(const Graph& graph, absl::string_view name) {
