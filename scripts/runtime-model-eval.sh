@@ -9,6 +9,10 @@
 #
 #   scripts/runtime-model-eval.sh host.json a.onnx b.pb ...
 #   BUILD_DIR=/path/to/build scripts/runtime-model-eval.sh host.json ...
+#   VERIFY=3 scripts/runtime-model-eval.sh host.json ...   # optimize --verify=3:
+#                                    the top 3 candidates measured, the
+#                                    measured best kept (never the default's
+#                                    loser)
 #
 # Needs a build. The numbers are only as quiet as the host: run it on an
 # otherwise idle machine.
@@ -36,9 +40,9 @@ printf "%-28s %9s %9s %9s %9s %8s %8s\n" graph default best-bl learned roofline 
 for graph in "$@"; do
   name=$(basename "$graph")
   "$gopt" optimize "$graph" --topology="$topology" --plan_store=none \
-    --out="$out/$name.learned.json" > /dev/null
+    --verify="${VERIFY:-0}" --out="$out/$name.learned.json" > /dev/null
   "$gopt" optimize "$graph" --topology="$roofline" --plan_store=none \
-    --out="$out/$name.roofline.json" > /dev/null
+    --verify="${VERIFY:-0}" --out="$out/$name.roofline.json" > /dev/null
   default=$(measured_ms "$graph" "$topology" --method=single)
   best=$(measured_ms "$graph" "$topology" --method=best-baseline)
   learned=$(measured_ms "$graph" "$topology" --plan="$out/$name.learned.json")
