@@ -15,7 +15,9 @@
 #include "absl/strings/strip.h"
 #include "graph/op_catalog.h"
 #include "graph/tf/function_inlining.h"
+#include "graph/tf/functional_control_flow.h"
 #include "graph/tf/op_lowering.h"
+#include "graph/tf/shape_rule_util.h"
 #include "graph/tf/shape_rules.h"
 #include "util/status_macros.h"
 
@@ -47,16 +49,21 @@ struct NodeState {
   int num_outputs = 1;
   std::vector<TensorInfo> outputs;
   std::vector<TensorType> types;
+  // While / If / Case: the bodies, cost and trip count.
+  std::optional<FunctionalLowering> functional;
 };
 
 class Lowering {
  public:
+  // `scope` serves the functions that While / If / Case nodes call.
   Lowering(const GraphDef& graph_def, absl::string_view format,
-           const ImportOptions& options, const TfjsHints* hints)
+           const ImportOptions& options, const TfjsHints* hints,
+           FunctionScope* scope)
       : graph_def_(graph_def),
         format_(format),
         options_(options),
-        hints_(hints) {}
+        hints_(hints),
+        scope_(scope) {}
 
   absl::StatusOr<Graph> Run() {
     const int n = graph_def_.node_size();
@@ -156,6 +163,14 @@ class Lowering {
       }
     }
     for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (IsFunctionalControlFlow(def(i).op())) {
+        ASSIGN_OR_RETURN(
+            nodes_[i].num_outputs,
+            FunctionalOutputCount(
+                def(i), static_cast<int>(nodes_[i].data_inputs.size()),
+                kMaxOutputs));
+        continue;
+      }
       ASSIGN_OR_RETURN(std::optional<int> known,
                        KnownOutputCount(def(i), kMaxOutputs));
       nodes_[i].num_outputs =
@@ -234,19 +249,6 @@ class Lowering {
                      absl::StrJoin(names, " -> ")));
   }
 
-  static PartialShape Prefer(const PartialShape& primary,
-                             const PartialShape& secondary) {
-    if (!primary.rank_known) return secondary;
-    if (!secondary.rank_known || secondary.dims.size() != primary.dims.size()) {
-      return primary;
-    }
-    PartialShape out = primary;
-    for (size_t i = 0; i < out.dims.size(); ++i) {
-      if (out.dims[i] < 0) out.dims[i] = secondary.dims[i];
-    }
-    return out;
-  }
-
   static bool SameInfo(const TensorInfo& a, const TensorInfo& b) {
     auto same_shape = [](const PartialShape& x, const PartialShape& y) {
       return x.rank_known == y.rank_known && x.dims == y.dims;
@@ -271,8 +273,17 @@ class Lowering {
       inputs.push_back(&nodes_[ref.node].outputs[ref.output]);
     }
     bool has_rule = true;
-    ASSIGN_OR_RETURN(std::vector<TensorInfo> outputs,
-                     InferOutputs(node, inputs, state.num_outputs, &has_rule));
+    std::vector<TensorInfo> outputs;
+    if (IsFunctionalControlFlow(node.op())) {
+      ASSIGN_OR_RETURN(state.functional,
+                       LowerFunctionalControlFlow(node, inputs,
+                                                  state.num_outputs, scope_,
+                                                  BodyLowerer()));
+      outputs = state.functional->outputs;
+    } else {
+      ASSIGN_OR_RETURN(outputs, InferOutputs(node, inputs, state.num_outputs,
+                                             &has_rule));
+    }
     if (!has_rule && !with_back_edges) {
       auto& entry = ops_without_rule_[node.op()];
       if (entry.first++ == 0) entry.second = node.name();
@@ -281,7 +292,7 @@ class Lowering {
                      OutputShapesAttr(node));
     if (recorded.size() == outputs.size()) {
       for (size_t o = 0; o < outputs.size(); ++o) {
-        outputs[o].shape = Prefer(recorded[o], outputs[o].shape);
+        outputs[o].shape = FillUnknownDims(recorded[o], outputs[o].shape);
       }
     }
     if (hints_ != nullptr && !outputs.empty()) {
@@ -289,12 +300,12 @@ class Lowering {
         auto it = hints_->weight_shapes.find(node.name());
         if (it != hints_->weight_shapes.end()) {
           outputs[0].shape =
-              Prefer(PartialShape::Known(it->second), outputs[0].shape);
+              FillUnknownDims(PartialShape::Known(it->second), outputs[0].shape);
         }
       } else if (node.op() == "Placeholder") {
         auto it = hints_->input_shapes.find(node.name());
         if (it != hints_->input_shapes.end()) {
-          outputs[0].shape = Prefer(outputs[0].shape, it->second);
+          outputs[0].shape = FillUnknownDims(outputs[0].shape, it->second);
         }
       }
     }
@@ -312,6 +323,16 @@ class Lowering {
     }
     state.outputs = std::move(outputs);
     return absl::OkStatus();
+  }
+
+  // Lowers a function body with this lowering's format and options.
+  FunctionScope::Lowerer BodyLowerer() const {
+    return [this](const GraphDef& body, absl::string_view name,
+                  FunctionScope* scope) -> absl::StatusOr<Graph> {
+      ImportOptions options = options_;
+      options.source_name = std::string(name);
+      return Lowering(body, format_, options, /*hints=*/nullptr, scope).Run();
+    };
   }
 
   static bool IsGraphInput(absl::string_view op) {
@@ -332,7 +353,7 @@ class Lowering {
       const InputRef& value = state.data_inputs[1];
       TensorInfo& target = nodes_[value.node].outputs[value.output];
       target.shape =
-          Prefer(target.shape, nodes_[var.node].outputs[var.output].shape);
+          FillUnknownDims(target.shape, nodes_[var.node].outputs[var.output].shape);
     }
   }
 
@@ -637,6 +658,10 @@ class Lowering {
       for (const TensorType& type : state.types) {
         uses_strings = uses_strings || type.dtype == DType::kString;
       }
+      if (state.functional.has_value()) {
+        builder.AddNode(FunctionalNode(state, &builder));
+        continue;
+      }
       // Inference already checked every known shape against the op, so a
       // failure here comes from assumed dimensions: cost such a node by its
       // bytes only instead of rejecting the graph.
@@ -702,6 +727,27 @@ class Lowering {
     return std::move(builder).Build(options_.limits);
   }
 
+  // The node of a While / If / Case: one node whose bodies are attached.
+  Node FunctionalNode(const NodeState& state, GraphBuilder* builder) {
+    const FunctionalLowering& functional = *state.functional;
+    Node out;
+    out.name = state.def->name();
+    out.source.name = state.def->name();
+    out.op = state.def->op();
+    out.kind = functional.kind;
+    out.outputs = state.types;
+    if (functional.kind == OpKind::kWhile) {
+      out.attributes.trip_count = functional.trip_count;
+    }
+    for (const std::shared_ptr<const Graph>& body : functional.bodies) {
+      out.subgraphs.push_back(builder->AddSubgraph(body));
+    }
+    SetNodeCost(functional.cost, &out);
+    warnings_.insert(warnings_.end(), functional.warnings.begin(),
+                     functional.warnings.end());
+    return out;
+  }
+
   absl::Status AssignColocation(GraphBuilder& builder) {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       ASSIGN_OR_RETURN(std::vector<std::string> classes,
@@ -727,6 +773,7 @@ class Lowering {
   absl::string_view format_;
   const ImportOptions& options_;
   const TfjsHints* hints_;
+  FunctionScope* scope_;
   std::vector<NodeState> nodes_;
   absl::flat_hash_map<absl::string_view, int> index_;
   std::vector<int> order_;
@@ -748,8 +795,9 @@ absl::StatusOr<Graph> LowerGraphDef(const GraphDef& graph_def,
                                     const TfjsHints* hints) {
   ASSIGN_OR_RETURN(std::optional<GraphDef> inlined,
                    InlineFunctionCalls(graph_def, options.limits.max_nodes));
+  FunctionScope scope(graph_def.library(), options.limits.max_nodes);
   return Lowering(inlined.has_value() ? *inlined : graph_def, format, options,
-                  hints)
+                  hints, &scope)
       .Run();
 }
 
