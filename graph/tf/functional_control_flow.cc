@@ -488,6 +488,9 @@ absl::StatusOr<FunctionalLowering> LowerFunctionalControlFlow(
   ASSIGN_OR_RETURN(auto functions, FunctionAttrs(node));
   // While: every input is a loop variable; If / Case: input 0 picks the
   // branch, the others are the branches' arguments.
+  if (!is_while && inputs.empty()) {
+    return NodeError(node, "has no input to pick its branch");
+  }
   const absl::Span<const TensorInfo* const> args_in =
       is_while ? inputs : inputs.subspan(1);
   ASSIGN_OR_RETURN(std::optional<std::vector<DataType>> arg_types,

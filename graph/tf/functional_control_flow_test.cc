@@ -293,9 +293,9 @@ TEST(FunctionalControlFlowTest, BoundHeldInALoopInvariantVariable) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   const Node& loop = NodeNamed(*graph, "loop");
   EXPECT_EQ(loop.attributes.trip_count, 6);
-  // Per iteration: body MatMul + AddV2 (1); cond Less (1), Sum over 64*64
-  // (4095 adds... as the cost model counts a reduction: one per input
-  // element, 4096), Greater (1), LogicalAnd (1).
+  // Per iteration: body MatMul + AddV2 (1); cond Less (1), Sum of 64*64
+  // elements (a reduction costs one FLOP per input element: 4096), Greater
+  // (1) and LogicalAnd (1).
   EXPECT_DOUBLE_EQ(loop.flops, 6 * (kMatMulFlops + 1 + 1 + 4096 + 1 + 1));
   EXPECT_EQ(loop.outputs.size(), 4u);
 }

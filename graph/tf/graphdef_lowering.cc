@@ -658,17 +658,16 @@ class Lowering {
       for (const TensorType& type : state.types) {
         uses_strings = uses_strings || type.dtype == DType::kString;
       }
-      if (state.functional.has_value()) {
-        builder.AddNode(FunctionalNode(state, &builder));
-        continue;
-      }
       // Inference already checked every known shape against the op, so a
       // failure here comes from assumed dimensions: cost such a node by its
       // bytes only instead of rejecting the graph.
       absl::StatusOr<LoweredOp> lowered =
-          LowerOp(node, input_types, input_infos, state.types);
+          state.functional.has_value()
+              ? LoweredOp{state.functional->kind}
+              : LowerOp(node, input_types, input_infos, state.types);
       absl::StatusOr<OpCost> cost =
-          lowered.ok()
+          state.functional.has_value() ? state.functional->cost
+          : lowered.ok()
               ? CostOfLoweredOp(node, *lowered, input_types, state.types)
               : absl::StatusOr<OpCost>(lowered.status());
       if (!cost.ok()) {
@@ -702,6 +701,9 @@ class Lowering {
           it != frame_trip_count_.end()) {
         out.attributes.trip_count = it->second;
       }
+      if (state.functional.has_value()) {
+        AttachBodies(*state.functional, &out, &builder);
+      }
       SetNodeCost(*cost, &out);
       if (IsHostOnlyOp(node.op()) || uses_strings) {
         out.device_constraint = DeviceConstraint::kCpuOnly;
@@ -727,25 +729,18 @@ class Lowering {
     return std::move(builder).Build(options_.limits);
   }
 
-  // The node of a While / If / Case: one node whose bodies are attached.
-  Node FunctionalNode(const NodeState& state, GraphBuilder* builder) {
-    const FunctionalLowering& functional = *state.functional;
-    Node out;
-    out.name = state.def->name();
-    out.source.name = state.def->name();
-    out.op = state.def->op();
-    out.kind = functional.kind;
-    out.outputs = state.types;
+  // Attaches the bodies of While / If / Case node `out` (with its trip
+  // count) and reports their warnings.
+  void AttachBodies(const FunctionalLowering& functional, Node* out,
+                    GraphBuilder* builder) {
     if (functional.kind == OpKind::kWhile) {
-      out.attributes.trip_count = functional.trip_count;
+      out->attributes.trip_count = functional.trip_count;
     }
     for (const std::shared_ptr<const Graph>& body : functional.bodies) {
-      out.subgraphs.push_back(builder->AddSubgraph(body));
+      out->subgraphs.push_back(builder->AddSubgraph(body));
     }
-    SetNodeCost(functional.cost, &out);
     warnings_.insert(warnings_.end(), functional.warnings.begin(),
                      functional.warnings.end());
-    return out;
   }
 
   absl::Status AssignColocation(GraphBuilder& builder) {
