@@ -296,23 +296,55 @@ TEST(GraphDefRoundTripTest, FunctionalWhileKeepsItsDecisionsOnItsNode) {
     node {
       name: "i0"
       op: "Const"
-      attr { key: "dtype" value { type: DT_INT32 } }
-      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } }
+      attr {
+        key: "dtype"
+        value { type: DT_INT32 }
+      }
+      attr {
+        key: "value"
+        value {
+          tensor {
+            dtype: DT_INT32
+            tensor_shape {}
+            int_val: 0
+          }
+        }
+      }
     }
     node {
       name: "x"
       op: "Placeholder"
-      attr { key: "dtype" value { type: DT_FLOAT } }
-      attr { key: "shape" value { shape { dim { size: 8 } dim { size: 8 } } } }
+      attr {
+        key: "dtype"
+        value { type: DT_FLOAT }
+      }
+      attr {
+        key: "shape"
+        value {
+          shape {
+            dim { size: 8 }
+            dim { size: 8 }
+          }
+        }
+      }
     }
     node {
       name: "loop"
       op: "StatelessWhile"
       input: "i0"
       input: "x"
-      attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT } } }
-      attr { key: "cond" value { func { name: "cond_fn" } } }
-      attr { key: "body" value { func { name: "body_fn" } } }
+      attr {
+        key: "T"
+        value { list { type: DT_INT32 type: DT_FLOAT } }
+      }
+      attr {
+        key: "cond"
+        value { func { name: "cond_fn" } }
+      }
+      attr {
+        key: "body"
+        value { func { name: "body_fn" } }
+      }
     }
     node { name: "y" op: "Relu" input: "loop:1" }
     library {
@@ -326,8 +358,20 @@ TEST(GraphDefRoundTripTest, FunctionalWhileKeepsItsDecisionsOnItsNode) {
         node_def {
           name: "n"
           op: "Const"
-          attr { key: "dtype" value { type: DT_INT32 } }
-          attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 3 } } }
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape {}
+                int_val: 3
+              }
+            }
+          }
         }
         node_def { name: "less" op: "Less" input: "i" input: "n:output:0" }
         ret { key: "out" value: "less:z:0" }
@@ -343,8 +387,20 @@ TEST(GraphDefRoundTripTest, FunctionalWhileKeepsItsDecisionsOnItsNode) {
         node_def {
           name: "one"
           op: "Const"
-          attr { key: "dtype" value { type: DT_INT32 } }
-          attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } }
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape {}
+                int_val: 1
+              }
+            }
+          }
         }
         node_def { name: "next" op: "AddV2" input: "i" input: "one:output:0" }
         node_def { name: "mm" op: "MatMul" input: "x" input: "x" }

@@ -69,8 +69,8 @@ struct FunctionGraph {
 // thread-safe.
 absl::StatusOr<FunctionGraph> FunctionBodyGraph(
     const tensorflow::FunctionDefLibrary& library,
-    const tensorflow::NameAttrList& function, absl::Span<const FunctionArg> args,
-    int64_t max_nodes);
+    const tensorflow::NameAttrList& function,
+    absl::Span<const FunctionArg> args, int64_t max_nodes);
 
 }  // namespace gopt::graph::tf
 

@@ -55,8 +55,8 @@ absl::StatusOr<std::optional<std::vector<DataType>>> TypeListAttr(
   const AttrValue* attr = FindAttrValue(node, name);
   if (attr == nullptr) return std::nullopt;
   if (attr->value_case() != AttrValue::kList) {
-    return NodeError(node, absl::StrCat("attr '", name,
-                                        "' is not a list of types"));
+    return NodeError(node,
+                     absl::StrCat("attr '", name, "' is not a list of types"));
   }
   std::vector<DataType> types;
   for (int type : attr->list().type()) {
@@ -83,12 +83,12 @@ FunctionAttrs(const NodeDef& node) {
     return out;
   }
   const bool is_while = IsWhile(node.op());
-  for (const char* name : {is_while ? "body" : "then_branch",
-                           is_while ? "cond" : "else_branch"}) {
+  for (const char* name :
+       {is_while ? "body" : "then_branch", is_while ? "cond" : "else_branch"}) {
     const AttrValue* attr = FindAttrValue(node, name);
     if (attr == nullptr || attr->value_case() != AttrValue::kFunc) {
-      return NodeError(node, absl::StrCat("attr '", name,
-                                          "' is missing or not a function"));
+      return NodeError(
+          node, absl::StrCat("attr '", name, "' is missing or not a function"));
     }
     out.emplace_back(name, &attr->func());
   }
@@ -98,8 +98,7 @@ FunctionAttrs(const NodeDef& node) {
 // The TensorFlow type of a gopt element type (the first TensorFlow type
 // mapping onto it), for arguments whose call lists no types.
 DataType TfTypeOf(DType dtype) {
-  for (int type = tensorflow::DT_FLOAT; type <= tensorflow::DT_UINT64;
-       ++type) {
+  for (int type = tensorflow::DT_FLOAT; type <= tensorflow::DT_UINT64; ++type) {
     if (DTypeFromTf(type) == dtype) return static_cast<DataType>(type);
   }
   return tensorflow::DT_FLOAT;
@@ -120,8 +119,7 @@ bool IsIntegerType(DataType type) {
 // inliner and tf.function put between a value and its use.
 class FunctionReader {
  public:
-  explicit FunctionReader(const FunctionGraph& function)
-      : function_(function) {
+  explicit FunctionReader(const FunctionGraph& function) : function_(function) {
     for (const NodeDef& node : function.graph_def.node()) {
       nodes_[node.name()] = &node;
     }
@@ -356,8 +354,7 @@ std::string BodyKey(const NameAttrList& function,
     absl::StrAppend(&key, "|", function.SerializeAsString());
   }
   for (const FunctionArg& arg : args) {
-    absl::StrAppend(&key, "|", arg.dtype, ":",
-                    PartialShapeString(arg.shape));
+    absl::StrAppend(&key, "|", arg.dtype, ":", PartialShapeString(arg.shape));
     if (arg.value.has_value()) {
       absl::StrAppend(&key, "=", absl::StrJoin(*arg.value, ","));
     }
@@ -379,17 +376,16 @@ absl::StatusOr<std::vector<TensorType>> ReturnTypes(const NodeDef& node,
   const FunctionReader reader(called.body->function);
   const int returns = reader.NumReturns();
   if (returns != expected) {
-    return NodeError(node, absl::StrCat(called.label, " returns ", returns,
-                                        " value(s); the node needs ",
-                                        expected));
+    return NodeError(node,
+                     absl::StrCat(called.label, " returns ", returns,
+                                  " value(s); the node needs ", expected));
   }
   const Graph& graph = *called.body->graph;
-  std::optional<NodeId> result =
-      graph.FindNode(called.body->function.result);
+  std::optional<NodeId> result = graph.FindNode(called.body->function.result);
   if (!result.has_value() ||
       graph.node(*result).outputs.size() < static_cast<size_t>(expected)) {
-    return NodeError(node, absl::StrCat(called.label,
-                                        ": its return values were not found"));
+    return NodeError(
+        node, absl::StrCat(called.label, ": its return values were not found"));
   }
   const auto& outputs = graph.node(*result).outputs;
   return std::vector<TensorType>(outputs.begin(), outputs.begin() + expected);
@@ -413,26 +409,25 @@ absl::StatusOr<int> FunctionalOutputCount(const NodeDef& node,
   ASSIGN_OR_RETURN(std::optional<std::vector<DataType>> types,
                    TypeListAttr(node, attr));
   if (!is_while && num_data_inputs < 1) {
-    return NodeError(node, absl::StrCat("has no input '",
-                                        IsIf(node.op()) ? "cond"
-                                                        : "branch_index",
-                                        "'"));
+    return NodeError(
+        node, absl::StrCat("has no input '",
+                           IsIf(node.op()) ? "cond" : "branch_index", "'"));
   }
   if (!is_while && !types.has_value()) {
     return NodeError(node, "has no attr 'Tout'");
   }
   if (is_while && types.has_value() &&
       static_cast<int>(types->size()) != num_data_inputs) {
-    return NodeError(node, absl::StrCat("attr 'T' lists ", types->size(),
-                                        " types for ", num_data_inputs,
-                                        " inputs"));
+    return NodeError(
+        node, absl::StrCat("attr 'T' lists ", types->size(), " types for ",
+                           num_data_inputs, " inputs"));
   }
   const int count =
       types.has_value() ? static_cast<int>(types->size()) : num_data_inputs;
   if (count > max_outputs) {
-    return NodeError(node, absl::StrCat("has ", count,
-                                        " outputs, more than the limit of ",
-                                        max_outputs));
+    return NodeError(
+        node, absl::StrCat("has ", count, " outputs, more than the limit of ",
+                           max_outputs));
   }
   return count;
 }
@@ -452,9 +447,9 @@ FunctionScope::LowerBody(const NameAttrList& function,
                      "): recursion"));
   }
   if (active_.size() >= static_cast<size_t>(kMaxFunctionCallDepth)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "function bodies nest more than ", kMaxFunctionCallDepth,
-        " deep at function '", function.name(), "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("function bodies nest more than ", kMaxFunctionCallDepth,
+                     " deep at function '", function.name(), "'"));
   }
   std::string key = BodyKey(function, args);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -496,10 +491,10 @@ absl::StatusOr<FunctionalLowering> LowerFunctionalControlFlow(
   ASSIGN_OR_RETURN(std::optional<std::vector<DataType>> arg_types,
                    TypeListAttr(node, is_while ? "T" : "Tin"));
   if (arg_types.has_value() && arg_types->size() != args_in.size()) {
-    return NodeError(node, absl::StrCat("attr '", is_while ? "T" : "Tin",
-                                        "' lists ", arg_types->size(),
-                                        " types for ", args_in.size(),
-                                        " arguments"));
+    return NodeError(
+        node, absl::StrCat("attr '", is_while ? "T" : "Tin", "' lists ",
+                           arg_types->size(), " types for ", args_in.size(),
+                           " arguments"));
   }
   ASSIGN_OR_RETURN(std::optional<std::vector<DataType>> out_types,
                    TypeListAttr(node, is_while ? "T" : "Tout"));
@@ -515,10 +510,11 @@ absl::StatusOr<FunctionalLowering> LowerFunctionalControlFlow(
                          absl::StrCat("attr 'output_shapes' ", k)));
       declared.push_back(std::move(shape));
     }
-    if (!declared.empty() && declared.size() != static_cast<size_t>(num_outputs)) {
-      return NodeError(node, absl::StrCat("attr 'output_shapes' has ",
-                                          declared.size(), " shapes for ",
-                                          num_outputs, " outputs"));
+    if (!declared.empty() &&
+        declared.size() != static_cast<size_t>(num_outputs)) {
+      return NodeError(
+          node, absl::StrCat("attr 'output_shapes' has ", declared.size(),
+                             " shapes for ", num_outputs, " outputs"));
     }
   }
   std::vector<FunctionArg> args(args_in.size());
@@ -546,8 +542,8 @@ absl::StatusOr<FunctionalLowering> LowerFunctionalControlFlow(
   std::vector<CalledBody> called;
   for (const auto& [attr, function] : functions) {
     CalledBody body;
-    body.label = absl::StrCat("attr '", attr, "' (function '",
-                              function->name(), "')");
+    body.label =
+        absl::StrCat("attr '", attr, "' (function '", function->name(), "')");
     absl::StatusOr<std::shared_ptr<const FunctionScope::Body>> lowered =
         scope->LowerBody(*function, args, lower);
     if (!lowered.ok()) {
@@ -587,19 +583,20 @@ absl::StatusOr<FunctionalLowering> LowerFunctionalControlFlow(
         chosen = &branch[k];
       }
     }
-    info.dtype = out_types.has_value() && k < static_cast<int>(out_types->size())
-                     ? DTypeFromTf((*out_types)[k])
-                     : chosen->dtype;
+    info.dtype =
+        out_types.has_value() && k < static_cast<int>(out_types->size())
+            ? DTypeFromTf((*out_types)[k])
+            : chosen->dtype;
     const PartialShape from_body = ShapeOf(*chosen);
     info.shape = k < static_cast<int>(declared.size())
                      ? FillUnknownDims(declared[k], from_body)
                      : from_body;
     if (disagree && (k >= static_cast<int>(declared.size()) ||
                      !declared[k].fully_known())) {
-      out.warnings.push_back(absl::StrCat(
-          NodeLabel(node), ": output ", k,
-          " differs between branches; sized as the largest, ",
-          PartialShapeString(info.shape)));
+      out.warnings.push_back(
+          absl::StrCat(NodeLabel(node), ": output ", k,
+                       " differs between branches; sized as the largest, ",
+                       PartialShapeString(info.shape)));
     }
   }
 
@@ -612,8 +609,8 @@ absl::StatusOr<FunctionalLowering> LowerFunctionalControlFlow(
     return out;
   }
   out.kind = OpKind::kWhile;
-  const TripCounter counter(called[1].body->function,
-                            called[0].body->function, inputs);
+  const TripCounter counter(called[1].body->function, called[0].body->function,
+                            inputs);
   out.trip_count = counter.Derive().value_or(-1);
   if (out.trip_count < 0) {
     out.warnings.push_back(absl::StrCat(

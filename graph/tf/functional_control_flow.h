@@ -35,8 +35,7 @@ bool IsFunctionalControlFlow(absl::string_view op);
 // If / Case: attr Tout's length. InvalidArgument naming the node and attr
 // for a contradiction or a count above `max_outputs`.
 absl::StatusOr<int> FunctionalOutputCount(const tensorflow::NodeDef& node,
-                                          int num_data_inputs,
-                                          int max_outputs);
+                                          int num_data_inputs, int max_outputs);
 
 // What the lowering of one GraphDef shares with the lowerings of the
 // function bodies it calls, however deeply they nest: the library, the

@@ -25,28 +25,53 @@ constexpr char kInputs[] = R"pb(
   node {
     name: "start"
     op: "Const"
-    attr { key: "dtype" value { type: DT_INT32 } }
+    attr {
+      key: "dtype"
+      value { type: DT_INT32 }
+    }
     attr {
       key: "value"
-      value { tensor { dtype: DT_INT32 tensor_shape {} int_val: $0 } }
+      value {
+        tensor {
+          dtype: DT_INT32
+          tensor_shape {}
+          int_val: $0
+        }
+      }
     }
   }
   node {
     name: "x"
     op: "Placeholder"
-    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
     attr {
       key: "shape"
-      value { shape { dim { size: 64 } dim { size: 64 } } }
+      value {
+        shape {
+          dim { size: 64 }
+          dim { size: 64 }
+        }
+      }
     }
   }
   node {
     name: "w"
     op: "Placeholder"
-    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
     attr {
       key: "shape"
-      value { shape { dim { size: 64 } dim { size: 64 } } }
+      value {
+        shape {
+          dim { size: 64 }
+          dim { size: 64 }
+        }
+      }
     }
   }
 )pb";
@@ -57,10 +82,19 @@ std::string ConstNodeDef(const std::string& name, int value) {
       R"pb(node_def {
              name: "$0"
              op: "Const"
-             attr { key: "dtype" value { type: DT_INT32 } }
+             attr {
+               key: "dtype"
+               value { type: DT_INT32 }
+             }
              attr {
                key: "value"
-               value { tensor { dtype: DT_INT32 tensor_shape {} int_val: $1 } }
+               value {
+                 tensor {
+                   dtype: DT_INT32
+                   tensor_shape {}
+                   int_val: $1
+                 }
+               }
              }
            })pb",
       name, value);
@@ -79,8 +113,7 @@ std::string LoopLibrary(const std::string& cmp, int limit,
             input_arg { name: "x" type: DT_FLOAT }
             input_arg { name: "w" type: DT_FLOAT }
             output_arg { name: "out" type: DT_BOOL }
-          }
-          $0
+          } $0
           node_def { name: "cmp" op: "$1" input: "i" input: "limit:output:0" }
           ret { key: "out" value: "cmp:z:0" }
         }
@@ -93,8 +126,7 @@ std::string LoopLibrary(const std::string& cmp, int limit,
             output_arg { name: "i_next" type: DT_INT32 }
             output_arg { name: "x_next" type: DT_FLOAT }
             output_arg { name: "w_out" type: DT_FLOAT }
-          }
-          $2
+          } $2
           node_def { name: "next" op: "$3" input: "i" input: "step:output:0" }
           node_def { name: "mm" op: "MatMul" input: "x" input: "w" }
           ret { key: "i_next" value: "next:z:0" }
@@ -113,10 +145,22 @@ constexpr char kWhileNode[] = R"pb(
     input: "start"
     input: "x"
     input: "w"
-    attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_FLOAT } } }
-    attr { key: "cond" value { func { name: "cond_fn" } } }
-    attr { key: "body" value { func { name: "body_fn" } } }
-    attr { key: "parallel_iterations" value { i: 10 } }
+    attr {
+      key: "T"
+      value { list { type: DT_INT32 type: DT_FLOAT type: DT_FLOAT } }
+    }
+    attr {
+      key: "cond"
+      value { func { name: "cond_fn" } }
+    }
+    attr {
+      key: "body"
+      value { func { name: "body_fn" } }
+    }
+    attr {
+      key: "parallel_iterations"
+      value { i: 10 }
+    }
   }
   node { name: "y" op: "Identity" input: "loop:1" }
 )pb";
@@ -124,18 +168,24 @@ constexpr char kWhileNode[] = R"pb(
 // for (i = start; i <cmp> limit; i <update>= step) x = x @ w.
 std::string WhileGraph(int start, const std::string& cmp, int limit,
                        const std::string& update, int step) {
-  return absl::StrCat(absl::Substitute(kInputs, start), kWhileNode,
-                      "library {", LoopLibrary(cmp, limit, update, step), "}");
+  return absl::StrCat(absl::Substitute(kInputs, start), kWhileNode, "library {",
+                      LoopLibrary(cmp, limit, update, step), "}");
 }
 
-absl::StatusOr<Graph> Lower(const std::string& text) {
+tensorflow::GraphDef Parse(const std::string& text) {
   tensorflow::GraphDef graph_def;
-  if (!google::protobuf::TextFormat::ParseFromString(text, &graph_def)) {
-    return absl::InvalidArgumentError("fixture does not parse");
-  }
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &graph_def));
+  return graph_def;
+}
+
+absl::StatusOr<Graph> Lower(const tensorflow::GraphDef& graph_def) {
   ImportOptions options;
   options.source_name = "fixture";
   return LowerGraphDef(graph_def, "graphdef", options, nullptr);
+}
+
+absl::StatusOr<Graph> Lower(const std::string& text) {
+  return Lower(Parse(text));
 }
 
 const Node& NodeNamed(const Graph& graph, const std::string& name) {
@@ -183,12 +233,12 @@ TEST(FunctionalControlFlowTest, TripCountsOfOtherCountedLoops) {
     int64_t trips;
   };
   const Case cases[] = {
-      {0, "LessEqual", 5, "AddV2", 1, 6},  // 0..5
-      {0, "Less", 10, "Add", 3, 4},        // 0, 3, 6, 9
-      {10, "Greater", 0, "Sub", 2, 5},     // 10, 8, 6, 4, 2
+      {0, "LessEqual", 5, "AddV2", 1, 6},    // 0..5
+      {0, "Less", 10, "Add", 3, 4},          // 0, 3, 6, 9
+      {10, "Greater", 0, "Sub", 2, 5},       // 10, 8, 6, 4, 2
       {10, "GreaterEqual", 0, "Sub", 5, 3},  // 10, 5, 0
-      {0, "NotEqual", 8, "AddV2", 2, 4},   // 0, 2, 4, 6
-      {7, "Less", 5, "AddV2", 1, 0},       // false at entry
+      {0, "NotEqual", 8, "AddV2", 2, 4},     // 0, 2, 4, 6
+      {7, "Less", 5, "AddV2", 1, 0},         // false at entry
   };
   for (const Case& c : cases) {
     absl::StatusOr<Graph> graph =
@@ -222,10 +272,19 @@ TEST(FunctionalControlFlowTest, BoundHeldInALoopInvariantVariable) {
     node {
       name: "n"
       op: "Const"
-      attr { key: "dtype" value { type: DT_INT32 } }
+      attr {
+        key: "dtype"
+        value { type: DT_INT32 }
+      }
       attr {
         key: "value"
-        value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 6 } }
+        value {
+          tensor {
+            dtype: DT_INT32
+            tensor_shape {}
+            int_val: 6
+          }
+        }
       }
     }
     node {
@@ -235,8 +294,14 @@ TEST(FunctionalControlFlowTest, BoundHeldInALoopInvariantVariable) {
       input: "n"
       input: "x"
       input: "w"
-      attr { key: "cond" value { func { name: "cond_fn" } } }
-      attr { key: "body" value { func { name: "body_fn" } } }
+      attr {
+        key: "cond"
+        value { func { name: "cond_fn" } }
+      }
+      attr {
+        key: "body"
+        value { func { name: "body_fn" } }
+      }
     }
     library {
       function {
@@ -249,17 +314,56 @@ TEST(FunctionalControlFlowTest, BoundHeldInALoopInvariantVariable) {
           output_arg { name: "out" type: DT_BOOL }
         }
         node_def { name: "less" op: "Less" input: "i" input: "n" }
-        node_def { name: "zero" op: "Const"
-          attr { key: "dtype" value { type: DT_FLOAT } }
-          attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0 } } }
+        node_def {
+          name: "zero"
+          op: "Const"
+          attr {
+            key: "dtype"
+            value { type: DT_FLOAT }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_FLOAT
+                tensor_shape {}
+                float_val: 0
+              }
+            }
+          }
         }
         node_def { name: "sum" op: "Sum" input: "x" input: "axes:output:0" }
-        node_def { name: "axes" op: "Const"
-          attr { key: "dtype" value { type: DT_INT32 } }
-          attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 0 int_val: 1 } } }
+        node_def {
+          name: "axes"
+          op: "Const"
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape { dim { size: 2 } }
+                int_val: 0
+                int_val: 1
+              }
+            }
+          }
         }
-        node_def { name: "positive" op: "Greater" input: "sum:output:0" input: "zero:output:0" }
-        node_def { name: "both" op: "LogicalAnd" input: "less:z:0" input: "positive:z:0" }
+        node_def {
+          name: "positive"
+          op: "Greater"
+          input: "sum:output:0"
+          input: "zero:output:0"
+        }
+        node_def {
+          name: "both"
+          op: "LogicalAnd"
+          input: "less:z:0"
+          input: "positive:z:0"
+        }
         node_def { name: "out_id" op: "Identity" input: "both:z:0" }
         ret { key: "out" value: "out_id:output:0" }
       }
@@ -275,9 +379,23 @@ TEST(FunctionalControlFlowTest, BoundHeldInALoopInvariantVariable) {
           output_arg { name: "x_next" type: DT_FLOAT }
           output_arg { name: "w_out" type: DT_FLOAT }
         }
-        node_def { name: "one" op: "Const"
-          attr { key: "dtype" value { type: DT_INT32 } }
-          attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } }
+        node_def {
+          name: "one"
+          op: "Const"
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape {}
+                int_val: 1
+              }
+            }
+          }
         }
         node_def { name: "next" op: "AddV2" input: "one:output:0" input: "i" }
         node_def { name: "n_id" op: "Identity" input: "n" }
@@ -304,83 +422,129 @@ TEST(FunctionalControlFlowTest, BoundHeldInALoopInvariantVariable) {
 // over three branches (x @ w @ w, x @ w, relu(x)).
 std::string BranchGraph(const std::string& op, const std::string& extra) {
   const bool is_case = op == "Case";
-  return absl::StrCat(absl::Substitute(kInputs, 1), absl::Substitute(R"pb(
-    node {
-      name: "pick"
-      op: "$0"
-      input: "start"
-      input: "x"
-      input: "w"
-      attr { key: "Tin" value { list { type: DT_FLOAT type: DT_FLOAT } } }
-      attr { key: "Tout" value { list { type: DT_FLOAT } } }
-      $1
-      $2
-    }
-    library {
-      function {
-        signature {
-          name: "one_matmul"
-          input_arg { name: "x" type: DT_FLOAT }
-          input_arg { name: "w" type: DT_FLOAT }
-          output_arg { name: "y" type: DT_FLOAT }
-        }
-        node_def { name: "mm" op: "MatMul" input: "x" input: "w" }
-        ret { key: "y" value: "mm:product:0" }
-      }
-      function {
-        signature {
-          name: "two_matmuls"
-          input_arg { name: "x" type: DT_FLOAT }
-          input_arg { name: "w" type: DT_FLOAT }
-          output_arg { name: "y" type: DT_FLOAT }
-        }
-        node_def { name: "mm1" op: "MatMul" input: "x" input: "w" }
-        node_def { name: "mm2" op: "MatMul" input: "mm1:product:0" input: "w" }
-        ret { key: "y" value: "mm2:product:0" }
-      }
-      function {
-        signature {
-          name: "relu_only"
-          input_arg { name: "x" type: DT_FLOAT }
-          input_arg { name: "w" type: DT_FLOAT }
-          output_arg { name: "y" type: DT_FLOAT }
-        }
-        node_def { name: "r" op: "Relu" input: "x" }
-        node_def { name: "row" op: "Slice" input: "r:activations:0"
-          input: "begin:output:0" input: "size:output:0" }
-        node_def { name: "begin" op: "Const"
-          attr { key: "dtype" value { type: DT_INT32 } }
-          attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 0 int_val: 0 } } }
-        }
-        node_def { name: "size" op: "Const"
-          attr { key: "dtype" value { type: DT_INT32 } }
-          attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 1 int_val: 64 } } }
-        }
-        ret { key: "y" value: "row:output:0" }
-      }
-    }
-  )pb",
-                                                     op,
-                                                     is_case
-                                                         ? R"pb(attr {
-                                                             key: "branches"
-                                                             value {
-                                                               list {
-                                                                 func { name: "two_matmuls" }
-                                                                 func { name: "one_matmul" }
-                                                                 func { name: "relu_only" }
-                                                               }
-                                                             }
-                                                           })pb"
-                                                         : R"pb(attr {
-                                                             key: "then_branch"
-                                                             value { func { name: "one_matmul" } }
-                                                           }
-                                                           attr {
-                                                             key: "else_branch"
-                                                             value { func { name: "relu_only" } }
-                                                           })pb",
-                                                     extra));
+  return absl::StrCat(
+      absl::Substitute(kInputs, 1),
+      absl::Substitute(
+          R"pb(
+            node {
+              name: "pick"
+              op: "$0"
+              input: "start"
+              input: "x"
+              input: "w"
+              attr {
+                key: "Tin"
+                value { list { type: DT_FLOAT type: DT_FLOAT } }
+              }
+              attr {
+                key: "Tout"
+                value { list { type: DT_FLOAT } }
+              } $1 $2
+            }
+            library {
+              function {
+                signature {
+                  name: "one_matmul"
+                  input_arg { name: "x" type: DT_FLOAT }
+                  input_arg { name: "w" type: DT_FLOAT }
+                  output_arg { name: "y" type: DT_FLOAT }
+                }
+                node_def { name: "mm" op: "MatMul" input: "x" input: "w" }
+                ret { key: "y" value: "mm:product:0" }
+              }
+              function {
+                signature {
+                  name: "two_matmuls"
+                  input_arg { name: "x" type: DT_FLOAT }
+                  input_arg { name: "w" type: DT_FLOAT }
+                  output_arg { name: "y" type: DT_FLOAT }
+                }
+                node_def { name: "mm1" op: "MatMul" input: "x" input: "w" }
+                node_def {
+                  name: "mm2"
+                  op: "MatMul"
+                  input: "mm1:product:0"
+                  input: "w"
+                }
+                ret { key: "y" value: "mm2:product:0" }
+              }
+              function {
+                signature {
+                  name: "relu_only"
+                  input_arg { name: "x" type: DT_FLOAT }
+                  input_arg { name: "w" type: DT_FLOAT }
+                  output_arg { name: "y" type: DT_FLOAT }
+                }
+                node_def { name: "r" op: "Relu" input: "x" }
+                node_def {
+                  name: "row"
+                  op: "Slice"
+                  input: "r:activations:0"
+                  input: "begin:output:0"
+                  input: "size:output:0"
+                }
+                node_def {
+                  name: "begin"
+                  op: "Const"
+                  attr {
+                    key: "dtype"
+                    value { type: DT_INT32 }
+                  }
+                  attr {
+                    key: "value"
+                    value {
+                      tensor {
+                        dtype: DT_INT32
+                        tensor_shape { dim { size: 2 } }
+                        int_val: 0
+                        int_val: 0
+                      }
+                    }
+                  }
+                }
+                node_def {
+                  name: "size"
+                  op: "Const"
+                  attr {
+                    key: "dtype"
+                    value { type: DT_INT32 }
+                  }
+                  attr {
+                    key: "value"
+                    value {
+                      tensor {
+                        dtype: DT_INT32
+                        tensor_shape { dim { size: 2 } }
+                        int_val: 1
+                        int_val: 64
+                      }
+                    }
+                  }
+                }
+                ret { key: "y" value: "row:output:0" }
+              }
+            }
+          )pb",
+          op,
+          is_case ? R"pb(attr {
+                           key: "branches"
+                           value {
+                             list {
+                               func { name: "two_matmuls" }
+                               func { name: "one_matmul" }
+                               func { name: "relu_only" }
+                             }
+                           }
+                         })pb"
+                  : R"pb(attr {
+                           key: "then_branch"
+                           value { func { name: "one_matmul" } }
+                         }
+                         attr {
+                           key: "else_branch"
+                           value { func { name: "relu_only" } }
+                         })pb",
+          extra));
 }
 
 TEST(FunctionalControlFlowTest, IfCostsItsMoreExpensiveBranch) {
@@ -411,11 +575,18 @@ TEST(FunctionalControlFlowTest, CaseCostsItsMostExpensiveBranch) {
 }
 
 TEST(FunctionalControlFlowTest, DeclaredOutputShapesWin) {
-  absl::StatusOr<Graph> graph = Lower(BranchGraph(
-      "If", R"pb(attr {
-                   key: "output_shapes"
-                   value { list { shape { dim { size: 1 } dim { size: 64 } } } }
-                 })pb"));
+  absl::StatusOr<Graph> graph =
+      Lower(BranchGraph("If", R"pb(attr {
+                                     key: "output_shapes"
+                                     value {
+                                       list {
+                                         shape {
+                                           dim { size: 1 }
+                                           dim { size: 64 }
+                                         }
+                                       }
+                                     }
+                                   })pb"));
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(NodeNamed(*graph, "pick").outputs[0],
             MakeTensorType(DType::kF32, {1, 64}));
@@ -427,32 +598,36 @@ TEST(FunctionalControlFlowTest, NestedLoopsMultiplyTheirTripCounts) {
   // outer_body runs the 3-trip inner loop (i < 3) over x, the outer loop
   // runs 5 times: 15 MatMuls. Inner per trip: MatMul + AddV2 + Less; the
   // outer adds its own AddV2 + Less per trip.
-  const std::string text = absl::StrCat(
-      absl::Substitute(kInputs, 0), R"pb(
-        node {
-          name: "loop"
-          op: "While"
-          input: "start"
-          input: "x"
-          input: "w"
-          attr { key: "cond" value { func { name: "outer_cond" } } }
-          attr { key: "body" value { func { name: "outer_body" } } }
-        }
-        library {
-          function {
-            signature {
-              name: "outer_cond"
-              input_arg { name: "i" type: DT_INT32 }
-              input_arg { name: "x" type: DT_FLOAT }
-              input_arg { name: "w" type: DT_FLOAT }
-              output_arg { name: "out" type: DT_BOOL }
-            }
-      )pb",
-      ConstNodeDef("limit", 5), R"pb(
+  const std::string text =
+      absl::StrCat(absl::Substitute(kInputs, 0), R"pb(
+                     node {
+                       name: "loop"
+                       op: "While"
+                       input: "start"
+                       input: "x"
+                       input: "w"
+                       attr {
+                         key: "cond"
+                         value { func { name: "outer_cond" } }
+                       }
+                       attr {
+                         key: "body"
+                         value { func { name: "outer_body" } }
+                       }
+                     }
+                     library { function { signature {
+                                 name: "outer_cond"
+                                 input_arg { name: "i" type: DT_INT32 }
+                                 input_arg { name: "x" type: DT_FLOAT }
+                                 input_arg { name: "w" type: DT_FLOAT }
+                                 output_arg { name: "out" type: DT_BOOL }
+                               }
+                   )pb",
+                   ConstNodeDef("limit", 5), R"pb(
             node_def { name: "cmp" op: "Less" input: "i" input: "limit:output:0" }
             ret { key: "out" value: "cmp:z:0" }
           }
-          function {
+                                 function {
             signature {
               name: "outer_body"
               input_arg { name: "i" type: DT_INT32 }
@@ -463,7 +638,7 @@ TEST(FunctionalControlFlowTest, NestedLoopsMultiplyTheirTripCounts) {
               output_arg { name: "w_out" type: DT_FLOAT }
             }
       )pb",
-      ConstNodeDef("step", 1), ConstNodeDef("zero", 0), R"pb(
+                   ConstNodeDef("step", 1), ConstNodeDef("zero", 0), R"pb(
             node_def { name: "next" op: "AddV2" input: "i" input: "step:output:0" }
             node_def {
               name: "inner"
@@ -478,8 +653,8 @@ TEST(FunctionalControlFlowTest, NestedLoopsMultiplyTheirTripCounts) {
             ret { key: "x_next" value: "inner:output:1" }
             ret { key: "w_out" value: "w" }
           }
-      )pb",
-      LoopLibrary("Less", 3, "AddV2", 1), "}");
+                   )pb",
+                   LoopLibrary("Less", 3, "AddV2", 1), "}");
   absl::StatusOr<Graph> graph = Lower(text);
   ASSERT_TRUE(graph.ok()) << graph.status();
   const Node& loop = NodeNamed(*graph, "loop");
@@ -494,38 +669,46 @@ TEST(FunctionalControlFlowTest, NestedLoopsMultiplyTheirTripCounts) {
 TEST(FunctionalControlFlowTest, LoopInsideACalledFunction) {
   // A StatefulPartitionedCall whose function runs the loop: inlined, the
   // loop keeps its own node ("call/loop") with its bodies.
-  const std::string text = absl::StrCat(
-      absl::Substitute(kInputs, 0), R"pb(
-        node {
-          name: "call"
-          op: "StatefulPartitionedCall"
-          input: "start"
-          input: "x"
-          input: "w"
-          attr { key: "f" value { func { name: "model" } } }
-        }
-        library {
-          function {
-            signature {
-              name: "model"
-              input_arg { name: "s" type: DT_INT32 }
-              input_arg { name: "x" type: DT_FLOAT }
-              input_arg { name: "w" type: DT_FLOAT }
-              output_arg { name: "y" type: DT_FLOAT }
-            }
-            node_def {
-              name: "loop"
-              op: "While"
-              input: "s"
-              input: "x"
-              input: "w"
-              attr { key: "cond" value { func { name: "cond_fn" } } }
-              attr { key: "body" value { func { name: "body_fn" } } }
-            }
-            ret { key: "y" value: "loop:output:1" }
-          }
-      )pb",
-      LoopLibrary("Less", 4, "AddV2", 1), "}");
+  const std::string text =
+      absl::StrCat(absl::Substitute(kInputs, 0), R"pb(
+                     node {
+                       name: "call"
+                       op: "StatefulPartitionedCall"
+                       input: "start"
+                       input: "x"
+                       input: "w"
+                       attr {
+                         key: "f"
+                         value { func { name: "model" } }
+                       }
+                     }
+                     library { function {
+                       signature {
+                         name: "model"
+                         input_arg { name: "s" type: DT_INT32 }
+                         input_arg { name: "x" type: DT_FLOAT }
+                         input_arg { name: "w" type: DT_FLOAT }
+                         output_arg { name: "y" type: DT_FLOAT }
+                       }
+                       node_def {
+                         name: "loop"
+                         op: "While"
+                         input: "s"
+                         input: "x"
+                         input: "w"
+                         attr {
+                           key: "cond"
+                           value { func { name: "cond_fn" } }
+                         }
+                         attr {
+                           key: "body"
+                           value { func { name: "body_fn" } }
+                         }
+                       }
+                       ret { key: "y" value: "loop:output:1" }
+                     }
+                   )pb",
+                   LoopLibrary("Less", 4, "AddV2", 1), "}");
   absl::StatusOr<Graph> graph = Lower(text);
   ASSERT_TRUE(graph.ok()) << graph.status();
   const Node& loop = NodeNamed(*graph, "call/loop");
@@ -533,71 +716,88 @@ TEST(FunctionalControlFlowTest, LoopInsideACalledFunction) {
   EXPECT_DOUBLE_EQ(loop.flops, 4 * (kMatMulFlops + 2));
 }
 
-void ExpectError(const std::string& text, const std::string& what) {
-  absl::StatusOr<Graph> graph = Lower(text);
+void ExpectError(const tensorflow::GraphDef& graph_def,
+                 const std::string& what) {
+  absl::StatusOr<Graph> graph = Lower(graph_def);
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(graph.status().message(), HasSubstr(what));
 }
 
 TEST(FunctionalControlFlowTest, BadBodiesAreInvalidArgumentNamingNodeAndAttr) {
-  const std::string good = WhileGraph(0, "Less", 5, "AddV2", 1);
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string text = good;
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return text.replace(at, from.size(), to);
+  // Nodes: start, x, w, loop, y; library: cond_fn, body_fn.
+  const tensorflow::GraphDef good = Parse(WhileGraph(0, "Less", 5, "AddV2", 1));
+  auto loop_attr = [](tensorflow::GraphDef* graph_def) {
+    return graph_def->mutable_node(3)->mutable_attr();
   };
-  // A function the library lacks.
-  ExpectError(replaced("name: \"body_fn\" } } }", "name: \"nope\" } } }"),
+  auto t_types = [&](tensorflow::GraphDef* graph_def, int count) {
+    auto* types = (*loop_attr(graph_def))["T"].mutable_list()->mutable_type();
+    types->Truncate(count);
+  };
+
+  tensorflow::GraphDef bad = good;
+  (*loop_attr(&bad))["body"].mutable_func()->set_name("nope");
+  ExpectError(bad,
               "node 'loop' (StatelessWhile) attr 'body' (function 'nope'): "
               "function 'nope' is not in the graph's library");
-  // One input fewer than the signature takes.
-  ExpectError(replaced("input: \"w\"\n    attr { key: \"T\" value { list { "
-                       "type: DT_INT32 type: DT_FLOAT type: DT_FLOAT } } }",
-                       "attr { key: \"T\" value { list { type: DT_INT32 "
-                       "type: DT_FLOAT } } }"),
+
+  bad = good;  // one input fewer than the signature takes
+  bad.mutable_node(3)->mutable_input()->RemoveLast();
+  t_types(&bad, 2);
+  ExpectError(bad,
               "node 'loop' (StatelessWhile) attr 'body' (function "
               "'body_fn'): call 'body_fn' of function 'body_fn' has 2 data "
               "inputs");
-  // T disagrees with the inputs.
-  ExpectError(replaced("type: DT_INT32 type: DT_FLOAT type: DT_FLOAT",
-                       "type: DT_INT32"),
-              "node 'loop' (StatelessWhile) attr 'T' lists 1 types for 3");
-  // The body returns fewer values than the loop carries.
-  ExpectError(replaced("ret { key: \"w_out\" value: \"w\" }", ""),
-              "function 'body_fn' returns no value for 'w_out'");
-  // A missing cond.
-  ExpectError(replaced("attr { key: \"cond\" value { func { name: "
-                       "\"cond_fn\" } } }",
-                       ""),
-              "node 'loop' (StatelessWhile) attr 'cond' is missing");
-  // The body runs the loop again: recursion.
-  ExpectError(
-      replaced("node_def { name: \"mm\" op: \"MatMul\" input: \"x\" input: "
-               "\"w\" }",
-               "node_def { name: \"mm\" op: \"While\" input: \"i\" input: "
-               "\"x\" input: \"w\" attr { key: \"cond\" value { func { name: "
-               "\"cond_fn\" } } } attr { key: \"body\" value { func { name: "
-               "\"body_fn\" } } } }"),
-      "function 'body_fn' calls itself (body_fn -> body_fn): recursion");
-  // An If without a cond input.
-  ExpectError(absl::StrCat(absl::Substitute(kInputs, 0), R"pb(
+
+  bad = good;  // T disagrees with the inputs
+  t_types(&bad, 1);
+  ExpectError(bad, "node 'loop' (StatelessWhile) attr 'T' lists 1 types for 3");
+
+  bad = good;  // the body returns fewer values than the loop carries
+  tensorflow::FunctionDef* body = bad.mutable_library()->mutable_function(1);
+  body->mutable_signature()->mutable_output_arg()->RemoveLast();
+  body->mutable_ret()->erase("w_out");
+  ExpectError(bad,
+              "node 'loop' (StatelessWhile) attr 'body' (function 'body_fn') "
+              "returns 2 value(s); the node needs 3");
+
+  bad = good;
+  loop_attr(&bad)->erase("cond");
+  ExpectError(bad, "node 'loop' (StatelessWhile) attr 'cond' is missing");
+
+  bad = good;  // the body runs the loop again: recursion
+  tensorflow::NodeDef* mm =
+      bad.mutable_library()->mutable_function(1)->mutable_node_def(2);
+  ASSERT_EQ(mm->name(), "mm");
+  mm->set_op("While");
+  mm->clear_input();
+  for (const char* input : {"i", "x", "w"}) mm->add_input(input);
+  *mm->mutable_attr() = *loop_attr(&bad);
+  ExpectError(bad,
+              "node 'loop' (StatelessWhile) attr 'body' (function 'body_fn'): "
+              "node 'body_fn/mm' (While) attr 'body' (function 'body_fn'): "
+              "function 'body_fn' calls itself (body_fn -> body_fn): "
+              "recursion");
+
+  // An If without inputs.
+  ExpectError(Parse(R"pb(
                 node {
                   name: "pick"
                   op: "If"
-                  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+                  attr {
+                    key: "Tout"
+                    value { list { type: DT_FLOAT } }
+                  }
                 })pb"),
               "node 'pick' (If) has no input 'cond'");
+
   // A branch returning two values for one Tout.
-  std::string two_outputs = BranchGraph("If", "");
-  two_outputs.replace(two_outputs.find("ret { key: \"y\" value: "
-                                       "\"mm:product:0\" }"),
-                      0,
-                      "ret { key: \"z\" value: \"mm:product:0\" }");
-  two_outputs.replace(two_outputs.find("output_arg { name: \"y\""), 0,
-                      "output_arg { name: \"z\" type: DT_FLOAT } ");
-  ExpectError(two_outputs,
+  bad = Parse(BranchGraph("If", ""));
+  tensorflow::FunctionDef* branch = bad.mutable_library()->mutable_function(0);
+  ASSERT_EQ(branch->signature().name(), "one_matmul");
+  branch->mutable_signature()->add_output_arg()->set_name("z");
+  (*branch->mutable_ret())["z"] = "mm:product:0";
+  ExpectError(bad,
               "node 'pick' (If) attr 'then_branch' (function 'one_matmul') "
               "returns 2 value(s); the node needs 1");
 }

@@ -275,14 +275,13 @@ class Lowering {
     bool has_rule = true;
     std::vector<TensorInfo> outputs;
     if (IsFunctionalControlFlow(node.op())) {
-      ASSIGN_OR_RETURN(state.functional,
-                       LowerFunctionalControlFlow(node, inputs,
-                                                  state.num_outputs, scope_,
-                                                  BodyLowerer()));
+      ASSIGN_OR_RETURN(state.functional, LowerFunctionalControlFlow(
+                                             node, inputs, state.num_outputs,
+                                             scope_, BodyLowerer()));
       outputs = state.functional->outputs;
     } else {
-      ASSIGN_OR_RETURN(outputs, InferOutputs(node, inputs, state.num_outputs,
-                                             &has_rule));
+      ASSIGN_OR_RETURN(
+          outputs, InferOutputs(node, inputs, state.num_outputs, &has_rule));
     }
     if (!has_rule && !with_back_edges) {
       auto& entry = ops_without_rule_[node.op()];
@@ -299,8 +298,8 @@ class Lowering {
       if (node.op() == "Const") {
         auto it = hints_->weight_shapes.find(node.name());
         if (it != hints_->weight_shapes.end()) {
-          outputs[0].shape =
-              FillUnknownDims(PartialShape::Known(it->second), outputs[0].shape);
+          outputs[0].shape = FillUnknownDims(PartialShape::Known(it->second),
+                                             outputs[0].shape);
         }
       } else if (node.op() == "Placeholder") {
         auto it = hints_->input_shapes.find(node.name());
@@ -352,8 +351,8 @@ class Lowering {
       const InputRef& var = state.data_inputs[0];
       const InputRef& value = state.data_inputs[1];
       TensorInfo& target = nodes_[value.node].outputs[value.output];
-      target.shape =
-          FillUnknownDims(target.shape, nodes_[var.node].outputs[var.output].shape);
+      target.shape = FillUnknownDims(
+          target.shape, nodes_[var.node].outputs[var.output].shape);
     }
   }
 
