@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
 #include "graph/decisions.h"
 #include "graph/import/builtin_exporters.h"
 #include "graph/import/builtin_importers.h"
@@ -287,6 +288,137 @@ TEST_P(GraphDefRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
 INSTANTIATE_TEST_SUITE_P(SharedData, GraphDefRoundTripTest,
                          ::testing::Values("tf_graphdef/kws_LSTM_S.pb",
                                            "tf_graphdef/kws_DS_CNN_S.pb"));
+
+// A TF2 loop (StatelessWhile calling library functions) is one node, and
+// its decisions are written on that node.
+TEST(GraphDefRoundTripTest, FunctionalWhileKeepsItsDecisionsOnItsNode) {
+  constexpr char kLoop[] = R"pb(
+    node {
+      name: "i0"
+      op: "Const"
+      attr {
+        key: "dtype"
+        value { type: DT_INT32 }
+      }
+      attr {
+        key: "value"
+        value {
+          tensor {
+            dtype: DT_INT32
+            tensor_shape {}
+            int_val: 0
+          }
+        }
+      }
+    }
+    node {
+      name: "x"
+      op: "Placeholder"
+      attr {
+        key: "dtype"
+        value { type: DT_FLOAT }
+      }
+      attr {
+        key: "shape"
+        value {
+          shape {
+            dim { size: 8 }
+            dim { size: 8 }
+          }
+        }
+      }
+    }
+    node {
+      name: "loop"
+      op: "StatelessWhile"
+      input: "i0"
+      input: "x"
+      attr {
+        key: "T"
+        value { list { type: DT_INT32 type: DT_FLOAT } }
+      }
+      attr {
+        key: "cond"
+        value { func { name: "cond_fn" } }
+      }
+      attr {
+        key: "body"
+        value { func { name: "body_fn" } }
+      }
+    }
+    node { name: "y" op: "Relu" input: "loop:1" }
+    library {
+      function {
+        signature {
+          name: "cond_fn"
+          input_arg { name: "i" type: DT_INT32 }
+          input_arg { name: "x" type: DT_FLOAT }
+          output_arg { name: "out" type: DT_BOOL }
+        }
+        node_def {
+          name: "n"
+          op: "Const"
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape {}
+                int_val: 3
+              }
+            }
+          }
+        }
+        node_def { name: "less" op: "Less" input: "i" input: "n:output:0" }
+        ret { key: "out" value: "less:z:0" }
+      }
+      function {
+        signature {
+          name: "body_fn"
+          input_arg { name: "i" type: DT_INT32 }
+          input_arg { name: "x" type: DT_FLOAT }
+          output_arg { name: "i_next" type: DT_INT32 }
+          output_arg { name: "x_next" type: DT_FLOAT }
+        }
+        node_def {
+          name: "one"
+          op: "Const"
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape {}
+                int_val: 1
+              }
+            }
+          }
+        }
+        node_def { name: "next" op: "AddV2" input: "i" input: "one:output:0" }
+        node_def { name: "mm" op: "MatMul" input: "x" input: "x" }
+        ret { key: "i_next" value: "next:z:0" }
+        ret { key: "x_next" value: "mm:product:0" }
+      }
+    }
+  )pb";
+  const RoundTrip trip = CheckRoundTrip("while.pbtxt", kLoop, "graphdef");
+  tensorflow::GraphDef exported;
+  ASSERT_TRUE(
+      google::protobuf::TextFormat::ParseFromString(trip.exported, &exported));
+  ASSERT_EQ(exported.node_size(), 4);
+  EXPECT_EQ(exported.node(2).name(), "loop");
+  EXPECT_THAT(exported.node(2).device(), HasSubstr("/device:GPU:"));
+  EXPECT_TRUE(exported.node(2).attr().contains("_gopt_priority"));
+  EXPECT_EQ(exported.library().function_size(), 2);
+}
 
 class TfjsRoundTripTest : public ::testing::TestWithParam<std::string> {};
 

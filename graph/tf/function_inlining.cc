@@ -1,7 +1,9 @@
 #include "graph/tf/function_inlining.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
@@ -16,12 +18,14 @@ namespace {
 
 using ::gopt::tensorflow::AttrValue;
 using ::gopt::tensorflow::FunctionDef;
+using ::gopt::tensorflow::FunctionDefLibrary;
 using ::gopt::tensorflow::GraphDef;
+using ::gopt::tensorflow::NameAttrList;
 using ::gopt::tensorflow::NodeDef;
 using ::gopt::tensorflow::OpDef;
+using ::gopt::tensorflow::TensorProto;
+using ::gopt::tensorflow::TensorShapeProto;
 using AttrMap = google::protobuf::Map<std::string, AttrValue>;
-
-constexpr int kMaxCallDepth = 32;
 
 // Output argument names, in order, of the multi-output ops function bodies
 // use; every other op has one (possibly list-valued) output argument, whose
@@ -68,9 +72,11 @@ bool IsCallOp(absl::string_view op) {
 
 class Inliner {
  public:
-  Inliner(const GraphDef& graph_def, int64_t max_nodes)
+  // Inlines the calls of `graph_def`'s nodes to functions of `library`.
+  Inliner(const GraphDef& graph_def, const FunctionDefLibrary& library,
+          int64_t max_nodes)
       : graph_def_(graph_def), max_nodes_(max_nodes) {
-    for (const FunctionDef& function : graph_def.library().function()) {
+    for (const FunctionDef& function : library.function()) {
       functions_[function.signature().name()] = &function;
     }
   }
@@ -161,10 +167,10 @@ class Inliner {
   absl::Status Inline(const NodeDef& call, const FunctionDef& function,
                       int depth) {
     const std::string& fname = function.signature().name();
-    if (depth >= kMaxCallDepth) {
+    if (depth >= kMaxFunctionCallDepth) {
       return absl::InvalidArgumentError(absl::StrCat(
           "call '", call.name(), "' of function '", fname, "' nests more than ",
-          kMaxCallDepth, " calls deep (recursion?)"));
+          kMaxFunctionCallDepth, " calls deep (recursion?)"));
     }
     const AttrMap& attrs = CallAttrs(call);
     const std::string prefix = absl::StrCat(call.name(), "/");
@@ -338,10 +344,68 @@ class Inliner {
 absl::StatusOr<std::optional<GraphDef>> InlineFunctionCalls(
     const GraphDef& graph_def, int64_t max_nodes) {
   if (graph_def.library().function_size() == 0) return std::nullopt;
-  Inliner inliner(graph_def, max_nodes);
+  Inliner inliner(graph_def, graph_def.library(), max_nodes);
   if (!inliner.HasCalls()) return std::nullopt;
   ASSIGN_OR_RETURN(GraphDef inlined, inliner.Run());
   return std::optional<GraphDef>(std::move(inlined));
+}
+
+absl::StatusOr<FunctionGraph> FunctionBodyGraph(
+    const FunctionDefLibrary& library, const NameAttrList& function,
+    absl::Span<const FunctionArg> args, int64_t max_nodes) {
+  const auto& functions = library.function();
+  if (std::none_of(functions.begin(), functions.end(),
+                   [&](const FunctionDef& f) {
+                     return f.signature().name() == function.name();
+                   })) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "function '", function.name(), "' is not in the graph's library"));
+  }
+  FunctionGraph out;
+  GraphDef call_graph;
+  NodeDef call;
+  call.set_op("PartitionedCall");
+  *(*call.mutable_attr())["f"].mutable_func() = function;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const FunctionArg& arg = args[k];
+    NodeDef* node = call_graph.add_node();
+    node->set_name(absl::StrCat("_arg", k));
+    auto& attrs = *node->mutable_attr();
+    attrs["dtype"].set_type(arg.dtype);
+    TensorShapeProto shape;
+    shape.set_unknown_rank(!arg.shape.rank_known);
+    for (int64_t dim : arg.shape.dims) shape.add_dim()->set_size(dim);
+    if (arg.value.has_value()) {
+      node->set_op("Const");
+      TensorProto& tensor = *attrs["value"].mutable_tensor();
+      tensor.set_dtype(arg.dtype);
+      *tensor.mutable_tensor_shape() = std::move(shape);
+      for (int64_t v : *arg.value) {
+        if (arg.dtype == tensorflow::DT_INT64) {
+          tensor.add_int64_val(v);
+        } else if (arg.dtype == tensorflow::DT_BOOL) {
+          tensor.add_bool_val(v != 0);
+        } else {
+          tensor.add_int_val(static_cast<int32_t>(v));
+        }
+      }
+    } else {
+      node->set_op("Placeholder");
+      *attrs["shape"].mutable_shape() = std::move(shape);
+    }
+    call.add_input(node->name());
+    out.args.push_back(node->name());
+  }
+  // The call (and so its result) is named after the function, unless that
+  // name is an argument's.
+  out.result = absl::c_linear_search(out.args, function.name())
+                   ? "_call"
+                   : function.name();
+  call.set_name(out.result);
+  *call_graph.add_node() = std::move(call);
+  Inliner inliner(call_graph, library, max_nodes);
+  ASSIGN_OR_RETURN(out.graph_def, inliner.Run());
+  return out;
 }
 
 }  // namespace gopt::graph::tf

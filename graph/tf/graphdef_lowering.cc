@@ -15,7 +15,9 @@
 #include "absl/strings/strip.h"
 #include "graph/op_catalog.h"
 #include "graph/tf/function_inlining.h"
+#include "graph/tf/functional_control_flow.h"
 #include "graph/tf/op_lowering.h"
+#include "graph/tf/shape_rule_util.h"
 #include "graph/tf/shape_rules.h"
 #include "util/status_macros.h"
 
@@ -47,16 +49,21 @@ struct NodeState {
   int num_outputs = 1;
   std::vector<TensorInfo> outputs;
   std::vector<TensorType> types;
+  // While / If / Case: the bodies, cost and trip count.
+  std::optional<FunctionalLowering> functional;
 };
 
 class Lowering {
  public:
+  // `scope` serves the functions that While / If / Case nodes call.
   Lowering(const GraphDef& graph_def, absl::string_view format,
-           const ImportOptions& options, const TfjsHints* hints)
+           const ImportOptions& options, const TfjsHints* hints,
+           FunctionScope* scope)
       : graph_def_(graph_def),
         format_(format),
         options_(options),
-        hints_(hints) {}
+        hints_(hints),
+        scope_(scope) {}
 
   absl::StatusOr<Graph> Run() {
     const int n = graph_def_.node_size();
@@ -156,6 +163,14 @@ class Lowering {
       }
     }
     for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (IsFunctionalControlFlow(def(i).op())) {
+        ASSIGN_OR_RETURN(
+            nodes_[i].num_outputs,
+            FunctionalOutputCount(
+                def(i), static_cast<int>(nodes_[i].data_inputs.size()),
+                kMaxOutputs));
+        continue;
+      }
       ASSIGN_OR_RETURN(std::optional<int> known,
                        KnownOutputCount(def(i), kMaxOutputs));
       nodes_[i].num_outputs =
@@ -234,19 +249,6 @@ class Lowering {
                      absl::StrJoin(names, " -> ")));
   }
 
-  static PartialShape Prefer(const PartialShape& primary,
-                             const PartialShape& secondary) {
-    if (!primary.rank_known) return secondary;
-    if (!secondary.rank_known || secondary.dims.size() != primary.dims.size()) {
-      return primary;
-    }
-    PartialShape out = primary;
-    for (size_t i = 0; i < out.dims.size(); ++i) {
-      if (out.dims[i] < 0) out.dims[i] = secondary.dims[i];
-    }
-    return out;
-  }
-
   static bool SameInfo(const TensorInfo& a, const TensorInfo& b) {
     auto same_shape = [](const PartialShape& x, const PartialShape& y) {
       return x.rank_known == y.rank_known && x.dims == y.dims;
@@ -271,8 +273,16 @@ class Lowering {
       inputs.push_back(&nodes_[ref.node].outputs[ref.output]);
     }
     bool has_rule = true;
-    ASSIGN_OR_RETURN(std::vector<TensorInfo> outputs,
-                     InferOutputs(node, inputs, state.num_outputs, &has_rule));
+    std::vector<TensorInfo> outputs;
+    if (IsFunctionalControlFlow(node.op())) {
+      ASSIGN_OR_RETURN(state.functional, LowerFunctionalControlFlow(
+                                             node, inputs, state.num_outputs,
+                                             scope_, BodyLowerer()));
+      outputs = state.functional->outputs;
+    } else {
+      ASSIGN_OR_RETURN(
+          outputs, InferOutputs(node, inputs, state.num_outputs, &has_rule));
+    }
     if (!has_rule && !with_back_edges) {
       auto& entry = ops_without_rule_[node.op()];
       if (entry.first++ == 0) entry.second = node.name();
@@ -281,20 +291,20 @@ class Lowering {
                      OutputShapesAttr(node));
     if (recorded.size() == outputs.size()) {
       for (size_t o = 0; o < outputs.size(); ++o) {
-        outputs[o].shape = Prefer(recorded[o], outputs[o].shape);
+        outputs[o].shape = FillUnknownDims(recorded[o], outputs[o].shape);
       }
     }
     if (hints_ != nullptr && !outputs.empty()) {
       if (node.op() == "Const") {
         auto it = hints_->weight_shapes.find(node.name());
         if (it != hints_->weight_shapes.end()) {
-          outputs[0].shape =
-              Prefer(PartialShape::Known(it->second), outputs[0].shape);
+          outputs[0].shape = FillUnknownDims(PartialShape::Known(it->second),
+                                             outputs[0].shape);
         }
       } else if (node.op() == "Placeholder") {
         auto it = hints_->input_shapes.find(node.name());
         if (it != hints_->input_shapes.end()) {
-          outputs[0].shape = Prefer(outputs[0].shape, it->second);
+          outputs[0].shape = FillUnknownDims(outputs[0].shape, it->second);
         }
       }
     }
@@ -314,6 +324,16 @@ class Lowering {
     return absl::OkStatus();
   }
 
+  // Lowers a function body with this lowering's format and options.
+  FunctionScope::Lowerer BodyLowerer() const {
+    return [this](const GraphDef& body, absl::string_view name,
+                  FunctionScope* scope) -> absl::StatusOr<Graph> {
+      ImportOptions options = options_;
+      options.source_name = std::string(name);
+      return Lowering(body, format_, options, /*hints=*/nullptr, scope).Run();
+    };
+  }
+
   static bool IsGraphInput(absl::string_view op) {
     return op == "Placeholder" || op == "PlaceholderWithDefault" ||
            op == "IteratorGetNext" || op == "IteratorGetNextSync";
@@ -331,8 +351,8 @@ class Lowering {
       const InputRef& var = state.data_inputs[0];
       const InputRef& value = state.data_inputs[1];
       TensorInfo& target = nodes_[value.node].outputs[value.output];
-      target.shape =
-          Prefer(target.shape, nodes_[var.node].outputs[var.output].shape);
+      target.shape = FillUnknownDims(
+          target.shape, nodes_[var.node].outputs[var.output].shape);
     }
   }
 
@@ -641,9 +661,12 @@ class Lowering {
       // failure here comes from assumed dimensions: cost such a node by its
       // bytes only instead of rejecting the graph.
       absl::StatusOr<LoweredOp> lowered =
-          LowerOp(node, input_types, input_infos, state.types);
+          state.functional.has_value()
+              ? LoweredOp{state.functional->kind}
+              : LowerOp(node, input_types, input_infos, state.types);
       absl::StatusOr<OpCost> cost =
-          lowered.ok()
+          state.functional.has_value() ? state.functional->cost
+          : lowered.ok()
               ? CostOfLoweredOp(node, *lowered, input_types, state.types)
               : absl::StatusOr<OpCost>(lowered.status());
       if (!cost.ok()) {
@@ -677,6 +700,9 @@ class Lowering {
           it != frame_trip_count_.end()) {
         out.attributes.trip_count = it->second;
       }
+      if (state.functional.has_value()) {
+        AttachBodies(*state.functional, &out, &builder);
+      }
       SetNodeCost(*cost, &out);
       if (IsHostOnlyOp(node.op()) || uses_strings) {
         out.device_constraint = DeviceConstraint::kCpuOnly;
@@ -700,6 +726,20 @@ class Lowering {
       builder.AddWarning(std::move(warning));
     }
     return std::move(builder).Build(options_.limits);
+  }
+
+  // Attaches the bodies of While / If / Case node `out` (with its trip
+  // count) and reports their warnings.
+  void AttachBodies(const FunctionalLowering& functional, Node* out,
+                    GraphBuilder* builder) {
+    if (functional.kind == OpKind::kWhile) {
+      out->attributes.trip_count = functional.trip_count;
+    }
+    for (const std::shared_ptr<const Graph>& body : functional.bodies) {
+      out->subgraphs.push_back(builder->AddSubgraph(body));
+    }
+    warnings_.insert(warnings_.end(), functional.warnings.begin(),
+                     functional.warnings.end());
   }
 
   absl::Status AssignColocation(GraphBuilder& builder) {
@@ -727,6 +767,7 @@ class Lowering {
   absl::string_view format_;
   const ImportOptions& options_;
   const TfjsHints* hints_;
+  FunctionScope* scope_;
   std::vector<NodeState> nodes_;
   absl::flat_hash_map<absl::string_view, int> index_;
   std::vector<int> order_;
@@ -748,8 +789,9 @@ absl::StatusOr<Graph> LowerGraphDef(const GraphDef& graph_def,
                                     const TfjsHints* hints) {
   ASSIGN_OR_RETURN(std::optional<GraphDef> inlined,
                    InlineFunctionCalls(graph_def, options.limits.max_nodes));
+  FunctionScope scope(graph_def.library(), options.limits.max_nodes);
   return Lowering(inlined.has_value() ? *inlined : graph_def, format, options,
-                  hints)
+                  hints, &scope)
       .Run();
 }
 

@@ -34,6 +34,19 @@ int64_t SatMul(int64_t a, int64_t b) {
                                           : r;
 }
 
+PartialShape FillUnknownDims(const PartialShape& primary,
+                             const PartialShape& secondary) {
+  if (!primary.rank_known) return secondary;
+  if (!secondary.rank_known || secondary.dims.size() != primary.dims.size()) {
+    return primary;
+  }
+  PartialShape out = primary;
+  for (size_t i = 0; i < out.dims.size(); ++i) {
+    if (out.dims[i] < 0) out.dims[i] = secondary.dims[i];
+  }
+  return out;
+}
+
 std::optional<std::vector<int64_t>> KnownValues(const TensorInfo& info) {
   if (!info.value.has_value()) return std::nullopt;
   for (int64_t v : *info.value) {

@@ -74,6 +74,11 @@ void AddControlFlowRules(RuleTable& rules);
 int64_t SatAdd(int64_t a, int64_t b);
 int64_t SatMul(int64_t a, int64_t b);
 
+// `primary` with its unknown dimensions taken from `secondary` when both
+// have the same known rank; `secondary` when `primary`'s rank is unknown.
+PartialShape FillUnknownDims(const PartialShape& primary,
+                             const PartialShape& secondary);
+
 // The folded value when every element is known, else nullopt.
 std::optional<std::vector<int64_t>> KnownValues(const TensorInfo& info);
 

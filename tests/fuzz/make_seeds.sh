@@ -32,6 +32,9 @@ cp "$seeds/graphdef.txtpb" "$corpus/graphdef/seed_graph.pbtxt"
 encode gopt.tensorflow.GraphDef tensorflow/graph.proto \
   < "$seeds/graphdef_training.txtpb" > "$corpus/graphdef/seed_training.pb"
 cp "$seeds/graphdef_training.txtpb" "$corpus/graphdef/seed_training.pbtxt"
+encode gopt.tensorflow.GraphDef tensorflow/graph.proto \
+  < "$seeds/graphdef_functional.txtpb" > "$corpus/graphdef/seed_functional.pb"
+cp "$seeds/graphdef_functional.txtpb" "$corpus/graphdef/seed_functional.pbtxt"
 encode gopt.onnx.ModelProto onnx/onnx.proto \
   < "$seeds/onnx_runtime_shapes.txtpb" > "$corpus/onnx/seed_runtime_shapes.onnx"
 cp "$seeds/tfjs_model.json" "$corpus/tfjs/seed_model.json"
