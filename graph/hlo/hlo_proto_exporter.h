@@ -18,10 +18,12 @@ namespace gopt::graph {
 //   and control predecessors and runs the highest priority first among the
 //   ready ones (ties keep the module's order); a module with a schedule is
 //   a scheduled module to XLA;
+// - fusion groups as fusion instructions calling fused computations
+//   (WriteProtoFusions; a group XLA cannot fuse stays attributes, with a
+//   warning naming it);
 // - priority and fusion group also as the frontend attributes
 //   `_gopt_priority` and `_gopt_kernel`, which is where ReadPlan reads them
-//   (fusion groups are not written as fusion instructions here: a warning
-//   says how many instructions carry one).
+//   (a fusion instruction's decision is its group's).
 // Every other field, known to gopt's copy of the proto or not, is kept
 // (unknown fields go through the protobuf runtime untouched).
 std::unique_ptr<Exporter> NewHloProtoExporter();

@@ -1,9 +1,7 @@
 #include "graph/hlo/hlo_text_fusion.h"
 
 #include <algorithm>
-#include <functional>
 #include <optional>
-#include <queue>
 #include <utility>
 #include <variant>
 
@@ -14,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "graph/hlo/hlo_fusion_rules.h"
+#include "graph/hlo/hlo_schedule.h"
 
 namespace gopt::graph {
 namespace {
@@ -114,49 +114,9 @@ std::vector<std::string> ControlPredecessors(absl::string_view line) {
 
 // Why XLA cannot make `parts` part of a fusion, or "" when it can.
 std::string Unfusable(const LineParts& parts) {
-  static const auto* const kNever =
-      new absl::flat_hash_set<absl::string_view>{"parameter",
-                                                 "while",
-                                                 "conditional",
-                                                 "call",
-                                                 "custom-call",
-                                                 "fusion",
-                                                 "all-reduce",
-                                                 "all-gather",
-                                                 "all-to-all",
-                                                 "reduce-scatter",
-                                                 "collective-permute",
-                                                 "collective-broadcast",
-                                                 "send",
-                                                 "recv",
-                                                 "infeed",
-                                                 "outfeed",
-                                                 "after-all",
-                                                 "add-dependency",
-                                                 "domain",
-                                                 "tuple",
-                                                 "get-tuple-element",
-                                                 "rng-get-and-update-state",
-                                                 "opt-barrier",
-                                                 "optimization-barrier"};
-  const absl::string_view opcode = parts.opcode;
-  if (opcode == "batch-norm-training" || opcode == "batch-norm-grad") {
-    // XLA expands batch norm into reduces and elementwise ops before fusion
-    // (BatchNormExpander, on computations no fusion calls) and never fuses
-    // the op itself; the expansion's several outputs would leave the group
-    // through get-tuple-elements, which gopt keeps outside it.
-    return absl::StrCat("'", parts.name, "' is a ", opcode,
-                        ", which XLA expands before fusion and never fuses");
-  }
-  if (kNever->contains(opcode) || absl::EndsWith(opcode, "-start") ||
-      absl::EndsWith(opcode, "-done") || absl::EndsWith(opcode, "-update")) {
-    return absl::StrCat("'", parts.name, "' is a ", opcode);
-  }
-  if (absl::StartsWith(parts.shape, "(") ||
-      absl::StartsWith(parts.shape, "token")) {
-    return absl::StrCat("'", parts.name, "' has a tuple or token shape");
-  }
-  return "";
+  return WhyXlaCannotFuse(parts.name, parts.opcode,
+                          absl::StartsWith(parts.shape, "(") ||
+                              absl::StartsWith(parts.shape, "token"));
 }
 
 // `text` (the attributes after an instruction's operands) without
@@ -180,25 +140,14 @@ std::string AttributeValue(absl::string_view line, absl::string_view key) {
 }
 
 // Names not yet used by an instruction or computation of the module.
-class FreshNames {
+class FreshNames : public FreshHloNames {
  public:
   explicit FreshNames(const std::vector<InstructionLine>& instructions) {
     for (const InstructionLine& instruction : instructions) {
-      used_.insert(instruction.name);
-      used_.insert(instruction.computation);
+      Use(instruction.name);
+      Use(instruction.computation);
     }
   }
-
-  std::string Make(const std::string& base) {
-    if (used_.insert(base).second) return base;
-    for (int i = 1;; ++i) {
-      std::string candidate = absl::StrCat(base, ".", i);
-      if (used_.insert(candidate).second) return candidate;
-    }
-  }
-
- private:
-  absl::flat_hash_set<std::string> used_;
 };
 
 // The lines that stand for batch-norm-inference `member` (instruction line
@@ -334,12 +283,9 @@ class Fuser {
 };
 
 std::string FusionKind(const std::vector<const LineParts*>& outputs) {
-  bool reduce = false;
-  for (const LineParts* out : outputs) {
-    if (out->opcode == "dot" || out->opcode == "convolution") return "kOutput";
-    reduce |= out->opcode == "reduce";
-  }
-  return reduce ? "kInput" : "kLoop";
+  std::vector<std::string> opcodes;
+  for (const LineParts* out : outputs) opcodes.push_back(out->opcode);
+  return std::string(XlaFusionKind(opcodes));
 }
 
 std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
@@ -361,7 +307,7 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
     }
     if (FindAttribute(lines_[instructions_[i].line], kControl) !=
         absl::string_view::npos) {
-      return absl::StrCat("'", parts_[i]->name, "' has control predecessors");
+      return ControlPredecessorsReason(parts_[i]->name);
     }
     a.member_of[parts_[i]->name] = a.members.size();
     a.members.push_back(&*parts_[i]);
@@ -380,9 +326,7 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
     for (const std::string& name :
          ControlPredecessors(lines_[instructions_[i].line])) {
       if (a.member_of.contains(name)) {
-        return absl::StrCat("'", parts_[i]->name,
-                            "' has a control dependency on member '", name,
-                            "'");
+        return ControlUserReason(parts_[i]->name, name);
       }
     }
   }
@@ -543,37 +487,23 @@ void SortComputation(const std::vector<size_t>& slots,
     parts[i] = ParseLine((*lines)[slots[i]]);
     if (parts[i].has_value()) index[parts[i]->name] = i;
   }
-  std::vector<int> waiting(n, 0);
-  std::vector<std::vector<size_t>> users(n);
+  std::vector<std::vector<int>> predecessors(n);
   for (size_t i = 0; i < n; ++i) {
     if (!parts[i].has_value()) continue;
     std::vector<std::string> uses = parts[i]->operands;
     for (std::string& name : ControlPredecessors((*lines)[slots[i]])) {
       uses.push_back(std::move(name));
     }
-    absl::flat_hash_set<size_t> seen;
     for (const std::string& name : uses) {
-      auto it = index.find(name);
-      if (it != index.end() && it->second != i &&
-          seen.insert(it->second).second) {
-        users[it->second].push_back(i);
-        ++waiting[i];
+      if (auto it = index.find(name); it != index.end()) {
+        predecessors[i].push_back(static_cast<int>(it->second));
       }
     }
   }
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
-  for (size_t i = 0; i < n; ++i) {
-    if (waiting[i] == 0) ready.push(i);
-  }
   std::vector<std::string> sorted;
   sorted.reserve(n);
-  while (!ready.empty()) {
-    const size_t i = ready.top();
-    ready.pop();
+  for (int i : LinearizeSchedule(predecessors, {})) {
     sorted.push_back((*lines)[slots[i]]);
-    for (size_t user : users[i]) {
-      if (--waiting[user] == 0) ready.push(user);
-    }
   }
   if (sorted.size() != n) return;
   for (size_t i = 0; i < n; ++i) (*lines)[slots[i]] = std::move(sorted[i]);
@@ -623,11 +553,8 @@ HloTextFusion WriteFusionInstructions(
     for (size_t i : group.members) {
       names.push_back(instructions[i].name);
       if (instructions[i].computation != group.computation) {
-        spans = absl::StrCat(
-            "its instructions are in computations '", group.computation,
-            "' and '", instructions[i].computation,
-            "' (a call gopt inlined into its caller), and XLA fuses within "
-            "one computation");
+        spans = SpansComputationsReason(group.computation,
+                                        instructions[i].computation);
       }
     }
     auto rewrite =
@@ -635,10 +562,7 @@ HloTextFusion WriteFusionInstructions(
             ? fuser.Rewrite(group)
             : std::variant<GroupRewrite, std::string>(std::move(spans));
     if (auto* why = std::get_if<std::string>(&rewrite)) {
-      result.warnings.push_back(absl::StrCat(
-          "fusion group ", group.kernel, " (", absl::StrJoin(names, ", "),
-          ") is written as frontend attribute ", kHloKernelAttribute,
-          " only, not as a fusion instruction: ", *why));
+      result.warnings.push_back(UnfusedGroupWarning(group.kernel, names, *why));
       continue;
     }
     GroupRewrite& done = std::get<GroupRewrite>(rewrite);

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
 #include "graph/decisions.h"
 #include "graph/import/builtin_exporters.h"
 #include "graph/import/builtin_importers.h"
@@ -350,8 +351,9 @@ void ClearHloProtoDecisions(xla::HloModuleProto* module) {
 
 TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   const std::string contents = LayoutModuleProtoBytes();
-  const RoundTrip trip =
-      CheckRoundTrip("module_tuning_data_layout.hlo.pb", contents, "hlo-proto");
+  // Fusion groups become fusion instructions (HloProtoFusionTest).
+  const RoundTrip trip = CheckRoundTrip("module_tuning_data_layout.hlo.pb",
+                                        contents, "hlo-proto", /*fuse=*/false);
   xla::HloModuleProto original;
   xla::HloModuleProto exported;
   ASSERT_TRUE(original.ParseFromString(trip.original));
@@ -486,6 +488,326 @@ INSTANTIATE_TEST_SUITE_P(
                       "hlo/llama2_ptxla_neuron_train_tp1.hlo",
                       "hlo/nux_flow_jit_loss9581.hlo"));
 
+// A plan over a small HLO module: everything on device 0, the
+// instructions named in `fused` in fusion group 0.
+gopt::v1::Plan PlanFusing(const Graph& graph,
+                          const std::vector<std::string>& fused) {
+  gopt::v1::Plan plan;
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    plan.add_device(0);
+    plan.add_priority(0);
+    plan.add_fusion_group(std::find(fused.begin(), fused.end(),
+                                    graph.node(id).name) != fused.end()
+                              ? 0
+                              : -1);
+  }
+  return plan;
+}
+
+double TotalFlops(const Graph& graph) {
+  double flops = 0;
+  for (const Node& node : graph.nodes()) flops += node.flops;
+  return flops;
+}
+
+// Checks the structure of an exported HloModuleProto with fusions: ids
+// unique in the module, every fusion's fused computation before its caller
+// and called by nothing else, and a schedule for exactly the computations
+// no fusion calls, each listing its own instructions (the fusions, not their
+// members) once, operands first. Returns the fusion instructions.
+std::vector<xla::HloInstructionProto> CheckFusedModule(
+    const xla::HloModuleProto& module) {
+  std::vector<xla::HloInstructionProto> fusions;
+  absl::flat_hash_set<int64_t> ids;
+  absl::flat_hash_map<int64_t, int> position;  // computation id -> index
+  for (int c = 0; c < module.computations_size(); ++c) {
+    position[module.computations(c).id()] = c;
+  }
+  absl::flat_hash_set<int64_t> fused;
+  for (int c = 0; c < module.computations_size(); ++c) {
+    const auto& computation = module.computations(c);
+    for (const auto& instruction : computation.instructions()) {
+      EXPECT_TRUE(ids.insert(instruction.id()).second)
+          << "id " << instruction.id() << " of " << instruction.name()
+          << " is used twice";
+      if (instruction.opcode() != "fusion") continue;
+      EXPECT_THAT(std::vector<std::string>({"kLoop", "kInput", "kOutput"}),
+                  Contains(instruction.fusion_kind()));
+      EXPECT_EQ(instruction.called_computation_ids_size(), 1);
+      const int64_t callee = instruction.called_computation_ids(0);
+      EXPECT_TRUE(fused.insert(callee).second);
+      EXPECT_LT(position.at(callee), c) << instruction.name();
+      fusions.push_back(instruction);
+    }
+  }
+  for (const auto& computation : module.computations()) {
+    auto it = module.schedule().sequences().find(computation.id());
+    if (fused.contains(computation.id())) {
+      EXPECT_TRUE(it == module.schedule().sequences().end());
+      continue;
+    }
+    EXPECT_TRUE(it != module.schedule().sequences().end())
+        << computation.name();
+    if (it == module.schedule().sequences().end()) continue;
+    EXPECT_EQ(it->second.instruction_ids_size(),
+              computation.instructions_size());
+    absl::flat_hash_map<int64_t, const xla::HloInstructionProto*> by_id;
+    for (const auto& instruction : computation.instructions()) {
+      by_id[instruction.id()] = &instruction;
+    }
+    absl::flat_hash_set<int64_t> done;
+    for (int64_t id : it->second.instruction_ids()) {
+      EXPECT_TRUE(by_id.contains(id)) << computation.name() << ": " << id;
+      if (!by_id.contains(id)) continue;
+      for (int64_t operand : by_id[id]->operand_ids()) {
+        EXPECT_TRUE(done.contains(operand)) << by_id[id]->name();
+      }
+      EXPECT_TRUE(done.insert(id).second) << id;
+    }
+  }
+  return fusions;
+}
+
+// The real TPU module: seeded fusion groups become fusion instructions; the
+// export imports with one fusion node per group, costed from its body (the
+// same FLOPs), and simulates within the tolerance of the HLO text export.
+TEST(HloProtoFusionTest, GroupsBecomeFusionInstructionsWithTheirFlops) {
+  const std::string contents = LayoutModuleProtoBytes();
+  const BuiltinRegistries registries;
+  absl::StatusOr<simulator::Topology> topology =
+      simulator::PresetTopology("v100x4-nvlink");
+  ASSERT_TRUE(topology.ok());
+  const std::vector<ExportDevice> devices = DevicesOf(*topology);
+  absl::StatusOr<Graph> graph =
+      registries.importers.Import(contents, "hlo-proto", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  // A fusion node is priced at its result's element type, a group at its
+  // heaviest member's: a bf16 convolution fused with the convert of its
+  // result to f32 is a bf16 kernel as a group and an f32 one as a fusion
+  // node (with the 8 such groups of this plan the step time moves by 7%).
+  // Such groups are left out here: the simulator's pricing differs, not
+  // the export.
+  {
+    absl::flat_hash_map<int32_t, std::vector<NodeId>> by_group;
+    for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+      if (plan.fusion_group(id) >= 0)
+        by_group[plan.fusion_group(id)].push_back(id);
+    }
+    for (const auto& [group, ids] : by_group) {
+      bool heavy = false;
+      bool mixed = false;
+      for (NodeId id : ids) {
+        const Node& node = graph->node(id);
+        heavy |= node.kind == OpKind::kConvolution || node.kind == OpKind::kDot;
+        mixed |= node.outputs[0].dtype != graph->node(ids[0]).outputs[0].dtype;
+      }
+      if (heavy && mixed) {
+        for (NodeId id : ids) plan.set_fusion_group(id, -1);
+      }
+    }
+  }
+  absl::flat_hash_map<int32_t, int> members;
+  for (int32_t group : plan.fusion_group()) {
+    if (group >= 0) ++members[group];
+  }
+  int groups = 0;
+  for (const auto& [group, count] : members) groups += count >= 2;
+  ASSERT_GT(groups, 0);
+  ExportOptions options;
+  options.topology_name = topology->name;
+  options.devices = devices;
+  const Exporter& exporter = **registries.exporters.Find("hlo-proto");
+  absl::StatusOr<ExportResult> exported =
+      exporter.Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  for (const std::string& warning : exported->warnings) {
+    int32_t kernel = -1;
+    ASSERT_EQ(std::sscanf(warning.c_str(), "fusion group %d ", &kernel), 1)
+        << warning;
+    EXPECT_THAT(warning, HasSubstr("a call gopt inlined into its caller"));
+    --groups;
+  }
+  xla::HloModuleProto module;
+  ASSERT_TRUE(module.ParseFromString(exported->contents));
+  xla::HloModuleProto original;
+  ASSERT_TRUE(original.ParseFromString(contents));
+  int original_fusions = 0;
+  for (const auto& computation : original.computations()) {
+    for (const auto& instruction : computation.instructions()) {
+      original_fusions += instruction.opcode() == "fusion";
+    }
+  }
+  EXPECT_EQ(
+      static_cast<int>(CheckFusedModule(module).size()) - original_fusions,
+      groups);
+
+  absl::StatusOr<Graph> again =
+      registries.importers.Import(exported->contents, "hlo-proto", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(TotalFlops(*again), TotalFlops(*graph));
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      exporter.ReadPlan(exported->contents, *again, devices);
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_TRUE(CheckPlanFitsGraph(*again, **read, devices.size()).ok());
+  const double before = StepTime(*graph, *topology, plan);
+  const double after = StepTime(*again, *topology, **read);
+  EXPECT_NEAR(after, before, 0.005 * before);
+  std::cout << "tpu layout module: " << groups << " fusion instructions, step "
+            << before << " s as groups, " << after << " s as fusion nodes\n";
+}
+
+// A small module by hand: a group with two outputs (one a dot: kOutput,
+// written as a tuple-rooted fusion and get-tuple-elements) and a group
+// ending in the root (kLoop, the fusion takes the root's name and id).
+TEST(HloProtoFusionTest, OutputsKeepTheirNamesAndIds) {
+  const std::string text = R"pb(
+    name: "small"
+    entry_computation_name: "main"
+    entry_computation_id: 7
+    computations {
+      name: "main"
+      id: 7
+      root_id: 6
+      instructions {
+        name: "p0"
+        opcode: "parameter"
+        id: 1
+        parameter_number: 0
+        shape {
+          element_type: F32
+          dimensions: [ 8, 16 ]
+          layout { minor_to_major: [ 1, 0 ] }
+        }
+      }
+      instructions {
+        name: "p1"
+        opcode: "parameter"
+        id: 2
+        parameter_number: 1
+        shape {
+          element_type: F32
+          dimensions: [ 16, 4 ]
+          layout { minor_to_major: [ 1, 0 ] }
+        }
+      }
+      instructions {
+        name: "dot"
+        opcode: "dot"
+        id: 3
+        operand_ids: [ 1, 2 ]
+        shape {
+          element_type: F32
+          dimensions: [ 8, 4 ]
+          layout { minor_to_major: [ 1, 0 ] }
+        }
+        dot_dimension_numbers {
+          lhs_contracting_dimensions: 1
+          rhs_contracting_dimensions: 0
+        }
+        metadata { op_name: "jit(f)/dot" }
+      }
+      instructions {
+        name: "neg"
+        opcode: "negate"
+        id: 4
+        operand_ids: 3
+        shape {
+          element_type: F32
+          dimensions: [ 8, 4 ]
+          layout { minor_to_major: [ 1, 0 ] }
+        }
+      }
+      instructions {
+        name: "exp"
+        opcode: "exponential"
+        id: 5
+        operand_ids: 4
+        shape {
+          element_type: F32
+          dimensions: [ 8, 4 ]
+          layout { minor_to_major: [ 1, 0 ] }
+        }
+      }
+      instructions {
+        name: "mul"
+        opcode: "multiply"
+        id: 6
+        operand_ids: [ 5, 3 ]
+        shape {
+          element_type: F32
+          dimensions: [ 8, 4 ]
+          layout { minor_to_major: [ 1, 0 ] }
+        }
+        metadata { op_name: "jit(f)/mul" }
+      }
+    }
+  )pb";
+  xla::HloModuleProto input;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &input));
+  const std::string contents = input.SerializeAsString();
+  const BuiltinRegistries registries;
+  absl::StatusOr<Graph> graph =
+      registries.importers.Import(contents, "hlo-proto", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  gopt::v1::Plan plan = PlanFusing(*graph, {"dot", "neg"});
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    const std::string& name = graph->node(id).name;
+    if (name == "exp" || name == "mul") plan.set_fusion_group(id, 1);
+    plan.set_priority(id, id);
+  }
+  ExportOptions options;
+  options.devices = {{"gpu:0", "gpu"}};
+  const Exporter& exporter = **registries.exporters.Find("hlo-proto");
+  absl::StatusOr<ExportResult> exported =
+      exporter.Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_THAT(exported->warnings, ::testing::IsEmpty());
+  xla::HloModuleProto module;
+  ASSERT_TRUE(module.ParseFromString(exported->contents));
+  const std::vector<xla::HloInstructionProto> fusions =
+      CheckFusedModule(module);
+  ASSERT_EQ(fusions.size(), 2u);
+  ASSERT_EQ(module.computations_size(), 3);
+  const xla::HloComputationProto& main = module.computations(2);
+  EXPECT_EQ(main.name(), "main");
+  EXPECT_EQ(main.root_id(), 6);
+  std::vector<std::string> names;
+  for (const auto& instruction : main.instructions()) {
+    names.push_back(absl::StrCat(instruction.name(), ":", instruction.opcode(),
+                                 ":", instruction.id()));
+  }
+  EXPECT_THAT(names, ::testing::ElementsAre(
+                         "p0:parameter:1", "p1:parameter:2",
+                         "gopt_fusion.0:fusion:12", "dot:get-tuple-element:3",
+                         "neg:get-tuple-element:4", "mul:fusion:6"));
+  EXPECT_EQ(fusions[0].fusion_kind(), "kOutput");
+  EXPECT_EQ(fusions[0].metadata().op_name(), "jit(f)/dot");
+  EXPECT_EQ(fusions[1].fusion_kind(), "kLoop");
+  EXPECT_EQ(fusions[1].metadata().op_name(), "jit(f)/mul");
+  EXPECT_THAT(fusions[1].operand_ids(), ::testing::ElementsAre(4, 3));
+  const xla::HloComputationProto& loop = module.computations(1);
+  EXPECT_EQ(loop.name(), "gopt_fused_computation.1");
+  EXPECT_EQ(loop.program_shape().parameter_names_size(), 2);
+  std::vector<std::string> inner;
+  for (const auto& instruction : loop.instructions()) {
+    inner.push_back(
+        absl::StrCat(instruction.name(), ":", instruction.opcode()));
+  }
+  EXPECT_THAT(inner, ::testing::ElementsAre(
+                         "param_0.1:parameter", "param_1.1:parameter",
+                         "exp:exponential", "mul.fused:multiply"));
+
+  absl::StatusOr<Graph> again =
+      registries.importers.Import(exported->contents, "hlo-proto", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(TotalFlops(*again), TotalFlops(*graph));
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      exporter.ReadPlan(exported->contents, *again, options.devices);
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_TRUE(CheckPlanFitsGraph(*again, **read, 1).ok());
+}
+
 TEST(GoptRoundTripTest, PlanEmbeddedInTheGraphMessage) {
   ImporterRegistry importers;
   RegisterBuiltinImporters(&importers);
@@ -570,22 +892,6 @@ ENTRY main {
     EXPECT_EQ((*embedded)->device(i), 0) << i;
     EXPECT_EQ((*embedded)->priority(i), plan.priority(i)) << i;
   }
-}
-
-// A plan over a small HLO module: everything on device 0, the
-// instructions named in `fused` in fusion group 0.
-gopt::v1::Plan PlanFusing(const Graph& graph,
-                          const std::vector<std::string>& fused) {
-  gopt::v1::Plan plan;
-  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
-    plan.add_device(0);
-    plan.add_priority(0);
-    plan.add_fusion_group(std::find(fused.begin(), fused.end(),
-                                    graph.node(id).name) != fused.end()
-                              ? 0
-                              : -1);
-  }
-  return plan;
 }
 
 // XLA never fuses a batch norm: it expands it (BatchNormExpander) before
