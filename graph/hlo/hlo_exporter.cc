@@ -14,6 +14,7 @@
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_text_edit.h"
 #include "graph/hlo/hlo_text_fusion.h"
+#include "graph/hlo/hlo_text_schedule.h"
 #include "util/status_macros.h"
 
 namespace gopt::graph {
@@ -68,7 +69,6 @@ class HloTextExporter final : public Exporter {
     // An SPMD program's placement is its own shardings (the importer costed
     // it per shard and kept every node on the mesh): they stay as written.
     const bool spmd = graph.spmd().num_partitions > 1;
-    int prioritised = 0;
     for (const InstructionLine& instruction : instructions) {
       auto it = decisions.find({instruction.computation, instruction.name});
       if (it == decisions.end()) continue;
@@ -86,7 +86,6 @@ class HloTextExporter final : public Exporter {
       }
       frontend.emplace_back(std::string(kPriority),
                             absl::StrCat("\"", d.priority, "\""));
-      prioritised += d.priority != 0;
       if (d.kernel >= 0) {
         frontend.emplace_back(std::string(kKernel),
                               absl::StrCat("\"", d.kernel, "\""));
@@ -98,6 +97,19 @@ class HloTextExporter final : public Exporter {
                        "}"));
       if (!d.layout.empty()) SetArrayLayout(&line, d.layout);
     }
+    // A module the importer partitioned is an SPMD program before
+    // partitioning: XLA (and gopt's importer) read is_scheduled=true as
+    // "already partitioned", so its schedule stays the priority attribute.
+    std::vector<std::string> schedule_warnings;
+    if (graph.spmd().partitioned_by_importer) {
+      schedule_warnings.push_back(absl::StrCat(
+          "SPMD module before partitioning: the schedule is written as "
+          "frontend attribute ",
+          kPriority,
+          " only (is_scheduled=true would mark the module as partitioned)"));
+    } else {
+      schedule_warnings = WriteTextSchedule(decisions, &lines);
+    }
     ExportResult result;
     result.contents = absl::StrJoin(lines, "\n");
     if (spmd) {
@@ -106,14 +118,10 @@ class HloTextExporter final : public Exporter {
           " partitions): its shardings are kept as written; gopt's decisions "
           "are the schedule, fusion and layouts of the per-device program"));
     }
-    if (prioritised > 0) {
-      result.warnings.push_back(absl::StrCat(
-          "the schedule is written as frontend attribute ", kPriority, " on ",
-          prioritised,
-          " instruction(s), not yet as is_scheduled instruction order"));
-    }
-    for (std::string& warning : fusion.warnings) {
-      result.warnings.push_back(std::move(warning));
+    for (auto* warnings : {&fusion.warnings, &schedule_warnings}) {
+      for (std::string& warning : *warnings) {
+        result.warnings.push_back(std::move(warning));
+      }
     }
     return result;
   }

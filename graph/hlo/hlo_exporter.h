@@ -16,8 +16,10 @@ namespace gopt::graph {
 // or more instructions becomes a fusion instruction calling a fused
 // computation (WriteFusionInstructions; a group XLA cannot fuse stays as
 // attributes, with a warning naming it). Everything else, metadata and
-// stack frames included, stays byte for byte. The schedule is the
-// priority attribute only (a warning says so). Reads the decisions back
+// stack frames included, stays as it was. The schedule is written as XLA
+// reads a scheduled module (WriteTextSchedule): `is_scheduled=true` and
+// each computation no fusion calls in execution order, the order the
+// HloModuleProto export writes as its schedule. Reads the decisions back
 // from the same attributes; a fusion instruction's decision is its group's.
 std::unique_ptr<Exporter> NewHloTextExporter();
 

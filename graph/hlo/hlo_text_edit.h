@@ -90,6 +90,30 @@ void SetArrayLayout(std::string* line,
 
 std::vector<std::string> SplitLines(absl::string_view contents);
 
+// The attribute that lists an instruction's control predecessors.
+inline constexpr absl::string_view kControlPredecessors =
+    "control-predecessors=";
+
+// One instruction line taken apart; positions index the line.
+struct LineParts {
+  bool is_root = false;
+  std::string indent;
+  std::string name;
+  std::string shape;  // "f32[2,3]{1,0}" or "(f32[], s32[])"
+  std::string opcode;
+  size_t operands_begin = 0;  // just past '('
+  size_t operands_end = 0;    // at the matching ')'
+  // Operand names without '%' (none for a constant: its list is a literal).
+  std::vector<std::string> operands;
+};
+
+// Takes instruction `line` apart; nullopt when it is not
+// `[ROOT ]%name = shape opcode(...)...`.
+std::optional<LineParts> ParseInstructionLine(absl::string_view line);
+
+// The instructions named by the control-predecessors={...} of `line`.
+std::vector<std::string> ControlPredecessors(absl::string_view line);
+
 }  // namespace gopt::graph
 
 #endif  // GOPT_GRAPH_HLO_HLO_TEXT_EDIT_H_

@@ -13,104 +13,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "graph/hlo/hlo_fusion_rules.h"
-#include "graph/hlo/hlo_schedule.h"
+#include "graph/hlo/hlo_text_schedule.h"
 
 namespace gopt::graph {
 namespace {
-
-constexpr absl::string_view kControl = "control-predecessors=";
-
-// One instruction line taken apart; positions index the line.
-struct LineParts {
-  bool is_root = false;
-  std::string indent;
-  std::string name;
-  std::string shape;  // "f32[2,3]{1,0}" or "(f32[], s32[])"
-  std::string opcode;
-  size_t operands_begin = 0;  // just past '('
-  size_t operands_end = 0;    // at the matching ')'
-  // Operand names without '%' (none for a constant: its list is a literal).
-  std::vector<std::string> operands;
-};
-
-// `text` split at the commas outside brackets and strings.
-std::vector<absl::string_view> SplitTopLevel(absl::string_view text) {
-  std::vector<absl::string_view> pieces;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = ScanOutsideStrings(
-        text, start, [&](size_t i, int d) { return d == 0 && text[i] == ','; });
-    pieces.push_back(text.substr(start, comma - start));
-    if (comma >= text.size()) return pieces;
-    start = comma + 1;
-  }
-}
-
-// The instruction name an operand or control predecessor is written with
-// ("%add.3", "f32[2]{0} %add.3", "add.3").
-std::string NameOf(absl::string_view piece) {
-  piece = absl::StripAsciiWhitespace(piece);
-  const size_t space = piece.rfind(' ');
-  if (space != absl::string_view::npos) piece = piece.substr(space + 1);
-  absl::ConsumePrefix(&piece, "%");
-  return std::string(piece);
-}
-
-std::optional<LineParts> ParseLine(absl::string_view line) {
-  LineParts parts;
-  size_t pos = line.find_first_not_of(" \t");
-  if (pos == absl::string_view::npos) return std::nullopt;
-  parts.indent = std::string(line.substr(0, pos));
-  if (line.substr(pos, 5) == "ROOT ") {
-    parts.is_root = true;
-    pos += 5;
-  }
-  if (pos < line.size() && line[pos] == '%') ++pos;
-  const size_t eq = line.find(" = ", pos);
-  if (eq == absl::string_view::npos) return std::nullopt;
-  parts.name = std::string(line.substr(pos, eq - pos));
-  const size_t shape_begin = eq + 3;
-  const size_t shape_end = ScanOutsideStrings(
-      line, shape_begin,
-      [&](size_t i, int depth) { return depth == 0 && line[i] == ' '; });
-  if (shape_end >= line.size()) return std::nullopt;
-  parts.shape = std::string(line.substr(shape_begin, shape_end - shape_begin));
-  const size_t open = line.find('(', shape_end);
-  if (open == absl::string_view::npos) return std::nullopt;
-  parts.opcode = std::string(
-      absl::StripAsciiWhitespace(line.substr(shape_end, open - shape_end)));
-  const size_t close = ScanOutsideStrings(
-      line, open, [&](size_t i, int d) { return d == 1 && line[i] == ')'; });
-  if (close >= line.size()) return std::nullopt;
-  parts.operands_begin = open + 1;
-  parts.operands_end = close;
-  if (parts.opcode == "constant") return parts;
-  for (absl::string_view piece :
-       SplitTopLevel(line.substr(open + 1, close - open - 1))) {
-    if (!absl::StripAsciiWhitespace(piece).empty()) {
-      parts.operands.push_back(NameOf(piece));
-    }
-  }
-  return parts;
-}
-
-// The instructions named by the control-predecessors={...} of `line`.
-std::vector<std::string> ControlPredecessors(absl::string_view line) {
-  std::vector<std::string> names;
-  const size_t at = FindAttribute(line, kControl);
-  if (at == absl::string_view::npos) return names;
-  const size_t start = at + kControl.size();
-  absl::string_view value = line.substr(start, ValueEnd(line, start) - start);
-  if (!absl::ConsumePrefix(&value, "{") || !absl::ConsumeSuffix(&value, "}")) {
-    return names;
-  }
-  for (absl::string_view piece : SplitTopLevel(value)) {
-    if (!absl::StripAsciiWhitespace(piece).empty()) {
-      names.push_back(NameOf(piece));
-    }
-  }
-  return names;
-}
 
 // Why XLA cannot make `parts` part of a fusion, or "" when it can.
 std::string Unfusable(const LineParts& parts) {
@@ -248,7 +154,7 @@ class Fuser {
         names_(instructions) {
     parts_.reserve(instructions.size());
     for (size_t i = 0; i < instructions.size(); ++i) {
-      parts_.push_back(ParseLine(lines[instructions[i].line]));
+      parts_.push_back(ParseInstructionLine(lines[instructions[i].line]));
       body_[instructions[i].computation].push_back(i);
     }
   }
@@ -305,7 +211,7 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
                           "' is a batch-norm-inference without five operands, "
                           "an epsilon and a feature_index");
     }
-    if (FindAttribute(lines_[instructions_[i].line], kControl) !=
+    if (FindAttribute(lines_[instructions_[i].line], kControlPredecessors) !=
         absl::string_view::npos) {
       return ControlPredecessorsReason(parts_[i]->name);
     }
@@ -475,40 +381,6 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
   return rewrite;
 }
 
-// Puts the instruction lines `slots` of one computation in a stable
-// topological order (operands and control predecessors first); leaves them
-// as they are if they form a cycle.
-void SortComputation(const std::vector<size_t>& slots,
-                     std::vector<std::string>* lines) {
-  const size_t n = slots.size();
-  std::vector<std::optional<LineParts>> parts(n);
-  absl::flat_hash_map<std::string, size_t> index;
-  for (size_t i = 0; i < n; ++i) {
-    parts[i] = ParseLine((*lines)[slots[i]]);
-    if (parts[i].has_value()) index[parts[i]->name] = i;
-  }
-  std::vector<std::vector<int>> predecessors(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!parts[i].has_value()) continue;
-    std::vector<std::string> uses = parts[i]->operands;
-    for (std::string& name : ControlPredecessors((*lines)[slots[i]])) {
-      uses.push_back(std::move(name));
-    }
-    for (const std::string& name : uses) {
-      if (auto it = index.find(name); it != index.end()) {
-        predecessors[i].push_back(static_cast<int>(it->second));
-      }
-    }
-  }
-  std::vector<std::string> sorted;
-  sorted.reserve(n);
-  for (int i : LinearizeSchedule(predecessors, {})) {
-    sorted.push_back((*lines)[slots[i]]);
-  }
-  if (sorted.size() != n) return;
-  for (size_t i = 0; i < n; ++i) (*lines)[slots[i]] = std::move(sorted[i]);
-}
-
 // The line where computation `name`'s header is: the unindented line
 // ending in '{' before its first instruction.
 size_t HeaderLine(const std::vector<std::string>& lines, size_t first) {
@@ -600,7 +472,7 @@ HloTextFusion WriteFusionInstructions(
       }
     }
     for (const auto& [computation, computation_slots] : slots) {
-      SortComputation(computation_slots, &result.lines);
+      OrderComputationLines(computation_slots, {}, &result.lines);
     }
   }
   return result;

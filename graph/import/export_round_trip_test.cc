@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -135,6 +136,68 @@ double StepTime(const Graph& graph, const simulator::Topology& topology,
   return result.ok() ? result->step_time_s : -1;
 }
 
+// `plan` (indexed by the nodes of `from`) indexed by the nodes of `to`,
+// matched by name: an is_scheduled HLO text export lists instructions in
+// schedule order, so its import numbers the same nodes differently.
+gopt::v1::Plan PlanInOrderOf(const Graph& from, const Graph& to,
+                             const gopt::v1::Plan& plan) {
+  absl::flat_hash_map<std::string, NodeId> by_name;
+  for (NodeId id = 0; id < from.num_nodes(); ++id) {
+    by_name[from.node(id).name] = id;
+  }
+  gopt::v1::Plan ordered = plan;
+  for (NodeId id = 0; id < to.num_nodes(); ++id) {
+    auto it = by_name.find(to.node(id).name);
+    if (it == by_name.end()) {
+      ADD_FAILURE() << "node '" << to.node(id).name << "' is new";
+      continue;
+    }
+    const NodeId old = it->second;
+    if (plan.device_size() > 0) ordered.set_device(id, plan.device(old));
+    if (plan.priority_size() > 0) ordered.set_priority(id, plan.priority(old));
+    if (plan.fusion_group_size() > 0) {
+      ordered.set_fusion_group(id, plan.fusion_group(old));
+    }
+    if (plan.layout_size() > 0) *ordered.mutable_layout(id) = plan.layout(old);
+  }
+  return ordered;
+}
+
+// Node for node by name: the same ops, kinds, costs, output types and
+// operands. CompareGraphs for graphs whose node order may differ.
+absl::Status CompareGraphsByName(const Graph& a, const Graph& b) {
+  if (a.num_nodes() != b.num_nodes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(a.num_nodes(), " vs ", b.num_nodes(), " nodes"));
+  }
+  absl::flat_hash_map<std::string, NodeId> by_name;
+  for (NodeId id = 0; id < a.num_nodes(); ++id) by_name[a.node(id).name] = id;
+  auto operands = [](const Graph& graph, NodeId id) {
+    std::vector<std::string> names;
+    for (const Edge& edge : graph.in_edges(id)) {
+      names.push_back(
+          absl::StrCat(edge.control ? "^" : "", graph.node(edge.src).name));
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  for (NodeId id = 0; id < b.num_nodes(); ++id) {
+    const Node& y = b.node(id);
+    auto it = by_name.find(y.name);
+    if (it == by_name.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("no node '", y.name, "'"));
+    }
+    const Node& x = a.node(it->second);
+    if (x.op != y.op || x.kind != y.kind || x.flops != y.flops ||
+        x.bytes_read != y.bytes_read || x.bytes_written != y.bytes_written ||
+        x.outputs != y.outputs || operands(a, it->second) != operands(b, id)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", y.name, "' differs"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 struct RoundTrip {
   std::string original;
   std::string exported;
@@ -182,8 +245,12 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
       importers.Import(exported->contents, format, options);
   EXPECT_TRUE(again.ok()) << again.status();
   if (!again.ok()) return {};
-  EXPECT_TRUE(CompareGraphs(*graph, *again).ok())
-      << what << ": " << CompareGraphs(*graph, *again);
+  // HLO text lists instructions in schedule order (is_scheduled=true):
+  // the same nodes, numbered in that order.
+  const bool reordered = format == "hlo";
+  const absl::Status same = reordered ? CompareGraphsByName(*graph, *again)
+                                      : CompareGraphs(*graph, *again);
+  EXPECT_TRUE(same.ok()) << what << ": " << same;
   absl::StatusOr<std::optional<gopt::v1::Plan>> read =
       (*exporter)->ReadPlan(exported->contents, *again, devices);
   EXPECT_TRUE(read.ok()) << read.status();
@@ -191,17 +258,27 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
     ADD_FAILURE() << what << ": the export carries no plan";
     return {};
   }
-  EXPECT_THAT((*read)->device(), ::testing::ElementsAreArray(plan.device()))
+  const gopt::v1::Plan back =
+      reordered ? PlanInOrderOf(*again, *graph, **read) : **read;
+  EXPECT_THAT(back.device(), ::testing::ElementsAreArray(plan.device()))
       << what;
-  EXPECT_THAT((*read)->priority(), ::testing::ElementsAreArray(plan.priority()))
+  EXPECT_THAT(back.priority(), ::testing::ElementsAreArray(plan.priority()))
       << what;
-  EXPECT_THAT((*read)->fusion_group(),
+  EXPECT_THAT(back.fusion_group(),
               ::testing::ElementsAreArray(plan.fusion_group()))
       << what;
   const double before = StepTime(*graph, *topology, plan);
   const double after = StepTime(*again, *topology, **read);
   EXPECT_GT(before, 0);
-  EXPECT_EQ(before, after) << what;
+  if (reordered) {
+    // The simulator breaks ties between simultaneous events by node number,
+    // which the schedule order changes: on the real files 0 to 0.15%.
+    EXPECT_NEAR(after, before, 0.005 * before) << what;
+    std::cout << what << ": step " << before << " s, " << after
+              << " s after the is_scheduled round trip\n";
+  } else {
+    EXPECT_EQ(before, after) << what;
+  }
   // The original has no plan in it.
   absl::StatusOr<std::optional<gopt::v1::Plan>> none =
       (*exporter)->ReadPlan(contents, *graph, devices);
@@ -314,7 +391,16 @@ TEST_P(HloRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   // Without gopt's two attributes every line is the original's.
   const std::regex ours(
       R"(, sharding=\{maximal device=\d+\}|, frontend_attributes=\{_gopt_priority="\d+"(,_gopt_kernel="\d+")?\})");
-  EXPECT_TRUE(std::regex_replace(trip.exported, ours, "") == contents)
+  // The schedule moves whole lines and marks the module scheduled.
+  std::string kept = std::regex_replace(trip.exported, ours, "");
+  if (!absl::StrContains(contents, "is_scheduled=true")) {
+    kept = std::regex_replace(kept, std::regex(", is_scheduled=true"), "");
+  }
+  std::vector<std::string> kept_lines = absl::StrSplit(kept, '\n');
+  std::vector<std::string> lines = absl::StrSplit(contents, '\n');
+  std::sort(kept_lines.begin(), kept_lines.end());
+  std::sort(lines.begin(), lines.end());
+  EXPECT_TRUE(kept_lines == lines)
       << GetParam() << ": a byte the exporter does not own changed";
 }
 
@@ -879,6 +965,10 @@ ENTRY main {
   EXPECT_THAT(exported->contents, Not(HasSubstr("maximal")));
   EXPECT_THAT(exported->warnings,
               Contains(HasSubstr("its shardings are kept as written")));
+  // Not is_scheduled: that would mark the program as partitioned.
+  EXPECT_THAT(exported->contents, Not(HasSubstr("is_scheduled")));
+  EXPECT_THAT(exported->warnings,
+              Contains(HasSubstr("SPMD module before partitioning")));
 
   absl::StatusOr<Graph> reimported =
       importers.Import(exported->contents, "hlo", {});
@@ -888,9 +978,10 @@ ENTRY main {
   ASSERT_TRUE(embedded.ok()) << embedded.status();
   ASSERT_TRUE(embedded->has_value());
   ASSERT_EQ((*embedded)->priority_size(), plan.priority_size());
+  const gopt::v1::Plan back = PlanInOrderOf(*reimported, *graph, **embedded);
   for (int i = 0; i < plan.priority_size(); ++i) {
-    EXPECT_EQ((*embedded)->device(i), 0) << i;
-    EXPECT_EQ((*embedded)->priority(i), plan.priority(i)) << i;
+    EXPECT_EQ(back.device(i), 0) << i;
+    EXPECT_EQ(back.priority(i), plan.priority(i)) << i;
   }
 }
 
@@ -995,6 +1086,72 @@ ENTRY main {
                        "expands before fusion and never fuses"));
   EXPECT_THAT(exported->contents, Not(HasSubstr("fusion(")));
   EXPECT_THAT(exported->contents, HasSubstr("batch-norm-training(twice"));
+}
+
+// The schedule in HLO text: is_scheduled=true and each computation's
+// instructions in execution order (highest priority first among the ready
+// ones); gopt's parser reads the reordered module, the priorities read
+// back, and exporting the export again keeps one is_scheduled flag.
+TEST(HloTextScheduleTest, InstructionOrderIsTheSchedule) {
+  const std::string contents =
+      R"hlo(HloModule sched, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
+
+ENTRY main {
+  p = f32[4]{0} parameter(0)
+  a = f32[4]{0} negate(p)
+  b = f32[4]{0} exponential(p)
+  c = f32[4]{0} abs(p)
+  e = f32[4]{0} sine(p)
+  ROOT d = f32[4]{0} add(a, b)
+}
+)hlo";
+  const BuiltinRegistries registries;
+  absl::StatusOr<Graph> graph =
+      registries.importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const absl::flat_hash_map<std::string, int32_t> priority = {
+      {"p", 0}, {"a", 1}, {"b", 5}, {"c", 3}, {"e", 3}, {"d", 0}};
+  gopt::v1::Plan plan;
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    plan.add_device(0);
+    plan.add_priority(priority.at(graph->node(id).name));
+  }
+  ExportOptions options;
+  options.devices = {{"gpu:0", "gpu"}};
+  const Exporter& exporter = **registries.exporters.Find("hlo");
+  absl::StatusOr<ExportResult> exported =
+      exporter.Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_THAT(exported->warnings, ::testing::IsEmpty());
+  EXPECT_TRUE(absl::StartsWith(
+      exported->contents,
+      "HloModule sched, is_scheduled=true, entry_computation_layout="));
+  // b (5), then c and e (3, in module order), a (1), d (0, after a and b).
+  std::vector<std::string> order;
+  for (absl::string_view line : absl::StrSplit(exported->contents, '\n')) {
+    absl::ConsumePrefix(&line, "  ");
+    absl::ConsumePrefix(&line, "ROOT ");
+    if (line.size() > 2 && line[1] == ' ' && line[2] == '=') {
+      order.emplace_back(line.substr(0, 1));
+    }
+  }
+  EXPECT_THAT(order, ::testing::ElementsAre("p", "b", "c", "e", "a", "d"));
+  absl::StatusOr<Graph> again =
+      registries.importers.Import(exported->contents, "hlo", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      exporter.ReadPlan(exported->contents, *again, options.devices);
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  for (NodeId id = 0; id < again->num_nodes(); ++id) {
+    EXPECT_EQ((*read)->priority(id), priority.at(again->node(id).name));
+  }
+  absl::StatusOr<ExportResult> twice =
+      exporter.Export(exported->contents, *again, **read, options);
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  EXPECT_TRUE(absl::StartsWith(
+      twice->contents,
+      "HloModule sched, is_scheduled=true, entry_computation_layout="));
+  EXPECT_EQ(twice->contents, exported->contents);
 }
 
 TEST(ExporterTest, BadFileIsInvalidArgument) {
