@@ -24,6 +24,7 @@ constexpr absl::string_view kSharding = "sharding=";
 constexpr absl::string_view kFrontend = "frontend_attributes=";
 constexpr absl::string_view kPriority = kHloPriorityAttribute;
 constexpr absl::string_view kKernel = kHloKernelAttribute;
+constexpr absl::string_view kLayout = kHloLayoutAttribute;
 
 // The frontend attributes of `line` as key -> quoted value, in order.
 std::vector<std::pair<std::string, std::string>> FrontendAttributes(
@@ -80,7 +81,7 @@ class HloTextExporter final : public Exporter {
       }
       std::vector<std::pair<std::string, std::string>> frontend;
       for (auto& [key, value] : FrontendAttributes(line)) {
-        if (key != kPriority && key != kKernel) {
+        if (key != kPriority && key != kKernel && key != kLayout) {
           frontend.emplace_back(std::move(key), std::move(value));
         }
       }
@@ -90,12 +91,18 @@ class HloTextExporter final : public Exporter {
         frontend.emplace_back(std::string(kKernel),
                               absl::StrCat("\"", d.kernel, "\""));
       }
+      const bool layout = !d.layout.empty() && ArrayShape(line).has_value();
+      if (layout) {
+        frontend.emplace_back(
+            std::string(kLayout),
+            absl::StrCat("\"", LayoutAttributeValue(d.layout), "\""));
+      }
       SetAttribute(
           &line, kFrontend,
           absl::StrCat("{",
                        absl::StrJoin(frontend, ",", absl::PairFormatter("=")),
                        "}"));
-      if (!d.layout.empty()) SetArrayLayout(&line, d.layout);
+      if (layout) SetArrayLayout(&line, d.layout);
     }
     // A module the importer partitioned is an SPMD program before
     // partitioning: XLA (and gopt's importer) read is_scheduled=true as
@@ -140,7 +147,12 @@ class HloTextExporter final : public Exporter {
                        instruction.computation, "'");
       HloDecision d;
       bool ours = false;
+      std::optional<std::string> layout;
       for (const auto& [key, value] : FrontendAttributes(line)) {
+        if (key == kLayout) {
+          layout = std::string(
+              absl::StripPrefix(absl::StripSuffix(value, "\""), "\""));
+        }
         if (key != kPriority && key != kKernel) continue;
         ours = true;
         ASSIGN_OR_RETURN(
@@ -166,6 +178,18 @@ class HloTextExporter final : public Exporter {
               what, " field 'sharding': expected {maximal device=K} with K < ",
               devices.size()));
         }
+      }
+      if (layout.has_value()) {
+        const std::optional<TextArrayLayout> shape = ReadArrayLayout(line);
+        if (!shape.has_value()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, " frontend attribute ", kLayout,
+              ": the instruction's shape is not an array with a layout that "
+              "parses"));
+        }
+        ASSIGN_OR_RETURN(d.layout,
+                         ReadLayoutDecision(*layout, shape->minor_to_major,
+                                            shape->rank, what));
       }
       decisions[{instruction.computation, instruction.name}] = d;
     }

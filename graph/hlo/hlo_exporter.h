@@ -10,7 +10,9 @@ namespace gopt::graph {
 // Writes gopt's decisions into HLO text, editing only the instructions that
 // became graph nodes: placement as `sharding={maximal device=K}` (replacing a
 // sharding the instruction had), a layout decision as the `{minor_to_major}`
-// of the instruction's array shape, and priority and fusion group as the
+// of the instruction's array shape (marked by the frontend attribute
+// `_gopt_layout`: ReadPlan takes a marked shape's layout as the decision;
+// other layouts are the caller's), and priority and fusion group as the
 // frontend attributes `_gopt_priority` and `_gopt_kernel` (XLA carries
 // frontend attributes through its passes unchanged). A fusion group of two
 // or more instructions becomes a fusion instruction calling a fused

@@ -73,6 +73,10 @@ void ApplyDecision(const HloDecision& d,
                                 ->mutable_layout()
                                 ->mutable_minor_to_major();
     minor_to_major.Assign(d.layout.begin(), d.layout.end());
+    attributes[std::string(kHloLayoutAttribute)] =
+        LayoutAttributeValue(d.layout);
+  } else {
+    attributes.erase(std::string(kHloLayoutAttribute));
   }
 }
 
@@ -178,6 +182,22 @@ class HloProtoExporter final : public Exporter {
               devices.size()));
         }
         d.device = static_cast<int32_t>(sharding.tile_assignment_devices(0));
+        if (auto layout = attributes.find(std::string(kHloLayoutAttribute));
+            layout != attributes.end()) {
+          const xla::ShapeProto& shape = instruction.shape();
+          if (!IsArrayShape(shape)) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(what, " frontend attribute ", kHloLayoutAttribute,
+                             ": the instruction's shape is not an array"));
+          }
+          ASSIGN_OR_RETURN(
+              d.layout,
+              ReadLayoutDecision(
+                  layout->second,
+                  std::vector<int32_t>(shape.layout().minor_to_major().begin(),
+                                       shape.layout().minor_to_major().end()),
+                  shape.dimensions_size(), what));
+        }
         decisions[{computation.name(), instruction.name()}] = std::move(d);
       }
     }

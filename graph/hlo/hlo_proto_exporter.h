@@ -12,7 +12,9 @@ namespace gopt::graph {
 // - placement as HloInstructionProto.sharding, OpSharding MAXIMAL on the
 //   node's device (replacing a sharding the instruction had);
 // - a layout decision as the minor_to_major of the instruction's array
-//   shape (its tiles and memory space are kept);
+//   shape (its tiles and memory space are kept), marked by the frontend
+//   attribute `_gopt_layout`; ReadPlan takes the shape's layout of a
+//   marked instruction as its decision (other layouts are the caller's);
 // - the schedule as HloModuleProto.schedule: for every computation not
 //   called by a fusion, its instructions in an order that respects operands
 //   and control predecessors and runs the highest priority first among the

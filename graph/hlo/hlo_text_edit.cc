@@ -1,7 +1,9 @@
 #include "graph/hlo/hlo_text_edit.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -121,6 +123,29 @@ std::optional<std::pair<size_t, size_t>> ArrayShape(absl::string_view line) {
     return std::nullopt;
   }
   return std::make_pair(start, space);
+}
+
+std::optional<TextArrayLayout> ReadArrayLayout(absl::string_view line) {
+  const std::optional<std::pair<size_t, size_t>> at = ArrayShape(line);
+  if (!at.has_value()) return std::nullopt;
+  absl::string_view shape = line.substr(at->first, at->second - at->first);
+  const size_t open = shape.find('[');
+  const size_t close = shape.find(']', open);
+  if (close == absl::string_view::npos) return std::nullopt;
+  TextArrayLayout layout;
+  const absl::string_view dims = shape.substr(open + 1, close - open - 1);
+  layout.rank =
+      dims.empty() ? 0 : 1 + static_cast<int>(absl::c_count(dims, ','));
+  absl::string_view rest = shape.substr(close + 1);
+  if (!absl::ConsumePrefix(&rest, "{")) return layout;
+  rest = rest.substr(0, rest.find_first_of(":}"));
+  if (rest.empty()) return layout;
+  for (absl::string_view piece : absl::StrSplit(rest, ',')) {
+    int32_t dim = -1;
+    if (!absl::SimpleAtoi(piece, &dim)) return std::nullopt;
+    layout.minor_to_major.push_back(dim);
+  }
+  return layout;
 }
 
 std::vector<std::string> SplitLines(absl::string_view contents) {

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -71,7 +72,8 @@ std::vector<ExportDevice> DevicesOf(const simulator::Topology& topology) {
 // pairs that the kernel rules allow (a chain of such pairs cannot close a
 // cycle).
 gopt::v1::Plan SeededPlan(const Graph& graph,
-                          const simulator::Topology& topology, int seed) {
+                          const simulator::Topology& topology, int seed,
+                          bool layouts = false) {
   std::mt19937 rng(seed);
   simulator::Plan plan = simulator::DefaultPlan(graph, topology);
   for (int32_t& device : plan.device) {
@@ -123,6 +125,32 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
     }
     plan.fusion_group[id] = plan.fusion_group[producer];
   }
+  if (layouts) {
+    // Layout-configurable nodes of rank 2 or more that are their source
+    // element's only node: a third keep the default (no decision), a third
+    // get the row-major layout as an explicit decision, a third
+    // column-major.
+    std::mt19937 layout_rng(seed + 1);
+    plan.layout.assign(graph.num_nodes(), {});
+    for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+      const Node& node = graph.node(id);
+      if (!node.layout_configurable || shared[id] || node.outputs.empty() ||
+          node.outputs[0].is_tuple() || node.outputs[0].rank() < 2) {
+        continue;
+      }
+      const int rank = node.outputs[0].rank();
+      switch (layout_rng() % 3) {
+        case 1:
+          for (int d = rank - 1; d >= 0; --d) plan.layout[id].push_back(d);
+          break;
+        case 2:
+          for (int d = 0; d < rank; ++d) plan.layout[id].push_back(d);
+          break;
+        default:
+          break;
+      }
+    }
+  }
   return simulator::PlanToProto(plan);
 }
 
@@ -163,9 +191,21 @@ gopt::v1::Plan PlanInOrderOf(const Graph& from, const Graph& to,
   return ordered;
 }
 
-// Node for node by name: the same ops, kinds, costs, output types and
-// operands. CompareGraphs for graphs whose node order may differ.
-absl::Status CompareGraphsByName(const Graph& a, const Graph& b) {
+bool SameOutputs(std::vector<TensorType> a, std::vector<TensorType> b,
+                 bool ignore_layouts) {
+  if (ignore_layouts) {
+    for (auto* types : {&a, &b}) {
+      for (TensorType& type : *types) type.minor_to_major.clear();
+    }
+  }
+  return a == b;
+}
+
+// Node for node by name: the same ops, kinds, costs, output types (their
+// layouts only unless `ignore_layouts`) and operands. CompareGraphs for
+// graphs whose node order may differ.
+absl::Status CompareGraphsByName(const Graph& a, const Graph& b,
+                                 bool ignore_layouts = false) {
   if (a.num_nodes() != b.num_nodes()) {
     return absl::InvalidArgumentError(
         absl::StrCat(a.num_nodes(), " vs ", b.num_nodes(), " nodes"));
@@ -190,7 +230,8 @@ absl::Status CompareGraphsByName(const Graph& a, const Graph& b) {
     const Node& x = a.node(it->second);
     if (x.op != y.op || x.kind != y.kind || x.flops != y.flops ||
         x.bytes_read != y.bytes_read || x.bytes_written != y.bytes_written ||
-        x.outputs != y.outputs || operands(a, it->second) != operands(b, id)) {
+        !SameOutputs(x.outputs, y.outputs, ignore_layouts) ||
+        operands(a, it->second) != operands(b, id)) {
       return absl::InvalidArgumentError(
           absl::StrCat("node '", y.name, "' differs"));
     }
@@ -208,7 +249,8 @@ struct RoundTrip {
 // `fuse` is false), re-imports the export and checks that the graph, the
 // plan and its step time come back.
 RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
-                         const std::string& format, bool fuse = true) {
+                         const std::string& format, bool fuse = true,
+                         bool layouts = false) {
   const BuiltinRegistries registries;
   const ImporterRegistry& importers = registries.importers;
   const ExporterRegistry& exporters = registries.exporters;
@@ -225,7 +267,7 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
   absl::StatusOr<Graph> graph = importers.Import(contents, format, options);
   EXPECT_TRUE(graph.ok()) << graph.status();
   if (!graph.ok()) return {};
-  gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40, layouts);
   if (!fuse) {
     for (int32_t& group : *plan.mutable_fusion_group()) group = -1;
   }
@@ -248,8 +290,10 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
   // HLO text lists instructions in schedule order (is_scheduled=true):
   // the same nodes, numbered in that order.
   const bool reordered = format == "hlo";
-  const absl::Status same = reordered ? CompareGraphsByName(*graph, *again)
-                                      : CompareGraphs(*graph, *again);
+  // Layout decisions are in the export's shapes, so in its output types.
+  const absl::Status same = reordered || layouts
+                                ? CompareGraphsByName(*graph, *again, layouts)
+                                : CompareGraphs(*graph, *again);
   EXPECT_TRUE(same.ok()) << what << ": " << same;
   absl::StatusOr<std::optional<gopt::v1::Plan>> read =
       (*exporter)->ReadPlan(exported->contents, *again, devices);
@@ -267,6 +311,19 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
   EXPECT_THAT(back.fusion_group(),
               ::testing::ElementsAreArray(plan.fusion_group()))
       << what;
+  EXPECT_EQ(back.layout_size(), plan.layout_size()) << what;
+  int layout_decisions = 0;
+  for (int i = 0; i < std::min(back.layout_size(), plan.layout_size()); ++i) {
+    EXPECT_THAT(back.layout(i).minor_to_major(),
+                ::testing::ElementsAreArray(plan.layout(i).minor_to_major()))
+        << what << " node " << graph->node(i).name;
+    layout_decisions += !plan.layout(i).minor_to_major().empty();
+  }
+  if (layouts) {
+    EXPECT_GT(layout_decisions, 0) << what;
+    std::cout << what << ": " << layout_decisions
+              << " layout decisions read back\n";
+  }
   const double before = StepTime(*graph, *topology, plan);
   const double after = StepTime(*again, *topology, **read);
   EXPECT_GT(before, 0);
@@ -411,6 +468,25 @@ INSTANTIATE_TEST_SUITE_P(
                       "hlo/llama2_ptxla_neuron_train_tp1.hlo",
                       "hlo/nux_flow_jit_loss9581.hlo"));
 
+// Layout decisions (explicit row-major and column-major on
+// layout-configurable nodes) come back from the shapes they were written
+// into; the caller's own layouts (no _gopt_layout) are no decision.
+class HloLayoutRoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HloLayoutRoundTripTest, LayoutsReadBackFromTheShapes) {
+  const std::string contents = testing::ReadSharedData(GetParam());
+  const RoundTrip trip = CheckRoundTrip(GetParam(), contents, "hlo",
+                                        /*fuse=*/false, /*layouts=*/true);
+  EXPECT_THAT(trip.exported, HasSubstr("_gopt_layout=\"0,1\""));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedData, HloLayoutRoundTripTest,
+    ::testing::Values("hlo/maml_flax_train_step.hlo", "hlo/jaxrl_td_target.hlo",
+                      "hlo/mixer_b16_jax_unopt.hlo",
+                      "hlo/llama2_ptxla_neuron_train_tp1.hlo",
+                      "hlo/nux_flow_jit_loss9581.hlo"));
+
 // The HloModuleProto inside the TpuGraphs layout file (a real module
 // compiled for TPU), serialized alone.
 std::string LayoutModuleProtoBytes() {
@@ -430,6 +506,7 @@ void ClearHloProtoDecisions(xla::HloModuleProto* module) {
       auto& map = *instruction.mutable_frontend_attributes()->mutable_map();
       map.erase("_gopt_priority");
       map.erase("_gopt_kernel");
+      map.erase("_gopt_layout");
       if (map.empty()) instruction.clear_frontend_attributes();
     }
   }
@@ -491,6 +568,33 @@ TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   EXPECT_TRUE(SerializeDeterministically(original) ==
               SerializeDeterministically(exported))
       << "a field the exporter does not own changed";
+}
+
+// The TPU module's shapes carry TPU layouts of their own (tiles, other
+// orders): only the instructions marked _gopt_layout carry decisions, and
+// the step time with layouts comes back exactly.
+TEST(HloProtoRoundTripTest, LayoutsReadBackFromTheShapes) {
+  const std::string contents = LayoutModuleProtoBytes();
+  const RoundTrip trip =
+      CheckRoundTrip("module_tuning_data_layout.hlo.pb", contents, "hlo-proto",
+                     /*fuse=*/false, /*layouts=*/true);
+  xla::HloModuleProto exported;
+  ASSERT_TRUE(exported.ParseFromString(trip.exported));
+  int marked = 0;
+  for (const auto& computation : exported.computations()) {
+    for (const auto& instruction : computation.instructions()) {
+      const auto& map = instruction.frontend_attributes().map();
+      auto it = map.find("_gopt_layout");
+      if (it == map.end()) continue;
+      ++marked;
+      std::vector<std::string> dims;
+      for (int64_t d : instruction.shape().layout().minor_to_major()) {
+        dims.push_back(absl::StrCat(d));
+      }
+      EXPECT_EQ(it->second, absl::StrJoin(dims, ",")) << instruction.name();
+    }
+  }
+  EXPECT_GT(marked, 0);
 }
 
 // Fusion groups written as fusion instructions: the export imports as a
@@ -1152,6 +1256,28 @@ ENTRY main {
       twice->contents,
       "HloModule sched, is_scheduled=true, entry_computation_layout="));
   EXPECT_EQ(twice->contents, exported->contents);
+}
+
+// A _gopt_layout that is no layout of the instruction's shape is
+// INVALID_ARGUMENT naming the instruction.
+TEST(HloLayoutReadTest, BadLayoutNamesTheInstruction) {
+  const std::string contents = R"hlo(HloModule bad
+
+ENTRY main {
+  p = f32[2,3] parameter(0), frontend_attributes={_gopt_priority="0"}
+  ROOT a = f32[2,3] negate(p), frontend_attributes={_gopt_priority="1",_gopt_layout="5,0"}
+}
+)hlo";
+  const BuiltinRegistries registries;
+  absl::StatusOr<Graph> graph =
+      registries.importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      (*registries.exporters.Find("hlo"))->ReadPlan(contents, *graph, {});
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(read.status().message(),
+              HasSubstr("instruction 'a' of 'main' layout {5,0}: expected a "
+                        "permutation of the 2 dimensions"));
 }
 
 TEST(ExporterTest, BadFileIsInvalidArgument) {
