@@ -69,6 +69,17 @@ std::string SpansComputationsReason(absl::string_view a, absl::string_view b) {
                       "within one computation");
 }
 
+std::string ElementTypeReason(absl::string_view heavy,
+                              absl::string_view heavy_type,
+                              absl::string_view result_type) {
+  return absl::StrCat(
+      "'", heavy, "' computes in ", heavy_type, " but the fusion's result is ",
+      result_type,
+      ", and gopt prices a fusion at its result's element type (a group at "
+      "its dot's or convolution's): as a fusion it would evaluate to another "
+      "step time than the plan");
+}
+
 std::string UnfusedGroupWarning(int32_t kernel,
                                 absl::Span<const std::string> names,
                                 absl::string_view why) {

@@ -37,6 +37,17 @@ std::string ControlUserReason(absl::string_view user, absl::string_view member);
 // computation.
 std::string SpansComputationsReason(absl::string_view a, absl::string_view b);
 
+// Why a group whose dot or convolution `heavy` has element type
+// `heavy_type` but whose fusion result (its first output) has `result_type`
+// is not written as a fusion: gopt prices a fusion node at its result's
+// element type and a group at its heaviest member's, so the file would
+// evaluate to another step time than the plan (a bf16 convolution fused
+// with a convert to f32 becomes an f32 kernel). Types as HLO text writes
+// them ("bf16").
+std::string ElementTypeReason(absl::string_view heavy,
+                              absl::string_view heavy_type,
+                              absl::string_view result_type);
+
 // The warning for fusion group `kernel` (instructions `names`) left as the
 // frontend attribute _gopt_kernel because of `why`.
 std::string UnfusedGroupWarning(int32_t kernel,

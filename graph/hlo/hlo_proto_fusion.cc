@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "graph/hlo/hlo_fusion_rules.h"
 #include "graph/hlo/hlo_schedule.h"
@@ -116,6 +117,18 @@ std::string GroupFuser::Analyze() {
   }
   if (outputs_.empty()) {
     outputs_.push_back(computation_.instructions(members_.back()).id());
+  }
+  const xla::HloInstructionProto& result = At(outputs_[0]);
+  for (int m : members_) {
+    const xla::HloInstructionProto& member = computation_.instructions(m);
+    if ((member.opcode() == "dot" || member.opcode() == "convolution") &&
+        member.shape().element_type() != result.shape().element_type()) {
+      return ElementTypeReason(member.name(),
+                               absl::AsciiStrToLower(xla::PrimitiveType_Name(
+                                   member.shape().element_type())),
+                               absl::AsciiStrToLower(xla::PrimitiveType_Name(
+                                   result.shape().element_type())));
+    }
   }
   for (int m : members_) {
     const xla::HloInstructionProto& member = computation_.instructions(m);

@@ -241,6 +241,16 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
       a.outputs.push_back(a.members[m]);
   }
   if (a.outputs.empty()) a.outputs.push_back(a.members.back());
+  auto type = [](const std::string& shape) {
+    return shape.substr(0, shape.find('['));
+  };
+  for (const LineParts* member : a.members) {
+    if ((member->opcode == "dot" || member->opcode == "convolution") &&
+        type(member->shape) != type(a.outputs[0]->shape)) {
+      return ElementTypeReason(member->name, type(member->shape),
+                               type(a.outputs[0]->shape));
+    }
+  }
   for (const LineParts* member : a.members) {
     for (const std::string& operand : member->operands) {
       if (a.member_of.contains(operand) ||

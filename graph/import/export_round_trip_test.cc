@@ -20,10 +20,10 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/text_format.h"
 #include "graph/decisions.h"
 #include "graph/import/builtin_exporters.h"
 #include "graph/import/builtin_importers.h"
+#include "graph/import/export_testing.h"
 #include "graph/native/graph_proto.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx.pb.h"
@@ -40,19 +40,7 @@
 namespace gopt::graph {
 namespace {
 
-using ::testing::Contains;
 using ::testing::HasSubstr;
-using ::testing::Not;
-
-// Every built-in importer and exporter, for a test to import and export.
-struct BuiltinRegistries {
-  BuiltinRegistries() {
-    RegisterBuiltinImporters(&importers);
-    RegisterBuiltinExporters(&exporters);
-  }
-  ImporterRegistry importers;
-  ExporterRegistry exporters;
-};
 
 std::vector<ExportDevice> DevicesOf(const simulator::Topology& topology) {
   std::vector<ExportDevice> devices;
@@ -162,33 +150,6 @@ double StepTime(const Graph& graph, const simulator::Topology& topology,
       simulator.Simulate(simulator::PlanFromProto(plan));
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? result->step_time_s : -1;
-}
-
-// `plan` (indexed by the nodes of `from`) indexed by the nodes of `to`,
-// matched by name: an is_scheduled HLO text export lists instructions in
-// schedule order, so its import numbers the same nodes differently.
-gopt::v1::Plan PlanInOrderOf(const Graph& from, const Graph& to,
-                             const gopt::v1::Plan& plan) {
-  absl::flat_hash_map<std::string, NodeId> by_name;
-  for (NodeId id = 0; id < from.num_nodes(); ++id) {
-    by_name[from.node(id).name] = id;
-  }
-  gopt::v1::Plan ordered = plan;
-  for (NodeId id = 0; id < to.num_nodes(); ++id) {
-    auto it = by_name.find(to.node(id).name);
-    if (it == by_name.end()) {
-      ADD_FAILURE() << "node '" << to.node(id).name << "' is new";
-      continue;
-    }
-    const NodeId old = it->second;
-    if (plan.device_size() > 0) ordered.set_device(id, plan.device(old));
-    if (plan.priority_size() > 0) ordered.set_priority(id, plan.priority(old));
-    if (plan.fusion_group_size() > 0) {
-      ordered.set_fusion_group(id, plan.fusion_group(old));
-    }
-    if (plan.layout_size() > 0) *ordered.mutable_layout(id) = plan.layout(old);
-  }
-  return ordered;
 }
 
 bool SameOutputs(std::vector<TensorType> a, std::vector<TensorType> b,
@@ -522,16 +483,8 @@ TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   ASSERT_TRUE(original.ParseFromString(trip.original));
   ASSERT_TRUE(exported.ParseFromString(trip.exported));
   // Every computation that no fusion calls has a schedule: each of its
-  // instructions once, after its operands and control predecessors.
-  absl::flat_hash_set<int64_t> fused;
-  for (const auto& computation : exported.computations()) {
-    for (const auto& instruction : computation.instructions()) {
-      if (instruction.opcode() == "fusion") {
-        fused.insert(instruction.called_computation_ids().begin(),
-                     instruction.called_computation_ids().end());
-      }
-    }
-  }
+  // instructions once, after its operands.
+  CheckFusedModule(exported);
   int sharded = 0;
   for (const auto& computation : exported.computations()) {
     for (const auto& instruction : computation.instructions()) {
@@ -539,27 +492,6 @@ TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
         ASSERT_EQ(instruction.sharding().tile_assignment_devices_size(), 1);
         ++sharded;
       }
-    }
-    auto it = exported.schedule().sequences().find(computation.id());
-    if (fused.contains(computation.id())) {
-      EXPECT_TRUE(it == exported.schedule().sequences().end());
-      continue;
-    }
-    ASSERT_TRUE(it != exported.schedule().sequences().end())
-        << computation.name();
-    ASSERT_EQ(it->second.instruction_ids_size(),
-              computation.instructions_size());
-    absl::flat_hash_set<int64_t> done;
-    for (int64_t id : it->second.instruction_ids()) {
-      for (const auto& instruction : computation.instructions()) {
-        if (instruction.id() != id) continue;
-        for (int64_t operand : instruction.operand_ids()) {
-          EXPECT_TRUE(done.contains(operand))
-              << computation.name() << ": " << instruction.name()
-              << " scheduled before its operand " << operand;
-        }
-      }
-      EXPECT_TRUE(done.insert(id).second) << id;
     }
   }
   EXPECT_GT(sharded, 0);
@@ -634,13 +566,17 @@ TEST_P(HloFusionRoundTripTest, GroupsBecomeFusionNodesWithTheirFlops) {
       exporter->Export(contents, *graph, plan, options);
   ASSERT_TRUE(exported.ok()) << exported.status();
   // A group only XLA cannot fuse stays attributes, named in a warning:
-  // here only groups that span a call gopt inlined into its caller.
+  // here groups that span a call gopt inlined into its caller, and a dot or
+  // convolution whose group's result has another element type.
   for (const std::string& warning : exported->warnings) {
     int32_t kernel = -1;
     if (std::sscanf(warning.c_str(), "fusion group %d ", &kernel) != 1) {
       continue;
     }
-    EXPECT_THAT(warning, HasSubstr("a call gopt inlined into its caller"));
+    EXPECT_THAT(warning,
+                ::testing::AnyOf(
+                    HasSubstr("a call gopt inlined into its caller"),
+                    HasSubstr("gopt prices a fusion at its result's element")));
     fused_away -= members[kernel] - 1;
     --groups;
   }
@@ -678,86 +614,6 @@ INSTANTIATE_TEST_SUITE_P(
                       "hlo/llama2_ptxla_neuron_train_tp1.hlo",
                       "hlo/nux_flow_jit_loss9581.hlo"));
 
-// A plan over a small HLO module: everything on device 0, the
-// instructions named in `fused` in fusion group 0.
-gopt::v1::Plan PlanFusing(const Graph& graph,
-                          const std::vector<std::string>& fused) {
-  gopt::v1::Plan plan;
-  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
-    plan.add_device(0);
-    plan.add_priority(0);
-    plan.add_fusion_group(std::find(fused.begin(), fused.end(),
-                                    graph.node(id).name) != fused.end()
-                              ? 0
-                              : -1);
-  }
-  return plan;
-}
-
-double TotalFlops(const Graph& graph) {
-  double flops = 0;
-  for (const Node& node : graph.nodes()) flops += node.flops;
-  return flops;
-}
-
-// Checks the structure of an exported HloModuleProto with fusions: ids
-// unique in the module, every fusion's fused computation before its caller
-// and called by nothing else, and a schedule for exactly the computations
-// no fusion calls, each listing its own instructions (the fusions, not their
-// members) once, operands first. Returns the fusion instructions.
-std::vector<xla::HloInstructionProto> CheckFusedModule(
-    const xla::HloModuleProto& module) {
-  std::vector<xla::HloInstructionProto> fusions;
-  absl::flat_hash_set<int64_t> ids;
-  absl::flat_hash_map<int64_t, int> position;  // computation id -> index
-  for (int c = 0; c < module.computations_size(); ++c) {
-    position[module.computations(c).id()] = c;
-  }
-  absl::flat_hash_set<int64_t> fused;
-  for (int c = 0; c < module.computations_size(); ++c) {
-    const auto& computation = module.computations(c);
-    for (const auto& instruction : computation.instructions()) {
-      EXPECT_TRUE(ids.insert(instruction.id()).second)
-          << "id " << instruction.id() << " of " << instruction.name()
-          << " is used twice";
-      if (instruction.opcode() != "fusion") continue;
-      EXPECT_THAT(std::vector<std::string>({"kLoop", "kInput", "kOutput"}),
-                  Contains(instruction.fusion_kind()));
-      EXPECT_EQ(instruction.called_computation_ids_size(), 1);
-      const int64_t callee = instruction.called_computation_ids(0);
-      EXPECT_TRUE(fused.insert(callee).second);
-      EXPECT_LT(position.at(callee), c) << instruction.name();
-      fusions.push_back(instruction);
-    }
-  }
-  for (const auto& computation : module.computations()) {
-    auto it = module.schedule().sequences().find(computation.id());
-    if (fused.contains(computation.id())) {
-      EXPECT_TRUE(it == module.schedule().sequences().end());
-      continue;
-    }
-    EXPECT_TRUE(it != module.schedule().sequences().end())
-        << computation.name();
-    if (it == module.schedule().sequences().end()) continue;
-    EXPECT_EQ(it->second.instruction_ids_size(),
-              computation.instructions_size());
-    absl::flat_hash_map<int64_t, const xla::HloInstructionProto*> by_id;
-    for (const auto& instruction : computation.instructions()) {
-      by_id[instruction.id()] = &instruction;
-    }
-    absl::flat_hash_set<int64_t> done;
-    for (int64_t id : it->second.instruction_ids()) {
-      EXPECT_TRUE(by_id.contains(id)) << computation.name() << ": " << id;
-      if (!by_id.contains(id)) continue;
-      for (int64_t operand : by_id[id]->operand_ids()) {
-        EXPECT_TRUE(done.contains(operand)) << by_id[id]->name();
-      }
-      EXPECT_TRUE(done.insert(id).second) << id;
-    }
-  }
-  return fusions;
-}
-
 // The real TPU module: seeded fusion groups become fusion instructions; the
 // export imports with one fusion node per group, costed from its body (the
 // same FLOPs), and simulates within the tolerance of the HLO text export.
@@ -771,32 +627,7 @@ TEST(HloProtoFusionTest, GroupsBecomeFusionInstructionsWithTheirFlops) {
   absl::StatusOr<Graph> graph =
       registries.importers.Import(contents, "hlo-proto", {});
   ASSERT_TRUE(graph.ok()) << graph.status();
-  gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
-  // A fusion node is priced at its result's element type, a group at its
-  // heaviest member's: a bf16 convolution fused with the convert of its
-  // result to f32 is a bf16 kernel as a group and an f32 one as a fusion
-  // node (with the 8 such groups of this plan the step time moves by 7%).
-  // Such groups are left out here: the simulator's pricing differs, not
-  // the export.
-  {
-    absl::flat_hash_map<int32_t, std::vector<NodeId>> by_group;
-    for (NodeId id = 0; id < graph->num_nodes(); ++id) {
-      if (plan.fusion_group(id) >= 0)
-        by_group[plan.fusion_group(id)].push_back(id);
-    }
-    for (const auto& [group, ids] : by_group) {
-      bool heavy = false;
-      bool mixed = false;
-      for (NodeId id : ids) {
-        const Node& node = graph->node(id);
-        heavy |= node.kind == OpKind::kConvolution || node.kind == OpKind::kDot;
-        mixed |= node.outputs[0].dtype != graph->node(ids[0]).outputs[0].dtype;
-      }
-      if (heavy && mixed) {
-        for (NodeId id : ids) plan.set_fusion_group(id, -1);
-      }
-    }
-  }
+  const gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
   absl::flat_hash_map<int32_t, int> members;
   for (int32_t group : plan.fusion_group()) {
     if (group >= 0) ++members[group];
@@ -815,7 +646,12 @@ TEST(HloProtoFusionTest, GroupsBecomeFusionInstructionsWithTheirFlops) {
     int32_t kernel = -1;
     ASSERT_EQ(std::sscanf(warning.c_str(), "fusion group %d ", &kernel), 1)
         << warning;
-    EXPECT_THAT(warning, HasSubstr("a call gopt inlined into its caller"));
+    // The 8 groups of a bf16 convolution and the convert of its result to
+    // f32 (as a fusion it would be priced as an f32 kernel).
+    EXPECT_THAT(warning,
+                ::testing::AnyOf(
+                    HasSubstr("a call gopt inlined into its caller"),
+                    HasSubstr("gopt prices a fusion at its result's element")));
     --groups;
   }
   xla::HloModuleProto module;
@@ -845,157 +681,6 @@ TEST(HloProtoFusionTest, GroupsBecomeFusionInstructionsWithTheirFlops) {
   EXPECT_NEAR(after, before, 0.005 * before);
   std::cout << "tpu layout module: " << groups << " fusion instructions, step "
             << before << " s as groups, " << after << " s as fusion nodes\n";
-}
-
-// A small module by hand: a group with two outputs (one a dot: kOutput,
-// written as a tuple-rooted fusion and get-tuple-elements) and a group
-// ending in the root (kLoop, the fusion takes the root's name and id).
-TEST(HloProtoFusionTest, OutputsKeepTheirNamesAndIds) {
-  const std::string text = R"pb(
-    name: "small"
-    entry_computation_name: "main"
-    entry_computation_id: 7
-    computations {
-      name: "main"
-      id: 7
-      root_id: 6
-      instructions {
-        name: "p0"
-        opcode: "parameter"
-        id: 1
-        parameter_number: 0
-        shape {
-          element_type: F32
-          dimensions: [ 8, 16 ]
-          layout { minor_to_major: [ 1, 0 ] }
-        }
-      }
-      instructions {
-        name: "p1"
-        opcode: "parameter"
-        id: 2
-        parameter_number: 1
-        shape {
-          element_type: F32
-          dimensions: [ 16, 4 ]
-          layout { minor_to_major: [ 1, 0 ] }
-        }
-      }
-      instructions {
-        name: "dot"
-        opcode: "dot"
-        id: 3
-        operand_ids: [ 1, 2 ]
-        shape {
-          element_type: F32
-          dimensions: [ 8, 4 ]
-          layout { minor_to_major: [ 1, 0 ] }
-        }
-        dot_dimension_numbers {
-          lhs_contracting_dimensions: 1
-          rhs_contracting_dimensions: 0
-        }
-        metadata { op_name: "jit(f)/dot" }
-      }
-      instructions {
-        name: "neg"
-        opcode: "negate"
-        id: 4
-        operand_ids: 3
-        shape {
-          element_type: F32
-          dimensions: [ 8, 4 ]
-          layout { minor_to_major: [ 1, 0 ] }
-        }
-      }
-      instructions {
-        name: "exp"
-        opcode: "exponential"
-        id: 5
-        operand_ids: 4
-        shape {
-          element_type: F32
-          dimensions: [ 8, 4 ]
-          layout { minor_to_major: [ 1, 0 ] }
-        }
-      }
-      instructions {
-        name: "mul"
-        opcode: "multiply"
-        id: 6
-        operand_ids: [ 5, 3 ]
-        shape {
-          element_type: F32
-          dimensions: [ 8, 4 ]
-          layout { minor_to_major: [ 1, 0 ] }
-        }
-        metadata { op_name: "jit(f)/mul" }
-      }
-    }
-  )pb";
-  xla::HloModuleProto input;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &input));
-  const std::string contents = input.SerializeAsString();
-  const BuiltinRegistries registries;
-  absl::StatusOr<Graph> graph =
-      registries.importers.Import(contents, "hlo-proto", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  gopt::v1::Plan plan = PlanFusing(*graph, {"dot", "neg"});
-  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
-    const std::string& name = graph->node(id).name;
-    if (name == "exp" || name == "mul") plan.set_fusion_group(id, 1);
-    plan.set_priority(id, id);
-  }
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  const Exporter& exporter = **registries.exporters.Find("hlo-proto");
-  absl::StatusOr<ExportResult> exported =
-      exporter.Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->warnings, ::testing::IsEmpty());
-  xla::HloModuleProto module;
-  ASSERT_TRUE(module.ParseFromString(exported->contents));
-  const std::vector<xla::HloInstructionProto> fusions =
-      CheckFusedModule(module);
-  ASSERT_EQ(fusions.size(), 2u);
-  ASSERT_EQ(module.computations_size(), 3);
-  const xla::HloComputationProto& main = module.computations(2);
-  EXPECT_EQ(main.name(), "main");
-  EXPECT_EQ(main.root_id(), 6);
-  std::vector<std::string> names;
-  for (const auto& instruction : main.instructions()) {
-    names.push_back(absl::StrCat(instruction.name(), ":", instruction.opcode(),
-                                 ":", instruction.id()));
-  }
-  EXPECT_THAT(names, ::testing::ElementsAre(
-                         "p0:parameter:1", "p1:parameter:2",
-                         "gopt_fusion.0:fusion:12", "dot:get-tuple-element:3",
-                         "neg:get-tuple-element:4", "mul:fusion:6"));
-  EXPECT_EQ(fusions[0].fusion_kind(), "kOutput");
-  EXPECT_EQ(fusions[0].metadata().op_name(), "jit(f)/dot");
-  EXPECT_EQ(fusions[1].fusion_kind(), "kLoop");
-  EXPECT_EQ(fusions[1].metadata().op_name(), "jit(f)/mul");
-  EXPECT_THAT(fusions[1].operand_ids(), ::testing::ElementsAre(4, 3));
-  const xla::HloComputationProto& loop = module.computations(1);
-  EXPECT_EQ(loop.name(), "gopt_fused_computation.1");
-  EXPECT_EQ(loop.program_shape().parameter_names_size(), 2);
-  std::vector<std::string> inner;
-  for (const auto& instruction : loop.instructions()) {
-    inner.push_back(
-        absl::StrCat(instruction.name(), ":", instruction.opcode()));
-  }
-  EXPECT_THAT(inner, ::testing::ElementsAre(
-                         "param_0.1:parameter", "param_1.1:parameter",
-                         "exp:exponential", "mul.fused:multiply"));
-
-  absl::StatusOr<Graph> again =
-      registries.importers.Import(exported->contents, "hlo-proto", {});
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(TotalFlops(*again), TotalFlops(*graph));
-  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
-      exporter.ReadPlan(exported->contents, *again, options.devices);
-  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
-  EXPECT_TRUE(CheckPlanFitsGraph(*again, **read, 1).ok());
 }
 
 TEST(GoptRoundTripTest, PlanEmbeddedInTheGraphMessage) {
@@ -1032,252 +717,6 @@ TEST(OnnxExporterTest, LayoutsAreAWarning) {
   ASSERT_EQ(exported->warnings.size(), 1u);
   EXPECT_THAT(exported->warnings[0],
               HasSubstr("ONNX cannot express tensor layouts"));
-}
-
-// A row-sharded dot over 8 partitions (the SPMD importer costs it per
-// shard): the export keeps the module's shardings and reads back the same
-// plan, since placement is the module's own.
-TEST(HloSpmdExportTest, ShardingsStayAsWrittenAndThePlanReadsBack) {
-  const std::string contents = R"hlo(HloModule spmd, num_partitions=8
-
-ENTRY main {
-  lhs = f32[1024,1024]{1,0} parameter(0), sharding={devices=[8,1]<=[8]}
-  rhs = f32[1024,1024]{1,0} parameter(1), sharding={replicated}
-  ROOT dot = f32[1024,1024]{1,0} dot(lhs, rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[8,1]<=[8]}
-}
-)hlo";
-  const BuiltinRegistries registries;
-  const ImporterRegistry& importers = registries.importers;
-  const ExporterRegistry& exporters = registries.exporters;
-  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  ASSERT_EQ(graph->spmd().num_partitions, 8);
-  gopt::v1::Plan plan;
-  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
-    plan.add_device(0);
-    plan.add_priority(1 + id % 3);
-  }
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  const Exporter& exporter = **exporters.Find("hlo");
-  absl::StatusOr<ExportResult> exported =
-      exporter.Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->contents,
-              HasSubstr("parameter(0), sharding={devices=[8,1]<=[8]}"));
-  EXPECT_THAT(exported->contents, HasSubstr("sharding={replicated}"));
-  EXPECT_THAT(exported->contents, Not(HasSubstr("maximal")));
-  EXPECT_THAT(exported->warnings,
-              Contains(HasSubstr("its shardings are kept as written")));
-  // Not is_scheduled: that would mark the program as partitioned.
-  EXPECT_THAT(exported->contents, Not(HasSubstr("is_scheduled")));
-  EXPECT_THAT(exported->warnings,
-              Contains(HasSubstr("SPMD module before partitioning")));
-
-  absl::StatusOr<Graph> reimported =
-      importers.Import(exported->contents, "hlo", {});
-  ASSERT_TRUE(reimported.ok()) << reimported.status();
-  absl::StatusOr<std::optional<gopt::v1::Plan>> embedded =
-      exporter.ReadPlan(exported->contents, *reimported, options.devices);
-  ASSERT_TRUE(embedded.ok()) << embedded.status();
-  ASSERT_TRUE(embedded->has_value());
-  ASSERT_EQ((*embedded)->priority_size(), plan.priority_size());
-  const gopt::v1::Plan back = PlanInOrderOf(*reimported, *graph, **embedded);
-  for (int i = 0; i < plan.priority_size(); ++i) {
-    EXPECT_EQ(back.device(i), 0) << i;
-    EXPECT_EQ(back.priority(i), plan.priority(i)) << i;
-  }
-}
-
-// XLA never fuses a batch norm: it expands it (BatchNormExpander) before
-// fusion. A group holding a batch-norm-inference is written with the
-// expansion in the fused computation, which XLA compiles as it is.
-TEST(HloFusionExportTest, InferenceBatchNormIsWrittenAsXlaExpandsIt) {
-  const std::string contents = R"hlo(HloModule cnn
-
-ENTRY main {
-  x = f32[2,8,6,6]{3,2,1,0} parameter(0)
-  w = f32[8,8,3,3]{3,2,1,0} parameter(1)
-  scale = f32[8]{0} parameter(2)
-  offset = f32[8]{0} parameter(3)
-  mean = f32[8]{0} parameter(4)
-  variance = f32[8]{0} parameter(5)
-  conv = f32[2,8,6,6]{3,2,1,0} convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
-  bn = f32[2,8,6,6]{3,2,1,0} batch-norm-inference(conv, scale, offset, mean, variance), epsilon=0.001, feature_index=1, metadata={op_name="bn"}
-  zero = f32[] constant(0)
-  zeros = f32[2,8,6,6]{3,2,1,0} broadcast(zero), dimensions={}
-  ROOT relu = f32[2,8,6,6]{3,2,1,0} maximum(bn, zeros)
-}
-)hlo";
-  const BuiltinRegistries registries;
-  const ImporterRegistry& importers = registries.importers;
-  const ExporterRegistry& exporters = registries.exporters;
-  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  const gopt::v1::Plan plan = PlanFusing(*graph, {"conv", "bn", "relu"});
-  ASSERT_TRUE(simulator::CheckFusionRules(
-                  *graph, std::vector<int32_t>(plan.fusion_group().begin(),
-                                               plan.fusion_group().end()))
-                  .ok());
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  const Exporter& exporter = **exporters.Find("hlo");
-  absl::StatusOr<ExportResult> exported =
-      exporter.Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->warnings, Not(Contains(HasSubstr("fusion group 0"))));
-  EXPECT_THAT(exported->contents, Not(HasSubstr("batch-norm")));
-  EXPECT_THAT(exported->contents, HasSubstr(R"hlo(
-  %bn.epsilon = f32[] constant(0.001)
-  %bn.epsilon_broadcast = f32[8]{0} broadcast(%bn.epsilon), dimensions={}
-  %bn.variance_epsilon = f32[8]{0} add(%param_5.0, %bn.epsilon_broadcast)
-  %bn.rsqrt = f32[8]{0} rsqrt(%bn.variance_epsilon)
-  %bn.scale = f32[8]{0} multiply(%param_2.0, %bn.rsqrt)
-  %bn.mean_scale = f32[8]{0} multiply(%param_4.0, %bn.scale)
-  %bn.shift = f32[8]{0} subtract(%param_3.0, %bn.mean_scale)
-  %bn.scale_broadcast = f32[2,8,6,6]{3,2,1,0} broadcast(%bn.scale), dimensions={1}
-  %bn.shift_broadcast = f32[2,8,6,6]{3,2,1,0} broadcast(%bn.shift), dimensions={1}
-  %bn.scaled = f32[2,8,6,6]{3,2,1,0} multiply(%conv, %bn.scale_broadcast)
-  %bn = f32[2,8,6,6]{3,2,1,0} add(%bn.scaled, %bn.shift_broadcast), metadata={op_name="bn"})hlo"));
-  EXPECT_THAT(exported->contents,
-              HasSubstr("ROOT %relu = f32[2,8,6,6]{3,2,1,0} fusion(%x, %w, "
-                        "%scale, %offset, %mean, %variance, %zeros), "
-                        "kind=kLoop, calls=%gopt_fused_computation.0"));
-  // It imports as one fusion node; the plan reads back.
-  absl::StatusOr<Graph> again = importers.Import(exported->contents, "hlo", {});
-  ASSERT_TRUE(again.ok()) << again.status();
-  int fusions = 0;
-  for (const Node& node : again->nodes()) {
-    fusions += node.kind == OpKind::kFusion;
-    EXPECT_NE(node.kind, OpKind::kNormalization) << node.name;
-  }
-  EXPECT_EQ(fusions, 1);
-  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
-      exporter.ReadPlan(exported->contents, *again, options.devices);
-  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
-}
-
-// A batch-norm-training (or -grad) cannot be written that way (its outputs
-// leave through get-tuple-elements): its group stays attributes, with a
-// warning that says why.
-TEST(HloFusionExportTest, TrainingBatchNormGroupStaysAttributes) {
-  const std::string contents = R"hlo(HloModule train
-
-ENTRY main {
-  x = f32[2,8,6,6]{3,2,1,0} parameter(0)
-  scale = f32[8]{0} parameter(1)
-  offset = f32[8]{0} parameter(2)
-  twice = f32[2,8,6,6]{3,2,1,0} add(x, x)
-  bn = (f32[2,8,6,6]{3,2,1,0}, f32[8]{0}, f32[8]{0}) batch-norm-training(twice, scale, offset), epsilon=0.001, feature_index=1
-  ROOT y = f32[2,8,6,6]{3,2,1,0} get-tuple-element(bn), index=0
-}
-)hlo";
-  const BuiltinRegistries registries;
-  const ImporterRegistry& importers = registries.importers;
-  const ExporterRegistry& exporters = registries.exporters;
-  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  const gopt::v1::Plan plan = PlanFusing(*graph, {"twice", "bn"});
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  absl::StatusOr<ExportResult> exported =
-      (*exporters.Find("hlo"))->Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->warnings,
-              Contains("fusion group 0 (twice, bn) is written as frontend "
-                       "attribute _gopt_kernel only, not as a fusion "
-                       "instruction: 'bn' is a batch-norm-training, which XLA "
-                       "expands before fusion and never fuses"));
-  EXPECT_THAT(exported->contents, Not(HasSubstr("fusion(")));
-  EXPECT_THAT(exported->contents, HasSubstr("batch-norm-training(twice"));
-}
-
-// The schedule in HLO text: is_scheduled=true and each computation's
-// instructions in execution order (highest priority first among the ready
-// ones); gopt's parser reads the reordered module, the priorities read
-// back, and exporting the export again keeps one is_scheduled flag.
-TEST(HloTextScheduleTest, InstructionOrderIsTheSchedule) {
-  const std::string contents =
-      R"hlo(HloModule sched, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
-
-ENTRY main {
-  p = f32[4]{0} parameter(0)
-  a = f32[4]{0} negate(p)
-  b = f32[4]{0} exponential(p)
-  c = f32[4]{0} abs(p)
-  e = f32[4]{0} sine(p)
-  ROOT d = f32[4]{0} add(a, b)
-}
-)hlo";
-  const BuiltinRegistries registries;
-  absl::StatusOr<Graph> graph =
-      registries.importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  const absl::flat_hash_map<std::string, int32_t> priority = {
-      {"p", 0}, {"a", 1}, {"b", 5}, {"c", 3}, {"e", 3}, {"d", 0}};
-  gopt::v1::Plan plan;
-  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
-    plan.add_device(0);
-    plan.add_priority(priority.at(graph->node(id).name));
-  }
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  const Exporter& exporter = **registries.exporters.Find("hlo");
-  absl::StatusOr<ExportResult> exported =
-      exporter.Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->warnings, ::testing::IsEmpty());
-  EXPECT_TRUE(absl::StartsWith(
-      exported->contents,
-      "HloModule sched, is_scheduled=true, entry_computation_layout="));
-  // b (5), then c and e (3, in module order), a (1), d (0, after a and b).
-  std::vector<std::string> order;
-  for (absl::string_view line : absl::StrSplit(exported->contents, '\n')) {
-    absl::ConsumePrefix(&line, "  ");
-    absl::ConsumePrefix(&line, "ROOT ");
-    if (line.size() > 2 && line[1] == ' ' && line[2] == '=') {
-      order.emplace_back(line.substr(0, 1));
-    }
-  }
-  EXPECT_THAT(order, ::testing::ElementsAre("p", "b", "c", "e", "a", "d"));
-  absl::StatusOr<Graph> again =
-      registries.importers.Import(exported->contents, "hlo", {});
-  ASSERT_TRUE(again.ok()) << again.status();
-  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
-      exporter.ReadPlan(exported->contents, *again, options.devices);
-  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
-  for (NodeId id = 0; id < again->num_nodes(); ++id) {
-    EXPECT_EQ((*read)->priority(id), priority.at(again->node(id).name));
-  }
-  absl::StatusOr<ExportResult> twice =
-      exporter.Export(exported->contents, *again, **read, options);
-  ASSERT_TRUE(twice.ok()) << twice.status();
-  EXPECT_TRUE(absl::StartsWith(
-      twice->contents,
-      "HloModule sched, is_scheduled=true, entry_computation_layout="));
-  EXPECT_EQ(twice->contents, exported->contents);
-}
-
-// A _gopt_layout that is no layout of the instruction's shape is
-// INVALID_ARGUMENT naming the instruction.
-TEST(HloLayoutReadTest, BadLayoutNamesTheInstruction) {
-  const std::string contents = R"hlo(HloModule bad
-
-ENTRY main {
-  p = f32[2,3] parameter(0), frontend_attributes={_gopt_priority="0"}
-  ROOT a = f32[2,3] negate(p), frontend_attributes={_gopt_priority="1",_gopt_layout="5,0"}
-}
-)hlo";
-  const BuiltinRegistries registries;
-  absl::StatusOr<Graph> graph =
-      registries.importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
-      (*registries.exporters.Find("hlo"))->ReadPlan(contents, *graph, {});
-  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(read.status().message(),
-              HasSubstr("instruction 'a' of 'main' layout {5,0}: expected a "
-                        "permutation of the 2 dimensions"));
 }
 
 TEST(ExporterTest, BadFileIsInvalidArgument) {
