@@ -1,5 +1,11 @@
 #include "graph/hlo/hlo_decisions.h"
 
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "graph/decisions.h"
 
 namespace gopt::graph {
@@ -20,11 +26,45 @@ HloDecisions HloDecisionsOf(const Graph& graph, const gopt::v1::Plan& plan) {
   return decisions;
 }
 
+std::string LayoutAttributeValue(const std::vector<int32_t>& minor_to_major) {
+  return absl::StrJoin(minor_to_major, ",");
+}
+
+absl::StatusOr<std::vector<int32_t>> ReadLayoutDecision(
+    absl::string_view attribute, const std::vector<int32_t>& shape_layout,
+    int rank, absl::string_view what) {
+  std::vector<int32_t> layout = shape_layout;
+  if (layout.empty() && !attribute.empty()) {
+    for (absl::string_view piece : absl::StrSplit(attribute, ',')) {
+      int32_t dim = -1;
+      if (!absl::SimpleAtoi(piece, &dim)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " frontend attribute ", kHloLayoutAttribute,
+            ": expected dimensions like \"1,0\", got \"", attribute, "\""));
+      }
+      layout.push_back(dim);
+    }
+  }
+  std::vector<int32_t> sorted = layout;
+  std::sort(sorted.begin(), sorted.end());
+  bool permutation = static_cast<int>(sorted.size()) == rank;
+  for (int i = 0; permutation && i < rank; ++i) permutation = sorted[i] == i;
+  if (!permutation) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " layout {", absl::StrJoin(layout, ","),
+        "}: expected a permutation of the ", rank, " dimensions of its shape"));
+  }
+  return layout;
+}
+
 gopt::v1::Plan PlanFromHloDecisions(const Graph& graph,
                                     const HloDecisions& decisions,
                                     absl::string_view method) {
   gopt::v1::Plan plan;
   plan.set_method(std::string(method));
+  const bool layouts = std::any_of(
+      decisions.begin(), decisions.end(),
+      [](const auto& entry) { return !entry.second.layout.empty(); });
   for (const Node& node : graph.nodes()) {
     HloDecision d;
     if (auto it = decisions.find({node.source.scope, node.source.name});
@@ -34,6 +74,10 @@ gopt::v1::Plan PlanFromHloDecisions(const Graph& graph,
     plan.add_device(d.device);
     plan.add_priority(d.priority);
     plan.add_fusion_group(d.kernel);
+    if (layouts) {
+      plan.add_layout()->mutable_minor_to_major()->Add(d.layout.begin(),
+                                                       d.layout.end());
+    }
   }
   return plan;
 }

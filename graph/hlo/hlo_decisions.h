@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gopt/v1/plan.pb.h"
 #include "graph/graph.h"
@@ -30,6 +31,22 @@ using HloDecisions =
 // as (XLA carries frontend attributes through its passes unchanged).
 inline constexpr absl::string_view kHloPriorityAttribute = "_gopt_priority";
 inline constexpr absl::string_view kHloKernelAttribute = "_gopt_kernel";
+// Marks an instruction whose shape's layout is gopt's layout decision (the
+// value is the layout written, "1,0" for {1,0}); instructions without it
+// keep the caller's own layouts, which are no decision.
+inline constexpr absl::string_view kHloLayoutAttribute = "_gopt_layout";
+
+// The _gopt_layout value of `minor_to_major` ("1,0").
+std::string LayoutAttributeValue(const std::vector<int32_t>& minor_to_major);
+
+// The layout decision of an instruction that carries _gopt_layout
+// (`attribute`): the minor_to_major of its array shape (`shape_layout`, what
+// the compiler reads), or the attribute's value when the shape has no
+// layout. InvalidArgument naming `what` when the attribute does not parse
+// or the layout is not a permutation of 0..rank-1.
+absl::StatusOr<std::vector<int32_t>> ReadLayoutDecision(
+    absl::string_view attribute, const std::vector<int32_t>& shape_layout,
+    int rank, absl::string_view what);
 
 // The decision of every instruction that became graph nodes, taken from
 // the representative node of its source group. `plan` must fit `graph` and
@@ -37,8 +54,9 @@ inline constexpr absl::string_view kHloKernelAttribute = "_gopt_kernel";
 HloDecisions HloDecisionsOf(const Graph& graph, const gopt::v1::Plan& plan);
 
 // The plan `decisions` (read back from a module) make for `graph`: nodes
-// whose instruction has no decision get device 0, priority 0, unfused.
-// Layouts are not part of it (they are in the module's shapes).
+// whose instruction has no decision get device 0, priority 0, unfused and
+// no layout. Layouts are in the plan only when a decision has one (every
+// node of an instruction takes its layout).
 gopt::v1::Plan PlanFromHloDecisions(const Graph& graph,
                                     const HloDecisions& decisions,
                                     absl::string_view method);

@@ -14,6 +14,7 @@
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_text_edit.h"
 #include "graph/hlo/hlo_text_fusion.h"
+#include "graph/hlo/hlo_text_schedule.h"
 #include "util/status_macros.h"
 
 namespace gopt::graph {
@@ -23,6 +24,7 @@ constexpr absl::string_view kSharding = "sharding=";
 constexpr absl::string_view kFrontend = "frontend_attributes=";
 constexpr absl::string_view kPriority = kHloPriorityAttribute;
 constexpr absl::string_view kKernel = kHloKernelAttribute;
+constexpr absl::string_view kLayout = kHloLayoutAttribute;
 
 // The frontend attributes of `line` as key -> quoted value, in order.
 std::vector<std::pair<std::string, std::string>> FrontendAttributes(
@@ -68,7 +70,6 @@ class HloTextExporter final : public Exporter {
     // An SPMD program's placement is its own shardings (the importer costed
     // it per shard and kept every node on the mesh): they stay as written.
     const bool spmd = graph.spmd().num_partitions > 1;
-    int prioritised = 0;
     for (const InstructionLine& instruction : instructions) {
       auto it = decisions.find({instruction.computation, instruction.name});
       if (it == decisions.end()) continue;
@@ -80,23 +81,41 @@ class HloTextExporter final : public Exporter {
       }
       std::vector<std::pair<std::string, std::string>> frontend;
       for (auto& [key, value] : FrontendAttributes(line)) {
-        if (key != kPriority && key != kKernel) {
+        if (key != kPriority && key != kKernel && key != kLayout) {
           frontend.emplace_back(std::move(key), std::move(value));
         }
       }
       frontend.emplace_back(std::string(kPriority),
                             absl::StrCat("\"", d.priority, "\""));
-      prioritised += d.priority != 0;
       if (d.kernel >= 0) {
         frontend.emplace_back(std::string(kKernel),
                               absl::StrCat("\"", d.kernel, "\""));
+      }
+      const bool layout = !d.layout.empty() && ArrayShape(line).has_value();
+      if (layout) {
+        frontend.emplace_back(
+            std::string(kLayout),
+            absl::StrCat("\"", LayoutAttributeValue(d.layout), "\""));
       }
       SetAttribute(
           &line, kFrontend,
           absl::StrCat("{",
                        absl::StrJoin(frontend, ",", absl::PairFormatter("=")),
                        "}"));
-      if (!d.layout.empty()) SetArrayLayout(&line, d.layout);
+      if (layout) SetArrayLayout(&line, d.layout);
+    }
+    // A module the importer partitioned is an SPMD program before
+    // partitioning: XLA (and gopt's importer) read is_scheduled=true as
+    // "already partitioned", so its schedule stays the priority attribute.
+    std::vector<std::string> schedule_warnings;
+    if (graph.spmd().partitioned_by_importer) {
+      schedule_warnings.push_back(absl::StrCat(
+          "SPMD module before partitioning: the schedule is written as "
+          "frontend attribute ",
+          kPriority,
+          " only (is_scheduled=true would mark the module as partitioned)"));
+    } else {
+      schedule_warnings = WriteTextSchedule(decisions, &lines);
     }
     ExportResult result;
     result.contents = absl::StrJoin(lines, "\n");
@@ -106,14 +125,10 @@ class HloTextExporter final : public Exporter {
           " partitions): its shardings are kept as written; gopt's decisions "
           "are the schedule, fusion and layouts of the per-device program"));
     }
-    if (prioritised > 0) {
-      result.warnings.push_back(absl::StrCat(
-          "the schedule is written as frontend attribute ", kPriority, " on ",
-          prioritised,
-          " instruction(s), not yet as is_scheduled instruction order"));
-    }
-    for (std::string& warning : fusion.warnings) {
-      result.warnings.push_back(std::move(warning));
+    for (auto* warnings : {&fusion.warnings, &schedule_warnings}) {
+      for (std::string& warning : *warnings) {
+        result.warnings.push_back(std::move(warning));
+      }
     }
     return result;
   }
@@ -132,7 +147,12 @@ class HloTextExporter final : public Exporter {
                        instruction.computation, "'");
       HloDecision d;
       bool ours = false;
+      std::optional<std::string> layout;
       for (const auto& [key, value] : FrontendAttributes(line)) {
+        if (key == kLayout) {
+          layout = std::string(
+              absl::StripPrefix(absl::StripSuffix(value, "\""), "\""));
+        }
         if (key != kPriority && key != kKernel) continue;
         ours = true;
         ASSIGN_OR_RETURN(
@@ -158,6 +178,18 @@ class HloTextExporter final : public Exporter {
               what, " field 'sharding': expected {maximal device=K} with K < ",
               devices.size()));
         }
+      }
+      if (layout.has_value()) {
+        const std::optional<TextArrayLayout> shape = ReadArrayLayout(line);
+        if (!shape.has_value()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, " frontend attribute ", kLayout,
+              ": the instruction's shape is not an array with a layout that "
+              "parses"));
+        }
+        ASSIGN_OR_RETURN(d.layout,
+                         ReadLayoutDecision(*layout, shape->minor_to_major,
+                                            shape->rank, what));
       }
       decisions[{instruction.computation, instruction.name}] = d;
     }

@@ -10,14 +10,18 @@ namespace gopt::graph {
 // Writes gopt's decisions into HLO text, editing only the instructions that
 // became graph nodes: placement as `sharding={maximal device=K}` (replacing a
 // sharding the instruction had), a layout decision as the `{minor_to_major}`
-// of the instruction's array shape, and priority and fusion group as the
+// of the instruction's array shape (marked by the frontend attribute
+// `_gopt_layout`: ReadPlan takes a marked shape's layout as the decision;
+// other layouts are the caller's), and priority and fusion group as the
 // frontend attributes `_gopt_priority` and `_gopt_kernel` (XLA carries
 // frontend attributes through its passes unchanged). A fusion group of two
 // or more instructions becomes a fusion instruction calling a fused
 // computation (WriteFusionInstructions; a group XLA cannot fuse stays as
 // attributes, with a warning naming it). Everything else, metadata and
-// stack frames included, stays byte for byte. The schedule is the
-// priority attribute only (a warning says so). Reads the decisions back
+// stack frames included, stays as it was. The schedule is written as XLA
+// reads a scheduled module (WriteTextSchedule): `is_scheduled=true` and
+// each computation no fusion calls in execution order, the order the
+// HloModuleProto export writes as its schedule. Reads the decisions back
 // from the same attributes; a fusion instruction's decision is its group's.
 std::unique_ptr<Exporter> NewHloTextExporter();
 

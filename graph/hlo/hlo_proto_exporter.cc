@@ -1,7 +1,6 @@
 #include "graph/hlo/hlo_proto_exporter.h"
 
 #include <climits>
-#include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -11,6 +10,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/hlo/hlo_decisions.h"
+#include "graph/hlo/hlo_proto_fusion.h"
+#include "graph/hlo/hlo_schedule.h"
 #include "util/status_macros.h"
 #include "xla/hlo.pb.h"
 
@@ -51,51 +52,53 @@ absl::flat_hash_set<int64_t> FusedComputationIds(
   return fused;
 }
 
-// The instruction ids of `computation` in execution order: operands and
-// control predecessors first, then the highest `priority` (by instruction
-// index) among the ready ones, ties in the module's order. Ids that are not
-// instructions of the computation are not dependencies (the importer
-// rejects such modules before an export can happen).
-std::vector<int64_t> ScheduleOf(const xla::HloComputationProto& computation,
-                                const std::vector<int32_t>& priority) {
-  const int n = computation.instructions_size();
-  absl::flat_hash_map<int64_t, int> index;
-  for (int i = 0; i < n; ++i) index[computation.instructions(i).id()] = i;
-  std::vector<int> waiting(n, 0);
-  std::vector<std::vector<int>> users(n);
-  for (int i = 0; i < n; ++i) {
-    const xla::HloInstructionProto& instruction = computation.instructions(i);
-    absl::flat_hash_set<int> before;
-    for (const auto* ids :
-         {&instruction.operand_ids(), &instruction.control_predecessor_ids()}) {
-      for (int64_t id : *ids) {
-        auto it = index.find(id);
-        if (it != index.end() && before.insert(it->second).second) {
-          users[it->second].push_back(i);
-          ++waiting[i];
-        }
-      }
+// Writes decision `d` into `instruction`: sharding, frontend attributes and
+// the layout of an array shape.
+void ApplyDecision(const HloDecision& d,
+                   xla::HloInstructionProto* instruction) {
+  xla::OpSharding& sharding = *instruction->mutable_sharding();
+  sharding.Clear();
+  sharding.set_type(xla::OpSharding::MAXIMAL);
+  sharding.add_tile_assignment_dimensions(1);
+  sharding.add_tile_assignment_devices(d.device);
+  auto& attributes = *instruction->mutable_frontend_attributes()->mutable_map();
+  attributes[std::string(kHloPriorityAttribute)] = absl::StrCat(d.priority);
+  if (d.kernel >= 0) {
+    attributes[std::string(kHloKernelAttribute)] = absl::StrCat(d.kernel);
+  } else {
+    attributes.erase(std::string(kHloKernelAttribute));
+  }
+  if (!d.layout.empty() && IsArrayShape(instruction->shape())) {
+    auto& minor_to_major = *instruction->mutable_shape()
+                                ->mutable_layout()
+                                ->mutable_minor_to_major();
+    minor_to_major.Assign(d.layout.begin(), d.layout.end());
+    attributes[std::string(kHloLayoutAttribute)] =
+        LayoutAttributeValue(d.layout);
+  } else {
+    attributes.erase(std::string(kHloLayoutAttribute));
+  }
+}
+
+// Applies `decisions` to every instruction they name; returns each
+// computation's priorities by instruction index.
+std::vector<std::vector<int32_t>> ApplyDecisions(const HloDecisions& decisions,
+                                                 xla::HloModuleProto* module) {
+  std::vector<std::vector<int32_t>> priorities;
+  for (xla::HloComputationProto& computation :
+       *module->mutable_computations()) {
+    std::vector<int32_t>& priority =
+        priorities.emplace_back(computation.instructions_size(), 0);
+    for (int i = 0; i < computation.instructions_size(); ++i) {
+      xla::HloInstructionProto& instruction =
+          *computation.mutable_instructions(i);
+      auto it = decisions.find({computation.name(), instruction.name()});
+      if (it == decisions.end()) continue;
+      priority[i] = it->second.priority;
+      ApplyDecision(it->second, &instruction);
     }
   }
-  // Highest priority first, then the lowest index.
-  auto later = [&](int a, int b) {
-    return std::make_tuple(-priority[a], a) > std::make_tuple(-priority[b], b);
-  };
-  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-  for (int i = 0; i < n; ++i) {
-    if (waiting[i] == 0) ready.push(i);
-  }
-  std::vector<int64_t> order;
-  order.reserve(n);
-  while (!ready.empty()) {
-    const int i = ready.top();
-    ready.pop();
-    order.push_back(computation.instructions(i).id());
-    for (int user : users[i]) {
-      if (--waiting[user] == 0) ready.push(user);
-    }
-  }
-  return order;
+  return priorities;
 }
 
 class HloProtoExporter final : public Exporter {
@@ -107,44 +110,21 @@ class HloProtoExporter final : public Exporter {
       const gopt::v1::Plan& plan,
       const ExportOptions& /*options*/) const override {
     ASSIGN_OR_RETURN(xla::HloModuleProto module, ParseModule(original));
-    const HloDecisions decisions = HloDecisionsOf(graph, plan);
+    HloDecisions decisions = HloDecisionsOf(graph, plan);
+    // Decided shapes and attributes first, so that the fused computations
+    // and fusions carry them; then once more for the instructions the
+    // fusions added (applying a decision twice changes nothing).
+    ApplyDecisions(decisions, &module);
+    HloProtoFusion fusion = WriteProtoFusions(&module, &decisions);
+    const std::vector<std::vector<int32_t>> priorities =
+        ApplyDecisions(decisions, &module);
     const absl::flat_hash_set<int64_t> fused = FusedComputationIds(module);
     xla::HloScheduleProto schedule;
-    int kernels = 0;
-    for (xla::HloComputationProto& computation :
-         *module.mutable_computations()) {
-      std::vector<int32_t> priority(computation.instructions_size(), 0);
-      for (int i = 0; i < computation.instructions_size(); ++i) {
-        xla::HloInstructionProto& instruction =
-            *computation.mutable_instructions(i);
-        auto it = decisions.find({computation.name(), instruction.name()});
-        if (it == decisions.end()) continue;
-        const HloDecision& d = it->second;
-        priority[i] = d.priority;
-        xla::OpSharding& sharding = *instruction.mutable_sharding();
-        sharding.Clear();
-        sharding.set_type(xla::OpSharding::MAXIMAL);
-        sharding.add_tile_assignment_dimensions(1);
-        sharding.add_tile_assignment_devices(d.device);
-        auto& attributes =
-            *instruction.mutable_frontend_attributes()->mutable_map();
-        attributes[std::string(kHloPriorityAttribute)] =
-            absl::StrCat(d.priority);
-        if (d.kernel >= 0) {
-          attributes[std::string(kHloKernelAttribute)] = absl::StrCat(d.kernel);
-          ++kernels;
-        } else {
-          attributes.erase(std::string(kHloKernelAttribute));
-        }
-        if (!d.layout.empty() && IsArrayShape(instruction.shape())) {
-          auto& minor_to_major = *instruction.mutable_shape()
-                                      ->mutable_layout()
-                                      ->mutable_minor_to_major();
-          minor_to_major.Assign(d.layout.begin(), d.layout.end());
-        }
-      }
+    for (int c = 0; c < module.computations_size(); ++c) {
+      const xla::HloComputationProto& computation = module.computations(c);
       if (fused.contains(computation.id())) continue;
-      std::vector<int64_t> order = ScheduleOf(computation, priority);
+      std::vector<int64_t> order =
+          ScheduleOfComputation(computation, priorities[c]);
       if (static_cast<int>(order.size()) != computation.instructions_size()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "computation '", computation.name(),
@@ -157,13 +137,7 @@ class HloProtoExporter final : public Exporter {
     *module.mutable_schedule() = std::move(schedule);
     ExportResult result;
     result.contents = SerializeDeterministically(module);
-    if (kernels > 0) {
-      result.warnings.push_back(
-          absl::StrCat("fusion groups are written as frontend attribute ",
-                       kHloKernelAttribute, " on ", kernels,
-                       " instruction(s), not as fusion instructions with fused "
-                       "computations"));
-    }
+    result.warnings = std::move(fusion.warnings);
     return result;
   }
 
@@ -208,6 +182,22 @@ class HloProtoExporter final : public Exporter {
               devices.size()));
         }
         d.device = static_cast<int32_t>(sharding.tile_assignment_devices(0));
+        if (auto layout = attributes.find(std::string(kHloLayoutAttribute));
+            layout != attributes.end()) {
+          const xla::ShapeProto& shape = instruction.shape();
+          if (!IsArrayShape(shape)) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(what, " frontend attribute ", kHloLayoutAttribute,
+                             ": the instruction's shape is not an array"));
+          }
+          ASSIGN_OR_RETURN(
+              d.layout,
+              ReadLayoutDecision(
+                  layout->second,
+                  std::vector<int32_t>(shape.layout().minor_to_major().begin(),
+                                       shape.layout().minor_to_major().end()),
+                  shape.dimensions_size(), what));
+        }
         decisions[{computation.name(), instruction.name()}] = std::move(d);
       }
     }

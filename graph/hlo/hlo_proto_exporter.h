@@ -12,16 +12,20 @@ namespace gopt::graph {
 // - placement as HloInstructionProto.sharding, OpSharding MAXIMAL on the
 //   node's device (replacing a sharding the instruction had);
 // - a layout decision as the minor_to_major of the instruction's array
-//   shape (its tiles and memory space are kept);
+//   shape (its tiles and memory space are kept), marked by the frontend
+//   attribute `_gopt_layout`; ReadPlan takes the shape's layout of a
+//   marked instruction as its decision (other layouts are the caller's);
 // - the schedule as HloModuleProto.schedule: for every computation not
 //   called by a fusion, its instructions in an order that respects operands
 //   and control predecessors and runs the highest priority first among the
 //   ready ones (ties keep the module's order); a module with a schedule is
 //   a scheduled module to XLA;
+// - fusion groups as fusion instructions calling fused computations
+//   (WriteProtoFusions; a group XLA cannot fuse stays attributes, with a
+//   warning naming it);
 // - priority and fusion group also as the frontend attributes
 //   `_gopt_priority` and `_gopt_kernel`, which is where ReadPlan reads them
-//   (fusion groups are not written as fusion instructions here: a warning
-//   says how many instructions carry one).
+//   (a fusion instruction's decision is its group's).
 // Every other field, known to gopt's copy of the proto or not, is kept
 // (unknown fields go through the protobuf runtime untouched).
 std::unique_ptr<Exporter> NewHloProtoExporter();

@@ -88,7 +88,43 @@ std::string ShapeWithLayout(absl::string_view shape,
 void SetArrayLayout(std::string* line,
                     const std::vector<int32_t>& minor_to_major);
 
+// The rank and minor_to_major of an array shape as HLO text writes it.
+struct TextArrayLayout {
+  int rank = 0;
+  std::vector<int32_t> minor_to_major;  // empty: the shape has no layout
+};
+
+// The layout of instruction `line`'s array shape ("f32[2,3]{1,0}" and
+// "bf16[8,128]{1,0:T(8,128)}" give rank 2 and {1,0}; "f32[2,3]" rank 2 and
+// no layout); nullopt for a tuple or token shape or a layout that does not
+// parse.
+std::optional<TextArrayLayout> ReadArrayLayout(absl::string_view line);
+
 std::vector<std::string> SplitLines(absl::string_view contents);
+
+// The attribute that lists an instruction's control predecessors.
+inline constexpr absl::string_view kControlPredecessors =
+    "control-predecessors=";
+
+// One instruction line taken apart; positions index the line.
+struct LineParts {
+  bool is_root = false;
+  std::string indent;
+  std::string name;
+  std::string shape;  // "f32[2,3]{1,0}" or "(f32[], s32[])"
+  std::string opcode;
+  size_t operands_begin = 0;  // just past '('
+  size_t operands_end = 0;    // at the matching ')'
+  // Operand names without '%' (none for a constant: its list is a literal).
+  std::vector<std::string> operands;
+};
+
+// Takes instruction `line` apart; nullopt when it is not
+// `[ROOT ]%name = shape opcode(...)...`.
+std::optional<LineParts> ParseInstructionLine(absl::string_view line);
+
+// The instructions named by the control-predecessors={...} of `line`.
+std::vector<std::string> ControlPredecessors(absl::string_view line);
 
 }  // namespace gopt::graph
 

@@ -1,9 +1,7 @@
 #include "graph/hlo/hlo_text_fusion.h"
 
 #include <algorithm>
-#include <functional>
 #include <optional>
-#include <queue>
 #include <utility>
 #include <variant>
 
@@ -14,149 +12,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "graph/hlo/hlo_fusion_rules.h"
+#include "graph/hlo/hlo_text_schedule.h"
 
 namespace gopt::graph {
 namespace {
 
-constexpr absl::string_view kControl = "control-predecessors=";
-
-// One instruction line taken apart; positions index the line.
-struct LineParts {
-  bool is_root = false;
-  std::string indent;
-  std::string name;
-  std::string shape;  // "f32[2,3]{1,0}" or "(f32[], s32[])"
-  std::string opcode;
-  size_t operands_begin = 0;  // just past '('
-  size_t operands_end = 0;    // at the matching ')'
-  // Operand names without '%' (none for a constant: its list is a literal).
-  std::vector<std::string> operands;
-};
-
-// `text` split at the commas outside brackets and strings.
-std::vector<absl::string_view> SplitTopLevel(absl::string_view text) {
-  std::vector<absl::string_view> pieces;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = ScanOutsideStrings(
-        text, start, [&](size_t i, int d) { return d == 0 && text[i] == ','; });
-    pieces.push_back(text.substr(start, comma - start));
-    if (comma >= text.size()) return pieces;
-    start = comma + 1;
-  }
-}
-
-// The instruction name an operand or control predecessor is written with
-// ("%add.3", "f32[2]{0} %add.3", "add.3").
-std::string NameOf(absl::string_view piece) {
-  piece = absl::StripAsciiWhitespace(piece);
-  const size_t space = piece.rfind(' ');
-  if (space != absl::string_view::npos) piece = piece.substr(space + 1);
-  absl::ConsumePrefix(&piece, "%");
-  return std::string(piece);
-}
-
-std::optional<LineParts> ParseLine(absl::string_view line) {
-  LineParts parts;
-  size_t pos = line.find_first_not_of(" \t");
-  if (pos == absl::string_view::npos) return std::nullopt;
-  parts.indent = std::string(line.substr(0, pos));
-  if (line.substr(pos, 5) == "ROOT ") {
-    parts.is_root = true;
-    pos += 5;
-  }
-  if (pos < line.size() && line[pos] == '%') ++pos;
-  const size_t eq = line.find(" = ", pos);
-  if (eq == absl::string_view::npos) return std::nullopt;
-  parts.name = std::string(line.substr(pos, eq - pos));
-  const size_t shape_begin = eq + 3;
-  const size_t shape_end = ScanOutsideStrings(
-      line, shape_begin,
-      [&](size_t i, int depth) { return depth == 0 && line[i] == ' '; });
-  if (shape_end >= line.size()) return std::nullopt;
-  parts.shape = std::string(line.substr(shape_begin, shape_end - shape_begin));
-  const size_t open = line.find('(', shape_end);
-  if (open == absl::string_view::npos) return std::nullopt;
-  parts.opcode = std::string(
-      absl::StripAsciiWhitespace(line.substr(shape_end, open - shape_end)));
-  const size_t close = ScanOutsideStrings(
-      line, open, [&](size_t i, int d) { return d == 1 && line[i] == ')'; });
-  if (close >= line.size()) return std::nullopt;
-  parts.operands_begin = open + 1;
-  parts.operands_end = close;
-  if (parts.opcode == "constant") return parts;
-  for (absl::string_view piece :
-       SplitTopLevel(line.substr(open + 1, close - open - 1))) {
-    if (!absl::StripAsciiWhitespace(piece).empty()) {
-      parts.operands.push_back(NameOf(piece));
-    }
-  }
-  return parts;
-}
-
-// The instructions named by the control-predecessors={...} of `line`.
-std::vector<std::string> ControlPredecessors(absl::string_view line) {
-  std::vector<std::string> names;
-  const size_t at = FindAttribute(line, kControl);
-  if (at == absl::string_view::npos) return names;
-  const size_t start = at + kControl.size();
-  absl::string_view value = line.substr(start, ValueEnd(line, start) - start);
-  if (!absl::ConsumePrefix(&value, "{") || !absl::ConsumeSuffix(&value, "}")) {
-    return names;
-  }
-  for (absl::string_view piece : SplitTopLevel(value)) {
-    if (!absl::StripAsciiWhitespace(piece).empty()) {
-      names.push_back(NameOf(piece));
-    }
-  }
-  return names;
-}
-
 // Why XLA cannot make `parts` part of a fusion, or "" when it can.
 std::string Unfusable(const LineParts& parts) {
-  static const auto* const kNever =
-      new absl::flat_hash_set<absl::string_view>{"parameter",
-                                                 "while",
-                                                 "conditional",
-                                                 "call",
-                                                 "custom-call",
-                                                 "fusion",
-                                                 "all-reduce",
-                                                 "all-gather",
-                                                 "all-to-all",
-                                                 "reduce-scatter",
-                                                 "collective-permute",
-                                                 "collective-broadcast",
-                                                 "send",
-                                                 "recv",
-                                                 "infeed",
-                                                 "outfeed",
-                                                 "after-all",
-                                                 "add-dependency",
-                                                 "domain",
-                                                 "tuple",
-                                                 "get-tuple-element",
-                                                 "rng-get-and-update-state",
-                                                 "opt-barrier",
-                                                 "optimization-barrier"};
-  const absl::string_view opcode = parts.opcode;
-  if (opcode == "batch-norm-training" || opcode == "batch-norm-grad") {
-    // XLA expands batch norm into reduces and elementwise ops before fusion
-    // (BatchNormExpander, on computations no fusion calls) and never fuses
-    // the op itself; the expansion's several outputs would leave the group
-    // through get-tuple-elements, which gopt keeps outside it.
-    return absl::StrCat("'", parts.name, "' is a ", opcode,
-                        ", which XLA expands before fusion and never fuses");
-  }
-  if (kNever->contains(opcode) || absl::EndsWith(opcode, "-start") ||
-      absl::EndsWith(opcode, "-done") || absl::EndsWith(opcode, "-update")) {
-    return absl::StrCat("'", parts.name, "' is a ", opcode);
-  }
-  if (absl::StartsWith(parts.shape, "(") ||
-      absl::StartsWith(parts.shape, "token")) {
-    return absl::StrCat("'", parts.name, "' has a tuple or token shape");
-  }
-  return "";
+  return WhyXlaCannotFuse(parts.name, parts.opcode,
+                          absl::StartsWith(parts.shape, "(") ||
+                              absl::StartsWith(parts.shape, "token"));
 }
 
 // `text` (the attributes after an instruction's operands) without
@@ -180,25 +46,14 @@ std::string AttributeValue(absl::string_view line, absl::string_view key) {
 }
 
 // Names not yet used by an instruction or computation of the module.
-class FreshNames {
+class FreshNames : public FreshHloNames {
  public:
   explicit FreshNames(const std::vector<InstructionLine>& instructions) {
     for (const InstructionLine& instruction : instructions) {
-      used_.insert(instruction.name);
-      used_.insert(instruction.computation);
+      Use(instruction.name);
+      Use(instruction.computation);
     }
   }
-
-  std::string Make(const std::string& base) {
-    if (used_.insert(base).second) return base;
-    for (int i = 1;; ++i) {
-      std::string candidate = absl::StrCat(base, ".", i);
-      if (used_.insert(candidate).second) return candidate;
-    }
-  }
-
- private:
-  absl::flat_hash_set<std::string> used_;
 };
 
 // The lines that stand for batch-norm-inference `member` (instruction line
@@ -299,7 +154,7 @@ class Fuser {
         names_(instructions) {
     parts_.reserve(instructions.size());
     for (size_t i = 0; i < instructions.size(); ++i) {
-      parts_.push_back(ParseLine(lines[instructions[i].line]));
+      parts_.push_back(ParseInstructionLine(lines[instructions[i].line]));
       body_[instructions[i].computation].push_back(i);
     }
   }
@@ -334,12 +189,9 @@ class Fuser {
 };
 
 std::string FusionKind(const std::vector<const LineParts*>& outputs) {
-  bool reduce = false;
-  for (const LineParts* out : outputs) {
-    if (out->opcode == "dot" || out->opcode == "convolution") return "kOutput";
-    reduce |= out->opcode == "reduce";
-  }
-  return reduce ? "kInput" : "kLoop";
+  std::vector<std::string> opcodes;
+  for (const LineParts* out : outputs) opcodes.push_back(out->opcode);
+  return std::string(XlaFusionKind(opcodes));
 }
 
 std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
@@ -359,9 +211,9 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
                           "' is a batch-norm-inference without five operands, "
                           "an epsilon and a feature_index");
     }
-    if (FindAttribute(lines_[instructions_[i].line], kControl) !=
+    if (FindAttribute(lines_[instructions_[i].line], kControlPredecessors) !=
         absl::string_view::npos) {
-      return absl::StrCat("'", parts_[i]->name, "' has control predecessors");
+      return ControlPredecessorsReason(parts_[i]->name);
     }
     a.member_of[parts_[i]->name] = a.members.size();
     a.members.push_back(&*parts_[i]);
@@ -380,9 +232,7 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
     for (const std::string& name :
          ControlPredecessors(lines_[instructions_[i].line])) {
       if (a.member_of.contains(name)) {
-        return absl::StrCat("'", parts_[i]->name,
-                            "' has a control dependency on member '", name,
-                            "'");
+        return ControlUserReason(parts_[i]->name, name);
       }
     }
   }
@@ -391,6 +241,16 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
       a.outputs.push_back(a.members[m]);
   }
   if (a.outputs.empty()) a.outputs.push_back(a.members.back());
+  auto type = [](const std::string& shape) {
+    return shape.substr(0, shape.find('['));
+  };
+  for (const LineParts* member : a.members) {
+    if ((member->opcode == "dot" || member->opcode == "convolution") &&
+        type(member->shape) != type(a.outputs[0]->shape)) {
+      return ElementTypeReason(member->name, type(member->shape),
+                               type(a.outputs[0]->shape));
+    }
+  }
   for (const LineParts* member : a.members) {
     for (const std::string& operand : member->operands) {
       if (a.member_of.contains(operand) ||
@@ -531,54 +391,6 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
   return rewrite;
 }
 
-// Puts the instruction lines `slots` of one computation in a stable
-// topological order (operands and control predecessors first); leaves them
-// as they are if they form a cycle.
-void SortComputation(const std::vector<size_t>& slots,
-                     std::vector<std::string>* lines) {
-  const size_t n = slots.size();
-  std::vector<std::optional<LineParts>> parts(n);
-  absl::flat_hash_map<std::string, size_t> index;
-  for (size_t i = 0; i < n; ++i) {
-    parts[i] = ParseLine((*lines)[slots[i]]);
-    if (parts[i].has_value()) index[parts[i]->name] = i;
-  }
-  std::vector<int> waiting(n, 0);
-  std::vector<std::vector<size_t>> users(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!parts[i].has_value()) continue;
-    std::vector<std::string> uses = parts[i]->operands;
-    for (std::string& name : ControlPredecessors((*lines)[slots[i]])) {
-      uses.push_back(std::move(name));
-    }
-    absl::flat_hash_set<size_t> seen;
-    for (const std::string& name : uses) {
-      auto it = index.find(name);
-      if (it != index.end() && it->second != i &&
-          seen.insert(it->second).second) {
-        users[it->second].push_back(i);
-        ++waiting[i];
-      }
-    }
-  }
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
-  for (size_t i = 0; i < n; ++i) {
-    if (waiting[i] == 0) ready.push(i);
-  }
-  std::vector<std::string> sorted;
-  sorted.reserve(n);
-  while (!ready.empty()) {
-    const size_t i = ready.top();
-    ready.pop();
-    sorted.push_back((*lines)[slots[i]]);
-    for (size_t user : users[i]) {
-      if (--waiting[user] == 0) ready.push(user);
-    }
-  }
-  if (sorted.size() != n) return;
-  for (size_t i = 0; i < n; ++i) (*lines)[slots[i]] = std::move(sorted[i]);
-}
-
 // The line where computation `name`'s header is: the unindented line
 // ending in '{' before its first instruction.
 size_t HeaderLine(const std::vector<std::string>& lines, size_t first) {
@@ -623,11 +435,8 @@ HloTextFusion WriteFusionInstructions(
     for (size_t i : group.members) {
       names.push_back(instructions[i].name);
       if (instructions[i].computation != group.computation) {
-        spans = absl::StrCat(
-            "its instructions are in computations '", group.computation,
-            "' and '", instructions[i].computation,
-            "' (a call gopt inlined into its caller), and XLA fuses within "
-            "one computation");
+        spans = SpansComputationsReason(group.computation,
+                                        instructions[i].computation);
       }
     }
     auto rewrite =
@@ -635,10 +444,7 @@ HloTextFusion WriteFusionInstructions(
             ? fuser.Rewrite(group)
             : std::variant<GroupRewrite, std::string>(std::move(spans));
     if (auto* why = std::get_if<std::string>(&rewrite)) {
-      result.warnings.push_back(absl::StrCat(
-          "fusion group ", group.kernel, " (", absl::StrJoin(names, ", "),
-          ") is written as frontend attribute ", kHloKernelAttribute,
-          " only, not as a fusion instruction: ", *why));
+      result.warnings.push_back(UnfusedGroupWarning(group.kernel, names, *why));
       continue;
     }
     GroupRewrite& done = std::get<GroupRewrite>(rewrite);
@@ -676,7 +482,7 @@ HloTextFusion WriteFusionInstructions(
       }
     }
     for (const auto& [computation, computation_slots] : slots) {
-      SortComputation(computation_slots, &result.lines);
+      OrderComputationLines(computation_slots, {}, &result.lines);
     }
   }
   return result;

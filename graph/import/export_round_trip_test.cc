@@ -15,6 +15,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -22,6 +24,7 @@
 #include "graph/decisions.h"
 #include "graph/import/builtin_exporters.h"
 #include "graph/import/builtin_importers.h"
+#include "graph/import/export_testing.h"
 #include "graph/native/graph_proto.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx.pb.h"
@@ -38,19 +41,7 @@
 namespace gopt::graph {
 namespace {
 
-using ::testing::Contains;
 using ::testing::HasSubstr;
-using ::testing::Not;
-
-// Every built-in importer and exporter, for a test to import and export.
-struct BuiltinRegistries {
-  BuiltinRegistries() {
-    RegisterBuiltinImporters(&importers);
-    RegisterBuiltinExporters(&exporters);
-  }
-  ImporterRegistry importers;
-  ExporterRegistry exporters;
-};
 
 std::vector<ExportDevice> DevicesOf(const simulator::Topology& topology) {
   std::vector<ExportDevice> devices;
@@ -70,7 +61,8 @@ std::vector<ExportDevice> DevicesOf(const simulator::Topology& topology) {
 // pairs that the kernel rules allow (a chain of such pairs cannot close a
 // cycle).
 gopt::v1::Plan SeededPlan(const Graph& graph,
-                          const simulator::Topology& topology, int seed) {
+                          const simulator::Topology& topology, int seed,
+                          bool layouts = false) {
   std::mt19937 rng(seed);
   simulator::Plan plan = simulator::DefaultPlan(graph, topology);
   for (int32_t& device : plan.device) {
@@ -122,6 +114,32 @@ gopt::v1::Plan SeededPlan(const Graph& graph,
     }
     plan.fusion_group[id] = plan.fusion_group[producer];
   }
+  if (layouts) {
+    // Layout-configurable nodes of rank 2 or more that are their source
+    // element's only node: a third keep the default (no decision), a third
+    // get the row-major layout as an explicit decision, a third
+    // column-major.
+    std::mt19937 layout_rng(seed + 1);
+    plan.layout.assign(graph.num_nodes(), {});
+    for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+      const Node& node = graph.node(id);
+      if (!node.layout_configurable || shared[id] || node.outputs.empty() ||
+          node.outputs[0].is_tuple() || node.outputs[0].rank() < 2) {
+        continue;
+      }
+      const int rank = node.outputs[0].rank();
+      switch (layout_rng() % 3) {
+        case 1:
+          for (int d = rank - 1; d >= 0; --d) plan.layout[id].push_back(d);
+          break;
+        case 2:
+          for (int d = 0; d < rank; ++d) plan.layout[id].push_back(d);
+          break;
+        default:
+          break;
+      }
+    }
+  }
   return simulator::PlanToProto(plan);
 }
 
@@ -135,6 +153,54 @@ double StepTime(const Graph& graph, const simulator::Topology& topology,
   return result.ok() ? result->step_time_s : -1;
 }
 
+bool SameOutputs(std::vector<TensorType> a, std::vector<TensorType> b,
+                 bool ignore_layouts) {
+  if (ignore_layouts) {
+    for (auto* types : {&a, &b}) {
+      for (TensorType& type : *types) type.minor_to_major.clear();
+    }
+  }
+  return a == b;
+}
+
+// Node for node by name: the same ops, kinds, costs, output types (their
+// layouts only unless `ignore_layouts`) and operands. CompareGraphs for
+// graphs whose node order may differ.
+absl::Status CompareGraphsByName(const Graph& a, const Graph& b,
+                                 bool ignore_layouts = false) {
+  if (a.num_nodes() != b.num_nodes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(a.num_nodes(), " vs ", b.num_nodes(), " nodes"));
+  }
+  absl::flat_hash_map<std::string, NodeId> by_name;
+  for (NodeId id = 0; id < a.num_nodes(); ++id) by_name[a.node(id).name] = id;
+  auto operands = [](const Graph& graph, NodeId id) {
+    std::vector<std::string> names;
+    for (const Edge& edge : graph.in_edges(id)) {
+      names.push_back(
+          absl::StrCat(edge.control ? "^" : "", graph.node(edge.src).name));
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  for (NodeId id = 0; id < b.num_nodes(); ++id) {
+    const Node& y = b.node(id);
+    auto it = by_name.find(y.name);
+    if (it == by_name.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("no node '", y.name, "'"));
+    }
+    const Node& x = a.node(it->second);
+    if (x.op != y.op || x.kind != y.kind || x.flops != y.flops ||
+        x.bytes_read != y.bytes_read || x.bytes_written != y.bytes_written ||
+        !SameOutputs(x.outputs, y.outputs, ignore_layouts) ||
+        operands(a, it->second) != operands(b, id)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", y.name, "' differs"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 struct RoundTrip {
   std::string original;
   std::string exported;
@@ -145,7 +211,8 @@ struct RoundTrip {
 // `fuse` is false), re-imports the export and checks that the graph, the
 // plan and its step time come back.
 RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
-                         const std::string& format, bool fuse = true) {
+                         const std::string& format, bool fuse = true,
+                         bool layouts = false) {
   const BuiltinRegistries registries;
   const ImporterRegistry& importers = registries.importers;
   const ExporterRegistry& exporters = registries.exporters;
@@ -162,7 +229,7 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
   absl::StatusOr<Graph> graph = importers.Import(contents, format, options);
   EXPECT_TRUE(graph.ok()) << graph.status();
   if (!graph.ok()) return {};
-  gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40, layouts);
   if (!fuse) {
     for (int32_t& group : *plan.mutable_fusion_group()) group = -1;
   }
@@ -182,8 +249,14 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
       importers.Import(exported->contents, format, options);
   EXPECT_TRUE(again.ok()) << again.status();
   if (!again.ok()) return {};
-  EXPECT_TRUE(CompareGraphs(*graph, *again).ok())
-      << what << ": " << CompareGraphs(*graph, *again);
+  // HLO text lists instructions in schedule order (is_scheduled=true):
+  // the same nodes, numbered in that order.
+  const bool reordered = format == "hlo";
+  // Layout decisions are in the export's shapes, so in its output types.
+  const absl::Status same = reordered || layouts
+                                ? CompareGraphsByName(*graph, *again, layouts)
+                                : CompareGraphs(*graph, *again);
+  EXPECT_TRUE(same.ok()) << what << ": " << same;
   absl::StatusOr<std::optional<gopt::v1::Plan>> read =
       (*exporter)->ReadPlan(exported->contents, *again, devices);
   EXPECT_TRUE(read.ok()) << read.status();
@@ -191,17 +264,40 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
     ADD_FAILURE() << what << ": the export carries no plan";
     return {};
   }
-  EXPECT_THAT((*read)->device(), ::testing::ElementsAreArray(plan.device()))
+  const gopt::v1::Plan back =
+      reordered ? PlanInOrderOf(*again, *graph, **read) : **read;
+  EXPECT_THAT(back.device(), ::testing::ElementsAreArray(plan.device()))
       << what;
-  EXPECT_THAT((*read)->priority(), ::testing::ElementsAreArray(plan.priority()))
+  EXPECT_THAT(back.priority(), ::testing::ElementsAreArray(plan.priority()))
       << what;
-  EXPECT_THAT((*read)->fusion_group(),
+  EXPECT_THAT(back.fusion_group(),
               ::testing::ElementsAreArray(plan.fusion_group()))
       << what;
+  EXPECT_EQ(back.layout_size(), plan.layout_size()) << what;
+  int layout_decisions = 0;
+  for (int i = 0; i < std::min(back.layout_size(), plan.layout_size()); ++i) {
+    EXPECT_THAT(back.layout(i).minor_to_major(),
+                ::testing::ElementsAreArray(plan.layout(i).minor_to_major()))
+        << what << " node " << graph->node(i).name;
+    layout_decisions += !plan.layout(i).minor_to_major().empty();
+  }
+  if (layouts) {
+    EXPECT_GT(layout_decisions, 0) << what;
+    std::cout << what << ": " << layout_decisions
+              << " layout decisions read back\n";
+  }
   const double before = StepTime(*graph, *topology, plan);
   const double after = StepTime(*again, *topology, **read);
   EXPECT_GT(before, 0);
-  EXPECT_EQ(before, after) << what;
+  if (reordered) {
+    // The simulator breaks ties between simultaneous events by node number,
+    // which the schedule order changes: on the real files 0 to 0.15%.
+    EXPECT_NEAR(after, before, 0.005 * before) << what;
+    std::cout << what << ": step " << before << " s, " << after
+              << " s after the is_scheduled round trip\n";
+  } else {
+    EXPECT_EQ(before, after) << what;
+  }
   // The original has no plan in it.
   absl::StatusOr<std::optional<gopt::v1::Plan>> none =
       (*exporter)->ReadPlan(contents, *graph, devices);
@@ -445,12 +541,40 @@ TEST_P(HloRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   // Without gopt's two attributes every line is the original's.
   const std::regex ours(
       R"(, sharding=\{maximal device=\d+\}|, frontend_attributes=\{_gopt_priority="\d+"(,_gopt_kernel="\d+")?\})");
-  EXPECT_TRUE(std::regex_replace(trip.exported, ours, "") == contents)
+  // The schedule moves whole lines and marks the module scheduled.
+  std::string kept = std::regex_replace(trip.exported, ours, "");
+  if (!absl::StrContains(contents, "is_scheduled=true")) {
+    kept = std::regex_replace(kept, std::regex(", is_scheduled=true"), "");
+  }
+  std::vector<std::string> kept_lines = absl::StrSplit(kept, '\n');
+  std::vector<std::string> lines = absl::StrSplit(contents, '\n');
+  std::sort(kept_lines.begin(), kept_lines.end());
+  std::sort(lines.begin(), lines.end());
+  EXPECT_TRUE(kept_lines == lines)
       << GetParam() << ": a byte the exporter does not own changed";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     SharedData, HloRoundTripTest,
+    ::testing::Values("hlo/maml_flax_train_step.hlo", "hlo/jaxrl_td_target.hlo",
+                      "hlo/mixer_b16_jax_unopt.hlo",
+                      "hlo/llama2_ptxla_neuron_train_tp1.hlo",
+                      "hlo/nux_flow_jit_loss9581.hlo"));
+
+// Layout decisions (explicit row-major and column-major on
+// layout-configurable nodes) come back from the shapes they were written
+// into; the caller's own layouts (no _gopt_layout) are no decision.
+class HloLayoutRoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HloLayoutRoundTripTest, LayoutsReadBackFromTheShapes) {
+  const std::string contents = testing::ReadSharedData(GetParam());
+  const RoundTrip trip = CheckRoundTrip(GetParam(), contents, "hlo",
+                                        /*fuse=*/false, /*layouts=*/true);
+  EXPECT_THAT(trip.exported, HasSubstr("_gopt_layout=\"0,1\""));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedData, HloLayoutRoundTripTest,
     ::testing::Values("hlo/maml_flax_train_step.hlo", "hlo/jaxrl_td_target.hlo",
                       "hlo/mixer_b16_jax_unopt.hlo",
                       "hlo/llama2_ptxla_neuron_train_tp1.hlo",
@@ -475,6 +599,7 @@ void ClearHloProtoDecisions(xla::HloModuleProto* module) {
       auto& map = *instruction.mutable_frontend_attributes()->mutable_map();
       map.erase("_gopt_priority");
       map.erase("_gopt_kernel");
+      map.erase("_gopt_layout");
       if (map.empty()) instruction.clear_frontend_attributes();
     }
   }
@@ -482,23 +607,16 @@ void ClearHloProtoDecisions(xla::HloModuleProto* module) {
 
 TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   const std::string contents = LayoutModuleProtoBytes();
-  const RoundTrip trip =
-      CheckRoundTrip("module_tuning_data_layout.hlo.pb", contents, "hlo-proto");
+  // Fusion groups become fusion instructions (HloProtoFusionTest).
+  const RoundTrip trip = CheckRoundTrip("module_tuning_data_layout.hlo.pb",
+                                        contents, "hlo-proto", /*fuse=*/false);
   xla::HloModuleProto original;
   xla::HloModuleProto exported;
   ASSERT_TRUE(original.ParseFromString(trip.original));
   ASSERT_TRUE(exported.ParseFromString(trip.exported));
   // Every computation that no fusion calls has a schedule: each of its
-  // instructions once, after its operands and control predecessors.
-  absl::flat_hash_set<int64_t> fused;
-  for (const auto& computation : exported.computations()) {
-    for (const auto& instruction : computation.instructions()) {
-      if (instruction.opcode() == "fusion") {
-        fused.insert(instruction.called_computation_ids().begin(),
-                     instruction.called_computation_ids().end());
-      }
-    }
-  }
+  // instructions once, after its operands.
+  CheckFusedModule(exported);
   int sharded = 0;
   for (const auto& computation : exported.computations()) {
     for (const auto& instruction : computation.instructions()) {
@@ -507,27 +625,6 @@ TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
         ++sharded;
       }
     }
-    auto it = exported.schedule().sequences().find(computation.id());
-    if (fused.contains(computation.id())) {
-      EXPECT_TRUE(it == exported.schedule().sequences().end());
-      continue;
-    }
-    ASSERT_TRUE(it != exported.schedule().sequences().end())
-        << computation.name();
-    ASSERT_EQ(it->second.instruction_ids_size(),
-              computation.instructions_size());
-    absl::flat_hash_set<int64_t> done;
-    for (int64_t id : it->second.instruction_ids()) {
-      for (const auto& instruction : computation.instructions()) {
-        if (instruction.id() != id) continue;
-        for (int64_t operand : instruction.operand_ids()) {
-          EXPECT_TRUE(done.contains(operand))
-              << computation.name() << ": " << instruction.name()
-              << " scheduled before its operand " << operand;
-        }
-      }
-      EXPECT_TRUE(done.insert(id).second) << id;
-    }
   }
   EXPECT_GT(sharded, 0);
   ClearHloProtoDecisions(&original);
@@ -535,6 +632,33 @@ TEST(HloProtoRoundTripTest, SamePlanSameStepTimeEverythingElseKept) {
   EXPECT_TRUE(SerializeDeterministically(original) ==
               SerializeDeterministically(exported))
       << "a field the exporter does not own changed";
+}
+
+// The TPU module's shapes carry TPU layouts of their own (tiles, other
+// orders): only the instructions marked _gopt_layout carry decisions, and
+// the step time with layouts comes back exactly.
+TEST(HloProtoRoundTripTest, LayoutsReadBackFromTheShapes) {
+  const std::string contents = LayoutModuleProtoBytes();
+  const RoundTrip trip =
+      CheckRoundTrip("module_tuning_data_layout.hlo.pb", contents, "hlo-proto",
+                     /*fuse=*/false, /*layouts=*/true);
+  xla::HloModuleProto exported;
+  ASSERT_TRUE(exported.ParseFromString(trip.exported));
+  int marked = 0;
+  for (const auto& computation : exported.computations()) {
+    for (const auto& instruction : computation.instructions()) {
+      const auto& map = instruction.frontend_attributes().map();
+      auto it = map.find("_gopt_layout");
+      if (it == map.end()) continue;
+      ++marked;
+      std::vector<std::string> dims;
+      for (int64_t d : instruction.shape().layout().minor_to_major()) {
+        dims.push_back(absl::StrCat(d));
+      }
+      EXPECT_EQ(it->second, absl::StrJoin(dims, ",")) << instruction.name();
+    }
+  }
+  EXPECT_GT(marked, 0);
 }
 
 // Fusion groups written as fusion instructions: the export imports as a
@@ -574,13 +698,17 @@ TEST_P(HloFusionRoundTripTest, GroupsBecomeFusionNodesWithTheirFlops) {
       exporter->Export(contents, *graph, plan, options);
   ASSERT_TRUE(exported.ok()) << exported.status();
   // A group only XLA cannot fuse stays attributes, named in a warning:
-  // here only groups that span a call gopt inlined into its caller.
+  // here groups that span a call gopt inlined into its caller, and a dot or
+  // convolution whose group's result has another element type.
   for (const std::string& warning : exported->warnings) {
     int32_t kernel = -1;
     if (std::sscanf(warning.c_str(), "fusion group %d ", &kernel) != 1) {
       continue;
     }
-    EXPECT_THAT(warning, HasSubstr("a call gopt inlined into its caller"));
+    EXPECT_THAT(warning,
+                ::testing::AnyOf(
+                    HasSubstr("a call gopt inlined into its caller"),
+                    HasSubstr("gopt prices a fusion at its result's element")));
     fused_away -= members[kernel] - 1;
     --groups;
   }
@@ -618,6 +746,75 @@ INSTANTIATE_TEST_SUITE_P(
                       "hlo/llama2_ptxla_neuron_train_tp1.hlo",
                       "hlo/nux_flow_jit_loss9581.hlo"));
 
+// The real TPU module: seeded fusion groups become fusion instructions; the
+// export imports with one fusion node per group, costed from its body (the
+// same FLOPs), and simulates within the tolerance of the HLO text export.
+TEST(HloProtoFusionTest, GroupsBecomeFusionInstructionsWithTheirFlops) {
+  const std::string contents = LayoutModuleProtoBytes();
+  const BuiltinRegistries registries;
+  absl::StatusOr<simulator::Topology> topology =
+      simulator::PresetTopology("v100x4-nvlink");
+  ASSERT_TRUE(topology.ok());
+  const std::vector<ExportDevice> devices = DevicesOf(*topology);
+  absl::StatusOr<Graph> graph =
+      registries.importers.Import(contents, "hlo-proto", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const gopt::v1::Plan plan = SeededPlan(*graph, *topology, /*seed=*/40);
+  absl::flat_hash_map<int32_t, int> members;
+  for (int32_t group : plan.fusion_group()) {
+    if (group >= 0) ++members[group];
+  }
+  int groups = 0;
+  for (const auto& [group, count] : members) groups += count >= 2;
+  ASSERT_GT(groups, 0);
+  ExportOptions options;
+  options.topology_name = topology->name;
+  options.devices = devices;
+  const Exporter& exporter = **registries.exporters.Find("hlo-proto");
+  absl::StatusOr<ExportResult> exported =
+      exporter.Export(contents, *graph, plan, options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  for (const std::string& warning : exported->warnings) {
+    int32_t kernel = -1;
+    ASSERT_EQ(std::sscanf(warning.c_str(), "fusion group %d ", &kernel), 1)
+        << warning;
+    // The 8 groups of a bf16 convolution and the convert of its result to
+    // f32 (as a fusion it would be priced as an f32 kernel).
+    EXPECT_THAT(warning,
+                ::testing::AnyOf(
+                    HasSubstr("a call gopt inlined into its caller"),
+                    HasSubstr("gopt prices a fusion at its result's element")));
+    --groups;
+  }
+  xla::HloModuleProto module;
+  ASSERT_TRUE(module.ParseFromString(exported->contents));
+  xla::HloModuleProto original;
+  ASSERT_TRUE(original.ParseFromString(contents));
+  int original_fusions = 0;
+  for (const auto& computation : original.computations()) {
+    for (const auto& instruction : computation.instructions()) {
+      original_fusions += instruction.opcode() == "fusion";
+    }
+  }
+  EXPECT_EQ(
+      static_cast<int>(CheckFusedModule(module).size()) - original_fusions,
+      groups);
+
+  absl::StatusOr<Graph> again =
+      registries.importers.Import(exported->contents, "hlo-proto", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(TotalFlops(*again), TotalFlops(*graph));
+  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
+      exporter.ReadPlan(exported->contents, *again, devices);
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_TRUE(CheckPlanFitsGraph(*again, **read, devices.size()).ok());
+  const double before = StepTime(*graph, *topology, plan);
+  const double after = StepTime(*again, *topology, **read);
+  EXPECT_NEAR(after, before, 0.005 * before);
+  std::cout << "tpu layout module: " << groups << " fusion instructions, step "
+            << before << " s as groups, " << after << " s as fusion nodes\n";
+}
+
 TEST(GoptRoundTripTest, PlanEmbeddedInTheGraphMessage) {
   ImporterRegistry importers;
   RegisterBuiltinImporters(&importers);
@@ -652,175 +849,6 @@ TEST(OnnxExporterTest, LayoutsAreAWarning) {
   ASSERT_EQ(exported->warnings.size(), 1u);
   EXPECT_THAT(exported->warnings[0],
               HasSubstr("ONNX cannot express tensor layouts"));
-}
-
-// A row-sharded dot over 8 partitions (the SPMD importer costs it per
-// shard): the export keeps the module's shardings and reads back the same
-// plan, since placement is the module's own.
-TEST(HloSpmdExportTest, ShardingsStayAsWrittenAndThePlanReadsBack) {
-  const std::string contents = R"hlo(HloModule spmd, num_partitions=8
-
-ENTRY main {
-  lhs = f32[1024,1024]{1,0} parameter(0), sharding={devices=[8,1]<=[8]}
-  rhs = f32[1024,1024]{1,0} parameter(1), sharding={replicated}
-  ROOT dot = f32[1024,1024]{1,0} dot(lhs, rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[8,1]<=[8]}
-}
-)hlo";
-  const BuiltinRegistries registries;
-  const ImporterRegistry& importers = registries.importers;
-  const ExporterRegistry& exporters = registries.exporters;
-  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  ASSERT_EQ(graph->spmd().num_partitions, 8);
-  gopt::v1::Plan plan;
-  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
-    plan.add_device(0);
-    plan.add_priority(1 + id % 3);
-  }
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  const Exporter& exporter = **exporters.Find("hlo");
-  absl::StatusOr<ExportResult> exported =
-      exporter.Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->contents,
-              HasSubstr("parameter(0), sharding={devices=[8,1]<=[8]}"));
-  EXPECT_THAT(exported->contents, HasSubstr("sharding={replicated}"));
-  EXPECT_THAT(exported->contents, Not(HasSubstr("maximal")));
-  EXPECT_THAT(exported->warnings,
-              Contains(HasSubstr("its shardings are kept as written")));
-
-  absl::StatusOr<Graph> reimported =
-      importers.Import(exported->contents, "hlo", {});
-  ASSERT_TRUE(reimported.ok()) << reimported.status();
-  absl::StatusOr<std::optional<gopt::v1::Plan>> embedded =
-      exporter.ReadPlan(exported->contents, *reimported, options.devices);
-  ASSERT_TRUE(embedded.ok()) << embedded.status();
-  ASSERT_TRUE(embedded->has_value());
-  ASSERT_EQ((*embedded)->priority_size(), plan.priority_size());
-  for (int i = 0; i < plan.priority_size(); ++i) {
-    EXPECT_EQ((*embedded)->device(i), 0) << i;
-    EXPECT_EQ((*embedded)->priority(i), plan.priority(i)) << i;
-  }
-}
-
-// A plan over a small HLO module: everything on device 0, the
-// instructions named in `fused` in fusion group 0.
-gopt::v1::Plan PlanFusing(const Graph& graph,
-                          const std::vector<std::string>& fused) {
-  gopt::v1::Plan plan;
-  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
-    plan.add_device(0);
-    plan.add_priority(0);
-    plan.add_fusion_group(std::find(fused.begin(), fused.end(),
-                                    graph.node(id).name) != fused.end()
-                              ? 0
-                              : -1);
-  }
-  return plan;
-}
-
-// XLA never fuses a batch norm: it expands it (BatchNormExpander) before
-// fusion. A group holding a batch-norm-inference is written with the
-// expansion in the fused computation, which XLA compiles as it is.
-TEST(HloFusionExportTest, InferenceBatchNormIsWrittenAsXlaExpandsIt) {
-  const std::string contents = R"hlo(HloModule cnn
-
-ENTRY main {
-  x = f32[2,8,6,6]{3,2,1,0} parameter(0)
-  w = f32[8,8,3,3]{3,2,1,0} parameter(1)
-  scale = f32[8]{0} parameter(2)
-  offset = f32[8]{0} parameter(3)
-  mean = f32[8]{0} parameter(4)
-  variance = f32[8]{0} parameter(5)
-  conv = f32[2,8,6,6]{3,2,1,0} convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
-  bn = f32[2,8,6,6]{3,2,1,0} batch-norm-inference(conv, scale, offset, mean, variance), epsilon=0.001, feature_index=1, metadata={op_name="bn"}
-  zero = f32[] constant(0)
-  zeros = f32[2,8,6,6]{3,2,1,0} broadcast(zero), dimensions={}
-  ROOT relu = f32[2,8,6,6]{3,2,1,0} maximum(bn, zeros)
-}
-)hlo";
-  const BuiltinRegistries registries;
-  const ImporterRegistry& importers = registries.importers;
-  const ExporterRegistry& exporters = registries.exporters;
-  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  const gopt::v1::Plan plan = PlanFusing(*graph, {"conv", "bn", "relu"});
-  ASSERT_TRUE(simulator::CheckFusionRules(
-                  *graph, std::vector<int32_t>(plan.fusion_group().begin(),
-                                               plan.fusion_group().end()))
-                  .ok());
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  const Exporter& exporter = **exporters.Find("hlo");
-  absl::StatusOr<ExportResult> exported =
-      exporter.Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->warnings, Not(Contains(HasSubstr("fusion group 0"))));
-  EXPECT_THAT(exported->contents, Not(HasSubstr("batch-norm")));
-  EXPECT_THAT(exported->contents, HasSubstr(R"hlo(
-  %bn.epsilon = f32[] constant(0.001)
-  %bn.epsilon_broadcast = f32[8]{0} broadcast(%bn.epsilon), dimensions={}
-  %bn.variance_epsilon = f32[8]{0} add(%param_5.0, %bn.epsilon_broadcast)
-  %bn.rsqrt = f32[8]{0} rsqrt(%bn.variance_epsilon)
-  %bn.scale = f32[8]{0} multiply(%param_2.0, %bn.rsqrt)
-  %bn.mean_scale = f32[8]{0} multiply(%param_4.0, %bn.scale)
-  %bn.shift = f32[8]{0} subtract(%param_3.0, %bn.mean_scale)
-  %bn.scale_broadcast = f32[2,8,6,6]{3,2,1,0} broadcast(%bn.scale), dimensions={1}
-  %bn.shift_broadcast = f32[2,8,6,6]{3,2,1,0} broadcast(%bn.shift), dimensions={1}
-  %bn.scaled = f32[2,8,6,6]{3,2,1,0} multiply(%conv, %bn.scale_broadcast)
-  %bn = f32[2,8,6,6]{3,2,1,0} add(%bn.scaled, %bn.shift_broadcast), metadata={op_name="bn"})hlo"));
-  EXPECT_THAT(exported->contents,
-              HasSubstr("ROOT %relu = f32[2,8,6,6]{3,2,1,0} fusion(%x, %w, "
-                        "%scale, %offset, %mean, %variance, %zeros), "
-                        "kind=kLoop, calls=%gopt_fused_computation.0"));
-  // It imports as one fusion node; the plan reads back.
-  absl::StatusOr<Graph> again = importers.Import(exported->contents, "hlo", {});
-  ASSERT_TRUE(again.ok()) << again.status();
-  int fusions = 0;
-  for (const Node& node : again->nodes()) {
-    fusions += node.kind == OpKind::kFusion;
-    EXPECT_NE(node.kind, OpKind::kNormalization) << node.name;
-  }
-  EXPECT_EQ(fusions, 1);
-  absl::StatusOr<std::optional<gopt::v1::Plan>> read =
-      exporter.ReadPlan(exported->contents, *again, options.devices);
-  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
-}
-
-// A batch-norm-training (or -grad) cannot be written that way (its outputs
-// leave through get-tuple-elements): its group stays attributes, with a
-// warning that says why.
-TEST(HloFusionExportTest, TrainingBatchNormGroupStaysAttributes) {
-  const std::string contents = R"hlo(HloModule train
-
-ENTRY main {
-  x = f32[2,8,6,6]{3,2,1,0} parameter(0)
-  scale = f32[8]{0} parameter(1)
-  offset = f32[8]{0} parameter(2)
-  twice = f32[2,8,6,6]{3,2,1,0} add(x, x)
-  bn = (f32[2,8,6,6]{3,2,1,0}, f32[8]{0}, f32[8]{0}) batch-norm-training(twice, scale, offset), epsilon=0.001, feature_index=1
-  ROOT y = f32[2,8,6,6]{3,2,1,0} get-tuple-element(bn), index=0
-}
-)hlo";
-  const BuiltinRegistries registries;
-  const ImporterRegistry& importers = registries.importers;
-  const ExporterRegistry& exporters = registries.exporters;
-  absl::StatusOr<Graph> graph = importers.Import(contents, "hlo", {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  const gopt::v1::Plan plan = PlanFusing(*graph, {"twice", "bn"});
-  ExportOptions options;
-  options.devices = {{"gpu:0", "gpu"}};
-  absl::StatusOr<ExportResult> exported =
-      (*exporters.Find("hlo"))->Export(contents, *graph, plan, options);
-  ASSERT_TRUE(exported.ok()) << exported.status();
-  EXPECT_THAT(exported->warnings,
-              Contains("fusion group 0 (twice, bn) is written as frontend "
-                       "attribute _gopt_kernel only, not as a fusion "
-                       "instruction: 'bn' is a batch-norm-training, which XLA "
-                       "expands before fusion and never fuses"));
-  EXPECT_THAT(exported->contents, Not(HasSubstr("fusion(")));
-  EXPECT_THAT(exported->contents, HasSubstr("batch-norm-training(twice"));
 }
 
 TEST(ExporterTest, BadFileIsInvalidArgument) {
