@@ -96,47 +96,6 @@ struct Row {
   double nominal_s = 0;
 };
 
-std::vector<double> Ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> ranks(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) ranks[order[k]] = (i + j) / 2.0;
-    i = j + 1;
-  }
-  return ranks;
-}
-
-double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
-  const double n = static_cast<double>(ra.size());
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < ra.size(); ++i) {
-    ma += ra[i] / n;
-    mb += rb[i] / n;
-  }
-  double cov = 0, va = 0, vb = 0;
-  for (size_t i = 0; i < ra.size(); ++i) {
-    cov += (ra[i] - ma) * (rb[i] - mb);
-    va += (ra[i] - ma) * (ra[i] - ma);
-    vb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
-}
-
-double Mape(const std::vector<double>& predicted,
-            const std::vector<double>& measured) {
-  double sum = 0;
-  for (size_t i = 0; i < measured.size(); ++i) {
-    sum += std::abs(predicted[i] - measured[i]) / measured[i];
-  }
-  return measured.empty() ? 0 : 100 * sum / measured.size();
-}
-
 // Fuses runs of elementwise nodes on one device whose inputs are all in
 // the group or precede it (so no group can form a cycle).
 void FuseElementwiseChains(const graph::Graph& graph, simulator::Plan* plan) {
@@ -379,8 +338,10 @@ void PrintSummary(const std::vector<Row>& rows) {
         "mape_calibrated=%.1f%% mape_uncalibrated=%.1f%%; fastest run: "
         "spearman_calibrated=%.3f spearman_uncalibrated=%.3f "
         "mape_calibrated=%.1f%% mape_uncalibrated=%.1f%%",
-        subset.size(), Spearman(c, m), Spearman(u, m), Mape(c, m), Mape(u, m),
-        Spearman(c, f), Spearman(u, f), Mape(c, f), Mape(u, f));
+        subset.size(), SpearmanRho(c, m), SpearmanRho(u, m),
+        MeanAbsolutePercentageError(c, m), MeanAbsolutePercentageError(u, m),
+        SpearmanRho(c, f), SpearmanRho(u, f), MeanAbsolutePercentageError(c, f),
+        MeanAbsolutePercentageError(u, f));
   };
   std::vector<const Row*> all;
   for (const Row& r : rows) all.push_back(&r);

@@ -27,6 +27,18 @@ double Median(std::vector<double> values);
 // The q-quantile (0..1) of `values` by linear interpolation (0 when empty).
 double Quantile(std::vector<double> values, double q);
 
+// Spearman's rank correlation between predicted and measured times of the
+// plans (or configurations) of one graph: the Pearson correlation of their
+// ranks, ties sharing their mean rank (1 = same order). 0 when fewer than
+// two values or either side is all tied.
+double SpearmanRho(const std::vector<double>& predicted,
+                   const std::vector<double>& measured);
+
+// Mean absolute percentage error of `predicted` against `measured`, in
+// percent: mean of |p - m| / m over the pairs with m > 0 (0 when none).
+double MeanAbsolutePercentageError(const std::vector<double>& predicted,
+                                   const std::vector<double>& measured);
+
 }  // namespace gopt::worker
 
 #endif  // GOPT_WORKER_MEASUREMENT_H_

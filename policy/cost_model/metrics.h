@@ -11,18 +11,6 @@ namespace gopt::policy::cost_model {
 double KendallTau(const std::vector<double>& predicted,
                   const std::vector<double>& runtimes);
 
-// Spearman's rank correlation between predicted and measured times of the
-// plans (or configurations) of one graph: the Pearson correlation of their
-// ranks, ties sharing their mean rank (1 = same order). 0 when fewer than
-// two values or either side is all tied.
-double SpearmanRho(const std::vector<double>& predicted,
-                   const std::vector<double>& measured);
-
-// Mean absolute percentage error of `predicted` against `measured`, in
-// percent: mean of |p - m| / m over the pairs with m > 0 (0 when none).
-double MeanAbsolutePercentageError(const std::vector<double>& predicted,
-                                   const std::vector<double>& measured);
-
 // Top-K slowdown: (best runtime among the K configurations with the lowest
 // predicted cost - best runtime overall) / best runtime overall. K is
 // clamped to the number of configurations; 0 for an empty set.

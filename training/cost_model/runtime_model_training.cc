@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "policy/cost_model/metrics.h"
 #include "policy/torch_util.h"
 #include "simulator/baselines/cost_table.h"
 #include "simulator/simulator.h"
@@ -201,7 +200,7 @@ absl::StatusOr<simulator::Topology> FitCrossDeviceCosts(
         log_error += std::abs(std::log(std::max(1e-12, (*predicted)[i]) /
                                        std::max(1e-12, measured[i])));
       }
-      sum += 1 - SpearmanRho(*predicted, measured) +
+      sum += 1 - worker::SpearmanRho(*predicted, measured) +
              log_error / std::max<size_t>(1, measured.size());
       ++graphs;
     }
@@ -273,10 +272,11 @@ absl::StatusOr<std::vector<GraphFidelity>> JudgeRuntimeModel(
     f.graph = graph_id;
     f.held_out = held_out.count(graph_id) > 0;
     f.plans = static_cast<int>(plans.size());
-    f.spearman_learned = SpearmanRho(*by_model, measured);
-    f.spearman_roofline = SpearmanRho(*by_roofline, measured);
-    f.mape_learned = MeanAbsolutePercentageError(*by_model, measured);
-    f.mape_roofline = MeanAbsolutePercentageError(*by_roofline, measured);
+    f.spearman_learned = worker::SpearmanRho(*by_model, measured);
+    f.spearman_roofline = worker::SpearmanRho(*by_roofline, measured);
+    f.mape_learned = worker::MeanAbsolutePercentageError(*by_model, measured);
+    f.mape_roofline =
+        worker::MeanAbsolutePercentageError(*by_roofline, measured);
     for (size_t i = 0; i < plans.size(); ++i) {
       f.per_plan.push_back({plans[i]->plan_name, measured[i], (*by_model)[i],
                             (*by_roofline)[i]});
