@@ -114,6 +114,7 @@ TEST(EngineTest, NamedTopologiesPriceWithTheirRuntimeModelAndSaySo) {
   gopt::v1::EvaluateRequest evaluate;
   *evaluate.mutable_graph() = TwoBranchRequest().graph();
   evaluate.mutable_topology()->set_preset("host.json");
+  for (int i = 0; i < 7; ++i) evaluate.mutable_plan()->add_device(0);
   absl::StatusOr<gopt::v1::EvaluateResponse> with_model =
       engine.Evaluate(evaluate, RequestContext());
   ASSERT_TRUE(with_model.ok()) << with_model.status();
