@@ -28,18 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The id a graph file gets in the dataset: its file name, with characters
-// outside [A-Za-z0-9._-] replaced.
-std::string FileGraphId(const std::string& path) {
-  std::string id = fs::path(path).filename().string();
-  for (char& c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok) c = '_';
-  }
-  return id;
-}
-
 // Parses "family:layers:batch:seq:hidden:image" (see LearnGeneratedGraphs).
 absl::StatusOr<simulator::generators::GeneratorOptions> ParseSpec(
     const std::string& spec) {
@@ -98,7 +86,7 @@ absl::Status Learn(const CalibrateOptions& options, worker::Executor& executor,
             g.status().message()));
       }
       graphs.push_back(*std::move(g));
-      to_measure.push_back({FileGraphId(path), path, nullptr});
+      to_measure.push_back({worker::GraphIdForFile(path), path, nullptr});
       if (files == &options.held_out) held_out.insert(to_measure.back().id);
     }
   }

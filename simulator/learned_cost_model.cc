@@ -41,11 +41,16 @@ std::vector<std::string> DenseKernelFeatureNames() {
 
 std::array<float, kKernelFeatures> KernelFeatures(const KernelWork& work,
                                                   const DeviceProfile& device) {
+  return KernelFeatures(work, device, BaseKernelSeconds(work, device));
+}
+
+std::array<float, kKernelFeatures> KernelFeatures(const KernelWork& work,
+                                                  const DeviceProfile& device,
+                                                  double base_seconds) {
   std::array<float, kKernelFeatures> f{};
   f[static_cast<int>(work.kind)] = 1;
   float* dense = f.data() + graph::kNumOpKinds;
-  dense[0] = static_cast<float>(
-      std::log(std::max(1e-9, BaseKernelSeconds(work, device))));
+  dense[0] = static_cast<float>(std::log(std::max(1e-9, base_seconds)));
   dense[1] = static_cast<float>(std::log1p(std::max(0.0, work.flops)));
   dense[2] = static_cast<float>(
       std::log1p(static_cast<double>(std::max<int64_t>(0, work.bytes))));
@@ -194,9 +199,11 @@ absl::StatusOr<std::unique_ptr<LearnedCostModel>> LearnedCostModel::Load(
 }
 
 double LearnedCostModel::LogRatio(const KernelWork& work,
-                                  const DeviceProfile& device) const {
+                                  const DeviceProfile& device,
+                                  double base_seconds) const {
   if (!Knows(work.kind)) return 0;
-  const std::array<float, kKernelFeatures> f = KernelFeatures(work, device);
+  const std::array<float, kKernelFeatures> f =
+      KernelFeatures(work, device, base_seconds);
   std::array<float, kKernelFeatures> x = f;
   for (int i = 0; i < kDenseKernelFeatures; ++i) {
     const int j = graph::kNumOpKinds + i;
@@ -252,7 +259,7 @@ double LearnedCostModel::KernelSeconds(const KernelWork& work,
     const auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
   }
-  const double r = std::clamp(LogRatio(work, device),
+  const double r = std::clamp(LogRatio(work, device, base),
                               static_cast<double>(params_.min_log_ratio),
                               static_cast<double>(params_.max_log_ratio));
   const double seconds = base * std::exp(r);

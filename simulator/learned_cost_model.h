@@ -38,6 +38,10 @@ inline constexpr int kKernelFeatures =
     graph::kNumOpKinds + kDenseKernelFeatures;
 std::array<float, kKernelFeatures> KernelFeatures(const KernelWork& work,
                                                   const DeviceProfile& device);
+// The same with BaseKernelSeconds(work, device) already known.
+std::array<float, kKernelFeatures> KernelFeatures(const KernelWork& work,
+                                                  const DeviceProfile& device,
+                                                  double base_seconds);
 // "log_roofline_s", "log_flops", "log_bytes", ...: the dense features' names
 // (the model file lists them; a file with other names is refused).
 std::vector<std::string> DenseKernelFeatureNames();
@@ -97,8 +101,10 @@ class LearnedCostModel final : public OpCostModel {
   double KernelSeconds(const KernelWork& work,
                        const DeviceProfile& device) const override;
 
-  // The model's r for `work` (0 for an unknown kind), before clamping.
-  double LogRatio(const KernelWork& work, const DeviceProfile& device) const;
+  // The model's r for `work` (0 for an unknown kind), before clamping;
+  // `base_seconds` is BaseKernelSeconds(work, device).
+  double LogRatio(const KernelWork& work, const DeviceProfile& device,
+                  double base_seconds) const;
 
   // Whether kernels of `kind` were measured in training.
   bool Knows(graph::OpKind kind) const {

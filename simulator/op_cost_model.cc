@@ -31,6 +31,18 @@ double RooflineSeconds(const KernelWork& work, const DeviceProfile& device) {
 
 namespace gopt::simulator {
 
+KernelWork NodeKernelWork(const graph::Node& node) {
+  KernelWork work;
+  work.flops = node.flops;
+  work.bytes = std::max<int64_t>(0, node.bytes_read + node.bytes_written);
+  work.dtype = node.outputs.empty() || node.outputs[0].is_tuple()
+                   ? graph::DType::kF32
+                   : node.outputs[0].dtype;
+  work.op_class = OpCostClassOf(node.kind);
+  work.kind = node.kind;
+  return work;
+}
+
 double RooflineCostModel::KernelSeconds(const KernelWork& work,
                                         const DeviceProfile& device) const {
   if (device.runtime_model != nullptr) {

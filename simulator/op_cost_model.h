@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "graph/graph.h"
 #include "graph/op_kind.h"
 #include "graph/tensor_type.h"
 #include "simulator/topology.h"
@@ -44,6 +45,11 @@ class OpCostModel {
  protected:
   OpCostModel() = default;
 };
+
+// The kernel `node` runs alone, as the simulator prices an unfused node:
+// its FLOPs, bytes read + written, output dtype (f32 for tuples), cost class
+// and kind. Pure.
+KernelWork NodeKernelWork(const graph::Node& node);
 
 // The roofline law below, for `work` on `device` (what RooflineCostModel
 // gives on a device without a runtime model). Pure.

@@ -23,14 +23,14 @@ using nlohmann::json;
 
 constexpr char kMeasurementsFile[] = "measurements.jsonl";
 
+bool IdChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
 bool ValidId(const std::string& id) {
   if (id.empty() || id == "." || id == "..") return false;
-  for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
+  return std::all_of(id.begin(), id.end(), IdChar);
 }
 
 std::string GraphPath(const std::string& dir, const std::string& id) {
@@ -116,6 +116,14 @@ std::set<std::pair<std::string, std::string>> PresentPlans(
 
 }  // namespace
 
+std::string GraphIdForFile(const std::string& path) {
+  std::string id = fs::path(path).filename().string();
+  for (char& c : id) {
+    if (!IdChar(c)) c = '_';
+  }
+  return ValidId(id) ? id : "graph";
+}
+
 absl::StatusOr<CollectReport> CollectRuntimeData(
     Executor& executor, const simulator::Topology& topology,
     const std::vector<GraphToMeasure>& graphs, const CollectOptions& options) {
@@ -161,6 +169,7 @@ absl::StatusOr<CollectReport> CollectRuntimeData(
   execute.per_node_times = true;
   int done = 0;
   const int rounds = std::max(1, options.rounds);
+  const int executors = static_cast<int>(executor.Describe().size());
   for (size_t i = 0; i < graphs.size(); ++i) {
     const GraphToMeasure& g = graphs[i];
     // Each plan of the graph measured once per round, the rounds one after
@@ -215,7 +224,7 @@ absl::StatusOr<CollectReport> CollectRuntimeData(
       m.measured_min_step_s = best[p]->measured_min_step_time_s;
       m.spread = best[p]->measured_spread;
       m.runs = best[p]->runs;
-      m.executors = static_cast<int>(executor.Describe().size());
+      m.executors = executors;
       m.node_seconds = best[p]->per_node_seconds;
       out << PlanLine(m).dump() << "\n";
       if (!out.flush()) {

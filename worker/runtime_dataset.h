@@ -59,6 +59,11 @@ struct GraphToMeasure {
   const graph::Graph* graph = nullptr;
 };
 
+// The id a graph file gets in a dataset: its file name with characters
+// outside [A-Za-z0-9._-] replaced by '_' ("graph" for a name that stays
+// invalid, such as ".."). Pure.
+std::string GraphIdForFile(const std::string& path);
+
 // How CollectRuntimeData measures. Defaults are `gopt calibrate --learn`'s.
 struct CollectOptions {
   std::string dir;          // the dataset directory (created when missing)

@@ -192,6 +192,13 @@ TEST(CollectRuntimeDataTest, BadIdsAndAnotherGraphUnderAnIdAreRefused) {
               HasSubstr("holds another graph"));
 }
 
+TEST(GraphIdForFileTest, KeepsTheFileNameWithSafeCharacters) {
+  EXPECT_EQ(GraphIdForFile("/data/onnx/light squeezenet.onnx"),
+            "light_squeezenet.onnx");
+  EXPECT_EQ(GraphIdForFile("kws_DS_CNN_S.pb"), "kws_DS_CNN_S.pb");
+  EXPECT_EQ(GraphIdForFile("/x/.."), "graph");
+}
+
 TEST(ReadRuntimeDatasetTest, ErrorsNameTheFileAndLine) {
   const std::string dir = FreshDir("read_errors");
   EXPECT_EQ(ReadRuntimeDataset(dir).status().code(),

@@ -22,19 +22,6 @@ namespace {
 
 using graph::NodeId;
 
-// The kernel a node runs alone, as the simulator prices it.
-simulator::KernelWork NodeKernel(const graph::Node& node) {
-  simulator::KernelWork work;
-  work.flops = node.flops;
-  work.bytes = std::max<int64_t>(0, node.bytes_read + node.bytes_written);
-  work.dtype = node.outputs.empty() || node.outputs[0].is_tuple()
-                   ? graph::DType::kF32
-                   : node.outputs[0].dtype;
-  work.op_class = simulator::OpCostClassOf(node.kind);
-  work.kind = node.kind;
-  return work;
-}
-
 // One training example: a node's kernel on a device, with the median of
 // its measured times over the plans that ran it there.
 struct KernelSample {
@@ -74,7 +61,7 @@ absl::StatusOr<std::vector<KernelSample>> KernelSamples(
   for (const auto& [key, seconds] : times) {
     const auto& [graph_id, id, device] = key;
     const simulator::KernelWork work =
-        NodeKernel(dataset.graphs.at(graph_id).node(id));
+        simulator::NodeKernelWork(dataset.graphs.at(graph_id).node(id));
     const simulator::DeviceProfile& profile = topology.devices[device];
     KernelSample sample;
     sample.work = work;

@@ -84,12 +84,7 @@ void Measure(const std::string& id, const graph::Graph& graph,
     for (graph::NodeId n = 0; n < graph.num_nodes(); ++n) {
       const graph::Node& node = graph.node(n);
       if (simulator::baselines::IsFreeNode(node)) continue;
-      simulator::KernelWork work;
-      work.flops = node.flops;
-      work.bytes = node.bytes_read + node.bytes_written;
-      work.dtype = node.outputs[0].dtype;
-      work.kind = node.kind;
-      work.op_class = simulator::OpCostClassOf(node.kind);
+      const simulator::KernelWork work = simulator::NodeKernelWork(node);
       m.node_seconds[n] =
           machine.devices[p.plan.device[n]].runtime_model->KernelSeconds(
               work, machine.devices[p.plan.device[n]]);
