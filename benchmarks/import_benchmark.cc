@@ -1,7 +1,11 @@
 // Import speed of every importer on the real graphs in ../shared/data and on
 // a generated 1,000,000-instruction HLO module, and export speed (a plan
 // written back into the same file, graph/exporter.h) of every format with
-// an exporter beside its import. Reports bytes/s (MB/s) and nodes/s.
+// an exporter beside its import. Reports bytes/s (MB/s) and nodes/s. Beside
+// each import, its two parts that a plan-store hit with import adds up
+// with it: the pre-parse memory estimate the engine makes before importing
+// (Estimate/, ImporterRegistry::EstimateCost) and the graph fingerprint
+// that keys the store (Fingerprint/, GraphFingerprint).
 //
 //   build/bin/gopt_import_benchmark [--benchmark_filter=Nux]
 //   GOPT_SHARED_DATA=/path/to/shared/data build/bin/gopt_import_benchmark
@@ -20,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "graph/fingerprint.h"
 #include "graph/import/builtin_exporters.h"
 #include "graph/import/builtin_importers.h"
 
@@ -136,6 +141,40 @@ void RunImport(benchmark::State& state, const std::string& contents,
   state.counters["file_MB"] = static_cast<double>(contents.size()) / 1e6;
 }
 
+// The memory estimate the engine makes of `contents` before it imports
+// (engine::ImportGraph): a scan of the bytes.
+void RunEstimate(benchmark::State& state, const std::string& contents,
+                 const std::string& format, const std::string& source) {
+  const ImportOptions options = SharedDataImportOptions(source);
+  for (auto _ : state) {
+    absl::StatusOr<ParseCost> cost =
+        Registry().EstimateCost(contents, format, options);
+    if (!cost.ok()) {
+      state.SkipWithError(std::string(cost.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(cost->bytes);
+  }
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(contents.size()));
+}
+
+// The plan store's graph key of the imported graph.
+void RunFingerprint(benchmark::State& state, const std::string& contents,
+                    const std::string& format, const std::string& source) {
+  absl::StatusOr<Graph> graph =
+      Registry().Import(contents, format, SharedDataImportOptions(source));
+  if (!graph.ok()) {
+    state.SkipWithError(std::string(graph.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    std::string fingerprint = GraphFingerprint(*graph);
+    benchmark::DoNotOptimize(fingerprint.data());
+  }
+  state.counters["nodes"] = static_cast<double>(graph->num_nodes());
+}
+
 // Writes a plan (devices round-robin over 4, priorities 0..15) into
 // `contents` once per iteration: the cost of `gopt optimize --write`
 // beyond the optimization itself.
@@ -206,6 +245,20 @@ void RegisterBenchmarks() {
         [contents = *contents, format = std::string(file.format),
          path](benchmark::State& state) {
           RunImport(state, contents, format, path);
+        })
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        absl::StrCat("Estimate/", file.label).c_str(),
+        [contents = *contents, format = std::string(file.format),
+         path](benchmark::State& state) {
+          RunEstimate(state, contents, format, path);
+        })
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        absl::StrCat("Fingerprint/", file.label).c_str(),
+        [contents = *contents, format = std::string(file.format),
+         path](benchmark::State& state) {
+          RunFingerprint(state, contents, format, path);
         })
         ->Unit(benchmark::kMillisecond);
     const std::string format = file.format;

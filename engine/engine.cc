@@ -232,13 +232,17 @@ absl::StatusOr<graph::Graph> ImportGraph(
         return absl::InvalidArgumentError(absl::StrCat(
             "graph.format: ", importers.Find(format).status().message()));
       }
-      absl::StatusOr<graph::ParseCost> cost =
-          importers.EstimateCost(input.serialized(), format, import);
-      if (!cost.ok()) return WithNodeLimit(cost.status(), options);
-      RETURN_IF_ERROR(memory->BeforeParse(
-          *cost, static_cast<int64_t>(input.serialized().size())));
-      absl::StatusOr<graph::Graph> graph =
-          importers.Import(input.serialized(), format, import);
+      // The memory budget is charged the parse before it runs; a refusal
+      // is returned as the budget wrote it.
+      absl::Status refused;
+      absl::StatusOr<graph::Graph> graph = importers.Import(
+          input.serialized(), format, import,
+          [&](const graph::ParseCost& cost) {
+            refused = memory->BeforeParse(
+                cost, static_cast<int64_t>(input.serialized().size()));
+            return refused;
+          });
+      if (!refused.ok()) return refused;
       if (!graph.ok()) return WithNodeLimit(graph.status(), options);
       return graph;
     }

@@ -84,7 +84,17 @@ absl::StatusOr<ParseCost> ImporterRegistry::EstimateCost(
 absl::StatusOr<Graph> ImporterRegistry::Import(
     absl::string_view contents, absl::string_view format,
     const ImportOptions& options) const {
-  RETURN_IF_ERROR(EstimateCost(contents, format, options).status());
+  return Import(contents, format, options,
+                [](const ParseCost&) { return absl::OkStatus(); });
+}
+
+absl::StatusOr<Graph> ImporterRegistry::Import(
+    absl::string_view contents, absl::string_view format,
+    const ImportOptions& options,
+    absl::FunctionRef<absl::Status(const ParseCost&)> admit) const {
+  ASSIGN_OR_RETURN(const ParseCost cost,
+                   EstimateCost(contents, format, options));
+  RETURN_IF_ERROR(admit(cost));
   std::string context;
   ASSIGN_OR_RETURN(const Importer* importer,
                    Resolve(contents, format, options, &context));

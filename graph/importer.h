@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
@@ -103,6 +104,16 @@ class ImporterRegistry {
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                absl::string_view format,
                                const ImportOptions& options) const;
+
+  // Import with a say between the estimate and the parse: `admit` gets
+  // EstimateCost's result and may refuse (its error is returned as is,
+  // before anything is parsed). One scan of the bytes serves both, as the
+  // engine's memory budget needs the estimate before it lets a parse
+  // allocate.
+  absl::StatusOr<Graph> Import(
+      absl::string_view contents, absl::string_view format,
+      const ImportOptions& options,
+      absl::FunctionRef<absl::Status(const ParseCost&)> admit) const;
 
   // Reads `path` and imports it; the graph is named after the file when the
   // format carries no name. NotFound / PermissionDenied for unreadable files.

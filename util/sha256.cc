@@ -8,8 +8,15 @@
 
 namespace gopt {
 
+namespace {
+constexpr size_t kBufferBytes = 4096;
+}  // namespace
+
 struct Sha256::Context {
   EVP_MD_CTX* md = nullptr;
+  // Bytes not yet handed to `md`: the first `buffered` of `buffer`.
+  size_t buffered = 0;
+  unsigned char buffer[kBufferBytes];
 };
 
 Sha256::Sha256() : context_(std::make_unique<Context>()) {
@@ -19,17 +26,33 @@ Sha256::Sha256() : context_(std::make_unique<Context>()) {
 
 Sha256::~Sha256() { EVP_MD_CTX_free(context_->md); }
 
+void Sha256::Flush() {
+  if (context_->buffered == 0) return;
+  EVP_DigestUpdate(context_->md, context_->buffer, context_->buffered);
+  context_->buffered = 0;
+}
+
 void Sha256::Update(absl::string_view bytes) {
-  EVP_DigestUpdate(context_->md, bytes.data(), bytes.size());
+  Context& c = *context_;
+  if (bytes.size() > kBufferBytes - c.buffered) {
+    Flush();
+    if (bytes.size() >= kBufferBytes) {
+      EVP_DigestUpdate(c.md, bytes.data(), bytes.size());
+      return;
+    }
+  }
+  std::memcpy(c.buffer + c.buffered, bytes.data(), bytes.size());
+  c.buffered += bytes.size();
 }
 
 void Sha256::UpdateInt64(int64_t value) {
-  unsigned char bytes[8];
+  Context& c = *context_;
+  if (kBufferBytes - c.buffered < 8) Flush();
   for (int i = 0; i < 8; ++i) {
-    bytes[i] =
+    c.buffer[c.buffered + i] =
         static_cast<unsigned char>(static_cast<uint64_t>(value) >> (8 * i));
   }
-  EVP_DigestUpdate(context_->md, bytes, sizeof(bytes));
+  c.buffered += 8;
 }
 
 void Sha256::UpdateDouble(double value) {
@@ -46,6 +69,7 @@ void Sha256::UpdateString(absl::string_view bytes) {
 }
 
 std::string Sha256::Digest() {
+  Flush();
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_DigestFinal_ex(context_->md, digest, &size);

@@ -17,7 +17,9 @@ namespace gopt {
 //   hash.Update("abc");
 //   std::string hex = hash.HexDigest();  // "ba7816bf..."
 //
-// Not thread-safe; one per digest.
+// Small updates are gathered in a buffer and handed to OpenSSL in blocks
+// (a call per 8-byte field cost more than the hashing). Not thread-safe;
+// one per digest.
 class Sha256 {
  public:
   Sha256();
@@ -40,6 +42,9 @@ class Sha256 {
 
  private:
   struct Context;
+  // Hands the buffered bytes to OpenSSL.
+  void Flush();
+
   std::unique_ptr<Context> context_;
 };
 

@@ -1,5 +1,7 @@
 #include "util/sha256.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace gopt {
@@ -18,6 +20,26 @@ TEST(Sha256Test, StreamedEqualsOneShot) {
   hash.Update("a");
   hash.Update("bc");
   EXPECT_EQ(hash.HexDigest(), Sha256Hex("abc"));
+}
+
+// Fields, small strings and strings longer than the hasher's buffer, in an
+// order that crosses its block boundaries at every offset, digest as the
+// same bytes hashed at once.
+TEST(Sha256Test, BufferedUpdatesEqualOneShot) {
+  Sha256 hash;
+  std::string bytes;
+  for (int i = 0; i < 3000; ++i) {
+    const int64_t value = int64_t{i} * 0x0101010101010101 - 7;
+    hash.UpdateInt64(value);
+    for (int b = 0; b < 8; ++b) {
+      bytes.push_back(
+          static_cast<char>(static_cast<uint64_t>(value) >> (8 * b)));
+    }
+    const std::string text(i % 13 == 0 ? 5000 + i : i % 11, 'a' + i % 26);
+    hash.Update(text);
+    bytes += text;
+  }
+  EXPECT_EQ(hash.HexDigest(), Sha256Hex(bytes));
 }
 
 TEST(Sha256Test, LengthPrefixSeparatesFields) {
