@@ -50,11 +50,12 @@ serve: build
 # GO policy v2, policy/pretrained/go-multitask-v2: PPO pre-training
 # (30 min wall clock on the shared 2-core host), held-out evaluation written
 # into its card.json, one fine-tune on a held-out graph, and training-curve
-# PNGs (needs gnuplot: apt-get install gnuplot-nox). See the README there.
+# PNGs (gnuplot, installed with GOPT_TRAINING_TOOLS=1). See the README there.
 GO_DIR = policy/pretrained/go-multitask-v2
 GO_HELD_OUT_V2 = ../shared/data/hlo/mixer_b16_jax_unopt.hlo,../shared/data/hlo/llama2_ptxla_neuron_train_tp1.hlo,../shared/data/onnx/light_shufflenet.onnx,gen:transformer_xl-small,gen:transformer_xl-large
 GO_TRAIN = OMP_WAIT_POLICY=PASSIVE $(BUILD_DIR)/bin/gopt-train
 pretrained-go-v2:
+	GOPT_TRAINING_TOOLS=1 ./scripts/install-deps.sh
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train
 	$(GO_TRAIN) pretrain --out_dir=$(GO_DIR) --data_dir=../shared/data --seed=1 \
@@ -87,7 +88,7 @@ pretrained-go-v2:
 # far drifts away from the one-device decisions on op-by-op graphs after
 # about 75 rounds and no validation signal caught it for every seed
 # (docs/training.md, "go-multitask-v4"). Held-out and validation curves in
-# its card, train.csv and held_out.png (needs gnuplot); then `gopt bench` of
+# its card, train.csv and held_out.png (gnuplot); then `gopt bench` of
 # v4 on the held-out set. gopt-server serves the highest version of
 # go-multitask, so this is what answers (v2 stays: it is v4's starting
 # point; `--policy=go-multitask@2` reaches it).
@@ -100,6 +101,7 @@ GO_HELD_OUT = ../shared/data/hlo/mixer_b16_jax_unopt.hlo,../shared/data/hlo/llam
 GO_V4_RECIPE = $(GO_V4_DIR)/recipe.json
 
 pretrained-go:
+	GOPT_TRAINING_TOOLS=1 ./scripts/install-deps.sh
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train gopt
 	$(GO_TRAIN) expert --recipe=$(GO_V4_RECIPE) --out_dir=$(GO_V4_DIR)
@@ -122,6 +124,7 @@ pretrained-go:
 # (cost_model::DefaultRecipe; name costmodel-tile, seed 0).
 TILE_DIR = policy/pretrained/costmodel-tile-v1
 pretrained-costmodel-tile:
+	GOPT_TRAINING_TOOLS=1 ./scripts/install-deps.sh
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train
 	$(GO_TRAIN) costmodel --task=tile \
@@ -137,6 +140,7 @@ pretrained-costmodel-tile:
 # learning rate and regression weight this checkpoint was trained with.
 LAYOUT_DIR = policy/pretrained/costmodel-layout-v1
 pretrained-costmodel-layout:
+	GOPT_TRAINING_TOOLS=1 ./scripts/install-deps.sh
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target gopt-train
 	$(GO_TRAIN) costmodel --task=layout \

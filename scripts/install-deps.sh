@@ -23,6 +23,11 @@ PACKAGES=(
   libsqlite3-dev libhiredis-dev libssl-dev redis-server
   python3  # scripts/check-structure.sh, run by ctest
 )
+# GOPT_TRAINING_TOOLS=1 (the Makefile's pretrained-* targets): gnuplot for
+# the training curves those targets plot (tools/plot_*.sh).
+if [[ "${GOPT_TRAINING_TOOLS:-0}" == "1" ]]; then
+  PACKAGES+=(gnuplot-nox)
+fi
 if [[ "${GOPT_DEBIAN_LIBTORCH:-1}" != "0" ]]; then
   # libgloo-dev: the headers of c10d's Gloo process group (gopt-train's
   # data-parallel training; the library itself is in libtorch_cpu).
