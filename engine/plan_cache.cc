@@ -313,7 +313,11 @@ void PlanCacheRequest::AfterAnswer(OptimizeResponse* response) {
       entry_->set_last_used_unix_micros(touched->last_used_unix_micros);
     }
     *response->mutable_store_entry() = WithoutPlan(*entry_);
-    if (touched.ok() && !response->partial()) KeepAnswer(*touched, *response);
+    // Without a memo (max_answers 0) there is nothing to keep: skip the
+    // digest and the response copy.
+    if (touched.ok() && !response->partial() && cache_->max_answers_ > 0) {
+      KeepAnswer(*touched, *response);
+    }
     return;
   }
   if (!writes() || plan_key_.empty()) {
