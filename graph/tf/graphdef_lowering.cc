@@ -784,7 +784,7 @@ class Lowering {
           " node(s) only compute variables' initial values (constant or "
           "random inputs, assigned once by the init op): costed at zero "
           "FLOPs as one-time work outside the step (",
-          initializer_flops, " FLOPs left out)"));
+          static_cast<int64_t>(initializer_flops), " FLOPs left out)"));
     }
     for (LoopInfo& loop : loops_) builder.AddLoop(std::move(loop));
     for (std::string& warning : warnings_) {
