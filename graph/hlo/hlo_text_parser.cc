@@ -36,6 +36,7 @@ absl::StatusOr<DType> NarrowFloatStandIn(absl::string_view name) {
 bool IsKnownSkippedAttribute(absl::string_view key) {
   static const auto* const kKnown = new absl::flat_hash_set<absl::string_view>{
       "frontend_attributes",
+      "parameter_replication",
       "origin",
       "original_value",
       "statistics",

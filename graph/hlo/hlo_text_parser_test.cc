@@ -183,6 +183,21 @@ TEST(HloTextParserTest, ParsesWhatCurrentXlaPrints) {
   EXPECT_THAT(module->warnings[1], HasSubstr("'another_one'"));
 }
 
+// TF-XLA clusters print parameter_replication on entry parameters (seen on
+// a real GraphSAGE cluster): a known attribute, read past without a warning.
+TEST(HloTextParserTest, ReadsParameterReplicationWithoutAWarning) {
+  absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule cluster_0
+ENTRY %main (a: s32[4], b: f32[]) -> s32[4] {
+  %a = s32[4]{0} parameter(0), parameter_replication={false}, metadata={op_name="XLA_Args"}
+  %b = f32[] parameter(1), parameter_replication={true}
+  ROOT %n = s32[4]{0} negate(%a)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ(Find(*module, "a").metadata.get().op_name, "XLA_Args");
+  EXPECT_THAT(module->warnings, ::testing::IsEmpty());
+}
+
 TEST(HloTextParserTest, AComputationNamedLikeATableIsAComputation) {
   absl::StatusOr<HloModule> module = ParseHloText(R"(HloModule m
 StackFrames {

@@ -58,12 +58,13 @@ class Lowering {
   // `scope` serves the functions that While / If / Case nodes call.
   Lowering(const GraphDef& graph_def, absl::string_view format,
            const ImportOptions& options, const TfjsHints* hints,
-           FunctionScope* scope)
+           FunctionScope* scope, bool function_body = false)
       : graph_def_(graph_def),
         format_(format),
         options_(options),
         hints_(hints),
-        scope_(scope) {}
+        scope_(scope),
+        function_body_(function_body) {}
 
   absl::StatusOr<Graph> Run() {
     const int n = graph_def_.node_size();
@@ -330,7 +331,9 @@ class Lowering {
                   FunctionScope* scope) -> absl::StatusOr<Graph> {
       ImportOptions options = options_;
       options.source_name = std::string(name);
-      return Lowering(body, format_, options, /*hints=*/nullptr, scope).Run();
+      return Lowering(body, format_, options, /*hints=*/nullptr, scope,
+                      /*function_body=*/true)
+          .Run();
     };
   }
 
@@ -637,8 +640,57 @@ class Lowering {
     }
   }
 
+  static bool IsStateOrFrameOp(absl::string_view op) {
+    return IsGraphInput(op) || op == "VariableV2" || op == "Variable" ||
+           op == "VarHandleOp" || op == "_Arg" || op == "Enter" ||
+           op == "RefEnter" || op == "Merge" || op == "Switch" ||
+           op == "NextIteration" || op == "Exit";
+  }
+
+  // A TF1 training graph carries its variables' initializers (random or
+  // constant values that the init op assigns once) beside the step. A node
+  // that reads no graph input, variable or loop frame (through its data
+  // inputs, transitively) and whose data all ends in the value input of an
+  // Assign / AssignVariableOp only computes an initial value: one-time work,
+  // not part of a step. Not applied inside function bodies, which run per
+  // call.
+  std::vector<bool> InitializerOnlyNodes() const {
+    const int n = static_cast<int>(nodes_.size());
+    std::vector<bool> result(n, false);
+    if (function_body_) return result;
+    std::vector<bool> constant(n, false);
+    std::vector<std::vector<std::pair<int, int>>> consumers(n);
+    for (int i : order_) {
+      bool is_constant = !IsStateOrFrameOp(def(i).op());
+      const std::vector<InputRef>& inputs = nodes_[i].data_inputs;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        is_constant =
+            is_constant && !inputs[k].back_edge && constant[inputs[k].node];
+        consumers[inputs[k].node].emplace_back(i, static_cast<int>(k));
+      }
+      constant[i] = is_constant;
+    }
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      const int i = *it;
+      if (!constant[i] || consumers[i].empty()) continue;
+      bool only_initializes = true;
+      for (const auto& [consumer, input] : consumers[i]) {
+        const std::string& op = def(consumer).op();
+        const bool assigned_value =
+            input == 1 && (op == "Assign" || op == "AssignVariableOp");
+        only_initializes =
+            only_initializes && (assigned_value || result[consumer]);
+      }
+      result[i] = only_initializes;
+    }
+    return result;
+  }
+
   absl::StatusOr<Graph> Build() {
     FindLoops();
+    const std::vector<bool> initializer_only = InitializerOnlyNodes();
+    int64_t initializer_nodes = 0;
+    double initializer_flops = 0;
     GraphBuilder builder(options_.source_name, std::string(format_));
     int64_t parameter_number = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -703,6 +755,11 @@ class Lowering {
       if (state.functional.has_value()) {
         AttachBodies(*state.functional, &out, &builder);
       }
+      if (initializer_only[i] && cost->flops > 0) {
+        ++initializer_nodes;
+        initializer_flops += cost->flops;
+        cost->flops = 0;
+      }
       SetNodeCost(*cost, &out);
       if (IsHostOnlyOp(node.op()) || uses_strings) {
         out.device_constraint = DeviceConstraint::kCpuOnly;
@@ -721,6 +778,14 @@ class Lowering {
       }
     }
     RETURN_IF_ERROR(AssignColocation(builder));
+    if (initializer_nodes > 0) {
+      warnings_.push_back(absl::StrCat(
+          initializer_nodes,
+          " node(s) only compute variables' initial values (constant or "
+          "random inputs, assigned once by the init op): costed at zero "
+          "FLOPs as one-time work outside the step (",
+          static_cast<int64_t>(initializer_flops), " FLOPs left out)"));
+    }
     for (LoopInfo& loop : loops_) builder.AddLoop(std::move(loop));
     for (std::string& warning : warnings_) {
       builder.AddWarning(std::move(warning));
@@ -779,6 +844,7 @@ class Lowering {
   absl::flat_hash_set<std::string> inputs_given_request_dim_;
   absl::flat_hash_map<int, int64_t> frame_trip_count_;
   std::vector<LoopInfo> loops_;
+  const bool function_body_;
 };
 
 }  // namespace

@@ -47,6 +47,13 @@ struct TfjsHints {
 //   it too, with a warning naming the nodes. A tensor assigned into a
 //   variable (Assign with validate_shape, e.g. a saver's RestoreV2 output)
 //   takes the variable's shape.
+// - Variable initializers of TF1 training graphs: a node that reads no graph
+//   input, variable or loop frame (transitively, through data inputs) and
+//   whose data all ends in the value input of an Assign / AssignVariableOp
+//   (the random or constant initial values the init op assigns once) is
+//   costed at zero FLOPs (its bytes stay), with one warning giving the count
+//   and the FLOPs left out, so that the graph's FLOPs are one step's. Not
+//   applied inside function bodies.
 // - Kinds, attributes (XLA conventions) and costs via ComputeOpCost; host-only
 //   ops (audio/image decoding, strings) are kCpuOnly; `_class` "loc:@x"
 //   attributes become colocation groups named after x.

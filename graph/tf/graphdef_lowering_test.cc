@@ -12,6 +12,7 @@
 namespace gopt::graph::tf {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 
 // Text-format fixture helpers: a placeholder, a shape-only constant and a
@@ -344,6 +345,62 @@ TEST(GraphDefLoweringTest, ColocationAndHostOnlyOps) {
   EXPECT_EQ(NodeNamed(*graph, "read").colocation_group, 0);
   EXPECT_EQ(NodeNamed(*graph, "decoded").colocation_group, 0);
   EXPECT_EQ(NodeNamed(*graph, "decoded").outputs.size(), 2u);
+}
+
+// A TF1 training graph: the variable's initializer (RandomUniform scaled by
+// a constant, assigned once by 'init') is one-time work at zero FLOPs; the
+// step's MatMul, its scaling and the update assigned from the variable keep
+// theirs.
+TEST(GraphDefLoweringTest, VariableInitializersAreOneTimeWork) {
+  const std::string float_attr = " attr { key: 'T' value { type: DT_FLOAT } }";
+  const std::string text =
+      Placeholder("x", "dim { size: 2 } dim { size: 4 }") +
+      "node { name: 'w' op: 'VariableV2' "
+      "attr { key: 'dtype' value { type: DT_FLOAT } } "
+      "attr { key: 'shape' value { shape { dim { size: 4 } dim { size: 4 } } "
+      "} } }\n"
+      "node { name: 'w/shape' op: 'Const' "
+      "attr { key: 'dtype' value { type: DT_INT32 } } "
+      "attr { key: 'value' value { tensor { dtype: DT_INT32 "
+      "tensor_shape { dim { size: 2 } } int_val: 4 int_val: 4 } } } }\n"
+      "node { name: 'w/random' op: 'RandomUniform' input: 'w/shape' "
+      "attr { key: 'T' value { type: DT_INT32 } } "
+      "attr { key: 'dtype' value { type: DT_FLOAT } } }\n" +
+      Weights("scale", "") +
+      "node { name: 'w/scaled' op: 'Mul' input: 'w/random' input: 'scale'" +
+      float_attr +
+      " }\n"
+      "node { name: 'w/Assign' op: 'Assign' input: 'w' input: 'w/scaled'" +
+      float_attr +
+      " }\n"
+      "node { name: 'init' op: 'NoOp' input: '^w/Assign' }\n"
+      "node { name: 'w/read' op: 'Identity' input: 'w'" +
+      float_attr +
+      " }\n"
+      "node { name: 'y' op: 'MatMul' input: 'x' input: 'w/read'" +
+      float_attr +
+      " }\n"
+      "node { name: 'y/scaled' op: 'Mul' input: 'y' input: 'scale'" +
+      float_attr +
+      " }\n"
+      "node { name: 'w/decayed' op: 'Mul' input: 'w/read' input: 'scale'" +
+      float_attr +
+      " }\n"
+      "node { name: 'w/update' op: 'Assign' input: 'w' input: 'w/decayed'" +
+      float_attr + " }\n";
+  absl::StatusOr<Graph> graph = Lower(text);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const double random_flops = NodeNamed(*graph, "w/random").flops;
+  const double scaled_flops = NodeNamed(*graph, "w/scaled").flops;
+  EXPECT_EQ(random_flops, 0);
+  EXPECT_EQ(scaled_flops, 0);
+  EXPECT_GT(NodeNamed(*graph, "w/scaled").bytes_written, 0);
+  EXPECT_DOUBLE_EQ(NodeNamed(*graph, "y").flops, 2.0 * 2 * 4 * 4);
+  EXPECT_DOUBLE_EQ(NodeNamed(*graph, "y/scaled").flops, 2.0 * 4);
+  EXPECT_DOUBLE_EQ(NodeNamed(*graph, "w/decayed").flops, 4.0 * 4);
+  EXPECT_THAT(graph->warnings(),
+              Contains(HasSubstr("2 node(s) only compute variables' initial "
+                                 "values")));
 }
 
 TEST(GraphDefLoweringTest, TextFormatGoesThroughTheImporter) {
