@@ -113,7 +113,7 @@ std::optional<GoptFusion> MatchGoptFusion(const HloModule& module,
       continue;
     }
     if (tuple_root && static_cast<int32_t>(i) == fused.root) continue;
-    if (member.export_position < 0 || !member.called_computations.empty()) {
+    if (member.export_position < 0) {
       return std::nullopt;
     }
     found.restored_names[i] = member.name;

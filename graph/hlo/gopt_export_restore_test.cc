@@ -230,10 +230,10 @@ TEST(RestoreGoptExportTest, BadOrderIsInvalidArgumentNamingTheInstruction) {
     const char* message;
   } kCases[] = {
       {"0", "one", "2",
-       "hlo text line 5 col 55: computation 'main' instruction 'n' frontend "
+       "hlo text line 5 col 61: computation 'main' instruction 'n' frontend "
        "attribute _gopt_order: \"one\" is not a number"},
       {"0", "1", "4294967296",
-       "hlo text line 6 col 64: computation 'main' instruction 'e' frontend "
+       "hlo text line 6 col 71: computation 'main' instruction 'e' frontend "
        "attribute _gopt_order: 4294967296 is out of range (an instruction "
        "index, 0 to 2147483647)"},
       {"0", "1", "3",
