@@ -85,7 +85,7 @@ std::optional<GoptFusion> MatchGoptFusion(const HloModule& module,
   }
   const int32_t callee = fusion.called_computations[0];
   const HloComputation& fused = module.computations[callee];
-  if (callee == caller || callers[callee] != 1 ||
+  if (callee == caller || callee == module.entry || callers[callee] != 1 ||
       !absl::StartsWith(fused.name, kFusedComputationPrefix)) {
     return std::nullopt;
   }
@@ -113,7 +113,11 @@ std::optional<GoptFusion> MatchGoptFusion(const HloModule& module,
       continue;
     }
     if (tuple_root && static_cast<int32_t>(i) == fused.root) continue;
-    if (member.export_position < 0) {
+    // The exporter writes no fusion inside a fused computation, and no
+    // member reads the tuple root it adds.
+    if (member.export_position < 0 || member.opcode == "fusion" ||
+        (tuple_root && std::find(member.operands.begin(), member.operands.end(),
+                                 fused.root) != member.operands.end())) {
       return std::nullopt;
     }
     found.restored_names[i] = member.name;

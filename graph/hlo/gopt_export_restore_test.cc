@@ -202,6 +202,69 @@ ENTRY main {
   }
 }
 
+// Hostile variations of a gopt fusion stay fusions, without a crash: a
+// restored name the caller already has, a member reading the exporter's
+// tuple root, and a member with a reduce region (which does unfold).
+TEST(RestoreGoptExportTest, EditedGoptFusionsStayFusions) {
+  const HloModule clash = Restored(R"hlo(HloModule m
+
+%gopt_fused_computation.0 (param_0.0: f32[4]) -> f32[4] {
+  %param_0.0 = f32[4]{0} parameter(0)
+  %p = f32[4]{0} exponential(%param_0.0), frontend_attributes={_gopt_order="1"}
+  ROOT %n.fused = f32[4]{0} negate(%p), frontend_attributes={_gopt_order="2"}
+}
+
+ENTRY main {
+  p = f32[4]{0} parameter(0), frontend_attributes={_gopt_order="0"}
+  ROOT n = f32[4]{0} fusion(p), kind=kLoop, calls=%gopt_fused_computation.0, frontend_attributes={_gopt_order="2"}
+}
+)hlo");
+  EXPECT_EQ(clash.computations.size(), 2u);
+  const HloModule tuple_read = Restored(R"hlo(HloModule m
+
+%gopt_fused_computation.0 (param_0.0: f32[4]) -> (f32[4], f32[4]) {
+  %param_0.0 = f32[4]{0} parameter(0)
+  %e.fused = f32[4]{0} exponential(%param_0.0), frontend_attributes={_gopt_order="1"}
+  %x = f32[4]{0} get-tuple-element(%gopt_tuple.0), index=0, frontend_attributes={_gopt_order="2"}
+  ROOT %gopt_tuple.0 = (f32[4]{0}, f32[4]{0}) tuple(%e.fused, %e.fused)
+}
+
+ENTRY main {
+  p = f32[4]{0} parameter(0), frontend_attributes={_gopt_order="0"}
+  gopt_fusion.0 = (f32[4]{0}, f32[4]{0}) fusion(p), kind=kLoop, calls=%gopt_fused_computation.0
+  ROOT e = f32[4]{0} get-tuple-element(gopt_fusion.0), index=0, frontend_attributes={_gopt_order="1"}
+}
+)hlo");
+  EXPECT_EQ(tuple_read.computations.size(), 2u);
+  const HloModule reduce = Restored(R"hlo(HloModule m
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%gopt_fused_computation.0 (param_0.0: f32[4], param_1.0: f32[]) -> f32[1] {
+  %param_0.0 = f32[4]{0} parameter(0)
+  %param_1.0 = f32[] parameter(1)
+  %r = f32[] reduce(%param_0.0, %param_1.0), dimensions={0}, to_apply=%sum, frontend_attributes={_gopt_order="2"}
+  ROOT %t.fused = f32[1]{0} reshape(%r), frontend_attributes={_gopt_order="3"}
+}
+
+ENTRY main {
+  p = f32[4]{0} parameter(0), frontend_attributes={_gopt_order="0"}
+  z = f32[] constant(0), frontend_attributes={_gopt_order="1"}
+  ROOT t = f32[1]{0} fusion(p, z), kind=kInput, calls=%gopt_fused_computation.0, frontend_attributes={_gopt_order="3"}
+}
+)hlo");
+  ASSERT_EQ(reduce.computations.size(), 2u);
+  EXPECT_EQ(reduce.entry, 1);
+  EXPECT_THAT(Listing(reduce.entry_computation()),
+              ElementsAre("p()", "z()", "r(p,z)", "ROOT t(r)"));
+  EXPECT_THAT(reduce.entry_computation().instructions[2].called_computations,
+              ElementsAre(0));
+}
+
 constexpr absl::string_view kBadOrderTemplate = R"hlo(HloModule m
 
 ENTRY main {

@@ -55,8 +55,8 @@ void RekeyFusedDecisions(const hlo::HloModule& module,
   for (const hlo::GoptFusion& fusion : hlo::FindGoptFusions(module)) {
     const hlo::HloComputation& caller = module.computations[fusion.caller];
     const hlo::HloComputation& fused = module.computations[fusion.fused];
-    auto call = decisions->find(
-        {caller.name, caller.instructions[fusion.fusion].name});
+    auto call =
+        decisions->find({caller.name, caller.instructions[fusion.fusion].name});
     const int32_t device = call == decisions->end() ? 0 : call->second.device;
     for (size_t m = 0; m < fusion.restored_names.size(); ++m) {
       if (fusion.restored_names[m].empty()) continue;

@@ -69,8 +69,7 @@ bool MovedByExport(absl::string_view computation,
 // the name each instruction gets back there, with the fusion's device (the
 // members carry no placement of their own): the nodes the import makes of
 // them then find their decisions. A member without a decision gets none.
-void RekeyFusedDecisions(const hlo::HloModule& module,
-                         HloDecisions* decisions);
+void RekeyFusedDecisions(const hlo::HloModule& module, HloDecisions* decisions);
 
 // The _gopt_layout value of `minor_to_major` ("1,0").
 std::string LayoutAttributeValue(const std::vector<int32_t>& minor_to_major);

@@ -15,8 +15,8 @@
 #include "absl/strings/str_split.h"
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_text_edit.h"
-#include "graph/hlo/hlo_text_parser.h"
 #include "graph/hlo/hlo_text_fusion.h"
+#include "graph/hlo/hlo_text_parser.h"
 #include "graph/hlo/hlo_text_schedule.h"
 #include "util/status_macros.h"
 
@@ -59,8 +59,9 @@ int32_t MarkedPosition(absl::string_view line) {
   for (const auto& [key, value] : FrontendAttributes(line)) {
     int32_t position = -1;
     if (key == kOrder &&
-        absl::SimpleAtoi(absl::StripPrefix(absl::StripSuffix(value, "\""), "\""),
-                         &position) &&
+        absl::SimpleAtoi(
+            absl::StripPrefix(absl::StripSuffix(value, "\""), "\""),
+            &position) &&
         position >= 0) {
       return position;
     }
@@ -70,8 +71,9 @@ int32_t MarkedPosition(absl::string_view line) {
 
 // The position of every instruction of `lines` (ExportPositions per
 // computation).
-HloPositions OriginalPositions(const std::vector<std::string>& lines,
-                               const std::vector<InstructionLine>& instructions) {
+HloPositions OriginalPositions(
+    const std::vector<std::string>& lines,
+    const std::vector<InstructionLine>& instructions) {
   HloPositions positions;
   for (size_t begin = 0; begin < instructions.size();) {
     size_t end = begin;
@@ -93,9 +95,9 @@ HloPositions OriginalPositions(const std::vector<std::string>& lines,
 
 // Sets gopt's frontend attributes `ours` on `line`, replacing the ones it
 // had (every key in `replaced`) and keeping the caller's.
-void SetGoptAttributes(
-    std::vector<std::pair<std::string, std::string>> ours,
-    std::initializer_list<absl::string_view> replaced, std::string* line) {
+void SetGoptAttributes(std::vector<std::pair<std::string, std::string>> ours,
+                       std::initializer_list<absl::string_view> replaced,
+                       std::string* line) {
   std::vector<std::pair<std::string, std::string>> frontend;
   for (auto& [key, value] : FrontendAttributes(*line)) {
     if (std::find(replaced.begin(), replaced.end(), key) == replaced.end()) {
@@ -116,11 +118,13 @@ std::pair<std::string, std::string> Quoted(absl::string_view key,
 
 // Marks every instruction of each computation of `lines` that the export
 // lists out of its original order with its position (the ones with a
-// decision carry it already).
-absl::Status MarkMovedInstructions(const HloPositions& positions,
-                                   std::vector<std::string>* lines) {
-  ASSIGN_OR_RETURN(const std::vector<InstructionLine> instructions,
-                   FindInstructions(*lines));
+// decision carry it already). Lines that no longer parse as instructions
+// (WriteTextSchedule warned about them) are left unmarked.
+void MarkMovedInstructions(const HloPositions& positions,
+                           std::vector<std::string>* lines) {
+  absl::StatusOr<std::vector<InstructionLine>> found = FindInstructions(*lines);
+  if (!found.ok()) return;
+  const std::vector<InstructionLine>& instructions = *found;
   for (size_t begin = 0; begin < instructions.size();) {
     size_t end = begin;
     std::vector<std::string> names;
@@ -137,13 +141,12 @@ absl::Status MarkMovedInstructions(const HloPositions& positions,
         if (it == positions.end() || MarkedPosition(line) == it->second) {
           continue;
         }
-        SetGoptAttributes({Quoted(kOrder, absl::StrCat(it->second))},
-                          {kOrder}, &line);
+        SetGoptAttributes({Quoted(kOrder, absl::StrCat(it->second))}, {kOrder},
+                          &line);
       }
     }
     begin = end;
   }
-  return absl::OkStatus();
 }
 
 class HloTextExporter final : public Exporter {
@@ -197,8 +200,7 @@ class HloTextExporter final : public Exporter {
       if (layout) {
         ours.push_back(Quoted(kLayout, LayoutAttributeValue(d->layout)));
       }
-      if (auto position = positions.find(source);
-          position != positions.end()) {
+      if (auto position = positions.find(source); position != positions.end()) {
         ours.push_back(Quoted(kOrder, absl::StrCat(position->second)));
       }
       SetGoptAttributes(std::move(ours), {kPriority, kKernel, kLayout, kOrder},
@@ -218,7 +220,7 @@ class HloTextExporter final : public Exporter {
     } else {
       schedule_warnings = WriteTextSchedule(decisions, &lines);
     }
-    RETURN_IF_ERROR(MarkMovedInstructions(positions, &lines));
+    MarkMovedInstructions(positions, &lines);
     ExportResult result;
     result.contents = absl::StrJoin(lines, "\n");
     if (spmd) {

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_text_edit.h"
 

@@ -240,8 +240,9 @@ RoundTrip CheckRoundTrip(const std::string& what, const std::string& contents,
   // The same graph node for node (HLO: the export's _gopt_order gives the
   // instructions back in the original order). Layout decisions are in the
   // export's shapes, so in its output types.
-  const absl::Status same = layouts ? CompareGraphsIgnoringLayouts(*graph, *again)
-                                    : CompareGraphs(*graph, *again);
+  const absl::Status same = layouts
+                                ? CompareGraphsIgnoringLayouts(*graph, *again)
+                                : CompareGraphs(*graph, *again);
   EXPECT_TRUE(same.ok()) << what << ": " << same;
   absl::StatusOr<std::optional<gopt::v1::Plan>> read =
       (*exporter)->ReadPlan(exported->contents, *again, devices);
@@ -712,11 +713,11 @@ TEST_P(HloFusionRoundTripTest, GroupsBecomeFusionInstructionsAndComeBack) {
   }
   ASSERT_GT(groups, 0);
   const std::regex fusion(R"(fusion\([^\n]*calls=%gopt_fused_computation)");
-  EXPECT_EQ(std::distance(std::sregex_iterator(exported->contents.begin(),
-                                               exported->contents.end(),
-                                               fusion),
-                          std::sregex_iterator()),
-            groups);
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(exported->contents.begin(),
+                                         exported->contents.end(), fusion),
+                    std::sregex_iterator()),
+      groups);
   absl::StatusOr<Graph> again = importers.Import(exported->contents, "hlo", {});
   ASSERT_TRUE(again.ok()) << again.status();
   absl::StatusOr<std::optional<gopt::v1::Plan>> read =
