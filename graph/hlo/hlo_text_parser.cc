@@ -829,13 +829,11 @@ class Parser : private HloTextScanner {
     return SkipValue();
   }
 
-  // `{key="value", ...}`: notes the value of _gopt_order (and where it is)
-  // for ParseInstruction; every other frontend attribute is skipped. A
-  // value that is not key="value" pairs is skipped whole, as any attribute
-  // the reader does not need.
+  // `{key="value", ...}`: notes _gopt_order's value and place for
+  // ParseInstruction and skips the other keys; a value that is not such
+  // pairs is skipped whole, as any attribute the reader does not need.
   absl::Status ParseFrontendAttributes() {
     const size_t start = pos_;
-    order_value_.reset();
     if (Consume('{')) {
       while (true) {
         SkipSpace();
