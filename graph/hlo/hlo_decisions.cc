@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "graph/decisions.h"
+#include "graph/hlo/gopt_export_restore.h"
 
 namespace gopt::graph {
 
@@ -24,6 +25,49 @@ HloDecisions HloDecisionsOf(const Graph& graph, const gopt::v1::Plan& plan) {
     }
   }
   return decisions;
+}
+
+std::vector<int32_t> ExportPositions(const std::vector<int32_t>& marked) {
+  std::vector<int32_t> positions = marked;
+  if (std::any_of(marked.begin(), marked.end(),
+                  [](int32_t position) { return position < 0; })) {
+    for (size_t i = 0; i < positions.size(); ++i) {
+      positions[i] = static_cast<int32_t>(i);
+    }
+  }
+  return positions;
+}
+
+bool MovedByExport(absl::string_view computation,
+                   const std::vector<std::string>& names,
+                   const HloPositions& positions) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = positions.find({std::string(computation), names[i]});
+    if (it == positions.end() || it->second != static_cast<int32_t>(i)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void RekeyFusedDecisions(const hlo::HloModule& module,
+                         HloDecisions* decisions) {
+  for (const hlo::GoptFusion& fusion : hlo::FindGoptFusions(module)) {
+    const hlo::HloComputation& caller = module.computations[fusion.caller];
+    const hlo::HloComputation& fused = module.computations[fusion.fused];
+    auto call =
+        decisions->find({caller.name, caller.instructions[fusion.fusion].name});
+    const int32_t device = call == decisions->end() ? 0 : call->second.device;
+    for (size_t m = 0; m < fusion.restored_names.size(); ++m) {
+      if (fusion.restored_names[m].empty()) continue;
+      auto member = decisions->find({fused.name, fused.instructions[m].name});
+      if (member == decisions->end()) continue;
+      HloDecision d = std::move(member->second);
+      decisions->erase(member);
+      d.device = device;
+      (*decisions)[{caller.name, fusion.restored_names[m]}] = std::move(d);
+    }
+  }
 }
 
 std::string LayoutAttributeValue(const std::vector<int32_t>& minor_to_major) {

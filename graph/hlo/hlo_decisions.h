@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "gopt/v1/plan.pb.h"
 #include "graph/graph.h"
+#include "graph/hlo/hlo_module.h"
 
 namespace gopt::graph {
 
@@ -35,6 +36,40 @@ inline constexpr absl::string_view kHloKernelAttribute = "_gopt_kernel";
 // value is the layout written, "1,0" for {1,0}); instructions without it
 // keep the caller's own layouts, which are no decision.
 inline constexpr absl::string_view kHloLayoutAttribute = "_gopt_layout";
+// The instruction's index in its computation in the file gopt exported
+// from ("7"): written on every instruction whose place an export may change
+// (every instruction with a decision, every member moved into a gopt fused
+// computation, and in HLO text every instruction of a computation the
+// schedule reorders), so that the importers give back the original
+// instructions in the original order (hlo::RestoreGoptExport).
+inline constexpr absl::string_view kHloOrderAttribute = "_gopt_order";
+
+// (computation name, instruction name) -> the instruction's index in its
+// computation in the file an export is written from (_gopt_order).
+using HloPositions =
+    absl::flat_hash_map<std::pair<std::string, std::string>, int32_t>;
+
+// The positions an export records for the instructions of one computation
+// listed in file order, `marked[i]` being the _gopt_order instruction i
+// already carries or -1: those marks when every instruction carries one (a
+// gopt export exported again: its import restored that order, the order
+// the graph's nodes are in), else the file order 0..n-1.
+std::vector<int32_t> ExportPositions(const std::vector<int32_t>& marked);
+
+// True when `names` (one computation's instructions as the export lists
+// them) are not each at their position in `positions`: the export moved
+// them, so every one of them must carry _gopt_order.
+bool MovedByExport(absl::string_view computation,
+                   const std::vector<std::string>& names,
+                   const HloPositions& positions);
+
+// Re-keys the decisions read from the instructions of the fused
+// computations of gopt fusions that hlo::RestoreGoptExport unfolds
+// (hlo::FindGoptFusions of `module`, the export as read) by the caller and
+// the name each instruction gets back there, with the fusion's device (the
+// members carry no placement of their own): the nodes the import makes of
+// them then find their decisions. A member without a decision gets none.
+void RekeyFusedDecisions(const hlo::HloModule& module, HloDecisions* decisions);
 
 // The _gopt_layout value of `minor_to_major` ("1,0").
 std::string LayoutAttributeValue(const std::vector<int32_t>& minor_to_major);

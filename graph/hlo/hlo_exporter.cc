@@ -1,5 +1,7 @@
 #include "graph/hlo/hlo_exporter.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_text_edit.h"
 #include "graph/hlo/hlo_text_fusion.h"
+#include "graph/hlo/hlo_text_parser.h"
 #include "graph/hlo/hlo_text_schedule.h"
 #include "util/status_macros.h"
 
@@ -25,6 +28,7 @@ constexpr absl::string_view kFrontend = "frontend_attributes=";
 constexpr absl::string_view kPriority = kHloPriorityAttribute;
 constexpr absl::string_view kKernel = kHloKernelAttribute;
 constexpr absl::string_view kLayout = kHloLayoutAttribute;
+constexpr absl::string_view kOrder = kHloOrderAttribute;
 
 // The frontend attributes of `line` as key -> quoted value, in order.
 std::vector<std::pair<std::string, std::string>> FrontendAttributes(
@@ -50,6 +54,101 @@ std::vector<std::pair<std::string, std::string>> FrontendAttributes(
   return attributes;
 }
 
+// The _gopt_order `line` carries, or -1.
+int32_t MarkedPosition(absl::string_view line) {
+  for (const auto& [key, value] : FrontendAttributes(line)) {
+    int32_t position = -1;
+    if (key == kOrder &&
+        absl::SimpleAtoi(
+            absl::StripPrefix(absl::StripSuffix(value, "\""), "\""),
+            &position) &&
+        position >= 0) {
+      return position;
+    }
+  }
+  return -1;
+}
+
+// The position of every instruction of `lines` (ExportPositions per
+// computation).
+HloPositions OriginalPositions(
+    const std::vector<std::string>& lines,
+    const std::vector<InstructionLine>& instructions) {
+  HloPositions positions;
+  for (size_t begin = 0; begin < instructions.size();) {
+    size_t end = begin;
+    std::vector<int32_t> marked;
+    while (end < instructions.size() &&
+           instructions[end].computation == instructions[begin].computation) {
+      marked.push_back(MarkedPosition(lines[instructions[end].line]));
+      ++end;
+    }
+    const std::vector<int32_t> order = ExportPositions(marked);
+    for (size_t i = begin; i < end; ++i) {
+      positions[{instructions[i].computation, instructions[i].name}] =
+          order[i - begin];
+    }
+    begin = end;
+  }
+  return positions;
+}
+
+// Sets gopt's frontend attributes `ours` on `line`, replacing the ones it
+// had (every key in `replaced`) and keeping the caller's.
+void SetGoptAttributes(std::vector<std::pair<std::string, std::string>> ours,
+                       std::initializer_list<absl::string_view> replaced,
+                       std::string* line) {
+  std::vector<std::pair<std::string, std::string>> frontend;
+  for (auto& [key, value] : FrontendAttributes(*line)) {
+    if (std::find(replaced.begin(), replaced.end(), key) == replaced.end()) {
+      frontend.emplace_back(std::move(key), std::move(value));
+    }
+  }
+  for (auto& attribute : ours) frontend.push_back(std::move(attribute));
+  SetAttribute(
+      line, kFrontend,
+      absl::StrCat("{", absl::StrJoin(frontend, ",", absl::PairFormatter("=")),
+                   "}"));
+}
+
+std::pair<std::string, std::string> Quoted(absl::string_view key,
+                                           absl::string_view value) {
+  return {std::string(key), absl::StrCat("\"", value, "\"")};
+}
+
+// Marks every instruction of each computation of `lines` that the export
+// lists out of its original order with its position (the ones with a
+// decision carry it already). Lines that no longer parse as instructions
+// (WriteTextSchedule warned about them) are left unmarked.
+void MarkMovedInstructions(const HloPositions& positions,
+                           std::vector<std::string>* lines) {
+  absl::StatusOr<std::vector<InstructionLine>> found = FindInstructions(*lines);
+  if (!found.ok()) return;
+  const std::vector<InstructionLine>& instructions = *found;
+  for (size_t begin = 0; begin < instructions.size();) {
+    size_t end = begin;
+    std::vector<std::string> names;
+    while (end < instructions.size() &&
+           instructions[end].computation == instructions[begin].computation) {
+      names.push_back(instructions[end].name);
+      ++end;
+    }
+    const std::string& computation = instructions[begin].computation;
+    if (MovedByExport(computation, names, positions)) {
+      for (size_t i = begin; i < end; ++i) {
+        std::string& line = (*lines)[instructions[i].line];
+        auto it = positions.find({computation, instructions[i].name});
+        if (it == positions.end() || MarkedPosition(line) == it->second) {
+          continue;
+        }
+        SetGoptAttributes({Quoted(kOrder, absl::StrCat(it->second))}, {kOrder},
+                          &line);
+      }
+    }
+    begin = end;
+  }
+}
+
 class HloTextExporter final : public Exporter {
  public:
   absl::string_view format() const override { return "hlo"; }
@@ -60,6 +159,7 @@ class HloTextExporter final : public Exporter {
     std::vector<std::string> lines = SplitLines(original);
     ASSIGN_OR_RETURN(std::vector<InstructionLine> instructions,
                      FindInstructions(lines));
+    const HloPositions positions = OriginalPositions(lines, instructions);
     HloDecisions decisions = HloDecisionsOf(graph, plan);
     HloTextFusion fusion =
         WriteFusionInstructions(std::move(lines), instructions, &decisions);
@@ -71,38 +171,41 @@ class HloTextExporter final : public Exporter {
     // it per shard and kept every node on the mesh): they stay as written.
     const bool spmd = graph.spmd().num_partitions > 1;
     for (const InstructionLine& instruction : instructions) {
-      auto it = decisions.find({instruction.computation, instruction.name});
-      if (it == decisions.end()) continue;
-      const HloDecision& d = it->second;
+      // A member of a fused computation carries its decision but no
+      // placement (the fusion's is the members').
+      std::pair<std::string, std::string> source = {instruction.computation,
+                                                    instruction.name};
+      const HloDecision* d = nullptr;
+      const bool member = fusion.members.contains(source);
+      if (member) {
+        const HloFusedMember& moved = fusion.members.at(source);
+        source = {moved.computation, moved.name};
+        d = &moved.decision;
+      } else if (auto it = decisions.find(source); it != decisions.end()) {
+        d = &it->second;
+      } else {
+        continue;
+      }
       std::string& line = lines[instruction.line];
-      if (!spmd) {
+      if (!spmd && !member) {
         SetAttribute(&line, kSharding,
-                     absl::StrCat("{maximal device=", d.device, "}"));
+                     absl::StrCat("{maximal device=", d->device, "}"));
       }
-      std::vector<std::pair<std::string, std::string>> frontend;
-      for (auto& [key, value] : FrontendAttributes(line)) {
-        if (key != kPriority && key != kKernel && key != kLayout) {
-          frontend.emplace_back(std::move(key), std::move(value));
-        }
+      std::vector<std::pair<std::string, std::string>> ours;
+      ours.push_back(Quoted(kPriority, absl::StrCat(d->priority)));
+      if (d->kernel >= 0) {
+        ours.push_back(Quoted(kKernel, absl::StrCat(d->kernel)));
       }
-      frontend.emplace_back(std::string(kPriority),
-                            absl::StrCat("\"", d.priority, "\""));
-      if (d.kernel >= 0) {
-        frontend.emplace_back(std::string(kKernel),
-                              absl::StrCat("\"", d.kernel, "\""));
-      }
-      const bool layout = !d.layout.empty() && ArrayShape(line).has_value();
+      const bool layout = !d->layout.empty() && ArrayShape(line).has_value();
       if (layout) {
-        frontend.emplace_back(
-            std::string(kLayout),
-            absl::StrCat("\"", LayoutAttributeValue(d.layout), "\""));
+        ours.push_back(Quoted(kLayout, LayoutAttributeValue(d->layout)));
       }
-      SetAttribute(
-          &line, kFrontend,
-          absl::StrCat("{",
-                       absl::StrJoin(frontend, ",", absl::PairFormatter("=")),
-                       "}"));
-      if (layout) SetArrayLayout(&line, d.layout);
+      if (auto position = positions.find(source); position != positions.end()) {
+        ours.push_back(Quoted(kOrder, absl::StrCat(position->second)));
+      }
+      SetGoptAttributes(std::move(ours), {kPriority, kKernel, kLayout, kOrder},
+                        &line);
+      if (layout) SetArrayLayout(&line, d->layout);
     }
     // A module the importer partitioned is an SPMD program before
     // partitioning: XLA (and gopt's importer) read is_scheduled=true as
@@ -117,6 +220,7 @@ class HloTextExporter final : public Exporter {
     } else {
       schedule_warnings = WriteTextSchedule(decisions, &lines);
     }
+    MarkMovedInstructions(positions, &lines);
     ExportResult result;
     result.contents = absl::StrJoin(lines, "\n");
     if (spmd) {
@@ -194,6 +298,8 @@ class HloTextExporter final : public Exporter {
       decisions[{instruction.computation, instruction.name}] = d;
     }
     if (decisions.empty()) return std::nullopt;
+    ASSIGN_OR_RETURN(const hlo::HloModule module, hlo::ParseHloText(contents));
+    RekeyFusedDecisions(module, &decisions);
     return PlanFromHloDecisions(graph, decisions, "embedded:hlo");
   }
 };

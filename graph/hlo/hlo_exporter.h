@@ -21,8 +21,14 @@ namespace gopt::graph {
 // stack frames included, stays as it was. The schedule is written as XLA
 // reads a scheduled module (WriteTextSchedule): `is_scheduled=true` and
 // each computation no fusion calls in execution order, the order the
-// HloModuleProto export writes as its schedule. Reads the decisions back
-// from the same attributes; a fusion instruction's decision is its group's.
+// HloModuleProto export writes as its schedule. Every instruction whose
+// place the export may change (with a decision, moved into a fused
+// computation, or in a computation the schedule reorders) carries its
+// original index as frontend attribute `_gopt_order`, from which the
+// importer restores the original module (hlo::RestoreGoptExport). Reads
+// the decisions back from the same attributes: a fusion's members carry
+// their own (without placement: the fusion's sharding is theirs), keyed by
+// the names they get back when the import unfolds the fusion.
 std::unique_ptr<Exporter> NewHloTextExporter();
 
 }  // namespace gopt::graph

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/hlo/gopt_export_restore.h"
 #include "graph/hlo/hlo_lowering.h"
 #include "graph/hlo/hlo_proto_reader.h"
 #include "graph/hlo/hlo_text_parser.h"
@@ -78,6 +79,7 @@ class HloTextImporter final : public Importer {
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloText(contents));
+    RETURN_IF_ERROR(hlo::RestoreGoptExport(&module));
     return LowerSpmdAware(std::move(module),
                           LoweringOptions(options, format()));
   }
@@ -100,6 +102,7 @@ class HloProtoImporter final : public Importer {
   absl::StatusOr<Graph> Import(absl::string_view contents,
                                const ImportOptions& options) const override {
     ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloModuleProto(contents));
+    RETURN_IF_ERROR(hlo::RestoreGoptExport(&module));
     return LowerSpmdAware(std::move(module),
                           LoweringOptions(options, format()));
   }

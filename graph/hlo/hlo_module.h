@@ -91,6 +91,11 @@ struct HloInstruction {
   // and the SPMD sharding as written ("{devices=[8,1]<=[8]}").
   OutOfLine<std::string> sharding;
   int64_t id = -1;  // the proto's unique id; -1 for text
+  // The instruction's index in its computation in the file a gopt export
+  // was written from (frontend attribute _gopt_order, kHloOrderAttribute);
+  // -1 when the instruction carries none. RestoreGoptExport puts a
+  // computation whose instructions all carry one back in that order.
+  int32_t export_position = -1;
   // Made up by a pass (the collectives SPMD partitioning inserts), not in
   // the source file: its node gets no SourceElement.
   bool synthetic = false;

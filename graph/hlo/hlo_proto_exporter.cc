@@ -8,9 +8,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_proto_fusion.h"
+#include "graph/hlo/hlo_proto_reader.h"
 #include "graph/hlo/hlo_schedule.h"
 #include "util/status_macros.h"
 #include "xla/hlo.pb.h"
@@ -52,6 +54,61 @@ absl::flat_hash_set<int64_t> FusedComputationIds(
   return fused;
 }
 
+// The position of every instruction of `module` (ExportPositions per
+// computation).
+HloPositions OriginalPositions(const xla::HloModuleProto& module) {
+  HloPositions positions;
+  for (const xla::HloComputationProto& computation : module.computations()) {
+    std::vector<int32_t> marked;
+    for (const xla::HloInstructionProto& instruction :
+         computation.instructions()) {
+      const auto& attributes = instruction.frontend_attributes().map();
+      auto it = attributes.find(std::string(kHloOrderAttribute));
+      int32_t position = -1;
+      if (it == attributes.end() || !absl::SimpleAtoi(it->second, &position) ||
+          position < 0) {
+        position = -1;
+      }
+      marked.push_back(position);
+    }
+    const std::vector<int32_t> order = ExportPositions(marked);
+    for (int i = 0; i < computation.instructions_size(); ++i) {
+      positions[{computation.name(), computation.instructions(i).name()}] =
+          order[i];
+    }
+  }
+  return positions;
+}
+
+// Sets _gopt_order on `instruction` of `computation` when it has a
+// position.
+void MarkPosition(const HloPositions& positions, const std::string& computation,
+                  xla::HloInstructionProto* instruction) {
+  auto it = positions.find({computation, instruction->name()});
+  if (it == positions.end()) return;
+  (*instruction->mutable_frontend_attributes()
+        ->mutable_map())[std::string(kHloOrderAttribute)] =
+      absl::StrCat(it->second);
+}
+
+// Marks every instruction of each computation the fusions reordered.
+void MarkMovedInstructions(const HloPositions& positions,
+                           xla::HloModuleProto* module) {
+  for (xla::HloComputationProto& computation :
+       *module->mutable_computations()) {
+    std::vector<std::string> names;
+    for (const xla::HloInstructionProto& instruction :
+         computation.instructions()) {
+      names.push_back(instruction.name());
+    }
+    if (!MovedByExport(computation.name(), names, positions)) continue;
+    for (xla::HloInstructionProto& instruction :
+         *computation.mutable_instructions()) {
+      MarkPosition(positions, computation.name(), &instruction);
+    }
+  }
+}
+
 // Writes decision `d` into `instruction`: sharding, frontend attributes and
 // the layout of an array shape.
 void ApplyDecision(const HloDecision& d,
@@ -80,9 +137,10 @@ void ApplyDecision(const HloDecision& d,
   }
 }
 
-// Applies `decisions` to every instruction they name; returns each
-// computation's priorities by instruction index.
+// Applies `decisions` to every instruction they name, with its position;
+// returns each computation's priorities by instruction index.
 std::vector<std::vector<int32_t>> ApplyDecisions(const HloDecisions& decisions,
+                                                 const HloPositions& positions,
                                                  xla::HloModuleProto* module) {
   std::vector<std::vector<int32_t>> priorities;
   for (xla::HloComputationProto& computation :
@@ -96,6 +154,7 @@ std::vector<std::vector<int32_t>> ApplyDecisions(const HloDecisions& decisions,
       if (it == decisions.end()) continue;
       priority[i] = it->second.priority;
       ApplyDecision(it->second, &instruction);
+      MarkPosition(positions, computation.name(), &instruction);
     }
   }
   return priorities;
@@ -111,13 +170,16 @@ class HloProtoExporter final : public Exporter {
       const ExportOptions& /*options*/) const override {
     ASSIGN_OR_RETURN(xla::HloModuleProto module, ParseModule(original));
     HloDecisions decisions = HloDecisionsOf(graph, plan);
+    const HloPositions positions = OriginalPositions(module);
     // Decided shapes and attributes first, so that the fused computations
-    // and fusions carry them; then once more for the instructions the
-    // fusions added (applying a decision twice changes nothing).
-    ApplyDecisions(decisions, &module);
+    // and fusions carry them (the members their own, with their positions);
+    // then once more for the instructions the fusions added (applying a
+    // decision twice changes nothing).
+    ApplyDecisions(decisions, positions, &module);
     HloProtoFusion fusion = WriteProtoFusions(&module, &decisions);
     const std::vector<std::vector<int32_t>> priorities =
-        ApplyDecisions(decisions, &module);
+        ApplyDecisions(decisions, positions, &module);
+    MarkMovedInstructions(positions, &module);
     const absl::flat_hash_set<int64_t> fused = FusedComputationIds(module);
     xla::HloScheduleProto schedule;
     for (int c = 0; c < module.computations_size(); ++c) {
@@ -202,6 +264,9 @@ class HloProtoExporter final : public Exporter {
       }
     }
     if (decisions.empty()) return std::nullopt;
+    ASSIGN_OR_RETURN(const hlo::HloModule restored,
+                     hlo::ParseHloModuleProto(contents));
+    RekeyFusedDecisions(restored, &decisions);
     return PlanFromHloDecisions(graph, decisions, "embedded:hlo-proto");
   }
 };

@@ -25,7 +25,13 @@ namespace gopt::graph {
 //   warning naming it);
 // - priority and fusion group also as the frontend attributes
 //   `_gopt_priority` and `_gopt_kernel`, which is where ReadPlan reads them
-//   (a fusion instruction's decision is its group's).
+//   (a fusion instruction's decision is its group's; the members inside
+//   keep their own);
+// - the original position as frontend attribute `_gopt_order` on every
+//   instruction with a decision and every instruction of a computation
+//   the fusions reordered, so that the importer gives back the original
+//   module (hlo::RestoreGoptExport) and ReadPlan keys an unfolded member's
+//   decision by its restored name, with the fusion's device.
 // Every other field, known to gopt's copy of the proto or not, is kept
 // (unknown fields go through the protobuf runtime untouched).
 std::unique_ptr<Exporter> NewHloProtoExporter();

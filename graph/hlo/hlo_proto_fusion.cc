@@ -221,6 +221,9 @@ std::vector<xla::HloInstructionProto> GroupFuser::FusionInstructions(
     fusion.set_id(first.id());
     return written;
   }
+  // The position is the first output's, which its get-tuple-element takes.
+  fusion.mutable_frontend_attributes()->mutable_map()->erase(
+      std::string(kHloOrderAttribute));
   fusion.set_name(names_.Make(absl::StrCat("gopt_fusion.", group_.kernel)));
   fusion.set_id(next_id_++);
   const std::string& computation = computation_.name();

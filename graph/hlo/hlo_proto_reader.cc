@@ -10,6 +10,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/hlo/gopt_export_restore.h"
+#include "graph/hlo/hlo_decisions.h"
 #include "graph/proto_wire.h"
 #include "util/status_macros.h"
 
@@ -567,6 +569,16 @@ absl::StatusOr<HloModule> HloModuleFromProto(const xla::HloModuleProto& proto) {
                                     module.config.num_partitions, "sharding", 0,
                                     instruction.sharding.mutable_get());
         if (!status.ok()) return field_error(status);
+      }
+      const auto& frontend = instruction_proto.frontend_attributes().map();
+      if (auto order = frontend.find(std::string(kHloOrderAttribute));
+          order != frontend.end()) {
+        absl::StatusOr<int32_t> position = ParseExportPosition(
+            order->second,
+            absl::StrCat("computation '", computation.name, "' instruction '",
+                         instruction_proto.name(), "'"));
+        if (!position.ok()) return position.status();
+        instruction.export_position = *position;
       }
       absl::StatusOr<int64_t> group_size =
           CollectiveGroupSize(instruction_proto);

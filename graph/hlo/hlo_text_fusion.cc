@@ -139,8 +139,11 @@ struct GroupAnalysis {
 // The rewrite of one group: the fused computation's lines (inserted before
 // its computation) and what replaces each member line.
 struct GroupRewrite {
+  std::string fused_name;
   std::vector<std::string> fused_computation;
   absl::flat_hash_map<size_t, std::vector<std::string>> replace;  // by line
+  // By name in the fused computation.
+  std::vector<std::pair<std::string, HloFusedMember>> members;
 };
 
 class Fuser {
@@ -302,6 +305,7 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
   GroupRewrite rewrite;
   const std::string fused_name =
       names_.Make(absl::StrCat("gopt_fused_computation", suffix));
+  rewrite.fused_name = fused_name;
   std::vector<std::string> header_params;
   std::vector<std::string>& body = rewrite.fused_computation;
   body.emplace_back();  // the header, once the parameters are known
@@ -316,6 +320,10 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
     const LineParts& member = *members[m];
     const std::string& line = lines_[instructions_[group.members[m]].line];
     const bool root = single && &member == outputs[0];
+    rewrite.members.emplace_back(
+        inner(member.name),
+        HloFusedMember{computation, member.name,
+                       *DecisionOf(computation, member.name)});
     std::vector<std::string> names;
     for (const std::string& operand : member.operands) {
       names.push_back("%" + inner(operand));
@@ -454,6 +462,9 @@ HloTextFusion WriteFusionInstructions(
                   done.fused_computation.end());
     for (auto& [line, replacement] : done.replace) {
       replace[line] = std::move(replacement);
+    }
+    for (auto& [name, member] : done.members) {
+      result.members[{done.fused_name, std::move(name)}] = std::move(member);
     }
     changed.insert(group.computation);
     ++result.fusions;

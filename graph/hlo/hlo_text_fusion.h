@@ -2,17 +2,31 @@
 #define GOPT_GRAPH_HLO_HLO_TEXT_FUSION_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_text_edit.h"
 
 namespace gopt::graph {
 
+// An instruction WriteFusionInstructions moved into a fused computation:
+// its computation and name before, and its decision.
+struct HloFusedMember {
+  std::string computation;
+  std::string name;
+  HloDecision decision;
+};
+
 // HLO text with gopt's fusion groups written as fusion instructions.
 struct HloTextFusion {
   std::vector<std::string> lines;
   int fusions = 0;  // fusion instructions written
+  // (fused computation, name there) -> the member written there (for a
+  // batch-norm-inference, the add its expansion ends in).
+  absl::flat_hash_map<std::pair<std::string, std::string>, HloFusedMember>
+      members;
   // One per group that stays unfused in the text, naming its kernel, its
   // computation and why.
   std::vector<std::string> warnings;
@@ -32,7 +46,8 @@ struct HloTextFusion {
 //   renamed `NAME.fused` inside). With several, the fused root is a tuple,
 //   the fusion is `%gopt_fusion.K`, and each output keeps its name as a
 //   get-tuple-element of it; these instructions' decisions are added to
-//   `decisions` (the get-tuple-elements unfused).
+//   `decisions` (the get-tuple-elements unfused), and the members' are in
+//   HloTextFusion::members.
 // Members keep their metadata and their own attributes; layout decisions
 // are applied inside too. A batch-norm-inference member is written as the
 // ops XLA's BatchNormExpander makes of it before fusion (a scale and a

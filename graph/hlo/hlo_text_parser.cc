@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/hlo/gopt_export_restore.h"
+#include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_sharding.h"
 #include "graph/hlo/hlo_text_scanner.h"
 #include "util/huge_pages.h"
@@ -817,12 +820,41 @@ class Parser : private HloTextScanner {
       *instruction->sharding.mutable_get() = std::string(value);
       return absl::OkStatus();
     }
+    if (key == "frontend_attributes") return ParseFrontendAttributes();
     if (key == "replica_groups") {
       ASSIGN_OR_RETURN(absl::string_view value, RawValue());
       attributes.collective_group_size = ReplicaGroupSize(value);
       return absl::OkStatus();
     }
     if (!IsKnownSkippedAttribute(key)) WarnUnknown("instruction", key, key_pos);
+    return SkipValue();
+  }
+
+  // `{key="value", ...}`: notes _gopt_order's value and place for
+  // ParseInstruction and skips the other keys; a value that is not such
+  // pairs is skipped whole, as any attribute the reader does not need.
+  absl::Status ParseFrontendAttributes() {
+    const size_t start = pos_;
+    if (Consume('{')) {
+      while (true) {
+        SkipSpace();
+        if (Consume('}')) return absl::OkStatus();
+        if (Consume(',')) continue;
+        const absl::string_view key = ParseName();
+        SkipSpace();
+        if (key.empty() || !Consume('=')) break;
+        SkipSpace();
+        const size_t value_pos = pos_;
+        if (key == kHloOrderAttribute && Peek() == '"') {
+          ASSIGN_OR_RETURN(std::string value, ParseString());
+          order_value_.emplace(std::move(value), value_pos);
+        } else {
+          RETURN_IF_ERROR(SkipValue());
+        }
+      }
+    }
+    order_value_.reset();
+    pos_ = start;
     return SkipValue();
   }
 
@@ -921,11 +953,21 @@ class Parser : private HloTextScanner {
     }
     RETURN_IF_ERROR(
         ParseOperands(&instruction, index, *names, pending_computation));
+    order_value_.reset();
     while (true) {
       SkipSpace();
       if (!Consume(',')) break;
       RETURN_IF_ERROR(
           ParseAttribute(&instruction, index, name_pos, pending_computation));
+    }
+    if (order_value_.has_value()) {
+      absl::StatusOr<int32_t> position = ParseExportPosition(
+          order_value_->first, absl::StrCat("computation '", computation->name,
+                                            "' instruction '", name, "'"));
+      if (!position.ok()) {
+        return Error(order_value_->second, position.status().message());
+      }
+      instruction.export_position = *position;
     }
     // A while names its body and condition; it needs an entry even when
     // both are missing, so that ResolveCalls reports them.
@@ -1114,6 +1156,8 @@ class Parser : private HloTextScanner {
   std::vector<int64_t> int_scratch_;
   std::vector<int32_t> layout_scratch_;
   std::vector<int32_t> operand_scratch_;
+  // The _gopt_order value of the instruction being parsed and where it is.
+  std::optional<std::pair<std::string, size_t>> order_value_;
   std::vector<PendingComputation> pending_computations_;
   absl::flat_hash_map<absl::string_view, int32_t> computation_index_;
   // "kind/name" of every unknown attribute warned about, and the warnings.

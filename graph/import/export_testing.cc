@@ -11,30 +11,6 @@ namespace gopt::graph {
 
 using ::testing::Contains;
 
-gopt::v1::Plan PlanInOrderOf(const Graph& from, const Graph& to,
-                             const gopt::v1::Plan& plan) {
-  absl::flat_hash_map<std::string, NodeId> by_name;
-  for (NodeId id = 0; id < from.num_nodes(); ++id) {
-    by_name[from.node(id).name] = id;
-  }
-  gopt::v1::Plan ordered = plan;
-  for (NodeId id = 0; id < to.num_nodes(); ++id) {
-    auto it = by_name.find(to.node(id).name);
-    if (it == by_name.end()) {
-      ADD_FAILURE() << "node '" << to.node(id).name << "' is new";
-      continue;
-    }
-    const NodeId old = it->second;
-    if (plan.device_size() > 0) ordered.set_device(id, plan.device(old));
-    if (plan.priority_size() > 0) ordered.set_priority(id, plan.priority(old));
-    if (plan.fusion_group_size() > 0) {
-      ordered.set_fusion_group(id, plan.fusion_group(old));
-    }
-    if (plan.layout_size() > 0) *ordered.mutable_layout(id) = plan.layout(old);
-  }
-  return ordered;
-}
-
 gopt::v1::Plan PlanFusing(const Graph& graph,
                           const std::vector<std::string>& fused) {
   gopt::v1::Plan plan;

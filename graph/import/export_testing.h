@@ -25,12 +25,6 @@ struct BuiltinRegistries {
   ExporterRegistry exporters;
 };
 
-// `plan` (indexed by the nodes of `from`) indexed by the nodes of `to`,
-// matched by name: an is_scheduled HLO text export lists instructions in
-// schedule order, so its import numbers the same nodes differently.
-gopt::v1::Plan PlanInOrderOf(const Graph& from, const Graph& to,
-                             const gopt::v1::Plan& plan);
-
 // A plan over a small HLO module: everything on device 0, the
 // instructions named in `fused` in fusion group 0.
 gopt::v1::Plan PlanFusing(const Graph& graph,
