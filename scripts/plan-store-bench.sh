@@ -7,13 +7,15 @@
 #      by Little's law p99 at 32 in flight is at least 32 / throughput);
 #   3. hit with import: the graph with every node renamed (another exact
 #      key, the same fingerprint), --plan_store_kept_answers=0 so every
-#      request imports, beside the import time of that graph;
+#      request imports, beside the import time of that graph; one at a
+#      time, what a hit adds to the server's own import time;
 #   4. two gopt-server replicas on one redis-server: a plan improved through
 #      one (a request with more effort) is served by the other.
 # Usage: scripts/plan-store-bench.sh   (after building gopt-server and gopt)
 # Environment: BUILD (build), GRAPH (../shared/data/hlo/
 # nux_flow_jit_loss9581.hlo, 9,468 nodes), TOPOLOGY (v100x4-nvlink),
-# CONCURRENCY (32), DURATION seconds per load (20), COLD_BUDGET (the cold
+# CONCURRENCY (32), DURATION seconds per load (20), SERIAL (requests of
+# case 3 sent one at a time: 100), COLD_BUDGET (the cold
 # load's budget flags: --baselines_only; empty = the server's policies
 # zero-shot), PORT (base port, 50170).
 set -euo pipefail
@@ -23,6 +25,7 @@ GRAPH=${GRAPH:-../shared/data/hlo/nux_flow_jit_loss9581.hlo}
 TOPOLOGY=${TOPOLOGY:-v100x4-nvlink}
 CONCURRENCY=${CONCURRENCY:-32}
 DURATION=${DURATION:-20}
+SERIAL=${SERIAL:-100}
 COLD_BUDGET=${COLD_BUDGET---baselines_only}
 PORT=${PORT:-50170}
 GOPT="$BUILD/bin/gopt"
@@ -120,6 +123,27 @@ echo "  import without the store (--store=skip):"
 one "$PORT" "$renamed" $COLD_BUDGET --store=skip | summary
 echo "  the renamed graph through the store:"
 one "$PORT" "$renamed" $COLD_BUDGET | summary
+echo "  at concurrency 1, $SERIAL requests one after another: the server's own"
+echo "  import time and what the hit adds to it (timings: total - import):"
+for i in $(seq 1 "$SERIAL"); do
+  one "$PORT" "$renamed" $COLD_BUDGET >"$work/serial-$i.json"
+done
+python3 - "$work" "$SERIAL" <<'EOF_PY'
+import json, sys
+work, n = sys.argv[1], int(sys.argv[2])
+imports, added = [], []
+for i in range(1, n + 1):
+    r = json.load(open("%s/serial-%d.json" % (work, i)))
+    t = {x["stage"]: 1e3 * x["seconds"] for x in r["timings"]}
+    imports.append(t["import"])
+    added.append(t["total"] - t["import"])
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))]
+print("  import: p50 %.1f ms, p99 %.1f ms; hit beyond the import: p50 %.1f ms,"
+      " p99 %.1f ms" % (pct(imports, .5), pct(imports, .99), pct(added, .5),
+                        pct(added, .99)))
+EOF_PY
 load "$PORT" "$renamed" $COLD_BUDGET
 stop_servers
 
