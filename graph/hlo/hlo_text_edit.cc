@@ -93,6 +93,11 @@ size_t ValueEnd(absl::string_view line, size_t start) {
 }
 
 size_t FindAttribute(absl::string_view line, absl::string_view key) {
+  // Most lines lack most attributes: a plain search (vectorized) rules
+  // them out before the scan that steps over strings and brackets.
+  if (line.find(key) == absl::string_view::npos) {
+    return absl::string_view::npos;
+  }
   const size_t at = ScanOutsideStrings(line, 0, [&](size_t i, int depth) {
     return depth == 0 && i > 0 && line[i - 1] == ' ' &&
            line.substr(i, key.size()) == key;
