@@ -198,9 +198,18 @@ TEST(TrainCommandLineTest, ShippedV4RecipeIsTheCommandItsCardRecords) {
   std::ifstream card_file(dir + "/card.json");
   ASSERT_TRUE(card_file) << dir;
   const nlohmann::json card = nlohmann::json::parse(card_file);
-  // "build/bin/gopt-train expert --out_dir=... --graph=... ..."
+  // "build/bin/gopt-train expert --out_dir=... --graph=... ..." (the flags,
+  // before recipes) or "... expert --recipe=policy/.../recipe.json ..."
+  // (`make pretrained-go`; the recipe's paths are the repository root's).
   std::string recorded = card["training"]["command"].get<std::string>();
   recorded = recorded.substr(recorded.find("expert"));
+  const std::string kRecipe = "--recipe=";
+  if (const size_t at = recorded.find(kRecipe); at != std::string::npos) {
+    EXPECT_EQ(recorded.substr(at + kRecipe.size(),
+                              recorded.find(' ', at) - at - kRecipe.size()),
+              "policy/pretrained/go-multitask-v4/recipe.json");
+    recorded.insert(at + kRecipe.size(), std::string(GOPT_SOURCE_DIR) + "/");
+  }
   absl::StatusOr<TrainCommand> flags = Parse(recorded);
   ASSERT_TRUE(flags.ok()) << flags.status();
   absl::StatusOr<TrainCommand> recipe =

@@ -29,13 +29,16 @@ TEST(Sha256Test, BufferedUpdatesEqualOneShot) {
   Sha256 hash;
   std::string bytes;
   for (int i = 0; i < 3000; ++i) {
-    const int64_t value = int64_t{i} * 0x0101010101010101 - 7;
+    // Unsigned, so that the multiplication wraps instead of overflowing.
+    const int64_t value = static_cast<int64_t>(
+        uint64_t{static_cast<uint32_t>(i)} * uint64_t{0x0101010101010101} - 7);
     hash.UpdateInt64(value);
     for (int b = 0; b < 8; ++b) {
       bytes.push_back(
           static_cast<char>(static_cast<uint64_t>(value) >> (8 * b)));
     }
-    const std::string text(i % 13 == 0 ? 5000 + i : i % 11, 'a' + i % 26);
+    const std::string text(static_cast<size_t>(i % 13 == 0 ? 5000 + i : i % 11),
+                           static_cast<char>('a' + i % 26));
     hash.Update(text);
     bytes += text;
   }

@@ -56,6 +56,7 @@ std::vector<std::pair<std::string, std::string>> FrontendAttributes(
 
 // The _gopt_order `line` carries, or -1.
 int32_t MarkedPosition(absl::string_view line) {
+  if (line.find(kOrder) == absl::string_view::npos) return -1;
   for (const auto& [key, value] : FrontendAttributes(line)) {
     int32_t position = -1;
     if (key == kOrder &&

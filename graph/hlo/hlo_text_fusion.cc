@@ -432,6 +432,13 @@ HloTextFusion WriteFusionInstructions(
     if (added) groups.push_back({instruction.computation, it->second.kernel});
     groups[at->second].members.push_back(i);
   }
+  // Nothing to fuse: keep the lines without taking every one apart.
+  if (std::none_of(groups.begin(), groups.end(), [](const Group& group) {
+        return group.members.size() >= 2;
+      })) {
+    result.lines = std::move(lines);
+    return result;
+  }
   Fuser fuser(lines, instructions, decisions);
   absl::flat_hash_map<size_t, std::vector<std::string>> before;  // by line
   absl::flat_hash_map<size_t, std::vector<std::string>> replace;

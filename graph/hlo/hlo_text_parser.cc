@@ -831,8 +831,7 @@ class Parser : private HloTextScanner {
   }
 
   // `{key="value", ...}`: notes _gopt_order's value and place for
-  // ParseInstruction and skips the other keys; a value that is not such
-  // pairs is skipped whole, as any attribute the reader does not need.
+  // ParseInstruction, skips other keys (and a value of another form).
   absl::Status ParseFrontendAttributes() {
     const size_t start = pos_;
     if (Consume('{')) {

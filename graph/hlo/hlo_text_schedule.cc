@@ -39,10 +39,11 @@ absl::flat_hash_set<std::string> FusedComputations(
   absl::flat_hash_set<std::string> fused;
   for (const InstructionLine& instruction : instructions) {
     const std::string& line = lines[instruction.line];
-    std::optional<LineParts> parts = ParseInstructionLine(line);
-    if (!parts.has_value() || parts->opcode != "fusion") continue;
+    // Most lines call nothing: look for calls= before parsing the line.
     const size_t at = FindAttribute(line, kCalls);
     if (at == absl::string_view::npos) continue;
+    std::optional<LineParts> parts = ParseInstructionLine(line);
+    if (!parts.has_value() || parts->opcode != "fusion") continue;
     const size_t start = at + kCalls.size();
     absl::string_view callee =
         absl::string_view(line).substr(start, ValueEnd(line, start) - start);
