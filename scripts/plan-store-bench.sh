@@ -29,6 +29,8 @@ SERIAL=${SERIAL:-100}
 COLD_BUDGET=${COLD_BUDGET---baselines_only}
 PORT=${PORT:-50170}
 GOPT="$BUILD/bin/gopt"
+# The CLI's OpenMP threads would spin on the cores the server measures on.
+export OMP_WAIT_POLICY=PASSIVE
 SERVER="$BUILD/bin/gopt-server"
 
 for binary in "$GOPT" "$SERVER" /usr/bin/redis-server; do

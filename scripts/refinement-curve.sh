@@ -27,6 +27,8 @@ SHARE=${SHARE:-1.0}
 REF_ROUNDS=${REF_ROUNDS:-1024}
 PORT=${PORT:-50190}
 GOPT="$BUILD/bin/gopt"
+# The CLI's OpenMP threads would spin on the cores the server measures on.
+export OMP_WAIT_POLICY=PASSIVE
 SERVER="$BUILD/bin/gopt-server"
 SEARCH="$BUILD/bin/gopt_plan_search_benchmark"
 
