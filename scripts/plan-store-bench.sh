@@ -29,7 +29,8 @@ SERIAL=${SERIAL:-100}
 COLD_BUDGET=${COLD_BUDGET---baselines_only}
 PORT=${PORT:-50170}
 GOPT="$BUILD/bin/gopt"
-# The CLI's OpenMP threads would spin on the cores the server measures on.
+# Every process started here: the CLI's OpenMP threads would otherwise spin
+# on the two cores beside the server being measured.
 export OMP_WAIT_POLICY=PASSIVE
 SERVER="$BUILD/bin/gopt-server"
 

@@ -27,7 +27,8 @@ SHARE=${SHARE:-1.0}
 REF_ROUNDS=${REF_ROUNDS:-1024}
 PORT=${PORT:-50190}
 GOPT="$BUILD/bin/gopt"
-# The CLI's OpenMP threads would spin on the cores the server measures on.
+# Every process started here: the CLI's OpenMP threads would otherwise spin
+# on the two cores beside the server being measured.
 export OMP_WAIT_POLICY=PASSIVE
 SERVER="$BUILD/bin/gopt-server"
 SEARCH="$BUILD/bin/gopt_plan_search_benchmark"
