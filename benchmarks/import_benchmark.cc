@@ -20,6 +20,8 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -240,35 +242,22 @@ void RegisterBenchmarks() {
                 << " (set GOPT_SHARED_DATA)\n";
       continue;
     }
-    benchmark::RegisterBenchmark(
-        absl::StrCat("Import/", file.label).c_str(),
-        [contents = *contents, format = std::string(file.format),
-         path](benchmark::State& state) {
-          RunImport(state, contents, format, path);
-        })
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(
-        absl::StrCat("Estimate/", file.label).c_str(),
-        [contents = *contents, format = std::string(file.format),
-         path](benchmark::State& state) {
-          RunEstimate(state, contents, format, path);
-        })
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(
-        absl::StrCat("Fingerprint/", file.label).c_str(),
-        [contents = *contents, format = std::string(file.format),
-         path](benchmark::State& state) {
-          RunFingerprint(state, contents, format, path);
-        })
-        ->Unit(benchmark::kMillisecond);
+    using Runner = void (*)(benchmark::State&, const std::string&,
+                            const std::string&, const std::string&);
+    std::vector<std::pair<const char*, Runner>> stages = {
+        {"Import/", RunImport},
+        {"Estimate/", RunEstimate},
+        {"Fingerprint/", RunFingerprint}};
     const std::string format = file.format;
     if (format == "onnx" || format == "graphdef" || format == "tfjs" ||
         format == "hlo") {
+      stages.push_back({"Export/", RunExport});
+    }
+    for (const auto& [stage, run] : stages) {
       benchmark::RegisterBenchmark(
-          absl::StrCat("Export/", file.label).c_str(),
-          [contents = *contents, format, path](benchmark::State& state) {
-            RunExport(state, contents, format, path);
-          })
+          absl::StrCat(stage, file.label).c_str(),
+          [contents = *contents, format, path, run = run](
+              benchmark::State& state) { run(state, contents, format, path); })
           ->Unit(benchmark::kMillisecond);
     }
   }
