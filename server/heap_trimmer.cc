@@ -2,13 +2,39 @@
 
 #include <malloc.h>
 
+#include "absl/time/clock.h"
+
 namespace gopt::server {
 
-HeapTrimmer::HeapTrimmer(absl::Duration delay, absl::Duration idle_poll)
-    : delay_(delay), idle_poll_(idle_poll), thread_([this] { Run(); }) {}
+HeapTrimmer::HeapTrimmer(absl::Duration delay, absl::Duration idle_poll,
+                         absl::Duration idle_after)
+    : delay_(delay),
+      idle_poll_(idle_poll),
+      idle_after_(idle_after),
+      last_activity_ns_(absl::ToUnixNanos(absl::Now())),
+      thread_([this] { Run(); }) {}
 
-void HeapTrimmer::CallStarted() { ++calls_in_flight_; }
-void HeapTrimmer::CallDone() { --calls_in_flight_; }
+void HeapTrimmer::CallStarted() {
+  ++calls_in_flight_;
+  NoteActivity();
+}
+
+void HeapTrimmer::CallDone() {
+  --calls_in_flight_;
+  NoteActivity();
+}
+
+void HeapTrimmer::NoteActivity() {
+  last_activity_ns_.store(absl::ToUnixNanos(absl::Now()));
+}
+
+bool HeapTrimmer::IdleTrimDue() const {
+  if (calls_in_flight_.load() != 0) return false;
+  const absl::Time last = absl::FromUnixNanos(last_activity_ns_.load());
+  // mallinfo2: free bytes in the arenas.
+  return absl::Now() - last >= idle_after_ &&
+         static_cast<int64_t>(mallinfo2().fordblks) > kIdleFreeBytes;
+}
 
 HeapTrimmer::~HeapTrimmer() {
   {
@@ -37,12 +63,9 @@ void HeapTrimmer::Run() {
       this);
   while (true) {
     if (!mutex_.AwaitWithTimeout(pending_or_stop, idle_poll_)) {
-      // Nothing asked for: trim if no call is in flight and the heap holds
-      // much free memory (mallinfo2: free bytes in the arenas).
+      // Nothing asked for: trim when the server has gone quiet.
       mutex_.Unlock();
-      const bool trim =
-          calls_in_flight_.load() == 0 &&
-          static_cast<int64_t>(mallinfo2().fordblks) > kIdleFreeBytes;
+      const bool trim = IdleTrimDue();
       if (trim) malloc_trim(0);
       mutex_.Lock();
       trims_ += trim;

@@ -47,14 +47,28 @@ TEST(HeapTrimmerTest, TrimsWhenIdleWithMuchFreeHeap) {
   if (!kGlibcMalloc) GTEST_SKIP() << "needs glibc's malloc statistics";
   LeaveFreeHeap();
   HeapTrimmer trimmer(/*delay=*/absl::Milliseconds(10),
-                      /*idle_poll=*/absl::Milliseconds(10));
+                      /*idle_poll=*/absl::Milliseconds(10),
+                      /*idle_after=*/absl::Milliseconds(10));
   WaitForTrims(trimmer, 1);
+}
+
+TEST(HeapTrimmerTest, KeepsTheHeapUntilTheServerHasBeenQuiet) {
+  if (!kGlibcMalloc) GTEST_SKIP() << "needs glibc's malloc statistics";
+  HeapTrimmer trimmer(/*delay=*/absl::Milliseconds(10),
+                      /*idle_poll=*/absl::Milliseconds(1),
+                      /*idle_after=*/absl::Hours(1));
+  trimmer.CallStarted();
+  LeaveFreeHeap();
+  trimmer.CallDone();
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(trimmer.trims(), 0);
 }
 
 TEST(HeapTrimmerTest, NeverTrimsOnItsOwnWhileACallIsInFlight) {
   if (!kGlibcMalloc) GTEST_SKIP() << "needs glibc's malloc statistics";
   HeapTrimmer trimmer(/*delay=*/absl::Milliseconds(10),
-                      /*idle_poll=*/absl::Milliseconds(1));
+                      /*idle_poll=*/absl::Milliseconds(1),
+                      /*idle_after=*/absl::ZeroDuration());
   trimmer.CallStarted();
   LeaveFreeHeap();
   absl::SleepFor(absl::Milliseconds(50));
