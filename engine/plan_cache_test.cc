@@ -70,7 +70,7 @@ TEST(PlanCacheTest, MissStoresThenTheSameRequestHits) {
   EXPECT_EQ(miss.store_result(), "miss");
   EXPECT_TRUE(miss.stored());
   EXPECT_FALSE(miss.from_store());
-  EXPECT_THAT(miss.fingerprint(), HasSubstr("g1-"));
+  EXPECT_THAT(miss.fingerprint(), HasSubstr("g2-"));
   EXPECT_GT(miss.baselines_size(), 0);
 
   const gopt::v1::OptimizeResponse hit = Optimize(engine, Request());

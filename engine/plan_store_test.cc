@@ -35,7 +35,7 @@ PlanStoreEntry MakeEntry(const std::string& key, double step_time_s,
                          int device = 0, int num_nodes = 4) {
   PlanStoreEntry entry;
   entry.set_key(key);
-  entry.set_fingerprint("g1-test");
+  entry.set_fingerprint("g2-test");
   entry.set_step_time_s(step_time_s);
   for (int i = 0; i < num_nodes; ++i) entry.mutable_plan()->add_device(device);
   entry.mutable_plan()->set_method(absl::StrCat("method-", device));

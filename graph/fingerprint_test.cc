@@ -46,7 +46,7 @@ Graph Diamond(const std::string& prefix, std::vector<int64_t> c_dims = {2, 3},
 
 TEST(GraphFingerprintTest, IsVersionedHex) {
   const std::string fingerprint = GraphFingerprint(Diamond(""));
-  EXPECT_THAT(fingerprint, StartsWith("g1-"));
+  EXPECT_THAT(fingerprint, StartsWith("g2-"));
   EXPECT_EQ(fingerprint.size(), 3u + 64u);
   EXPECT_EQ(GraphFingerprint(Diamond("")), fingerprint);
 }
