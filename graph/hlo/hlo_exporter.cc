@@ -118,36 +118,42 @@ std::pair<std::string, std::string> Quoted(absl::string_view key,
 }
 
 // Marks every instruction of each computation of `lines` that the export
-// lists out of its original order with its position (the ones with a
-// decision carry it already). Lines that no longer parse as instructions
-// (WriteTextSchedule warned about them) are left unmarked.
-void MarkMovedInstructions(const HloPositions& positions,
+// lists out of its original order with its position. Per entry of
+// `instructions` (the lines as written): `position`, its original index in
+// its computation (-1: none), and `marked`, whether it was given that
+// position with its decision.
+void MarkMovedInstructions(const std::vector<InstructionLine>& instructions,
+                           const std::vector<int32_t>& position,
+                           const std::vector<bool>& marked,
                            std::vector<std::string>* lines) {
-  absl::StatusOr<std::vector<InstructionLine>> found = FindInstructions(*lines);
-  if (!found.ok()) return;
-  const std::vector<InstructionLine>& instructions = *found;
   for (size_t begin = 0; begin < instructions.size();) {
     size_t end = begin;
-    std::vector<std::string> names;
+    bool moved = false;
     while (end < instructions.size() &&
            instructions[end].computation == instructions[begin].computation) {
-      names.push_back(instructions[end].name);
+      moved |= position[end] != static_cast<int32_t>(end - begin);
       ++end;
     }
-    const std::string& computation = instructions[begin].computation;
-    if (MovedByExport(computation, names, positions)) {
-      for (size_t i = begin; i < end; ++i) {
-        std::string& line = (*lines)[instructions[i].line];
-        auto it = positions.find({computation, instructions[i].name});
-        if (it == positions.end() || MarkedPosition(line) == it->second) {
-          continue;
-        }
-        SetGoptAttributes({Quoted(kOrder, absl::StrCat(it->second))}, {kOrder},
-                          &line);
+    for (size_t i = begin; moved && i < end; ++i) {
+      std::string& line = (*lines)[instructions[i].line];
+      if (marked[i] || position[i] < 0 || MarkedPosition(line) == position[i]) {
+        continue;
       }
+      SetGoptAttributes({Quoted(kOrder, absl::StrCat(position[i]))}, {kOrder},
+                        &line);
     }
     begin = end;
   }
+}
+
+// Puts `values` (one per instruction entry) in the entries' new order:
+// entry k takes what entry moved_from[k] had.
+template <typename T>
+void Permute(const std::vector<size_t>& moved_from, std::vector<T>* values) {
+  std::vector<T> permuted;
+  permuted.reserve(moved_from.size());
+  for (size_t from : moved_from) permuted.push_back((*values)[from]);
+  *values = std::move(permuted);
 }
 
 class HloTextExporter final : public Exporter {
@@ -171,24 +177,37 @@ class HloTextExporter final : public Exporter {
     // An SPMD program's placement is its own shardings (the importer costed
     // it per shard and kept every node on the mesh): they stay as written.
     const bool spmd = graph.spmd().num_partitions > 1;
-    for (const InstructionLine& instruction : instructions) {
-      // A member of a fused computation carries its decision but no
-      // placement (the fusion's is the members').
+    // Per entry of `instructions`: its original position (-1: none),
+    // whether its decision wrote that position, and its priority.
+    const size_t n = instructions.size();
+    std::vector<int32_t> position(n, -1);
+    std::vector<bool> marked(n, false);
+    std::vector<int32_t> priority(n, 0);
+    for (size_t e = 0; e < n; ++e) {
+      const InstructionLine& instruction = instructions[e];
       std::pair<std::string, std::string> source = {instruction.computation,
                                                     instruction.name};
+      if (auto it = positions.find(source); it != positions.end()) {
+        position[e] = it->second;
+      }
+      // A member of a fused computation carries its decision but no
+      // placement (the fusion's is the members').
       const HloDecision* d = nullptr;
-      const bool member = fusion.members.contains(source);
-      if (member) {
-        const HloFusedMember& moved = fusion.members.at(source);
-        source = {moved.computation, moved.name};
-        d = &moved.decision;
+      int32_t source_position = position[e];
+      auto member = fusion.members.find(source);
+      if (member != fusion.members.end()) {
+        d = &member->second.decision;
+        auto it =
+            positions.find({member->second.computation, member->second.name});
+        source_position = it == positions.end() ? -1 : it->second;
       } else if (auto it = decisions.find(source); it != decisions.end()) {
         d = &it->second;
       } else {
         continue;
       }
+      priority[e] = d->priority;
       std::string& line = lines[instruction.line];
-      if (!spmd && !member) {
+      if (!spmd && member == fusion.members.end()) {
         SetAttribute(&line, kSharding,
                      absl::StrCat("{maximal device=", d->device, "}"));
       }
@@ -201,8 +220,9 @@ class HloTextExporter final : public Exporter {
       if (layout) {
         ours.push_back(Quoted(kLayout, LayoutAttributeValue(d->layout)));
       }
-      if (auto position = positions.find(source); position != positions.end()) {
-        ours.push_back(Quoted(kOrder, absl::StrCat(position->second)));
+      if (source_position >= 0) {
+        ours.push_back(Quoted(kOrder, absl::StrCat(source_position)));
+        marked[e] = true;
       }
       SetGoptAttributes(std::move(ours), {kPriority, kKernel, kLayout, kOrder},
                         &line);
@@ -219,9 +239,13 @@ class HloTextExporter final : public Exporter {
           kPriority,
           " only (is_scheduled=true would mark the module as partitioned)"));
     } else {
-      schedule_warnings = WriteTextSchedule(decisions, &lines);
+      std::vector<size_t> moved_from;
+      schedule_warnings =
+          WriteTextSchedule(priority, &instructions, &lines, &moved_from);
+      Permute(moved_from, &position);
+      Permute(moved_from, &marked);
     }
-    MarkMovedInstructions(positions, &lines);
+    MarkMovedInstructions(instructions, position, marked, &lines);
     ExportResult result;
     result.contents = absl::StrJoin(lines, "\n");
     if (spmd) {

@@ -27,12 +27,12 @@ std::vector<absl::string_view> SplitTopLevel(absl::string_view text) {
 
 // The instruction name an operand or control predecessor is written with
 // ("%add.3", "f32[2]{0} %add.3", "add.3").
-std::string NameOf(absl::string_view piece) {
+absl::string_view NameOf(absl::string_view piece) {
   piece = absl::StripAsciiWhitespace(piece);
   const size_t space = piece.rfind(' ');
   if (space != absl::string_view::npos) piece = piece.substr(space + 1);
   absl::ConsumePrefix(&piece, "%");
-  return std::string(piece);
+  return piece;
 }
 
 }  // namespace
@@ -178,11 +178,11 @@ void SetArrayLayout(std::string* line,
   line->replace(shape->first, shape->second - shape->first, replaced);
 }
 
-std::optional<LineParts> ParseInstructionLine(absl::string_view line) {
-  LineParts parts;
+std::optional<LineViews> ParseInstructionViews(absl::string_view line) {
+  LineViews parts;
   size_t pos = line.find_first_not_of(" \t");
   if (pos == absl::string_view::npos) return std::nullopt;
-  parts.indent = std::string(line.substr(0, pos));
+  parts.indent = line.substr(0, pos);
   if (line.substr(pos, 5) == "ROOT ") {
     parts.is_root = true;
     pos += 5;
@@ -190,17 +190,17 @@ std::optional<LineParts> ParseInstructionLine(absl::string_view line) {
   if (pos < line.size() && line[pos] == '%') ++pos;
   const size_t eq = line.find(" = ", pos);
   if (eq == absl::string_view::npos) return std::nullopt;
-  parts.name = std::string(line.substr(pos, eq - pos));
+  parts.name = line.substr(pos, eq - pos);
   const size_t shape_begin = eq + 3;
   const size_t shape_end = ScanOutsideStrings(
       line, shape_begin,
       [&](size_t i, int depth) { return depth == 0 && line[i] == ' '; });
   if (shape_end >= line.size()) return std::nullopt;
-  parts.shape = std::string(line.substr(shape_begin, shape_end - shape_begin));
+  parts.shape = line.substr(shape_begin, shape_end - shape_begin);
   const size_t open = line.find('(', shape_end);
   if (open == absl::string_view::npos) return std::nullopt;
-  parts.opcode = std::string(
-      absl::StripAsciiWhitespace(line.substr(shape_end, open - shape_end)));
+  parts.opcode =
+      absl::StripAsciiWhitespace(line.substr(shape_end, open - shape_end));
   const size_t close = ScanOutsideStrings(
       line, open, [&](size_t i, int d) { return d == 1 && line[i] == ')'; });
   if (close >= line.size()) return std::nullopt;
@@ -212,6 +212,24 @@ std::optional<LineParts> ParseInstructionLine(absl::string_view line) {
     if (!absl::StripAsciiWhitespace(piece).empty()) {
       parts.operands.push_back(NameOf(piece));
     }
+  }
+  return parts;
+}
+
+std::optional<LineParts> ParseInstructionLine(absl::string_view line) {
+  std::optional<LineViews> views = ParseInstructionViews(line);
+  if (!views.has_value()) return std::nullopt;
+  LineParts parts;
+  parts.is_root = views->is_root;
+  parts.indent = std::string(views->indent);
+  parts.name = std::string(views->name);
+  parts.shape = std::string(views->shape);
+  parts.opcode = std::string(views->opcode);
+  parts.operands_begin = views->operands_begin;
+  parts.operands_end = views->operands_end;
+  parts.operands.reserve(views->operands.size());
+  for (absl::string_view operand : views->operands) {
+    parts.operands.emplace_back(operand);
   }
   return parts;
 }
@@ -228,7 +246,7 @@ std::vector<std::string> ControlPredecessors(absl::string_view line) {
   }
   for (absl::string_view piece : SplitTopLevel(value)) {
     if (!absl::StripAsciiWhitespace(piece).empty()) {
-      names.push_back(NameOf(piece));
+      names.emplace_back(NameOf(piece));
     }
   }
   return names;

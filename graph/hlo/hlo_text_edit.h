@@ -106,7 +106,25 @@ std::vector<std::string> SplitLines(absl::string_view contents);
 inline constexpr absl::string_view kControlPredecessors =
     "control-predecessors=";
 
-// One instruction line taken apart; positions index the line.
+// One instruction line taken apart as views into it (valid while the line
+// is neither changed nor freed); positions index the line.
+struct LineViews {
+  bool is_root = false;
+  absl::string_view indent;
+  absl::string_view name;
+  absl::string_view shape;  // "f32[2,3]{1,0}" or "(f32[], s32[])"
+  absl::string_view opcode;
+  size_t operands_begin = 0;  // just past '('
+  size_t operands_end = 0;    // at the matching ')'
+  // Operand names without '%' (none for a constant: its list is a literal).
+  std::vector<absl::string_view> operands;
+};
+
+// Takes instruction `line` apart without copying; nullopt when it is not
+// `[ROOT ]%name = shape opcode(...)...`.
+std::optional<LineViews> ParseInstructionViews(absl::string_view line);
+
+// One instruction line taken apart (ParseInstructionViews, copied).
 struct LineParts {
   bool is_root = false;
   std::string indent;
@@ -119,8 +137,8 @@ struct LineParts {
   std::vector<std::string> operands;
 };
 
-// Takes instruction `line` apart; nullopt when it is not
-// `[ROOT ]%name = shape opcode(...)...`.
+// Takes instruction `line` apart into copies; nullopt as
+// ParseInstructionViews.
 std::optional<LineParts> ParseInstructionLine(absl::string_view line);
 
 // The instructions named by the control-predecessors={...} of `line`.

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_schedule.h"
 #include "graph/hlo/hlo_text_edit.h"
 
@@ -55,16 +56,18 @@ absl::flat_hash_set<std::string> FusedComputations(
 
 }  // namespace
 
-bool OrderComputationLines(const std::vector<size_t>& slots,
-                           const std::vector<int32_t>& priority,
-                           std::vector<std::string>* lines) {
+std::optional<std::vector<int>> OrderComputationLines(
+    const std::vector<size_t>& slots, const std::vector<int32_t>& priority,
+    std::vector<std::string>* lines) {
   const size_t n = slots.size();
-  std::vector<LineParts> parts;
+  // Views into the lines, which stay unchanged until the lines move below.
+  std::vector<LineViews> parts;
   parts.reserve(n);
-  absl::flat_hash_map<std::string, int> index;
+  absl::flat_hash_map<absl::string_view, int> index;
+  index.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    std::optional<LineParts> parsed = ParseInstructionLine((*lines)[slots[i]]);
-    if (!parsed.has_value()) return false;
+    std::optional<LineViews> parsed = ParseInstructionViews((*lines)[slots[i]]);
+    if (!parsed.has_value()) return std::nullopt;
     index[parsed->name] = static_cast<int>(i);
     parts.push_back(std::move(*parsed));
   }
@@ -72,62 +75,78 @@ bool OrderComputationLines(const std::vector<size_t>& slots,
   std::vector<bool> fixed(n, false);
   for (size_t i = 0; i < n; ++i) {
     fixed[i] = parts[i].opcode == "call";
-    std::vector<std::string> uses = std::move(parts[i].operands);
-    for (std::string& name : ControlPredecessors((*lines)[slots[i]])) {
-      uses.push_back(std::move(name));
+    for (absl::string_view name : parts[i].operands) {
+      if (auto it = index.find(name); it != index.end()) {
+        predecessors[i].push_back(it->second);
+      }
     }
-    for (const std::string& name : uses) {
+    for (const std::string& name : ControlPredecessors((*lines)[slots[i]])) {
       if (auto it = index.find(name); it != index.end()) {
         predecessors[i].push_back(it->second);
       }
     }
   }
-  const std::vector<int> order =
-      LinearizeSchedule(predecessors, priority, fixed);
-  if (order.size() != n) return false;
+  std::vector<int> order = LinearizeSchedule(predecessors, priority, fixed);
+  if (order.size() != n) return std::nullopt;
   std::vector<std::string> ordered;
   ordered.reserve(n);
   for (int i : order) ordered.push_back(std::move((*lines)[slots[i]]));
   for (size_t i = 0; i < n; ++i) (*lines)[slots[i]] = std::move(ordered[i]);
-  return true;
+  return order;
 }
 
-std::vector<std::string> WriteTextSchedule(const HloDecisions& decisions,
-                                           std::vector<std::string>* lines) {
+std::vector<std::string> WriteTextSchedule(
+    const std::vector<int32_t>& priority,
+    std::vector<InstructionLine>* instructions, std::vector<std::string>* lines,
+    std::vector<size_t>* moved_from) {
   std::vector<std::string> warnings;
+  moved_from->resize(instructions->size());
+  for (size_t e = 0; e < moved_from->size(); ++e) (*moved_from)[e] = e;
   MarkScheduled(lines);
-  absl::StatusOr<std::vector<InstructionLine>> instructions =
-      FindInstructions(*lines);
-  if (!instructions.ok()) {
-    warnings.push_back(absl::StrCat("the schedule is not written as order: ",
-                                    instructions.status().message()));
-    return warnings;
-  }
   const absl::flat_hash_set<std::string> fused =
       FusedComputations(*lines, *instructions);
-  // Slots and priorities per computation, in module order.
-  std::vector<std::string> computations;
-  absl::flat_hash_map<std::string,
-                      std::pair<std::vector<size_t>, std::vector<int32_t>>>
-      slots;
-  for (const InstructionLine& instruction : *instructions) {
+  // Per computation, in module order: its entries of `instructions`, their
+  // lines and their priorities.
+  struct Computation {
+    std::vector<size_t> entries;
+    std::vector<size_t> slots;
+    std::vector<int32_t> priority;
+  };
+  std::vector<Computation> computations;
+  for (size_t e = 0; e < instructions->size(); ++e) {
+    const InstructionLine& instruction = (*instructions)[e];
     if (fused.contains(instruction.computation)) continue;
-    auto [it, added] = slots.try_emplace(instruction.computation);
-    if (added) computations.push_back(instruction.computation);
-    auto decision = decisions.find({instruction.computation, instruction.name});
-    it->second.first.push_back(instruction.line);
-    it->second.second.push_back(
-        decision == decisions.end() ? 0 : decision->second.priority);
+    if (e == 0 ||
+        instruction.computation != (*instructions)[e - 1].computation) {
+      computations.emplace_back();
+    }
+    Computation& c = computations.back();
+    c.entries.push_back(e);
+    c.slots.push_back(instruction.line);
+    c.priority.push_back(priority[e]);
   }
-  for (const std::string& computation : computations) {
-    const auto& [computation_slots, priority] = slots.at(computation);
-    if (!OrderComputationLines(computation_slots, priority, lines)) {
+  for (const Computation& c : computations) {
+    std::optional<std::vector<int>> order =
+        OrderComputationLines(c.slots, c.priority, lines);
+    if (!order.has_value()) {
       warnings.push_back(absl::StrCat(
-          "computation '", computation,
+          "computation '", (*instructions)[c.entries[0]].computation,
           "' keeps its instruction order (a line does not parse as an "
           "instruction, or its dependencies form a cycle): its schedule is "
           "the frontend attribute ",
           kHloPriorityAttribute, " only"));
+      continue;
+    }
+    // The entries follow their lines: slot k now holds entry order[k]'s.
+    std::vector<InstructionLine> moved;
+    moved.reserve(order->size());
+    for (int i : *order) {
+      moved.push_back(std::move((*instructions)[c.entries[i]]));
+    }
+    for (size_t k = 0; k < moved.size(); ++k) {
+      moved[k].line = c.slots[k];
+      (*instructions)[c.entries[k]] = std::move(moved[k]);
+      (*moved_from)[c.entries[k]] = c.entries[(*order)[k]];
     }
   }
   return warnings;
