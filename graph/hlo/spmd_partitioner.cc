@@ -261,6 +261,20 @@ class Partitioner {
     return std::optional<Tiling>(*std::move(tiling));
   }
 
+  // Values made from nothing the mesh splits (constants, iotas, and
+  // broadcasts, reshapes, transposes and elementwise ops of them or of
+  // replicated values), without a sharding of their own, are made where
+  // they are used, split as their user needs them: the partitioner's
+  // sharding propagation gives them their users' sharding, so each device
+  // makes only its part (a mask or a broadcast bias the size of an
+  // activation is not made in full and sliced).
+  struct Deferred {
+    explicit Deferred(size_t n) : is(n, false), made(n) {}
+    std::vector<bool> is;
+    // Per deferred value: each split it was made as, and where.
+    std::vector<std::vector<std::pair<Tiling, int32_t>>> made;
+  };
+
   // Per computation being rewritten.
   struct Scope {
     std::vector<HloInstruction> out;
@@ -387,10 +401,21 @@ class Partitioner {
     ASSIGN_OR_RETURN(std::vector<int32_t> order, Order(old, computation.name));
     std::vector<int32_t> at(old.size(), -1);
     std::vector<Tiling> tiling(old.size());
+    Deferred deferred(old.size());
     params_[index].clear();
     for (int32_t i : order) {
+      if (Defer(old, i, tiling, &deferred)) {
+        tiling[i] = Replicated(old[i].shape);
+        continue;
+      }
       RETURN_IF_ERROR(PartitionInstruction(scope, old, i, param_tilings, &at,
-                                           &tiling, index));
+                                           &tiling, &deferred, index));
+    }
+    // A deferred value no op used (or the root) is made as it is.
+    for (int32_t i : order) {
+      if (deferred.is[i] && deferred.made[i].empty()) {
+        at[i] = Make(scope, old, i, tiling[i], at, tiling, &deferred);
+      }
     }
     int32_t root = at[computation.root];
     if (root_tiling != nullptr &&
@@ -447,7 +472,7 @@ class Partitioner {
   absl::Status PartitionInstruction(
       Scope& scope, const std::vector<HloInstruction>& old, int32_t i,
       const std::vector<Tiling>* param_tilings, std::vector<int32_t>* at,
-      std::vector<Tiling>* tiling, int32_t computation) {
+      std::vector<Tiling>* tiling, Deferred* deferred, int32_t computation) {
     const HloInstruction& original = old[i];
     ASSIGN_OR_RETURN(std::optional<Tiling> wanted, Wanted(original, &original));
     HloInstruction ins = original;
@@ -561,8 +586,8 @@ class Partitioner {
 
     for (size_t k = 0; k < n; ++k) {
       if (!Fits(required[k], *global[k])) required[k] = Replicated(*global[k]);
-      ins.operands[k] = Reshard(scope, (*at)[original.operands[k]], *global[k],
-                                *current[k], required[k], original);
+      ins.operands[k] = Use(scope, old, original.operands[k], required[k], *at,
+                            *tiling, deferred, original);
     }
     if (!Fits(natural, original.shape)) natural = Replicated(original.shape);
     if (scatter_to.has_value() && !Fits(*scatter_to, original.shape)) {
@@ -591,6 +616,88 @@ class Partitioner {
     (*at)[i] = value;
     (*tiling)[i] = std::move(natural);
     return absl::OkStatus();
+  }
+
+  // Whether instruction `i` is such a value (its operands decided before).
+  bool Defer(const std::vector<HloInstruction>& old, int32_t i,
+             const std::vector<Tiling>& tiling, Deferred* deferred) const {
+    const HloInstruction& ins = old[i];
+    if (ins.shape.is_tuple || shardings_.contains(&ins)) return false;
+    if (ins.operands.empty()) {
+      deferred->is[i] = ins.opcode == "constant" || ins.opcode == "iota";
+      return deferred->is[i];
+    }
+    const OpKind kind = HloOpcodeToOpKind(ins.opcode);
+    const bool broadcast = kind == OpKind::kBroadcast;
+    if (!broadcast && ins.opcode != "reshape" && kind != OpKind::kTranspose &&
+        kind != OpKind::kCopy &&
+        OpKindCategory(kind) != OpCategory::kElementwise) {
+      return false;
+    }
+    std::vector<const HloShape*> global;
+    for (int32_t operand : ins.operands) {
+      // A broadcast of a replicated value is made split as easily.
+      const bool replicated =
+          broadcast &&
+          SameTiling(tiling[operand], Replicated(old[operand].shape));
+      if (!deferred->is[operand] && !replicated) return false;
+      global.push_back(&old[operand].shape);
+    }
+    deferred->is[i] = RuleOf(ins, kind, global).has_value();
+    return deferred->is[i];
+  }
+
+  // Operand `operand` of `context` split as `required`: a deferred value
+  // made so, or the value resharded.
+  int32_t Use(Scope& scope, const std::vector<HloInstruction>& old,
+              int32_t operand, const Tiling& required,
+              const std::vector<int32_t>& at, const std::vector<Tiling>& tiling,
+              Deferred* deferred, const HloInstruction& context) {
+    if (deferred->is[operand]) {
+      return Make(scope, old, operand, required, at, tiling, deferred);
+    }
+    return Reshard(scope, at[operand], old[operand].shape, tiling[operand],
+                   required, context);
+  }
+
+  // Deferred value `i` split as `target` (made once per split; the first
+  // keeps the instruction's name, the others are synthetic copies).
+  int32_t Make(Scope& scope, const std::vector<HloInstruction>& old, int32_t i,
+               const Tiling& target, const std::vector<int32_t>& at,
+               const std::vector<Tiling>& tiling, Deferred* deferred) {
+    for (const auto& [split, index] : deferred->made[i]) {
+      if (SameTiling(split, target)) return index;
+    }
+    const HloInstruction& original = old[i];
+    HloInstruction ins = original;
+    const Tiling wanted =
+        Fits(target, original.shape) ? target : Replicated(original.shape);
+    Tiling natural = wanted;
+    if (!original.operands.empty()) {
+      std::vector<const HloShape*> global;
+      for (int32_t operand : original.operands) {
+        global.push_back(&old[operand].shape);
+      }
+      const OpKind kind = HloOpcodeToOpKind(original.opcode);
+      std::vector<Tiling> required(global.size());
+      Require(*RuleOf(original, kind, global), original, global, wanted,
+              &required, &natural);
+      for (size_t k = 0; k < global.size(); ++k) {
+        ins.operands[k] = Use(scope, old, original.operands[k], required[k], at,
+                              tiling, deferred, original);
+      }
+    }
+    ins.shape = ShardShape(original.shape, natural);
+    FitAttributes(original, natural, &ins);
+    if (!deferred->made[i].empty()) {
+      ins.name = UniqueName(scope, absl::StrCat(original.name, ".spmd.split"));
+      ins.synthetic = true;
+    }
+    scope.out.push_back(std::move(ins));
+    int32_t value = static_cast<int32_t>(scope.out.size()) - 1;
+    value = Reshard(scope, value, original.shape, natural, target, original);
+    deferred->made[i].emplace_back(target, value);
+    return value;
   }
 
   // while (operand 0 feeds body and condition) and call (every operand

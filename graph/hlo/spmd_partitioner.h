@@ -37,8 +37,12 @@ struct SpmdPartitionResult {
 //  - each array value gets a sharding: its own `sharding=` attribute, else
 //    the one its operands imply (elementwise ops, transpose, broadcast,
 //    reshape, reduce, dot, convolution, slice, pad, concatenate, ... keep
-//    their operands' tiling on the dimensions it passes through; parameters,
-//    constants and ops without a rule: replicated);
+//    their operands' tiling on the dimensions it passes through; parameters
+//    and ops without a rule: replicated); values made from nothing the mesh
+//    splits (constants, iotas, and broadcasts, reshapes, transposes and
+//    elementwise ops of them or of replicated values) take the split their
+//    users need instead, made once per split, as sharding propagation
+//    gives them their users' sharding;
 //  - each op's shape becomes its shard's (dims split ceil(dim / tiles));
 //    `devices=[a,b]<=[n]`, explicit device lists, last_tile_dim_replicate
 //    and last_tile_dims subgroups tile as written; replicated, maximal

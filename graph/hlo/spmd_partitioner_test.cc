@@ -258,6 +258,61 @@ ENTRY e {
   EXPECT_EQ(graph->spmd().collectives_inserted, 0);
 }
 
+// Values made from nothing the mesh splits take their users' split, as
+// the partitioner's sharding propagation gives them: the bias broadcast,
+// the causal mask built from iotas and the zeros are made as 8 x 1024
+// shards, with no full-size value and no slice.
+TEST(SpmdPartitionerTest, SourcelessValuesAreMadeSplitAsTheirUsersNeed) {
+  auto graph = Import(R"(HloModule m, num_partitions=8
+ENTRY e {
+  x = f32[64,1024]{1,0} parameter(0), sharding={devices=[8,1]<=[8]}
+  bias = f32[1024]{0} parameter(1), sharding={replicated}
+  b = f32[64,1024]{1,0} broadcast(bias), dimensions={1}
+  y = f32[64,1024]{1,0} add(x, b)
+  i0 = s32[64,1024]{1,0} iota(), iota_dimension=0
+  i1 = s32[64,1024]{1,0} iota(), iota_dimension=1
+  mask = pred[64,1024]{1,0} compare(i0, i1), direction=GE
+  z = f32[] constant(0)
+  zeros = f32[64,1024]{1,0} broadcast(z), dimensions={}
+  ROOT masked = f32[64,1024]{1,0} select(mask, y, zeros)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (absl::string_view name : {"b", "i0", "i1", "mask", "zeros", "masked"}) {
+    EXPECT_EQ(NodeNamed(*graph, name).outputs[0].dims,
+              (std::vector<int64_t>{8, 1024}))
+        << name;
+  }
+  EXPECT_EQ(NodeNamed(*graph, "bias").outputs[0].dims,
+            (std::vector<int64_t>{1024}));
+  // One comparison per element of the shard.
+  EXPECT_EQ(NodeNamed(*graph, "mask").flops, 8.0 * 1024);
+  EXPECT_EQ(CountKind(*graph, OpKind::kSlice), 0);
+  EXPECT_EQ(graph->spmd().collectives_inserted, 0);
+}
+
+// A value made from nothing that two users need split differently is made
+// once per split; the second is a synthetic copy.
+TEST(SpmdPartitionerTest, SourcelessValueUsedAtTwoSplitsIsMadeTwice) {
+  auto graph = Import(R"(HloModule m, num_partitions=4
+ENTRY e {
+  rows = f32[64,64]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  cols = f32[64,64]{1,0} parameter(1), sharding={devices=[1,4]<=[4]}
+  c = f32[64,64]{1,0} constant({...})
+  a = f32[64,64]{1,0} add(rows, c)
+  b = f32[64,64]{1,0} add(cols, c)
+  ROOT t = (f32[64,64]{1,0}, f32[64,64]{1,0}) tuple(a, b)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(NodeNamed(*graph, "c").outputs[0].dims,
+            (std::vector<int64_t>{16, 64}));
+  const Node& copy = NodeNamed(*graph, "c.spmd.split");
+  EXPECT_EQ(copy.outputs[0].dims, (std::vector<int64_t>{64, 16}));
+  EXPECT_EQ(CountKind(*graph, OpKind::kSlice), 0);
+  EXPECT_EQ(graph->spmd().collectives_inserted, 0);
+}
+
 // A reduce over the split dimension sums partial results: 64 * 8 FLOPs
 // per device, then an all-reduce of the f32[64] result over 4 devices:
 // 2 * 3/4 * 256 bytes = 384 per device.
