@@ -224,6 +224,73 @@ void UnfoldInto(HloModule* module, const std::vector<GoptFusion>& fusions) {
   caller.instructions = std::move(instructions);
 }
 
+// The batch-norm-inference that the HLO text export wrote, inside a gopt
+// fused computation, as XLA's BatchNormExpander would (ExpandBatchNormInference
+// in hlo_text_fusion.cc): ten instructions without _gopt_order that only
+// feed `add`, which carries the batch norm's name and _gopt_order:
+//   add(multiply(x, broadcast(s)), broadcast(subtract(offset,
+//       multiply(mean, s))))
+//   with s = multiply(scale, rsqrt(add(variance, broadcast(constant)))).
+struct BatchNormExpansion {
+  int32_t add = -1;
+  // x, scale, offset, mean, variance: the batch norm's operands.
+  std::vector<int32_t> operands;
+  std::vector<int32_t> helpers;
+};
+
+// The expansion ending in instruction `add` of `c`, or nullopt. `uses`
+// counts each instruction's operand uses (the root's once more).
+std::optional<BatchNormExpansion> MatchBatchNormExpansion(
+    const HloComputation& c, int32_t add, const std::vector<int32_t>& uses) {
+  BatchNormExpansion expansion;
+  bool ok = true;
+  // Operand `k` of `user`, a helper with `opcode`, `arity` operands and
+  // `users` uses; -1 when it is not.
+  auto helper = [&](int32_t user, size_t k, absl::string_view opcode,
+                    size_t arity, int32_t users) {
+    const HloInstruction& u = c.instructions[user];
+    if (!ok || k >= u.operands.size()) {
+      ok = false;
+      return int32_t{-1};
+    }
+    const int32_t i = u.operands[k];
+    const HloInstruction& h = c.instructions[i];
+    if (h.opcode != opcode || h.operands.size() != arity ||
+        h.export_position >= 0 || uses[i] != users) {
+      ok = false;
+      return int32_t{-1};
+    }
+    expansion.helpers.push_back(i);
+    return i;
+  };
+  auto operand = [&](int32_t user, size_t k) {
+    return ok && k < c.instructions[user].operands.size()
+               ? c.instructions[user].operands[k]
+               : -1;
+  };
+  const HloInstruction& last = c.instructions[add];
+  if (last.opcode != "add" || last.export_position < 0 ||
+      last.operands.size() != 2) {
+    return std::nullopt;
+  }
+  const int32_t scaled = helper(add, 0, "multiply", 2, 1);
+  const int32_t scales = helper(scaled, 1, "broadcast", 1, 1);
+  const int32_t shifts = helper(add, 1, "broadcast", 1, 1);
+  const int32_t shift = helper(shifts, 0, "subtract", 2, 1);
+  const int32_t mean_scale = helper(shift, 1, "multiply", 2, 1);
+  const int32_t scale = helper(scales, 0, "multiply", 2, 2);
+  const int32_t rsqrt = helper(scale, 1, "rsqrt", 1, 1);
+  const int32_t variance = helper(rsqrt, 0, "add", 2, 1);
+  const int32_t epsilon = helper(variance, 1, "broadcast", 1, 1);
+  helper(epsilon, 0, "constant", 0, 1);
+  if (!ok || operand(mean_scale, 1) != scale) return std::nullopt;
+  expansion.add = add;
+  expansion.operands = {operand(scaled, 0), operand(scale, 0),
+                        operand(shift, 0), operand(mean_scale, 0),
+                        operand(variance, 0)};
+  return expansion;
+}
+
 // Drops the computations marked in `dropped` (nothing calls them any
 // more), re-indexing calls and the entry.
 void DropComputations(HloModule* module, const std::vector<bool>& dropped) {
@@ -320,6 +387,44 @@ absl::Status Reorder(const HloModule& module, HloComputation* computation) {
 
 }  // namespace
 
+void FoldBatchNormExpansions(HloModule* module) {
+  for (HloComputation& c : module->computations) {
+    if (!absl::StartsWith(c.name, kFusedComputationPrefix)) continue;
+    std::vector<int32_t> uses(c.instructions.size(), 0);
+    for (const HloInstruction& instruction : c.instructions) {
+      for (int32_t operand : instruction.operands) ++uses[operand];
+    }
+    if (c.root >= 0) ++uses[c.root];
+    std::vector<bool> dropped(c.instructions.size(), false);
+    bool folded = false;
+    for (int32_t i = 0; i < static_cast<int32_t>(c.instructions.size()); ++i) {
+      std::optional<BatchNormExpansion> expansion =
+          MatchBatchNormExpansion(c, i, uses);
+      if (!expansion.has_value()) continue;
+      HloInstruction& batch_norm = c.instructions[i];
+      batch_norm.opcode = "batch-norm-inference";
+      batch_norm.operands = expansion->operands;
+      for (int32_t helper : expansion->helpers) dropped[helper] = true;
+      folded = true;
+    }
+    if (!folded) continue;
+    std::vector<int32_t> new_index(c.instructions.size(), -1);
+    std::vector<HloInstruction> kept;
+    for (size_t i = 0; i < c.instructions.size(); ++i) {
+      if (dropped[i]) continue;
+      new_index[i] = static_cast<int32_t>(kept.size());
+      kept.push_back(std::move(c.instructions[i]));
+    }
+    for (HloInstruction& instruction : kept) {
+      for (int32_t& operand : instruction.operands) {
+        operand = new_index[operand];
+      }
+    }
+    c.root = new_index[c.root];
+    c.instructions = std::move(kept);
+  }
+}
+
 absl::StatusOr<int32_t> ParseExportPosition(absl::string_view value,
                                             absl::string_view what) {
   int64_t position = -1;
@@ -377,6 +482,7 @@ std::vector<GoptFusion> FindGoptFusions(const HloModule& module) {
 }
 
 absl::Status RestoreGoptExport(HloModule* module) {
+  FoldBatchNormExpansions(module);
   const std::vector<GoptFusion> fusions = FindGoptFusions(*module);
   if (!fusions.empty()) {
     std::vector<bool> dropped(module->computations.size(), false);

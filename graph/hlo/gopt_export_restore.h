@@ -51,11 +51,22 @@ struct GoptFusion {
 // Every fusion instruction of `module` that RestoreGoptExport unfolds, by
 // caller and then instruction order. A fusion that cannot be unfolded
 // exactly (a fused computation whose instructions do not all carry
-// _gopt_order, as the batch-norm-inference expansion the text export
-// writes; a get-tuple-element missing or doubled; a restored name that an
-// instruction of the caller already has) is not listed: it stays a fusion.
-// `module` must pass ValidateHloModule. Pure; thread-compatible.
+// _gopt_order, as a batch-norm-inference expansion before
+// FoldBatchNormExpansions; a get-tuple-element missing or doubled; a restored
+// name that an instruction of the caller already has) is not listed: it stays a
+// fusion. `module` must pass ValidateHloModule. Pure; thread-compatible.
 std::vector<GoptFusion> FindGoptFusions(const HloModule& module);
+
+// Folds back, in place, every batch-norm-inference that the HLO text
+// export wrote into a gopt fused computation as XLA's BatchNormExpander
+// expands it (an add of the scaled operand and the broadcast shift, ten
+// instructions without _gopt_order feeding only it): the add, which
+// carries the batch norm's name, metadata and _gopt_order, becomes the
+// batch-norm-inference of the five operands the expansion reads, and the
+// ten go. Anything else is left as it is. RestoreGoptExport starts with
+// it; the text exporter's ReadPlan too, so that FindGoptFusions lists the
+// fusion. `module` must pass ValidateHloModule; it still does afterwards.
+void FoldBatchNormExpansions(HloModule* module);
 
 // Restores the module a gopt export was written from, in place:
 // (a) unfolds every fusion FindGoptFusions lists: the fused computation's

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "graph/hlo/gopt_export_restore.h"
 #include "graph/hlo/hlo_decisions.h"
 #include "graph/hlo/hlo_text_edit.h"
 #include "graph/hlo/hlo_text_fusion.h"
@@ -323,7 +324,8 @@ class HloTextExporter final : public Exporter {
       decisions[{instruction.computation, instruction.name}] = d;
     }
     if (decisions.empty()) return std::nullopt;
-    ASSIGN_OR_RETURN(const hlo::HloModule module, hlo::ParseHloText(contents));
+    ASSIGN_OR_RETURN(hlo::HloModule module, hlo::ParseHloText(contents));
+    hlo::FoldBatchNormExpansions(&module);
     RekeyFusedDecisions(module, &decisions);
     return PlanFromHloDecisions(graph, decisions, "embedded:hlo");
   }

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "graph/decisions.h"
+#include "graph/fingerprint.h"
 #include "graph/import/export_testing.h"
 #include "gtest/gtest.h"
 #include "simulator/fusion_rules.h"
@@ -300,18 +301,27 @@ ENTRY main {
               HasSubstr("ROOT %relu = f32[2,8,6,6]{3,2,1,0} fusion(%x, %w, "
                         "%scale, %offset, %mean, %variance, %zeros), "
                         "kind=kLoop, calls=%gopt_fused_computation.0"));
-  // It imports as one fusion node; the plan reads back.
+  // The import folds the expansion back into the batch norm and unfolds
+  // the fusion: the original graph, node for node, and the plan's groups.
   absl::StatusOr<Graph> again = importers.Import(exported->contents, "hlo", {});
   ASSERT_TRUE(again.ok()) << again.status();
-  int fusions = 0;
-  for (const Node& node : again->nodes()) {
-    fusions += node.kind == OpKind::kFusion;
-    EXPECT_NE(node.kind, OpKind::kNormalization) << node.name;
+  // Every cost-relevant field and edge (names aside), then the names.
+  EXPECT_EQ(GraphFingerprint(*again), GraphFingerprint(*graph));
+  ASSERT_EQ(again->num_nodes(), graph->num_nodes());
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    EXPECT_EQ(again->node(id).name, graph->node(id).name) << id;
+    EXPECT_EQ(again->node(id).kind, graph->node(id).kind) << id;
+    EXPECT_EQ(again->node(id).flops, graph->node(id).flops) << id;
+    EXPECT_EQ(again->node(id).outputs[0].dims, graph->node(id).outputs[0].dims)
+        << id;
   }
-  EXPECT_EQ(fusions, 1);
   absl::StatusOr<std::optional<gopt::v1::Plan>> read =
       exporter.ReadPlan(exported->contents, *again, OneGpu());
   ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  ASSERT_EQ((*read)->fusion_group_size(), plan.fusion_group_size());
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    EXPECT_EQ((*read)->fusion_group(id), plan.fusion_group(id)) << id;
+  }
 }
 
 // A batch-norm-training (or -grad) cannot be written that way (its outputs
