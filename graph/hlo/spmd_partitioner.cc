@@ -269,8 +269,12 @@ class Partitioner {
   // makes only its part (a mask or a broadcast bias the size of an
   // activation is not made in full and sliced).
   struct Deferred {
-    explicit Deferred(size_t n) : is(n, false), made(n) {}
+    // How many deferred values a chain may hold: Make recurses through it.
+    static constexpr int32_t kMaxDepth = 64;
+    explicit Deferred(size_t n) : is(n, false), depth(n, 0), made(n) {}
     std::vector<bool> is;
+    // The longest chain of deferred values ending in each.
+    std::vector<int32_t> depth;
     // Per deferred value: each split it was made as, and where.
     std::vector<std::vector<std::pair<Tiling, int32_t>>> made;
   };
@@ -411,9 +415,10 @@ class Partitioner {
       RETURN_IF_ERROR(PartitionInstruction(scope, old, i, param_tilings, &at,
                                            &tiling, &deferred, index));
     }
-    // A deferred value no op used (or the root) is made as it is.
+    // A deferred value no op used, and the root, are made as they are.
     for (int32_t i : order) {
-      if (deferred.is[i] && deferred.made[i].empty()) {
+      if (deferred.is[i] &&
+          (deferred.made[i].empty() || i == computation.root)) {
         at[i] = Make(scope, old, i, tiling[i], at, tiling, &deferred);
       }
     }
@@ -625,6 +630,7 @@ class Partitioner {
     if (ins.shape.is_tuple || shardings_.contains(&ins)) return false;
     if (ins.operands.empty()) {
       deferred->is[i] = ins.opcode == "constant" || ins.opcode == "iota";
+      deferred->depth[i] = 1;
       return deferred->is[i];
     }
     const OpKind kind = HloOpcodeToOpKind(ins.opcode);
@@ -635,15 +641,19 @@ class Partitioner {
       return false;
     }
     std::vector<const HloShape*> global;
+    int32_t depth = 1;
     for (int32_t operand : ins.operands) {
       // A broadcast of a replicated value is made split as easily.
       const bool replicated =
           broadcast &&
           SameTiling(tiling[operand], Replicated(old[operand].shape));
       if (!deferred->is[operand] && !replicated) return false;
+      depth = std::max(depth, deferred->depth[operand] + 1);
       global.push_back(&old[operand].shape);
     }
+    if (depth > Deferred::kMaxDepth) return false;
     deferred->is[i] = RuleOf(ins, kind, global).has_value();
+    deferred->depth[i] = depth;
     return deferred->is[i];
   }
 

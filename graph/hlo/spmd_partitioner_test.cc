@@ -313,6 +313,42 @@ ENTRY e {
   EXPECT_EQ(graph->spmd().collectives_inserted, 0);
 }
 
+// The root is made whole even when a user made it split first.
+TEST(SpmdPartitionerTest, SourcelessRootIsMadeAsItIs) {
+  auto graph = Import(R"(HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[64,64]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT i = f32[64,64]{1,0} iota(), iota_dimension=0
+  a = f32[64,64]{1,0} add(x, i)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(NodeNamed(*graph, "i").outputs[0].dims,
+            (std::vector<int64_t>{16, 64}));
+  EXPECT_EQ(NodeNamed(*graph, "i.spmd.split").outputs[0].dims,
+            (std::vector<int64_t>{64, 64}));
+}
+
+// A chain of sourceless values longer than the deferral bound is made in
+// the forward pass past the bound (Make recurses through the chain).
+TEST(SpmdPartitionerTest, LongSourcelessChainsStayBounded) {
+  std::string text = R"(HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[64]{0} parameter(0), sharding={devices=[4]<=[4]}
+  v0 = f32[64]{0} iota(), iota_dimension=0
+)";
+  constexpr int kLength = 5000;
+  for (int k = 1; k <= kLength; ++k) {
+    absl::StrAppend(&text, "  v", k, " = f32[64]{0} negate(v", k - 1, ")\n");
+  }
+  absl::StrAppend(&text, "  ROOT y = f32[64]{0} add(x, v", kLength, ")\n}\n");
+  auto graph = Import(text);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(NodeNamed(*graph, "y").outputs[0].dims, (std::vector<int64_t>{16}));
+  EXPECT_EQ(NodeNamed(*graph, "v1").outputs[0].dims,
+            (std::vector<int64_t>{64}));
+}
+
 // A reduce over the split dimension sums partial results: 64 * 8 FLOPs
 // per device, then an all-reduce of the f32[64] result over 4 devices:
 // 2 * 3/4 * 256 bytes = 384 per device.
