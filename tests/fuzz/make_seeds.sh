@@ -20,6 +20,7 @@ cp "$seeds/small.hlo" "$corpus/hlo/seed_small.hlo"
 cp "$seeds/old_syntax.hlo" "$corpus/hlo/seed_old_syntax.hlo"
 cp "$seeds/current_xla.hlo" "$corpus/hlo/seed_current_xla.hlo"
 cp "$seeds/spmd_sharded.hlo" "$corpus/hlo/seed_spmd_sharded.hlo"
+cp "$seeds/spmd_deferred.hlo" "$corpus/hlo/seed_spmd_deferred.hlo"
 encode xla.HloModuleProto xla/hlo.proto < "$seeds/hlo_module.txtpb" \
   > "$corpus/hlo_proto/seed_module.pb"
 encode tpu_graphs.ModuleTuningData tpu_graphs/tuning.proto \
