@@ -19,6 +19,7 @@
 #include "graph/hlo/hlo_text_fusion.h"
 #include "graph/hlo/hlo_text_parser.h"
 #include "graph/hlo/hlo_text_schedule.h"
+#include "graph/hlo/hlo_text_unfold.h"
 #include "util/status_macros.h"
 
 namespace gopt::graph {
@@ -164,7 +165,9 @@ class HloTextExporter final : public Exporter {
   absl::StatusOr<ExportResult> Export(
       absl::string_view original, const Graph& graph,
       const gopt::v1::Plan& plan, const ExportOptions& options) const override {
-    std::vector<std::string> lines = SplitLines(original);
+    // A file gopt exported before holds its fusions: back to their members.
+    ASSIGN_OR_RETURN(std::vector<std::string> lines,
+                     UnfoldGoptFusionText(original));
     ASSIGN_OR_RETURN(std::vector<InstructionLine> instructions,
                      FindInstructions(lines));
     const HloPositions positions = OriginalPositions(lines, instructions);

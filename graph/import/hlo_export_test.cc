@@ -324,6 +324,85 @@ ENTRY main {
   }
 }
 
+// A file gopt exported before can be exported into again (a build that
+// feeds gopt its own output): the fusions go back to their members first,
+// so the same plan gives the same bytes, and a new plan a valid file.
+constexpr absl::string_view kTwoGroups = R"hlo(HloModule twice
+
+ENTRY main {
+  x = f32[8,4]{1,0} parameter(0)
+  w = f32[4,4]{1,0} parameter(1)
+  d = f32[8,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  n = f32[8,4]{1,0} negate(d)
+  e = f32[8,4]{1,0} exponential(n)
+  m = f32[8,4]{1,0} multiply(e, n), metadata={op_name="jit(f)/mul"}
+  ROOT t = (f32[8,4]{1,0}, f32[8,4]{1,0}) tuple(m, e)
+}
+)hlo";
+
+TEST(HloFusionExportTest, ExportingIntoAnExportGivesTheSameFile) {
+  const BuiltinRegistries registries;
+  const std::string contents(kTwoGroups);
+  absl::StatusOr<Graph> graph =
+      registries.importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  gopt::v1::Plan plan = PlanFusing(*graph, {"d", "n"});
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    const std::string& name = graph->node(id).name;
+    if (name == "e" || name == "m") plan.set_fusion_group(id, 1);
+    plan.set_priority(id, graph->num_nodes() - id);
+  }
+  absl::StatusOr<ExportResult> first =
+      ExportOnOneGpu(registries, "hlo", contents, *graph, plan);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(first->contents, HasSubstr("calls=%gopt_fused_computation.1"));
+  absl::StatusOr<Graph> again =
+      registries.importers.Import(first->contents, "hlo", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(GraphFingerprint(*again), GraphFingerprint(*graph));
+  absl::StatusOr<ExportResult> second =
+      ExportOnOneGpu(registries, "hlo", first->contents, *again, plan);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->contents, first->contents);
+  // Another plan (nothing fused) into the export: the members are back in
+  // main, and the file imports to the original graph.
+  gopt::v1::Plan unfused = plan;
+  for (int i = 0; i < unfused.fusion_group_size(); ++i) {
+    unfused.set_fusion_group(i, -1);
+  }
+  absl::StatusOr<ExportResult> third =
+      ExportOnOneGpu(registries, "hlo", first->contents, *again, unfused);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_THAT(third->contents, Not(HasSubstr("gopt_fused_computation")));
+  absl::StatusOr<Graph> back =
+      registries.importers.Import(third->contents, "hlo", {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(GraphFingerprint(*back), GraphFingerprint(*graph));
+}
+
+TEST(HloFusionExportTest, EditedExportIsFailedPrecondition) {
+  const BuiltinRegistries registries;
+  const std::string contents(kTwoGroups);
+  absl::StatusOr<Graph> graph =
+      registries.importers.Import(contents, "hlo", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const gopt::v1::Plan plan = PlanFusing(*graph, {"d", "n"});
+  absl::StatusOr<ExportResult> first =
+      ExportOnOneGpu(registries, "hlo", contents, *graph, plan);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // A hand-added instruction in the fused computation, without _gopt_order.
+  std::string edited = first->contents;
+  const size_t at = edited.find("  %param_0.0 = ");
+  ASSERT_NE(at, std::string::npos);
+  edited.insert(at, "  %extra = f32[] constant(1)\n");
+  absl::StatusOr<Graph> again = registries.importers.Import(edited, "hlo", {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<ExportResult> second = ExportOnOneGpu(
+      registries, "hlo", edited, *again, PlanFusing(*again, {"d", "n"}));
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("does not unfold exactly"));
+}
+
 // A batch-norm-training (or -grad) cannot be written that way (its outputs
 // leave through get-tuple-elements): its group stays attributes, with a
 // warning that says why.
