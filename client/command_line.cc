@@ -229,6 +229,11 @@ FlagSet<InspectOptions> Flags(InspectOptions*) {
       &flags, [](InspectOptions & o) -> auto& { return o.read; });
   flags.Add("json", kJsonHelp,
             [](InspectOptions& o) -> bool& { return o.json; });
+  flags.Add(
+      "node",
+      "nodes to show in full: op, outputs, cost, op_name, source "
+      "file:line (function), sharding (names as the file gives them)",
+      [](InspectOptions& o) -> std::vector<std::string>& { return o.nodes; });
   return flags;
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "graph/fingerprint.h"
 
 namespace gopt::client {
@@ -56,7 +58,92 @@ std::string HumanBytes(int64_t bytes) {
   return absl::StrCat(bytes, " B");
 }
 
+// Appends the nodes named `name` in `graph` (scope `scope`) and then in its
+// bodies not yet in `searched`.
+void FindNodesIn(const graph::Graph& graph, absl::string_view name,
+                 const std::string& scope,
+                 std::unordered_set<const graph::Graph*>* searched,
+                 std::vector<NodeDetail>* found) {
+  if (!searched->insert(&graph).second) return;
+  for (const graph::Node& node : graph.nodes()) {
+    // An instruction of a called computation is inlined once per call,
+    // under a longer name; its source element keeps the file's name.
+    if (node.name != name && node.source.name != name) continue;
+    NodeDetail detail;
+    detail.scope = scope;
+    detail.name = node.name;
+    detail.op = node.op;
+    detail.kind = std::string(graph::OpKindName(node.kind));
+    for (const graph::TensorType& output : node.outputs) {
+      detail.outputs.push_back(output.ToString());
+    }
+    detail.flops = node.flops;
+    detail.bytes_read = node.bytes_read;
+    detail.bytes_written = node.bytes_written;
+    detail.metadata = node.metadata.get();
+    found->push_back(std::move(detail));
+  }
+  for (const auto& subgraph : graph.subgraphs()) {
+    FindNodesIn(*subgraph, name,
+                scope.empty() ? subgraph->name()
+                              : absl::StrCat(scope, "/", subgraph->name()),
+                searched, found);
+  }
+}
+
 }  // namespace
+
+std::vector<NodeDetail> FindNodes(const graph::Graph& graph,
+                                  absl::string_view name) {
+  std::unordered_set<const graph::Graph*> searched;
+  std::vector<NodeDetail> found;
+  FindNodesIn(graph, name, "", &searched, &found);
+  return found;
+}
+
+nlohmann::json NodeDetailToJson(const NodeDetail& node) {
+  nlohmann::json json = {{"scope", node.scope},
+                         {"name", node.name},
+                         {"op", node.op},
+                         {"kind", node.kind},
+                         {"outputs", node.outputs},
+                         {"flops", node.flops},
+                         {"bytes_read", node.bytes_read},
+                         {"bytes_written", node.bytes_written}};
+  const graph::NodeMetadata& metadata = node.metadata;
+  if (!metadata.op_name.empty()) json["op_name"] = metadata.op_name;
+  if (!metadata.file.empty()) json["source_file"] = metadata.file;
+  if (!metadata.function.empty()) json["function"] = metadata.function;
+  if (metadata.line != 0) json["source_line"] = metadata.line;
+  if (!metadata.sharding.empty()) json["sharding"] = metadata.sharding;
+  return json;
+}
+
+std::string NodeDetailToText(const NodeDetail& node) {
+  std::string out;
+  auto row = [&out](absl::string_view key, const std::string& value) {
+    absl::StrAppend(&out, absl::StrFormat("  %-24s %s\n", key, value));
+  };
+  absl::StrAppend(&out, "node ", node.name,
+                  node.scope.empty() ? "" : absl::StrCat(" in ", node.scope),
+                  "\n");
+  row("op", absl::StrCat(node.op, " (", node.kind, ")"));
+  row("outputs", absl::StrJoin(node.outputs, ", "));
+  row("FLOPs", absl::StrFormat("%.6g", node.flops));
+  row("bytes read / written",
+      absl::StrCat(node.bytes_read, " / ", node.bytes_written));
+  const graph::NodeMetadata& metadata = node.metadata;
+  if (!metadata.op_name.empty()) row("op_name", metadata.op_name);
+  if (!metadata.file.empty() || metadata.line != 0) {
+    row("source",
+        absl::StrCat(metadata.file, ":", metadata.line,
+                     metadata.function.empty()
+                         ? ""
+                         : absl::StrCat(" (", metadata.function, ")")));
+  }
+  if (!metadata.sharding.empty()) row("sharding", metadata.sharding);
+  return out;
+}
 
 InspectReport Inspect(const graph::Graph& graph) {
   InspectReport report;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "graph/coverage.h"
 #include "graph/graph.h"
 #include "nlohmann/json.hpp"
@@ -54,6 +55,41 @@ nlohmann::json InspectReportToJson(const InspectReport& report);
 
 // The report as a human-readable table (units scaled: GFLOP, MiB).
 std::string InspectReportToText(const InspectReport& report);
+
+// One node as `gopt inspect --node=NAME` shows it: what a user reads in a
+// trace next to the node's name. `metadata` is what the importer kept: op
+// name; source file, function and line (HLO: source_file/source_line, or
+// the innermost frame of stack_frame_id in the module's stack-frame
+// tables); sharding.
+struct NodeDetail {
+  // Where the node is: "" for the top graph, else the attached bodies from
+  // the top down ("region_0.12/closed_call.11"), by subgraph name.
+  std::string scope;
+  std::string name;
+  std::string op;                    // the source format's op name
+  std::string kind;                  // gopt's op kind
+  std::vector<std::string> outputs;  // XLA-like types, one per output
+  double flops = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  graph::NodeMetadata metadata;
+};
+
+// The nodes named `name` in `graph` and in every attached body (each body
+// searched once, however many nodes call it), top graph first: by their
+// graph name or by the name the source file gives them (an HLO instruction
+// of a called computation, inlined once per call, is found at every call).
+// Empty when there is none.
+std::vector<NodeDetail> FindNodes(const graph::Graph& graph,
+                                  absl::string_view name);
+
+// A node as JSON: {"scope", "name", "op", "kind", "outputs", "flops",
+// "bytes_read", "bytes_written", "op_name", "source_file", "function",
+// "source_line", "sharding"}; the metadata keys only when set.
+nlohmann::json NodeDetailToJson(const NodeDetail& node);
+
+// A node as text rows ("source  FILE:LINE (FUNCTION)" when it has one).
+std::string NodeDetailToText(const NodeDetail& node);
 
 }  // namespace gopt::client
 

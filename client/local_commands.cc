@@ -95,10 +95,30 @@ absl::StatusOr<graph::Graph> LoadGraph(const std::string& source,
 absl::Status RunInspect(const InspectOptions& options, std::ostream& out) {
   ASSIGN_OR_RETURN(graph::Graph graph, LoadGraph(options.path, options.read));
   const InspectReport report = Inspect(graph);
+  std::vector<NodeDetail> details;
+  for (const std::string& name : options.nodes) {
+    std::vector<NodeDetail> found = FindNodes(graph, name);
+    if (found.empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          options.path, ": no node named '", name, "' (--node takes the ",
+          "name the file gives it: HLO instruction, ONNX node, NodeDef)"));
+    }
+    for (NodeDetail& detail : found) details.push_back(std::move(detail));
+  }
   if (options.json) {
-    out << InspectReportToJson(report).dump(2) << "\n";
+    nlohmann::json json = InspectReportToJson(report);
+    if (!options.nodes.empty()) {
+      json["node_details"] = nlohmann::json::array();
+      for (const NodeDetail& detail : details) {
+        json["node_details"].push_back(NodeDetailToJson(detail));
+      }
+    }
+    out << json.dump(2) << "\n";
   } else {
     out << InspectReportToText(report);
+    for (const NodeDetail& detail : details) {
+      out << "\n" << NodeDetailToText(detail);
+    }
   }
   return absl::OkStatus();
 }

@@ -51,6 +51,10 @@ struct InspectOptions {
   std::string path;  // the graph file (the one operand)
   GraphReadOptions read;
   bool json = false;  // one JSON object instead of the table
+  // --node: nodes to show in full (op, outputs, cost, op_name, source file
+  // and line, sharding), by name, searched in attached bodies too; a name
+  // no node has is NotFound.
+  std::vector<std::string> nodes;
 };
 absl::Status RunInspect(const InspectOptions& options, std::ostream& out);
 
