@@ -27,16 +27,20 @@
 #              on the larger ones the policy takes minutes per method, and
 #              on gnmt8-80k its zero-shot decode alone 40 s of go-finetune's
 #              60 s wall-clock budget). go-finetune* run 4 PPO steps with 32
-#              search simulations each, far inside that budget, so their
-#              result does not depend on the host's speed (fine_tune_steps
-#              is compared).
+#              search simulations each, about 1-8 s of CPU a graph, inside
+#              that budget (20 s a part for -1by1 and -separate) on an idle
+#              host; at nice 19 beside busy processes a run can be stopped
+#              at another step. Rows whose fine_tune_steps differ are left
+#              out of the comparison and counted; rerun those runs (delete
+#              their .rc) when the host is quieter.
 # Output in --out (default a new temporary folder): <label>/<topology>-
 # <case>.{cmd,json,err,rc,stripped,flat} (label: the checkout's short commit,
 # -dirty when modified; .2 when repeated) and times.tsv (wall and CPU seconds
 # per run). Runs already in --out with the same command line and newer than
 # their binary are kept, so a later call adds binaries without rerunning (one
 # GOPT only runs). Exit status 0 when every binary matched the previous one.
-# About 20 minutes per binary on two cores (most of it the go case).
+# About 5 minutes per binary on an idle two-core host (per topology: baselines
+# 25-35 s, formats 2 s, go 90-120 s of CPU); longer beside other work.
 set -euo pipefail
 ROOT="$(realpath "$(dirname "$0")/..")"
 OUT="" POLICY_DIR="$ROOT/policy/pretrained" GO_POLICY=go-multitask-v4 GO=1
