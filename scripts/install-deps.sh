@@ -22,6 +22,7 @@ PACKAGES=(
   # SHA-256 keys (libssl-dev); redis-server for its tests.
   libsqlite3-dev libhiredis-dev libssl-dev redis-server
   python3  # scripts/check-structure.sh, run by ctest
+  jq  # scripts/bench-identity.sh
 )
 # GOPT_TRAINING_TOOLS=1 (the Makefile's pretrained-* targets): gnuplot for
 # the training curves those targets plot (tools/plot_*.sh).
