@@ -193,6 +193,24 @@ TEST(HloProtoFusionTest, OutputsKeepTheirNamesAndIds) {
       exporter.ReadPlan(exported->contents, *again, OneGpu());
   ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
   EXPECT_TRUE(CheckPlanFitsGraph(*again, **read, 1).ok());
+
+  // Exported into again with the same plan: the original graph and plan
+  // come back (the bytes differ: the get-tuple-elements the fusion feeds
+  // take their outputs' decisions and file positions).
+  absl::StatusOr<ExportResult> second =
+      ExportOnOneGpu(registries, "hlo-proto", exported->contents, *again, plan);
+  ASSERT_TRUE(second.ok()) << second.status();
+  absl::StatusOr<Graph> back =
+      registries.importers.Import(second->contents, "hlo-proto", {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(GraphFingerprint(*back), GraphFingerprint(*graph));
+  absl::StatusOr<std::optional<gopt::v1::Plan>> reread =
+      exporter.ReadPlan(second->contents, *back, OneGpu());
+  ASSERT_TRUE(reread.ok() && reread->has_value()) << reread.status();
+  for (NodeId id = 0; id < graph->num_nodes(); ++id) {
+    EXPECT_EQ((*reread)->fusion_group(id), plan.fusion_group(id)) << id;
+    EXPECT_EQ((*reread)->priority(id), plan.priority(id)) << id;
+  }
 }
 
 // A row-sharded dot over 8 partitions (the SPMD importer costs it per
