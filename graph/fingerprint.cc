@@ -17,9 +17,9 @@ namespace {
 // index, kind or dimension: one byte instead of eight), doubles as their
 // 8 bytes, strings after their length. Every field has a fixed place and
 // every list follows its length, and the encoding is prefix-free, so equal
-// bytes mean equal fields. Buffered inline, so SHA-256 sees large blocks:
-// the NuX fingerprint takes 0.6 ms, against 3.0 ms for eight bytes per
-// field through one out-of-line call each (fingerprint version 1).
+// bytes mean equal fields. Buffered inline, so that a field costs a few
+// instructions rather than a call and SHA-256 sees large blocks (the plan
+// store fingerprints every request that imports; docs/benchmarks.md).
 class FingerprintWriter {
  public:
   void UpdateInt64(int64_t value) {
@@ -36,8 +36,14 @@ class FingerprintWriter {
   void UpdateDouble(double value) {
     // -0.0 and 0.0 cost the same; one encoding for both.
     if (value == 0) value = 0;
-    Append(absl::string_view(reinterpret_cast<const char*>(&value),
-                             sizeof(value)));
+    uint64_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    // Little-endian whatever the host's byte order.
+    char bytes[sizeof(bits)];
+    for (size_t i = 0; i < sizeof(bits); ++i) {
+      bytes[i] = static_cast<char>(bits >> (8 * i));
+    }
+    Append(absl::string_view(bytes, sizeof(bytes)));
   }
 
   void UpdateString(absl::string_view bytes) {
