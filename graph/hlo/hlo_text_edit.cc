@@ -216,24 +216,6 @@ std::optional<LineViews> ParseInstructionViews(absl::string_view line) {
   return parts;
 }
 
-std::optional<LineParts> ParseInstructionLine(absl::string_view line) {
-  std::optional<LineViews> views = ParseInstructionViews(line);
-  if (!views.has_value()) return std::nullopt;
-  LineParts parts;
-  parts.is_root = views->is_root;
-  parts.indent = std::string(views->indent);
-  parts.name = std::string(views->name);
-  parts.shape = std::string(views->shape);
-  parts.opcode = std::string(views->opcode);
-  parts.operands_begin = views->operands_begin;
-  parts.operands_end = views->operands_end;
-  parts.operands.reserve(views->operands.size());
-  for (absl::string_view operand : views->operands) {
-    parts.operands.emplace_back(operand);
-  }
-  return parts;
-}
-
 // The instructions named by the control-predecessors={...} of `line`.
 std::vector<std::string> ControlPredecessors(absl::string_view line) {
   std::vector<std::string> names;

@@ -124,23 +124,6 @@ struct LineViews {
 // `[ROOT ]%name = shape opcode(...)...`.
 std::optional<LineViews> ParseInstructionViews(absl::string_view line);
 
-// One instruction line taken apart (ParseInstructionViews, copied).
-struct LineParts {
-  bool is_root = false;
-  std::string indent;
-  std::string name;
-  std::string shape;  // "f32[2,3]{1,0}" or "(f32[], s32[])"
-  std::string opcode;
-  size_t operands_begin = 0;  // just past '('
-  size_t operands_end = 0;    // at the matching ')'
-  // Operand names without '%' (none for a constant: its list is a literal).
-  std::vector<std::string> operands;
-};
-
-// Takes instruction `line` apart into copies; nullopt as
-// ParseInstructionViews.
-std::optional<LineParts> ParseInstructionLine(absl::string_view line);
-
 // The instructions named by the control-predecessors={...} of `line`.
 std::vector<std::string> ControlPredecessors(absl::string_view line);
 

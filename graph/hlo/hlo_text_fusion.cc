@@ -19,7 +19,7 @@ namespace gopt::graph {
 namespace {
 
 // Why XLA cannot make `parts` part of a fusion, or "" when it can.
-std::string Unfusable(const LineParts& parts) {
+std::string Unfusable(const LineViews& parts) {
   return WhyXlaCannotFuse(parts.name, parts.opcode,
                           absl::StartsWith(parts.shape, "(") ||
                               absl::StartsWith(parts.shape, "token"));
@@ -66,9 +66,9 @@ class FreshNames : public FreshHloNames {
 // add, with the member's metadata and other attributes) takes; `shape`:
 // its decided shape; `feature_shape`: its scale operand's.
 std::vector<std::string> ExpandBatchNormInference(
-    const LineParts& member, absl::string_view line,
+    const LineViews& member, absl::string_view line,
     const std::vector<std::string>& operands, const std::string& name,
-    const std::string& shape, const std::string& feature_shape, bool root,
+    const std::string& shape, absl::string_view feature_shape, bool root,
     FreshNames* names) {
   const std::string type = shape.substr(0, shape.find('['));
   const std::string epsilon = AttributeValue(line, "epsilon=");
@@ -128,12 +128,12 @@ struct Group {
 // A group's members as lines, which of them are used outside it, and the
 // operands it takes from outside.
 struct GroupAnalysis {
-  std::vector<const LineParts*> members;
+  std::vector<const LineViews*> members;
   absl::flat_hash_map<std::string, size_t> member_of;  // name -> position
-  std::vector<const LineParts*> outputs;
+  std::vector<const LineViews*> outputs;
   std::vector<std::string> externals;  // in order of first use
   // Every instruction of the computation by name.
-  absl::flat_hash_map<std::string, const LineParts*> defined;
+  absl::flat_hash_map<std::string, const LineViews*> defined;
 };
 
 // The rewrite of one group: the fused computation's lines (inserted before
@@ -157,7 +157,7 @@ class Fuser {
         names_(instructions) {
     parts_.reserve(instructions.size());
     for (size_t i = 0; i < instructions.size(); ++i) {
-      parts_.push_back(ParseInstructionLine(lines[instructions[i].line]));
+      parts_.push_back(ParseInstructionViews(lines[instructions[i].line]));
       body_[instructions[i].computation].push_back(i);
     }
   }
@@ -169,17 +169,17 @@ class Fuser {
   std::variant<GroupAnalysis, std::string> Analyze(const Group& group);
 
   const HloDecision* DecisionOf(const std::string& computation,
-                                const std::string& name) const {
-    auto it = decisions_->find({computation, name});
+                                absl::string_view name) const {
+    auto it = decisions_->find({computation, std::string(name)});
     return it == decisions_->end() ? nullptr : &it->second;
   }
 
   // `shape` with the layout decision of instruction `name`, if any.
   std::string DecidedShape(const std::string& computation,
-                           const LineParts& parts) const {
+                           const LineViews& parts) const {
     const HloDecision* d = DecisionOf(computation, parts.name);
     return d == nullptr || d->layout.empty()
-               ? parts.shape
+               ? std::string(parts.shape)
                : ShapeWithLayout(parts.shape, d->layout);
   }
 
@@ -187,13 +187,13 @@ class Fuser {
   const std::vector<InstructionLine>& instructions_;
   HloDecisions* decisions_;
   FreshNames names_;
-  std::vector<std::optional<LineParts>> parts_;
+  std::vector<std::optional<LineViews>> parts_;
   absl::flat_hash_map<std::string, std::vector<size_t>> body_;
 };
 
-std::string FusionKind(const std::vector<const LineParts*>& outputs) {
+std::string FusionKind(const std::vector<const LineViews*>& outputs) {
   std::vector<std::string> opcodes;
-  for (const LineParts* out : outputs) opcodes.push_back(out->opcode);
+  for (const LineViews* out : outputs) opcodes.emplace_back(out->opcode);
   return std::string(XlaFusionKind(opcodes));
 }
 
@@ -227,7 +227,7 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
     if (!parts_[i].has_value()) continue;
     a.defined[parts_[i]->name] = &*parts_[i];
     if (a.member_of.contains(parts_[i]->name)) continue;
-    for (const std::string& operand : parts_[i]->operands) {
+    for (absl::string_view operand : parts_[i]->operands) {
       if (auto it = a.member_of.find(operand); it != a.member_of.end()) {
         is_output[it->second] = true;
       }
@@ -244,18 +244,18 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
       a.outputs.push_back(a.members[m]);
   }
   if (a.outputs.empty()) a.outputs.push_back(a.members.back());
-  auto type = [](const std::string& shape) {
+  auto type = [](absl::string_view shape) {
     return shape.substr(0, shape.find('['));
   };
-  for (const LineParts* member : a.members) {
+  for (const LineViews* member : a.members) {
     if ((member->opcode == "dot" || member->opcode == "convolution") &&
         type(member->shape) != type(a.outputs[0]->shape)) {
       return ElementTypeReason(member->name, type(member->shape),
                                type(a.outputs[0]->shape));
     }
   }
-  for (const LineParts* member : a.members) {
-    for (const std::string& operand : member->operands) {
+  for (const LineViews* member : a.members) {
+    for (absl::string_view operand : member->operands) {
       if (a.member_of.contains(operand) ||
           std::find(a.externals.begin(), a.externals.end(), operand) !=
               a.externals.end()) {
@@ -265,7 +265,7 @@ std::variant<GroupAnalysis, std::string> Fuser::Analyze(const Group& group) {
         return absl::StrCat("operand '", operand, "' of '", member->name,
                             "' is not an instruction of the computation");
       }
-      a.externals.push_back(operand);
+      a.externals.emplace_back(operand);
     }
   }
   return a;
@@ -276,8 +276,8 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
   if (auto* why = std::get_if<std::string>(&analyzed)) return *why;
   const GroupAnalysis& a = std::get<GroupAnalysis>(analyzed);
   const std::string& computation = group.computation;
-  const std::vector<const LineParts*>& members = a.members;
-  const std::vector<const LineParts*>& outputs = a.outputs;
+  const std::vector<const LineViews*>& members = a.members;
+  const std::vector<const LineViews*>& outputs = a.outputs;
   const std::vector<std::string>& externals = a.externals;
   const auto& member_of = a.member_of;
   const auto& defined = a.defined;
@@ -286,16 +286,16 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
   for (size_t p = 0; p < externals.size(); ++p) {
     renamed[externals[p]] = names_.Make(absl::StrCat("param_", p, suffix));
   }
-  for (const LineParts* out : outputs) {
-    renamed[out->name] = names_.Make(out->name + ".fused");
+  for (const LineViews* out : outputs) {
+    renamed[out->name] = names_.Make(absl::StrCat(out->name, ".fused"));
   }
-  auto inner = [&](const std::string& name) {
+  auto inner = [&](absl::string_view name) {
     auto it = renamed.find(name);
-    return it == renamed.end() ? name : it->second;
+    return it == renamed.end() ? std::string(name) : it->second;
   };
   const bool single = outputs.size() == 1;
   std::vector<std::string> output_shapes;
-  for (const LineParts* out : outputs) {
+  for (const LineViews* out : outputs) {
     output_shapes.push_back(DecidedShape(computation, *out));
   }
   const std::string root_shape =
@@ -310,22 +310,22 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
   std::vector<std::string>& body = rewrite.fused_computation;
   body.emplace_back();  // the header, once the parameters are known
   for (size_t p = 0; p < externals.size(); ++p) {
-    const std::string& shape = defined.at(externals[p])->shape;
+    const absl::string_view shape = defined.at(externals[p])->shape;
     const std::string& param = renamed.at(externals[p]);
     header_params.push_back(absl::StrCat(param, ": ", shape));
     body.push_back(
         absl::StrCat("  %", param, " = ", shape, " parameter(", p, ")"));
   }
   for (size_t m = 0; m < members.size(); ++m) {
-    const LineParts& member = *members[m];
+    const LineViews& member = *members[m];
     const std::string& line = lines_[instructions_[group.members[m]].line];
     const bool root = single && &member == outputs[0];
     rewrite.members.emplace_back(
         inner(member.name),
-        HloFusedMember{computation, member.name,
+        HloFusedMember{computation, std::string(member.name),
                        *DecisionOf(computation, member.name)});
     std::vector<std::string> names;
-    for (const std::string& operand : member.operands) {
+    for (absl::string_view operand : member.operands) {
       names.push_back("%" + inner(operand));
     }
     if (member.opcode == "batch-norm-inference") {
@@ -347,11 +347,11 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
                      DecidedShape(computation, member), " ", member.opcode, "(",
                      operands, ")", line.substr(member.operands_end + 1)));
   }
-  std::string fusion_name = outputs[0]->name;
+  std::string fusion_name(outputs[0]->name);
   if (!single) {
     fusion_name = names_.Make(absl::StrCat("gopt_fusion", suffix));
     std::vector<std::string> roots;
-    for (const LineParts* out : outputs)
+    for (const LineViews* out : outputs)
       roots.push_back("%" + inner(out->name));
     body.push_back(absl::StrCat(
         "  ROOT %", names_.Make(absl::StrCat("gopt_tuple", suffix)), " = ",
@@ -365,7 +365,7 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
 
   // The fusion (and its get-tuple-elements) replaces the last member line.
   const size_t last = instructions_[group.members.back()].line;
-  const std::string& indent = members.back()->indent;
+  const absl::string_view indent = members.back()->indent;
   std::vector<std::string> externals_text;
   for (const std::string& e : externals) externals_text.push_back("%" + e);
   std::string fusion =
@@ -389,7 +389,7 @@ std::variant<GroupRewrite, std::string> Fuser::Rewrite(const Group& group) {
           absl::StrCat(indent, outputs[j]->is_root ? "ROOT " : "", "%",
                        outputs[j]->name, " = ", outputs[j]->shape,
                        " get-tuple-element(%", fusion_name, "), index=", j));
-      (*decisions_)[{computation, outputs[j]->name}].kernel = -1;
+      (*decisions_)[{computation, std::string(outputs[j]->name)}].kernel = -1;
     }
     (*decisions_)[{computation, fusion_name}] = std::move(fusion_decision);
   }

@@ -43,7 +43,7 @@ absl::flat_hash_set<std::string> FusedComputations(
     // Most lines call nothing: look for calls= before parsing the line.
     const size_t at = FindAttribute(line, kCalls);
     if (at == absl::string_view::npos) continue;
-    std::optional<LineParts> parts = ParseInstructionLine(line);
+    std::optional<LineViews> parts = ParseInstructionViews(line);
     if (!parts.has_value() || parts->opcode != "fusion") continue;
     const size_t start = at + kCalls.size();
     absl::string_view callee =
